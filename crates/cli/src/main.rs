@@ -1,1 +1,154 @@
-fn main() {}
+//! `nvo`: the command-line interface of the nvo overlay stack.
+//!
+//! Today it decodes captures (`nvo decode`); the daemon's API subcommands arrive with `nvod`.
+//! Every subcommand prints text by default and JSON with `-o json`; errors are one line on
+//! stderr and a non-zero exit status.
+
+mod capture;
+mod decode;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+/// nvo: multi-tenant network virtualization overlays for Linux.
+#[derive(Debug, Parser)]
+#[command(name = "nvo", version, about, long_about = None)]
+struct Cli {
+    /// Output format.
+    #[arg(short, long, global = true, value_enum, default_value_t = Format::Text)]
+    output: Format,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// Human-readable lines.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode the tunnel layers of every packet in a capture (pcap or pcapng).
+    ///
+    /// Shows, per packet, the outer addresses and ports, the tunnel protocol and its
+    /// identifiers (VNI, VSID, STT context, NSH SPI/SI, overlay node IDs and TTL) and the inner
+    /// Ethernet addresses. Tunnels are recognised by port: VXLAN on UDP 4789 and 8472,
+    /// VXLAN-GPE on 4790, Geneve on 6081, nvo's overlay header on 60002, STT on TCP 7471, and
+    /// GRE/NVGRE on IP protocol 47; add ports with the options below. A packet whose headers do
+    /// not parse is shown as MALFORMED with the reason, and decoding goes on.
+    Decode(DecodeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct DecodeArgs {
+    /// The capture file.
+    file: PathBuf,
+    /// Also decode this UDP destination port as VXLAN (repeatable).
+    #[arg(long = "vxlan-port", value_name = "PORT")]
+    vxlan: Vec<u16>,
+    /// Also decode this UDP destination port as VXLAN-GPE (repeatable).
+    #[arg(long = "gpe-port", value_name = "PORT")]
+    gpe: Vec<u16>,
+    /// Also decode this UDP destination port as Geneve (repeatable).
+    #[arg(long = "geneve-port", value_name = "PORT")]
+    geneve: Vec<u16>,
+    /// Also decode this UDP destination port as nvo's overlay header (repeatable).
+    #[arg(long = "overlay-port", value_name = "PORT")]
+    overlay: Vec<u16>,
+    /// Also decode this TCP destination port as STT (repeatable).
+    #[arg(long = "stt-port", value_name = "PORT")]
+    stt: Vec<u16>,
+}
+
+#[derive(Debug, Serialize)]
+struct PacketOut {
+    index: usize,
+    timestamp_ns: u128,
+    len: u32,
+    #[serde(flatten)]
+    decoded: decode::Decoded,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    packets: usize,
+    tunnelled: usize,
+    malformed: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct DecodeOut {
+    file: PathBuf,
+    packets: Vec<PacketOut>,
+    summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn run_decode(args: DecodeArgs, format: Format) -> ExitCode {
+    let mut ports = decode::Ports::default();
+    ports.vxlan.extend(args.vxlan);
+    ports.vxlan_gpe.extend(args.gpe);
+    ports.geneve.extend(args.geneve);
+    ports.overlay.extend(args.overlay);
+    ports.stt.extend(args.stt);
+
+    let (frames, error) = capture::read_capture(&args.file);
+    let packets: Vec<PacketOut> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| PacketOut {
+            index: i + 1,
+            timestamp_ns: f.timestamp_ns,
+            len: f.original_len,
+            decoded: decode::decode(f.link, &f.data, &ports),
+        })
+        .collect();
+    let summary = Summary {
+        packets: packets.len(),
+        tunnelled: packets.iter().filter(|p| p.decoded.is_tunnel()).count(),
+        malformed: packets.iter().filter(|p| p.decoded.malformed.is_some()).count(),
+    };
+    let status = if error.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    match format {
+        Format::Text => {
+            for p in &packets {
+                println!("{}", render::packet_line(p.index, &p.decoded));
+            }
+            if !packets.is_empty() || error.is_none() {
+                println!(
+                    "{} packets, {} tunnelled, {} malformed",
+                    summary.packets, summary.tunnelled, summary.malformed
+                );
+            }
+            if let Some(e) = error {
+                eprintln!("nvo decode: {e}");
+            }
+        }
+        Format::Json => {
+            let out = DecodeOut { file: args.file, packets, summary, error: error.map(|e| e.to_string()) };
+            match serde_json::to_string_pretty(&out) {
+                Ok(s) => println!("{s}"),
+                Err(e) => {
+                    eprintln!("nvo decode: cannot encode JSON: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+    status
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Decode(args) => run_decode(args, cli.output),
+    }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs everything nvo's demo and tests need on a Debian machine, idempotently:
+# Debian packages (tshark, scapy, iproute2, a C toolchain) and the Rust components (rustfmt, clippy).
+# Safe to run again: it installs only what is missing and says what it did.
+set -euo pipefail
+
+APT_PACKAGES=(tshark python3-scapy iproute2 build-essential pkg-config ca-certificates)
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then exec sudo -E "$0" "$@"; fi
+    die "run as root (apt-get and network namespaces need it)"
+fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    # tshark asks whether non-root users may capture; the answer does not matter for nvo.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    say "Debian packages present"
+fi
+
+# Rust: rustup's stable toolchain, as on the project's machines. Debian's own rustc is too old
+# for the workspace (rust-version in Cargo.toml); Debian 13 and later package rustup itself.
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null; then
+    if ! command -v rustup >/dev/null; then
+        say "installing rustup from Debian"
+        apt-get install -y -qq rustup >/dev/null 2>&1 || die "no cargo and no rustup package: install Rust with rustup (https://rustup.rs), then run this again"
+    fi
+    rustup default stable >/dev/null
+fi
+if command -v rustup >/dev/null; then
+    for c in rustfmt clippy; do
+        rustup component list --installed 2>/dev/null | grep -q "^$c" || { say "adding rust component $c"; rustup component add "$c"; }
+    done
+fi
+command -v cargo-clippy >/dev/null || die "clippy is missing: rustup component add clippy"
+command -v rustfmt >/dev/null || die "rustfmt is missing: rustup component add rustfmt"
+
+/usr/bin/python3 -c 'import scapy' 2>/dev/null || die "python3-scapy installed but /usr/bin/python3 cannot import scapy"
+command -v tshark >/dev/null || die "tshark installed but not on PATH"
+say "ready: $(cargo --version), $(tshark --version 2>/dev/null | head -1), scapy $(/usr/bin/python3 -c 'import scapy; print(scapy.__version__)')"

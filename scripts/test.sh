@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: the README's second command, and what CI runs (.ci/run).
+#   1. dependencies (scripts/setup.sh, idempotent)
+#   2. the scapy byte vectors are regenerated and must equal the committed ones
+#   3. cargo fmt --check and cargo clippy -D warnings
+#   4. cargo test: unit, scapy vectors, tshark round trips, property tests, fuzz corpus replay
+# Each step prints its name; the first failure stops the run and says which step broke.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n==> %s\n' "$*"; }
+fail() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
+
+step "setup"
+scripts/setup.sh || fail "scripts/setup.sh could not install the dependencies"
+
+step "scapy vectors are reproducible"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 tests/vectors/gen_scapy.py "$tmp/vectors" "$tmp/tunnels.pcap" || fail "tests/vectors/gen_scapy.py crashed"
+for f in "$tmp"/vectors/*.json; do
+    cmp -s "$f" "tests/vectors/$(basename "$f")" ||
+        fail "tests/vectors/$(basename "$f") differs from what gen_scapy.py writes now; regenerate with: /usr/bin/python3 tests/vectors/gen_scapy.py tests/vectors samples/tunnels.pcap"
+done
+cmp -s "$tmp/tunnels.pcap" samples/tunnels.pcap || fail "samples/tunnels.pcap differs from what gen_scapy.py writes now"
+echo "vectors match"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check || fail "formatting: run cargo fmt"
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check || fail "formatting of fuzz targets: run cargo fmt --manifest-path fuzz/Cargo.toml"
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings || fail "clippy"
+
+step "fuzz targets build"
+cargo check --manifest-path fuzz/Cargo.toml --bins --quiet || fail "fuzz targets do not build"
+
+step "cargo test"
+if ! cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"; then
+    fail "cargo test (see the failures above)"
+fi
+
+passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$tmp/test.log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '([0-9]+) failed' "$tmp/test.log" | awk '{s+=$1} END {print s+0}')
+printf '\nall steps passed\n%s passed, %s failed\n' "$passed" "$failed"
