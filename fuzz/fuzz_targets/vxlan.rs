@@ -6,12 +6,18 @@ use libfuzzer_sys::fuzz_target;
 use nvo_wire::vxlan::{VxlanPacket, VxlanRepr};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(packet) = VxlanPacket::new_checked(data) else { return };
+    let Ok(packet) = VxlanPacket::new_checked(data) else {
+        return;
+    };
     let _ = (packet.vni(), packet.group_policy_id(), packet.payload());
-    let Ok(repr) = VxlanRepr::parse(&packet) else { return };
+    let Ok(repr) = VxlanRepr::parse(&packet) else {
+        return;
+    };
     let mut out = vec![0u8; repr.buffer_len()];
-    repr.emit(&mut VxlanPacket::new_unchecked(&mut out[..])).expect("emit into buffer_len bytes");
-    let again = VxlanRepr::parse(&VxlanPacket::new_checked(&out[..]).expect("emitted header checks"))
-        .expect("emitted header parses");
+    repr.emit(&mut VxlanPacket::new_unchecked(&mut out[..]))
+        .expect("emit into buffer_len bytes");
+    let again =
+        VxlanRepr::parse(&VxlanPacket::new_checked(&out[..]).expect("emitted header checks"))
+            .expect("emitted header parses");
     assert_eq!(repr, again);
 });

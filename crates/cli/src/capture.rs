@@ -9,6 +9,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::PcapReader;
+use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::DataLink;
 
@@ -83,6 +84,24 @@ pub enum CaptureError {
     },
 }
 
+/// pcapng's default timestamp resolution: microseconds (10^-6 s).
+const DEFAULT_TSRESOL: u8 = 6;
+/// A packet naming an interface that no Interface Description Block declared.
+const UNKNOWN_INTERFACE: (LinkType, u8) = (LinkType::Other(u32::MAX), DEFAULT_TSRESOL);
+
+/// Converts pcapng timestamp units to nanoseconds. `tsresol` is 10^-n seconds, or 2^-n when its
+/// top bit is set.
+fn units_to_ns(units: u128, tsresol: u8) -> u128 {
+    let n = u32::from(tsresol & 0x7f);
+    if tsresol & 0x80 != 0 {
+        units.saturating_mul(1_000_000_000) >> n.min(127)
+    } else if n <= 9 {
+        units.saturating_mul(10u128.pow(9 - n))
+    } else {
+        units / 10u128.saturating_pow(n - 9)
+    }
+}
+
 const PCAPNG_MAGIC: u32 = 0x0a0d_0d0a;
 const PCAP_MAGICS: [u32; 4] = [0xa1b2_c3d4, 0xd4c3_b2a1, 0xa1b2_3c4d, 0x4d3c_b2a1];
 
@@ -96,7 +115,10 @@ pub fn read_capture(path: &Path) -> (Vec<Frame>, Option<CaptureError>) {
 }
 
 fn read_inner(path: &Path) -> Result<(Vec<Frame>, Option<CaptureError>), CaptureError> {
-    let io = |source| CaptureError::Io { path: path.to_owned(), source };
+    let io = |source| CaptureError::Io {
+        path: path.to_owned(),
+        source,
+    };
     let mut file = File::open(path).map_err(io)?;
     let mut magic = [0u8; 4];
     file.read_exact(&mut magic).map_err(io)?;
@@ -129,7 +151,8 @@ fn read_inner(path: &Path) -> Result<(Vec<Frame>, Option<CaptureError>), Capture
         Ok((frames, None))
     } else if magic == PCAPNG_MAGIC {
         let mut r = PcapNgReader::new(reader).map_err(|e| broken(0, e.to_string()))?;
-        let mut links: Vec<LinkType> = Vec::new();
+        // Per interface: its link type and timestamp resolution (pcapng §4.2, if_tsresol).
+        let mut links: Vec<(LinkType, u8)> = Vec::new();
         while let Some(b) = r.next_block() {
             let block = match b {
                 Ok(b) => b,
@@ -140,15 +163,32 @@ fn read_inner(path: &Path) -> Result<(Vec<Frame>, Option<CaptureError>), Capture
             };
             match block {
                 Block::SectionHeader(_) => links.clear(),
-                Block::InterfaceDescription(idb) => links.push(idb.linktype.into()),
-                Block::EnhancedPacket(epb) => frames.push(Frame {
-                    link: links.get(epb.interface_id as usize).copied().unwrap_or(LinkType::Other(u32::MAX)),
-                    timestamp_ns: epb.timestamp.as_nanos(),
-                    original_len: epb.original_len,
-                    data: epb.data.into_owned(),
-                }),
+                Block::InterfaceDescription(idb) => {
+                    let tsresol = idb
+                        .options
+                        .iter()
+                        .find_map(|o| match o {
+                            InterfaceDescriptionOption::IfTsResol(r) => Some(*r),
+                            _ => None,
+                        })
+                        .unwrap_or(DEFAULT_TSRESOL);
+                    links.push((idb.linktype.into(), tsresol));
+                }
+                Block::EnhancedPacket(epb) => {
+                    let (link, tsresol) = links
+                        .get(epb.interface_id as usize)
+                        .copied()
+                        .unwrap_or(UNKNOWN_INTERFACE);
+                    frames.push(Frame {
+                        link,
+                        // pcap-file hands over the raw timestamp units as if they were nanoseconds.
+                        timestamp_ns: units_to_ns(epb.timestamp.as_nanos(), tsresol),
+                        original_len: epb.original_len,
+                        data: epb.data.into_owned(),
+                    })
+                }
                 Block::SimplePacket(spb) => frames.push(Frame {
-                    link: links.first().copied().unwrap_or(LinkType::Other(u32::MAX)),
+                    link: links.first().copied().unwrap_or(UNKNOWN_INTERFACE).0,
                     timestamp_ns: 0,
                     original_len: spb.original_len,
                     data: spb.data.into_owned(),
@@ -158,6 +198,22 @@ fn read_inner(path: &Path) -> Result<(Vec<Frame>, Option<CaptureError>), Capture
         }
         Ok((frames, None))
     } else {
-        Err(CaptureError::NotACapture { path: path.to_owned(), magic: u32::from_be_bytes(magic.to_le_bytes()) })
+        Err(CaptureError::NotACapture {
+            path: path.to_owned(),
+            magic: u32::from_be_bytes(magic.to_le_bytes()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::units_to_ns;
+
+    #[test]
+    fn pcapng_timestamp_resolutions() {
+        assert_eq!(units_to_ns(1_500_000, 6), 1_500_000_000);
+        assert_eq!(units_to_ns(7, 9), 7);
+        assert_eq!(units_to_ns(3_000, 12), 3);
+        assert_eq!(units_to_ns(1 << 20, 0x80 | 20), 1_000_000_000);
     }
 }

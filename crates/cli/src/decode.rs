@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use etherparse::{EtherType, Ethernet2Slice, IpNumber, Ipv4Slice, Ipv6Slice, SingleVlanSlice, TcpSlice, UdpSlice};
+use etherparse::{
+    EtherType, Ethernet2Slice, IpNumber, Ipv4Slice, Ipv6Slice, SingleVlanSlice, TcpSlice, UdpSlice,
+};
 use nvo_wire::geneve::{GeneveOptions, GenevePacket, GeneveRepr};
 use nvo_wire::gre::{GrePacket, GreRepr};
 use nvo_wire::nsh::{NshPacket, NshRepr};
@@ -55,13 +57,37 @@ impl Default for Ports {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "layer", rename_all = "snake_case")]
 pub enum Layer {
-    Ethernet { src: String, dst: String, #[serde(skip_serializing_if = "Vec::is_empty")] vlans: Vec<u16>, ethertype: u16 },
-    LinuxSll { protocol: u16 },
+    Ethernet {
+        src: String,
+        dst: String,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        vlans: Vec<u16>,
+        ethertype: u16,
+    },
+    LinuxSll {
+        protocol: u16,
+    },
     Arp,
-    Ipv4 { src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, protocol: u8 },
-    Ipv6 { src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, next_header: u8 },
-    Udp { src_port: u16, dst_port: u16 },
-    Tcp { src_port: u16, dst_port: u16 },
+    Ipv4 {
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        ttl: u8,
+        protocol: u8,
+    },
+    Ipv6 {
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        hop_limit: u8,
+        next_header: u8,
+    },
+    Udp {
+        src_port: u16,
+        dst_port: u16,
+    },
+    Tcp {
+        src_port: u16,
+        dst_port: u16,
+    },
     Vxlan {
         vni: u32,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,15 +97,62 @@ pub enum Layer {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         policy_applied: bool,
     },
-    VxlanGpe { vni: u32, next_protocol: String, oam: bool },
-    Nsh { spi: u32, si: u8, ttl: u8, md_type: u8, next_protocol: String, oam: bool },
-    Geneve { vni: u32, protocol: u16, oam: bool, critical: bool, options: Vec<GeneveOptionView> },
-    Gre { protocol: u16, #[serde(skip_serializing_if = "Option::is_none")] key: Option<u32>, #[serde(skip_serializing_if = "Option::is_none")] sequence: Option<u32> },
-    Nvgre { vsid: u32, flow_id: u8 },
-    Stt { frame_id: u32, frame_len: u16, fragment_offset: u16, #[serde(skip_serializing_if = "Option::is_none")] context_id: Option<u64>, #[serde(skip_serializing_if = "Option::is_none")] mss: Option<u16>, #[serde(skip_serializing_if = "Option::is_none")] vlan: Option<u16> },
-    Overlay { app: String, ttl: u8, flags: u8, vni: u32, flow_hash: u32, dst_node: u32, src_node: u32 },
+    VxlanGpe {
+        vni: u32,
+        next_protocol: String,
+        oam: bool,
+    },
+    Nsh {
+        spi: u32,
+        si: u8,
+        ttl: u8,
+        md_type: u8,
+        next_protocol: String,
+        oam: bool,
+    },
+    Geneve {
+        vni: u32,
+        protocol: u16,
+        oam: bool,
+        critical: bool,
+        options: Vec<GeneveOptionView>,
+    },
+    Gre {
+        protocol: u16,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        key: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sequence: Option<u32>,
+    },
+    Nvgre {
+        vsid: u32,
+        flow_id: u8,
+    },
+    Stt {
+        frame_id: u32,
+        frame_len: u16,
+        fragment_offset: u16,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context_id: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mss: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        vlan: Option<u16>,
+    },
+    Overlay {
+        app: String,
+        ttl: u8,
+        flags: u8,
+        vni: u32,
+        flow_hash: u32,
+        dst_node: u32,
+        src_node: u32,
+    },
     /// A payload nvo does not decode further (an ethertype, IP protocol or port it does not know).
-    Data { protocol: String, len: usize },
+    Data {
+        protocol: String,
+        len: usize,
+    },
 }
 
 /// A Geneve option as shown by the decoder.
@@ -135,7 +208,11 @@ impl Layer {
 
 /// Decodes one captured frame.
 pub fn decode(link: LinkType, data: &[u8], ports: &Ports) -> Decoded {
-    let mut d = Decoder { ports, layers: Vec::new(), depth: 0 };
+    let mut d = Decoder {
+        ports,
+        layers: Vec::new(),
+        depth: 0,
+    };
     let result = match link {
         LinkType::Ethernet => d.ethernet(data),
         LinkType::LinuxSll => d.linux_sll(data, 16, 14),
@@ -143,11 +220,17 @@ pub fn decode(link: LinkType, data: &[u8], ports: &Ports) -> Decoded {
         LinkType::RawIp => d.raw_ip(data),
         LinkType::Other(n) => Err(malformed("link", format!("unsupported link type {n}"))),
     };
-    Decoded { layers: d.layers, malformed: result.err() }
+    Decoded {
+        layers: d.layers,
+        malformed: result.err(),
+    }
 }
 
 fn malformed(layer: &'static str, reason: impl ToString) -> Malformed {
-    Malformed { layer, reason: reason.to_string() }
+    Malformed {
+        layer,
+        reason: reason.to_string(),
+    }
 }
 
 type Step = Result<(), Malformed>;
@@ -171,26 +254,43 @@ fn mac(b: [u8; 6]) -> String {
 
 impl Decoder<'_> {
     fn ethernet(&mut self, data: &[u8]) -> Step {
-        let eth = Ethernet2Slice::from_slice_without_fcs(data).map_err(|e| malformed("ethernet", e))?;
+        let eth =
+            Ethernet2Slice::from_slice_without_fcs(data).map_err(|e| malformed("ethernet", e))?;
         let mut ethertype = eth.ether_type();
         let mut rest = eth.payload_slice();
         let mut vlans = Vec::new();
-        while matches!(ethertype, EtherType::VLAN_TAGGED_FRAME | EtherType::PROVIDER_BRIDGING | EtherType::VLAN_DOUBLE_TAGGED_FRAME) {
+        while matches!(
+            ethertype,
+            EtherType::VLAN_TAGGED_FRAME
+                | EtherType::PROVIDER_BRIDGING
+                | EtherType::VLAN_DOUBLE_TAGGED_FRAME
+        ) {
             let tag = SingleVlanSlice::from_slice(rest).map_err(|e| malformed("802.1q", e))?;
             vlans.push(tag.vlan_identifier().value());
             ethertype = tag.ether_type();
             rest = tag.payload_slice();
         }
-        self.layers.push(Layer::Ethernet { src: mac(eth.source()), dst: mac(eth.destination()), vlans, ethertype: ethertype.0 });
+        self.layers.push(Layer::Ethernet {
+            src: mac(eth.source()),
+            dst: mac(eth.destination()),
+            vlans,
+            ethertype: ethertype.0,
+        });
         self.ethertype(ethertype.0, rest)
     }
 
     fn linux_sll(&mut self, data: &[u8], header_len: usize, proto_at: usize) -> Step {
         let Some(proto) = data.get(proto_at..proto_at + 2) else {
-            return Err(malformed("linux_sll", format!("{} bytes, header needs {header_len}", data.len())));
+            return Err(malformed(
+                "linux_sll",
+                format!("{} bytes, header needs {header_len}", data.len()),
+            ));
         };
         let Some(rest) = data.get(header_len..) else {
-            return Err(malformed("linux_sll", format!("{} bytes, header needs {header_len}", data.len())));
+            return Err(malformed(
+                "linux_sll",
+                format!("{} bytes, header needs {header_len}", data.len()),
+            ));
         };
         let protocol = u16::from_be_bytes([proto[0], proto[1]]);
         self.layers.push(Layer::LinuxSll { protocol });
@@ -201,7 +301,10 @@ impl Decoder<'_> {
         match data.first().map(|b| b >> 4) {
             Some(4) => self.ipv4(data),
             Some(6) => self.ipv6(data),
-            _ => Err(malformed("ip", "raw link type but no IPv4/IPv6 version nibble")),
+            _ => Err(malformed(
+                "ip",
+                "raw link type but no IPv4/IPv6 version nibble",
+            )),
         }
     }
 
@@ -219,7 +322,10 @@ impl Decoder<'_> {
     }
 
     fn data(&mut self, protocol: String, rest: &[u8]) -> Step {
-        self.layers.push(Layer::Data { protocol, len: rest.len() });
+        self.layers.push(Layer::Data {
+            protocol,
+            len: rest.len(),
+        });
         Ok(())
     }
 
@@ -227,7 +333,12 @@ impl Decoder<'_> {
         let ip = Ipv4Slice::from_slice(data).map_err(|e| malformed("ipv4", e))?;
         let h = ip.header();
         let proto = h.protocol();
-        self.layers.push(Layer::Ipv4 { src: h.source_addr(), dst: h.destination_addr(), ttl: h.ttl(), protocol: proto.0 });
+        self.layers.push(Layer::Ipv4 {
+            src: h.source_addr(),
+            dst: h.destination_addr(),
+            ttl: h.ttl(),
+            protocol: proto.0,
+        });
         let payload = ip.payload();
         if payload.fragmented {
             return self.data("ipv4 fragment".into(), payload.payload);
@@ -265,7 +376,10 @@ impl Decoder<'_> {
     fn udp(&mut self, data: &[u8]) -> Step {
         let udp = UdpSlice::from_slice(data).map_err(|e| malformed("udp", e))?;
         let dport = udp.destination_port();
-        self.layers.push(Layer::Udp { src_port: udp.source_port(), dst_port: dport });
+        self.layers.push(Layer::Udp {
+            src_port: udp.source_port(),
+            dst_port: dport,
+        });
         let rest = udp.payload();
         let p = self.ports;
         if p.vxlan.contains(&dport) {
@@ -287,14 +401,20 @@ impl Decoder<'_> {
         if self.ports.stt.contains(&dport) {
             return self.tunnel(|d| d.stt(data));
         }
-        self.layers.push(Layer::Tcp { src_port: tcp.source_port(), dst_port: dport });
+        self.layers.push(Layer::Tcp {
+            src_port: tcp.source_port(),
+            dst_port: dport,
+        });
         self.data(format!("tcp port {dport}"), tcp.payload())
     }
 
     /// Runs a tunnel decoder one nesting level deeper, refusing runaway nesting.
     fn tunnel(&mut self, f: impl FnOnce(&mut Self) -> Step) -> Step {
         if self.depth >= MAX_TUNNEL_DEPTH {
-            return Err(malformed("tunnel", format!("more than {MAX_TUNNEL_DEPTH} nested tunnels")));
+            return Err(malformed(
+                "tunnel",
+                format!("more than {MAX_TUNNEL_DEPTH} nested tunnels"),
+            ));
         }
         self.depth += 1;
         let r = f(self);
@@ -318,7 +438,11 @@ impl Decoder<'_> {
     fn vxlan_gpe(&mut self, data: &[u8]) -> Step {
         let p = VxlanGpePacket::new_checked(data).map_err(|e| malformed("vxlan-gpe", e))?;
         let r = VxlanGpeRepr::parse(&p).map_err(|e| malformed("vxlan-gpe", e))?;
-        self.layers.push(Layer::VxlanGpe { vni: r.vni, next_protocol: format!("{:?}", r.next_protocol).to_lowercase(), oam: r.oam });
+        self.layers.push(Layer::VxlanGpe {
+            vni: r.vni,
+            next_protocol: format!("{:?}", r.next_protocol).to_lowercase(),
+            oam: r.oam,
+        });
         self.next_protocol(r.next_protocol, p.payload())
     }
 
@@ -352,9 +476,19 @@ impl Decoder<'_> {
         let mut options = Vec::new();
         for o in GeneveOptions::new(r.options) {
             let o = o.map_err(|e| malformed("geneve option", e))?;
-            options.push(GeneveOptionView { class: o.class, kind: o.kind, len: o.data.len() });
+            options.push(GeneveOptionView {
+                class: o.class,
+                kind: o.kind,
+                len: o.data.len(),
+            });
         }
-        self.layers.push(Layer::Geneve { vni: r.vni, protocol: r.protocol, oam: r.oam, critical: r.critical, options });
+        self.layers.push(Layer::Geneve {
+            vni: r.vni,
+            protocol: r.protocol,
+            oam: r.oam,
+            critical: r.critical,
+            options,
+        });
         self.ethertype_payload(r.protocol, p.payload())
     }
 
@@ -372,8 +506,15 @@ impl Decoder<'_> {
         let p = GrePacket::new_checked(data).map_err(|e| malformed("gre", e))?;
         let r = GreRepr::parse(&p).map_err(|e| malformed("gre", e))?;
         match r.as_nvgre() {
-            Some(k) => self.layers.push(Layer::Nvgre { vsid: k.vsid, flow_id: k.flow_id }),
-            None => self.layers.push(Layer::Gre { protocol: r.protocol, key: r.key, sequence: r.sequence }),
+            Some(k) => self.layers.push(Layer::Nvgre {
+                vsid: k.vsid,
+                flow_id: k.flow_id,
+            }),
+            None => self.layers.push(Layer::Gre {
+                protocol: r.protocol,
+                key: r.key,
+                sequence: r.sequence,
+            }),
         }
         self.ethertype_payload(r.protocol, p.payload())
     }
@@ -395,7 +536,13 @@ impl Decoder<'_> {
         }
         let p = SttPacket::new_checked(seg.payload()).map_err(|e| malformed("stt", e))?;
         let r = SttRepr::parse(&p).map_err(|e| malformed("stt", e))?;
-        if let Layer::Stt { context_id, mss, vlan, .. } = &mut layer {
+        if let Layer::Stt {
+            context_id,
+            mss,
+            vlan,
+            ..
+        } = &mut layer
+        {
             *context_id = Some(r.context_id);
             *mss = Some(r.mss);
             *vlan = p.vlan_present().then(|| p.vlan_id());
@@ -412,8 +559,14 @@ impl Decoder<'_> {
     /// Decodes the start of a frame whose tail is in other segments: the Ethernet addresses are
     /// there even when the IP packet is not whole.
     fn ethernet_prefix(&mut self, data: &[u8]) -> Step {
-        let eth = Ethernet2Slice::from_slice_without_fcs(data).map_err(|e| malformed("ethernet", e))?;
-        self.layers.push(Layer::Ethernet { src: mac(eth.source()), dst: mac(eth.destination()), vlans: Vec::new(), ethertype: eth.ether_type().0 });
+        let eth =
+            Ethernet2Slice::from_slice_without_fcs(data).map_err(|e| malformed("ethernet", e))?;
+        self.layers.push(Layer::Ethernet {
+            src: mac(eth.source()),
+            dst: mac(eth.destination()),
+            vlans: Vec::new(),
+            ethertype: eth.ether_type().0,
+        });
         self.data("segmented frame".into(), eth.payload_slice())
     }
 

@@ -114,9 +114,16 @@ fn run_decode(args: DecodeArgs, format: Format) -> ExitCode {
     let summary = Summary {
         packets: packets.len(),
         tunnelled: packets.iter().filter(|p| p.decoded.is_tunnel()).count(),
-        malformed: packets.iter().filter(|p| p.decoded.malformed.is_some()).count(),
+        malformed: packets
+            .iter()
+            .filter(|p| p.decoded.malformed.is_some())
+            .count(),
     };
-    let status = if error.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    let status = if error.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    };
     match format {
         Format::Text => {
             for p in &packets {
@@ -133,7 +140,12 @@ fn run_decode(args: DecodeArgs, format: Format) -> ExitCode {
             }
         }
         Format::Json => {
-            let out = DecodeOut { file: args.file, packets, summary, error: error.map(|e| e.to_string()) };
+            let out = DecodeOut {
+                file: args.file,
+                packets,
+                summary,
+                error: error.map(|e| e.to_string()),
+            };
             match serde_json::to_string_pretty(&out) {
                 Ok(s) => println!("{s}"),
                 Err(e) => {

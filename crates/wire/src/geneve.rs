@@ -282,7 +282,7 @@ impl GeneveOption<'_> {
     /// [`MAX_OPTION_DATA_LEN`], or when `buf` is too short.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let len = self.data.len();
-        if len % 4 != 0 || len > MAX_OPTION_DATA_LEN {
+        if !len.is_multiple_of(4) || len > MAX_OPTION_DATA_LEN {
             return Err(Error::invalid("geneve option data length", len as u64));
         }
         let need = self.buffer_len();
@@ -386,7 +386,7 @@ impl FusedIterator for GeneveOptions<'_> {}
 
 /// Checks that `options` is a valid options area: whole words, not too long, whole TLVs.
 fn check_options(options: &[u8]) -> Result<()> {
-    if options.len() % 4 != 0 || options.len() > MAX_OPTIONS_LEN {
+    if !options.len().is_multiple_of(4) || options.len() > MAX_OPTIONS_LEN {
         return Err(Error::invalid(
             "geneve options length",
             options.len() as u64,

@@ -1,7 +1,7 @@
 //! Shared by the wire crate's integration tests: scapy vectors, outer frames, pcap files and tshark.
 //!
 //! Each test binary includes this module and uses only part of it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::panic, clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,7 +82,7 @@ pub fn scapy_vectors(proto: &str) -> Vec<Vector> {
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd-length hex string {s:?}");
+    assert!(s.len().is_multiple_of(2), "odd-length hex string {s:?}");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
