@@ -159,6 +159,21 @@ pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
     std::fs::write(path, out).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
+/// Reads the frames of a classic little-endian pcap file, as scapy and [`write_pcap`] write it.
+pub fn read_pcap(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert_eq!(&data[..4], &0xa1b2_c3d4u32.to_le_bytes(), "pcap magic");
+    let u32_at = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+    let mut frames = Vec::new();
+    let mut at = 24;
+    while at + 16 <= data.len() {
+        let len = u32_at(at + 8) as usize;
+        frames.push(data[at + 16..at + 16 + len].to_vec());
+        at += 16 + len;
+    }
+    frames
+}
+
 /// A scratch directory removed when dropped.
 pub struct TempDir(pub PathBuf);
 
