@@ -17,8 +17,11 @@ pub mod stt;
 pub mod vxlan;
 pub mod vxlan_gpe;
 
+/// A check: panics when the header code misbehaves on `data`.
+pub type Check = fn(data: &[u8]);
+
 /// Every check, by the name of its fuzz target and corpus directory.
-pub const CHECKS: &[(&str, fn(&[u8]))] = &[
+pub const CHECKS: &[(&str, Check)] = &[
     ("geneve", geneve::check),
     ("gre", gre::check),
     ("ila", ila::check),
