@@ -1,0 +1,13 @@
+//! nvod's control API: the request and answer types, shared by the daemon and every client, and
+//! a small blocking client.
+//!
+//! The API is HTTP/1.1 with JSON bodies on a unix socket (docs/openapi.yaml is the reference;
+//! docs/design/dataplane.md explains it). These types are the wire form of the API only: nvod
+//! converts them to and from its internal tables at the edge, so an internal change never
+//! changes the API by accident.
+
+mod client;
+mod types;
+
+pub use client::{Client, ClientError, DEFAULT_SOCKET};
+pub use types::*;

@@ -1,0 +1,233 @@
+//! Request and answer bodies of the control API.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /v1/node`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// The node's 32-bit overlay ID.
+    pub node_id: u32,
+    /// The underlay address tunnels are sent from.
+    pub locator: IpAddr,
+    /// The UDP port VXLAN is received on and sent to.
+    pub vxlan_port: u16,
+    /// MTU of the underlay; tenant MTUs default to this minus the encapsulation overhead.
+    pub underlay_mtu: u16,
+    /// Offloads the kernel accepted at start.
+    pub offloads: Offloads,
+    /// nvod's version.
+    pub version: String,
+}
+
+/// Socket offloads in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Offloads {
+    /// UDP generic receive offload on the underlay socket.
+    pub gro: bool,
+    /// UDP generic segmentation offload on the underlay sockets.
+    pub gso: bool,
+}
+
+/// How a network sends broadcast, unknown unicast and multicast (BUM) frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Bum {
+    /// One unicast copy to every remote in the flood list (head-end replication).
+    #[default]
+    HeadEnd,
+    /// One copy to an underlay multicast group.
+    Multicast {
+        /// The group address.
+        group: IpAddr,
+    },
+}
+
+/// `POST /v1/networks`: a network to create. Only `vni` is required.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// The 24-bit VXLAN network identifier, 1 to 16777215.
+    pub vni: u32,
+    /// Tenant MTU; default: underlay MTU minus the VXLAN overhead (50 over IPv4, 70 over IPv6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    /// Learn MAC addresses from traffic (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning: Option<bool>,
+    /// BUM handling (default head-end replication).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bum: Option<Bum>,
+    /// Most learned MAC addresses kept for this network (default 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_learned: Option<u32>,
+    /// Seconds a learned entry lives without traffic (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ageing_s: Option<u32>,
+    /// Initial flood list (remote VTEP addresses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flood: Option<Vec<IpAddr>>,
+}
+
+/// A network as nvod has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Network {
+    /// VNI.
+    pub vni: u32,
+    /// Tenant MTU.
+    pub mtu: u16,
+    /// Whether the network learns MAC addresses from traffic.
+    pub learning: bool,
+    /// BUM handling.
+    pub bum: Bum,
+    /// Most learned entries.
+    pub max_learned: u32,
+    /// Ageing time of learned entries, in seconds.
+    pub ageing_s: u32,
+    /// Flood list.
+    pub flood: Vec<IpAddr>,
+    /// Local ports attached.
+    pub ports: Vec<String>,
+    /// Learned FDB entries now.
+    pub learned: u32,
+    /// Static FDB entries now.
+    #[serde(rename = "static")]
+    pub static_entries: u32,
+}
+
+/// What kind of interface a port is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortKind {
+    /// An existing interface in nvod's namespace (typically the host end of a veth pair whose
+    /// other end is in a container), read and written with AF_PACKET.
+    #[default]
+    Veth,
+    /// A TAP device nvod creates with this name, for a VM or a container.
+    Tap,
+}
+
+/// `POST /v1/ports`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// Interface name (at most 15 bytes).
+    pub name: String,
+    /// Network the port belongs to.
+    pub vni: u32,
+    /// Interface kind (default veth).
+    #[serde(default)]
+    pub kind: PortKind,
+}
+
+/// A port as nvod has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Port {
+    /// Interface name.
+    pub name: String,
+    /// Network.
+    pub vni: u32,
+    /// Interface kind.
+    pub kind: PortKind,
+    /// Whether nvod has the interface open now (false while it is missing; nvod retries).
+    pub up: bool,
+}
+
+/// Where an FDB entry was learned or set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Set through the API; persisted; never overwritten by learning.
+    Static,
+    /// Learned from traffic; ages out.
+    Learned,
+}
+
+/// One FDB entry: a MAC address behind a local port or a remote VTEP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdbEntry {
+    /// MAC address, lowercase colon-separated.
+    pub mac: String,
+    /// Local port, when the MAC is local.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    /// Remote VTEP, when the MAC is remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<IpAddr>,
+    /// Static or learned.
+    pub origin: Origin,
+    /// Seconds since the entry was last confirmed by traffic (0 for static entries).
+    pub age_s: u64,
+}
+
+/// `POST /v1/networks/{vni}/fdb`: a static entry; exactly one of `port` and `remote`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FdbAdd {
+    /// MAC address.
+    pub mac: String,
+    /// Local port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    /// Remote VTEP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<IpAddr>,
+}
+
+/// Which FDB entries a flush removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushScope {
+    /// Learned entries only.
+    #[default]
+    Learned,
+    /// Learned and static entries.
+    All,
+}
+
+/// `POST /v1/networks/{vni}/fdb/flush`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlushRequest {
+    /// What to remove (default learned).
+    #[serde(default)]
+    pub scope: FlushScope,
+}
+
+/// Answer to a flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlushResult {
+    /// Entries removed.
+    pub flushed: u64,
+}
+
+/// `POST /v1/networks/{vni}/flood`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FloodAdd {
+    /// Remote VTEP to replicate BUM frames to.
+    pub remote: IpAddr,
+}
+
+/// `GET /v1/counters`. Counter names are stable snake_case words; a map keeps the API
+/// independent of how the data path stores them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Drops by reason name, every reason listed (zeros included).
+    pub drops: BTreeMap<String, u64>,
+    /// Per network, by VNI.
+    pub networks: BTreeMap<u32, BTreeMap<String, u64>>,
+    /// Per port, by name.
+    pub ports: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The underlay sockets.
+    pub underlay: BTreeMap<String, u64>,
+}
+
+/// The body of every error answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    /// One line: what failed, with what value, and what to do.
+    pub error: String,
+}
