@@ -1,0 +1,256 @@
+//! Ethernet ports of the datapath and the batch they receive into.
+//!
+//! [`FramePort`] is what the datapath needs of a port, whatever the kernel object behind it:
+//! an AF_PACKET socket on the host end of a veth ([`crate::PacketPort`]) or a TAP device
+//! ([`crate::TapPort`]). Frames leave a port complete (checksums valid, at most the MTU) and
+//! come out of a [`FrameBatch`] the same way: when the port uses the virtio-net header, partial
+//! checksums are finished and GSO frames are cut into segments while the batch is read, one
+//! segment at a time into a scratch buffer, so nothing is allocated and nothing is dropped for
+//! lack of room.
+//!
+//! One `FrameBatch` can serve every port in turn: ports do not own batches.
+
+use std::fmt;
+use std::io;
+use std::os::fd::AsFd;
+
+use crate::sys::MAX_BATCH;
+use crate::vnet::{self, Segmenter, VnetHdr, VNET_HDR_LEN};
+
+/// Largest frame a port may hand over: a 64 KiB GSO frame plus its Ethernet and VLAN headers.
+pub const MAX_FRAME: usize = 65_535 + 18;
+
+/// What a port can do; implemented by [`crate::PacketPort`] and [`crate::TapPort`].
+pub trait FramePort: AsFd + fmt::Debug {
+    /// Interface name.
+    fn name(&self) -> &str;
+    /// Interface index in the port's network namespace.
+    fn ifindex(&self) -> u32;
+    /// The interface's current MTU (SIOCGIFMTU).
+    fn mtu(&self) -> io::Result<u32>;
+    /// Whether frames carry a virtio-net header on the wire between kernel and nvo.
+    fn vnet_hdr(&self) -> bool;
+    /// Receives what is queued, up to the batch capacity, without blocking; returns the number
+    /// of frames received (before GSO segmentation; 0 when nothing was queued).
+    fn recv_batch(&self, batch: &mut FrameBatch) -> io::Result<usize>;
+    /// Sends one complete frame.
+    fn send(&self, frame: &[u8]) -> io::Result<()>;
+    /// Sends frames until the iterator ends or the kernel's queue is full; then the frames not
+    /// yet sent are dropped (the iterator may have been read up to [`MAX_BATCH`] further). A
+    /// frame refused for another reason (e.g. larger than the MTU) is skipped. Returns how many
+    /// were sent; `Err` only when none was and the cause was not a full queue.
+    fn send_batch(&self, frames: &mut dyn Iterator<Item = &[u8]>) -> io::Result<usize>;
+}
+
+/// What the last receive into a [`FrameBatch`] and its reading dropped or changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameBatchStats {
+    /// Frames larger than a batch slot, dropped.
+    pub truncated: u64,
+    /// GSO frames cut into segments.
+    pub gso_segmented: u64,
+    /// Frames whose checksum nvo completed in software.
+    pub checksum_completed: u64,
+    /// Frames dropped for a virtio-net header that does not fit the frame.
+    pub vnet_malformed: u64,
+    /// Frames dropped for a GSO type nvo does not segment (UFO).
+    pub gso_unsupported: u64,
+}
+
+/// `capacity` slots of [`VNET_HDR_LEN`] + `frame_len` bytes; see the module docs.
+pub struct FrameBatch {
+    slot_len: usize,
+    data: Box<[u8]>,
+    lens: Box<[usize]>,
+    len: usize,
+    /// Whether the frames of the last receive start with a virtio-net header.
+    vnet: bool,
+    scratch: Box<[u8]>,
+    stats: FrameBatchStats,
+}
+
+impl fmt::Debug for FrameBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrameBatch")
+            .field("capacity", &self.capacity())
+            .field("frame_len", &self.frame_len())
+            .field("len", &self.len)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Default for FrameBatch {
+    /// 64 slots of [`MAX_FRAME`] bytes (4 MiB): room for GSO frames.
+    fn default() -> Self {
+        FrameBatch::new(64, MAX_FRAME)
+    }
+}
+
+impl FrameBatch {
+    /// `capacity` slots (clamped to 1..=[`MAX_BATCH`]) for frames of up to `frame_len` bytes
+    /// (at least 64). Ports with a virtio-net header hand over GSO frames of up to
+    /// [`MAX_FRAME`]: with shorter slots those are dropped as truncated.
+    pub fn new(capacity: usize, frame_len: usize) -> Self {
+        let capacity = capacity.clamp(1, MAX_BATCH);
+        let slot_len = VNET_HDR_LEN + frame_len.max(64);
+        FrameBatch {
+            slot_len,
+            data: vec![0; capacity * slot_len].into_boxed_slice(),
+            lens: vec![0; capacity].into_boxed_slice(),
+            len: 0,
+            vnet: false,
+            scratch: vec![0; slot_len].into_boxed_slice(),
+            stats: FrameBatchStats::default(),
+        }
+    }
+
+    /// Slots per receive.
+    pub fn capacity(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Largest frame a slot holds.
+    pub fn frame_len(&self) -> usize {
+        self.slot_len - VNET_HDR_LEN
+    }
+
+    /// Frames received by the last receive, before GSO segmentation.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the last receive got nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Drops and fixes since the last receive (reading with [`FrameBatch::frames`] adds to it).
+    pub fn stats(&self) -> FrameBatchStats {
+        self.stats
+    }
+
+    /// A cursor over the frames of the last receive, ready to forward; see the module docs.
+    pub fn frames(&mut self) -> Frames<'_> {
+        Frames {
+            batch: self,
+            slot: 0,
+            segmenter: None,
+            segment: 0,
+        }
+    }
+
+    /// Starts a receive: forgets the last one.
+    pub(crate) fn reset(&mut self, vnet: bool) {
+        self.len = 0;
+        self.vnet = vnet;
+        self.stats = FrameBatchStats::default();
+    }
+
+    /// The receive buffers: whole slots with a virtio-net header, else each slot after its
+    /// headroom (so frames sit at the same place either way).
+    pub(crate) fn slots(&mut self) -> impl Iterator<Item = &mut [u8]> {
+        let skip = if self.vnet { 0 } else { VNET_HDR_LEN };
+        self.data
+            .chunks_exact_mut(self.slot_len)
+            .map(move |slot| &mut slot[skip..])
+    }
+
+    /// Records that slot `self.len()` holds a message of `len` bytes (header included).
+    pub(crate) fn push(&mut self, len: usize, truncated: bool) {
+        let room = if self.vnet {
+            self.slot_len
+        } else {
+            self.slot_len - VNET_HDR_LEN
+        };
+        if truncated || len > room || (self.vnet && len < VNET_HDR_LEN) {
+            self.stats.truncated += 1;
+            self.lens[self.len] = 0;
+        } else {
+            self.lens[self.len] = if self.vnet { len - VNET_HDR_LEN } else { len };
+        }
+        self.len += 1;
+    }
+}
+
+/// Reads a [`FrameBatch`]: `while let Some(frame) = frames.next_frame() { ... }`. A lending
+/// cursor rather than an `Iterator` because a GSO segment lives in the batch's scratch buffer
+/// only until the next call.
+#[derive(Debug)]
+pub struct Frames<'a> {
+    batch: &'a mut FrameBatch,
+    slot: usize,
+    segmenter: Option<Segmenter>,
+    segment: usize,
+}
+
+impl Frames<'_> {
+    /// The next frame, checksums complete, at most `gso_size` of payload per TCP/UDP segment.
+    pub fn next_frame(&mut self) -> Option<&[u8]> {
+        loop {
+            if let Some(seg) = self.segmenter {
+                if self.segment < seg.count() {
+                    let k = self.segment;
+                    self.segment += 1;
+                    let b = &mut *self.batch;
+                    let frame =
+                        &b.data[self.slot * b.slot_len + VNET_HDR_LEN..][..b.lens[self.slot]];
+                    if let Some(len) = seg.write(frame, k, &mut b.scratch) {
+                        return Some(&self.batch.scratch[..len]);
+                    }
+                    continue;
+                }
+                self.segmenter = None;
+                self.slot += 1;
+            }
+            if self.slot >= self.batch.len {
+                return None;
+            }
+            match self.prepare() {
+                Ok(None) => {
+                    let b = &*self.batch;
+                    let frame =
+                        &b.data[self.slot * b.slot_len + VNET_HDR_LEN..][..b.lens[self.slot]];
+                    self.slot += 1;
+                    return Some(frame);
+                }
+                Ok(Some(seg)) => {
+                    self.batch.stats.gso_segmented += 1;
+                    self.segmenter = Some(seg);
+                    self.segment = 0;
+                }
+                Err(()) => self.slot += 1,
+            }
+        }
+    }
+
+    /// Makes the current slot's frame ready: `Ok(None)` to hand it over as it is,
+    /// `Ok(Some(_))` to segment it, `Err` to skip it (already counted).
+    fn prepare(&mut self) -> Result<Option<Segmenter>, ()> {
+        let b = &mut *self.batch;
+        let len = b.lens[self.slot];
+        if len == 0 {
+            return Err(());
+        }
+        if !b.vnet {
+            return Ok(None);
+        }
+        let slot = &mut b.data[self.slot * b.slot_len..][..VNET_HDR_LEN + len];
+        let (head, frame) = slot.split_at_mut(VNET_HDR_LEN);
+        let mut raw = [0; VNET_HDR_LEN];
+        raw.copy_from_slice(head);
+        let hdr = VnetHdr::parse(&raw);
+        let result = if hdr.is_gso() {
+            Segmenter::new(frame, &hdr).map(Some)
+        } else if hdr.needs_checksum() {
+            b.stats.checksum_completed += 1;
+            vnet::complete_checksum(frame, &hdr).map(|()| None)
+        } else {
+            Ok(None)
+        };
+        result.map_err(|e| match e {
+            vnet::VnetError::Malformed => b.stats.vnet_malformed += 1,
+            vnet::VnetError::UnsupportedGso(_) => b.stats.gso_unsupported += 1,
+        })
+    }
+}

@@ -1,0 +1,41 @@
+//! nvo-io: the Linux sockets of the userspace datapath, and the only crate of nvo with
+//! `unsafe` (system calls through `libc`, all in `sys.rs` and each with a `// SAFETY:` line).
+//!
+//! - [`UdpUnderlay`]: the VXLAN underlay. One receive socket, a pool of send sockets whose
+//!   source ports carry flow entropy, `recvmmsg`/`sendmmsg` on preallocated [`RecvBatch`] and
+//!   [`SendBatch`], UDP GRO and GSO probed at bind ([`Offloads`]).
+//! - [`PacketPort`] (AF_PACKET on an existing interface, e.g. the host end of a veth) and
+//!   [`TapPort`] (a TAP device nvo creates): [`FramePort`]s that receive into a shared
+//!   [`FrameBatch`], which finishes partial checksums and segments GSO frames when the port
+//!   uses the virtio-net header.
+//! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
+//! - [`netns`]: namespaces for tests and labs (create, enter from a thread).
+//!
+//! Every descriptor is an `OwnedFd`, created close-on-exec and non-blocking. Nothing here
+//! allocates per packet or logs per packet; a missing offload is logged once and worked around.
+//! Everything is Linux-only.
+
+// This crate is where nvo talks to the kernel; `unsafe` is confined to `sys` (thin syscall
+// wrappers), every block of it carries a `// SAFETY:` comment, and the rest of the crate uses
+// only the safe functions `sys` exports.
+#![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod batch;
+mod frame;
+pub mod netns;
+mod packet;
+mod poll;
+mod sys;
+mod tap;
+mod udp;
+mod vnet;
+
+pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
+pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
+pub use packet::PacketPort;
+pub use poll::{EventFd, Poller};
+pub use sys::MAX_BATCH;
+pub use tap::TapPort;
+pub use udp::{Offloads, UdpUnderlay, UnderlayStats, ENTROPY_PORT_BASE, PLAIN_RECV_BUF};
+pub use vnet::VNET_HDR_LEN;

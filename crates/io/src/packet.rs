@@ -1,0 +1,228 @@
+//! A port on an existing interface (the host end of a veth): an AF_PACKET socket bound to it.
+//!
+//! - `SOCK_RAW`, all ethertypes: the socket sees whole Ethernet frames, in and out of nvo.
+//! - Created with protocol 0 and bound with `ETH_P_ALL` to one ifindex, so no frame of another
+//!   interface is ever queued (a socket created with `ETH_P_ALL` receives from all interfaces
+//!   until bound).
+//! - `PACKET_IGNORE_OUTGOING` (Linux 4.20): frames nvo transmits on the interface are not
+//!   looped back to it.
+//! - `PACKET_ADD_MEMBERSHIP` promiscuous: frames to any MAC reach nvo (a veth delivers them all
+//!   anyway; a physical NIC would filter).
+//! - `PACKET_VNET_HDR` when the kernel accepts it: a container whose veth has checksum and
+//!   segmentation offload on (the default) sends frames with partial checksums and TSO frames
+//!   of up to 64 KiB; the virtio-net header says so, and [`crate::FrameBatch`] finishes or
+//!   segments them. Without it, the container must turn those offloads off on its end
+//!   (`ethtool -K eth0 tx off tso off gso off`), or nvo forwards broken frames.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Once;
+
+use crate::batch::is_transient;
+use crate::frame::{FrameBatch, FramePort};
+use crate::sys::{self, RawAddr, RecvSlot, SendMsg, MAX_BATCH};
+use crate::vnet::VNET_HDR_NONE;
+
+/// Socket receive buffer asked for (best effort).
+const SOCKET_BUFFER: libc::c_int = 4 << 20;
+
+static VNET_MISSING: Once = Once::new();
+static IGNORE_OUTGOING_MISSING: Once = Once::new();
+
+/// An AF_PACKET port; see the module docs.
+#[derive(Debug)]
+pub struct PacketPort {
+    fd: OwnedFd,
+    name: String,
+    ifindex: u32,
+    vnet: bool,
+}
+
+impl PacketPort {
+    /// Opens a port on interface `ifname` of the calling thread's network namespace, with the
+    /// virtio-net header when the kernel offers it.
+    pub fn open(ifname: &str) -> io::Result<Self> {
+        Self::open_with(ifname, true)
+    }
+
+    /// As [`PacketPort::open`]; `vnet_hdr: false` never asks for the virtio-net header.
+    pub fn open_with(ifname: &str, vnet_hdr: bool) -> io::Result<Self> {
+        let with_name =
+            |e: io::Error| io::Error::new(e.kind(), format!("packet port on {ifname}: {e}"));
+        let ifindex = sys::if_nametoindex(ifname).map_err(with_name)?;
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
+        let vnet = vnet_hdr && enable_vnet(fd.as_fd(), ifname);
+        if let Err(e) = sys::setsockopt(
+            fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            &1 as &libc::c_int,
+        ) {
+            IGNORE_OUTGOING_MISSING.call_once(|| {
+                log::warn!("packet_ignore_outgoing unavailable on {ifname}: {e}; nvo will see its own frames");
+            });
+        }
+        if sys::setsockopt(
+            fd.as_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &SOCKET_BUFFER,
+        )
+        .is_err()
+        {
+            let _ = sys::setsockopt(
+                fd.as_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &SOCKET_BUFFER,
+            );
+        }
+        sys::bind(fd.as_fd(), &RawAddr::link(ifindex, libc::ETH_P_ALL as u16))
+            .map_err(with_name)?;
+        let promisc = libc::packet_mreq {
+            mr_ifindex: ifindex as libc::c_int,
+            mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        sys::setsockopt(
+            fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            &promisc,
+        )
+        .map_err(with_name)?;
+        Ok(PacketPort {
+            fd,
+            name: ifname.to_owned(),
+            ifindex,
+            vnet,
+        })
+    }
+}
+
+fn enable_vnet(fd: BorrowedFd<'_>, ifname: &str) -> bool {
+    match sys::setsockopt(
+        fd,
+        libc::SOL_PACKET,
+        libc::PACKET_VNET_HDR,
+        &1 as &libc::c_int,
+    ) {
+        Ok(()) => true,
+        Err(e) => {
+            VNET_MISSING.call_once(|| {
+                log::warn!(
+                    "packet_vnet_hdr unavailable on {ifname}: {e}; turn tx checksum and tso off inside containers"
+                );
+            });
+            false
+        }
+    }
+}
+
+impl AsFd for PacketPort {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl FramePort for PacketPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    fn mtu(&self) -> io::Result<u32> {
+        // The ioctl runs in the socket's namespace, whatever the calling thread's is.
+        mtu(self.fd.as_fd(), &self.name)
+    }
+
+    fn vnet_hdr(&self) -> bool {
+        self.vnet
+    }
+
+    fn recv_batch(&self, batch: &mut FrameBatch) -> io::Result<usize> {
+        batch.reset(self.vnet);
+        let mut received = [sys::Received::default(); MAX_BATCH];
+        let cap = batch.capacity();
+        let slots = batch.slots().map(|data| RecvSlot {
+            data,
+            name: None,
+            control: None,
+        });
+        let got = match sys::recvmmsg(self.fd.as_fd(), slots, &mut received[..cap]) {
+            Ok(got) => got,
+            Err(e) if is_transient(&e) => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        for r in &received[..got] {
+            batch.push(r.len, r.flags & libc::MSG_TRUNC != 0);
+        }
+        Ok(got)
+    }
+
+    fn send(&self, frame: &[u8]) -> io::Result<()> {
+        let mut one = std::iter::once(frame);
+        match self.send_batch(&mut one)? {
+            0 => Err(io::ErrorKind::WouldBlock.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn send_batch(&self, frames: &mut dyn Iterator<Item = &[u8]>) -> io::Result<usize> {
+        let head: &[u8] = if self.vnet { &VNET_HDR_NONE } else { &[] };
+        let mut chunk: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
+        let (mut sent, mut error) = (0, None);
+        loop {
+            let mut n = 0;
+            for (slot, frame) in chunk.iter_mut().zip(&mut *frames) {
+                *slot = frame;
+                n += 1;
+            }
+            let mut pos = 0;
+            while pos < n {
+                let msgs = chunk[pos..n].iter().map(|data| SendMsg {
+                    head,
+                    data,
+                    addr: None,
+                    control: None,
+                });
+                match sys::sendmmsg(self.fd.as_fd(), msgs) {
+                    Ok(m) if m > 0 => {
+                        sent += m;
+                        pos += m;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Ok(_) => return Ok(sent),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(sent),
+                    Err(e) => {
+                        pos += 1;
+                        error = Some(e);
+                    }
+                }
+            }
+            if n < MAX_BATCH {
+                break;
+            }
+        }
+        match error {
+            Some(e) if sent == 0 => Err(e),
+            _ => Ok(sent),
+        }
+    }
+}
+
+/// SIOCGIFMTU on `fd`'s namespace.
+pub(crate) fn mtu(fd: BorrowedFd<'_>, name: &str) -> io::Result<u32> {
+    let mut ifr = sys::ifreq(name)?;
+    sys::ioctl_ifreq(fd, sys::SIOCGIFMTU, &mut ifr)?;
+    u32::try_from(sys::ifreq_mtu(&ifr)).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("negative mtu on {name}"),
+        )
+    })
+}

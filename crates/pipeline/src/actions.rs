@@ -1,0 +1,116 @@
+//! What the datapath must do with a frame: the pipeline's only output.
+//!
+//! `from_port` and `from_underlay` clear the [`Actions`] they are given and fill it. The buffer
+//! is meant to be reused for every frame: once it has grown to the largest fan-out seen (every
+//! port and flood remote of the biggest network) it never allocates again.
+//!
+//! A frame yields either one `Drop`, or one or more `Deliver`/`Encap` actions, or — for an
+//! oversized frame — a `Reply` followed by `Drop(TooBig)`: the frame itself is dropped but an ICMP
+//! error built in the pipeline's scratch buffer goes back to the sender.
+
+use std::net::IpAddr;
+
+use crate::{DropReason, PortId, Vni};
+
+/// One thing to do with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Send the frame out of a local port. For `from_underlay` the frame is the inner Ethernet
+    /// frame, which starts after the 8-byte VXLAN header
+    /// ([`nvo_wire::vxlan::HEADER_LEN`]).
+    Deliver {
+        /// The port.
+        port: PortId,
+    },
+    /// Send the frame to a remote VTEP (or the network's multicast group) inside a VXLAN header
+    /// carrying `vni`; the datapath writes the header with `nvo_wire::vxlan`.
+    Encap {
+        /// The underlay destination address.
+        remote: IpAddr,
+        /// The VNI to put in the header.
+        vni: Vni,
+        /// A hash of the inner flow (MACs, IPs, ports): picks the outer UDP source port so that
+        /// the underlay spreads flows (RFC 7348 §5) without reordering any one of them.
+        entropy: u16,
+    },
+    /// Send the first `len` bytes of `Pipeline::scratch()` out of `port`: a frame the pipeline
+    /// built, valid until the next call into the pipeline.
+    Reply {
+        /// The port.
+        port: PortId,
+        /// The length of the frame in the scratch buffer.
+        len: usize,
+    },
+    /// The frame goes nowhere (already counted).
+    Drop(DropReason),
+}
+
+/// A reusable list of actions for one frame.
+#[derive(Debug, Default, Clone)]
+pub struct Actions {
+    list: Vec<Action>,
+}
+
+impl Actions {
+    /// An empty buffer; it grows to the largest fan-out it sees.
+    pub fn new() -> Actions {
+        Actions::default()
+    }
+
+    /// A buffer that will not allocate for fan-outs up to `capacity`.
+    pub fn with_capacity(capacity: usize) -> Actions {
+        Actions {
+            list: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// The actions for the last frame, in order.
+    pub fn as_slice(&self) -> &[Action] {
+        &self.list
+    }
+
+    /// Iterates over the actions for the last frame.
+    pub fn iter(&self) -> std::slice::Iter<'_, Action> {
+        self.list.iter()
+    }
+
+    /// How many actions there are.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether there are none (only before the first frame).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// How many actions fit without allocating.
+    pub fn capacity(&self) -> usize {
+        self.list.capacity()
+    }
+
+    /// The drop reason, when the frame was dropped.
+    pub fn dropped(&self) -> Option<DropReason> {
+        self.list.iter().find_map(|a| match a {
+            Action::Drop(reason) => Some(*reason),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.list.clear();
+    }
+
+    pub(crate) fn push(&mut self, action: Action) {
+        self.list.push(action);
+    }
+}
+
+impl<'a> IntoIterator for &'a Actions {
+    type Item = &'a Action;
+    type IntoIter = std::slice::Iter<'a, Action>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.iter()
+    }
+}

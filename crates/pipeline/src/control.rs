@@ -1,0 +1,281 @@
+//! The control operations on the pipeline's tables, called on the datapath thread between
+//! batches when the control thread sends a command.
+//!
+//! Each operation either succeeds or returns a [`TableError`] having changed nothing: every check
+//! runs before the first write.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crate::counters::{Counters, PortCounters, TxOutcome, TxTarget};
+use crate::network::{Network, NetworkView};
+use crate::pipeline::{count_drop, Port};
+use crate::types::is_unicast_ip;
+use crate::{
+    BumMode, DropReason, FdbDest, FdbView, FlushScope, Mac, NetworkSpec, Pipeline, PortId,
+    TableError, Vni,
+};
+
+impl Pipeline {
+    /// Creates a network. Refused for an invalid spec, an existing VNI or a full table.
+    pub fn add_network(&mut self, spec: NetworkSpec) -> Result<(), TableError> {
+        validate(&spec, self.limits.max_learned_fdb)?;
+        if self.networks.contains_key(&spec.vni) {
+            return Err(TableError::NetworkExists(spec.vni));
+        }
+        if self.networks.len() >= self.limits.max_networks {
+            return Err(full("networks", self.limits.max_networks));
+        }
+        self.networks.insert(spec.vni, Network::new(spec));
+        Ok(())
+    }
+
+    /// Removes a network with its FDB, flood list and counters. Refused while ports are attached.
+    pub fn remove_network(&mut self, vni: Vni) -> Result<(), TableError> {
+        let net = self.network_ref(vni)?;
+        if !net.ports.is_empty() {
+            return Err(TableError::NetworkHasPorts {
+                vni,
+                ports: net.ports.len(),
+            });
+        }
+        self.networks.remove(&vni);
+        Ok(())
+    }
+
+    /// Attaches a port to a network.
+    pub fn add_port(&mut self, port: PortId, vni: Vni) -> Result<(), TableError> {
+        if let Some(p) = self.ports.get(&port) {
+            return Err(TableError::PortExists { port, vni: p.vni });
+        }
+        if self.ports.len() >= self.limits.max_ports {
+            return Err(full("ports", self.limits.max_ports));
+        }
+        self.network_mut(vni)?.ports.push(port);
+        self.ports.insert(
+            port,
+            Port {
+                vni,
+                counters: PortCounters::default(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Detaches a port, removing every FDB entry (static or learned) that points at it.
+    pub fn remove_port(&mut self, port: PortId) -> Result<(), TableError> {
+        let p = self
+            .ports
+            .remove(&port)
+            .ok_or(TableError::NoSuchPort(port))?;
+        if let Some(net) = self.networks.get_mut(&p.vni) {
+            net.ports.retain(|&q| q != port);
+            net.fdb.remove_port(port);
+        }
+        Ok(())
+    }
+
+    /// The network a port is attached to.
+    pub fn port_network(&self, port: PortId) -> Option<Vni> {
+        self.ports.get(&port).map(|p| p.vni)
+    }
+
+    /// Adds a static FDB entry, or replaces the entry (static or learned) the MAC already has.
+    /// The MAC must be unicast; a port must belong to the network; a remote must be unicast.
+    pub fn fdb_add_static(&mut self, vni: Vni, mac: Mac, dest: FdbDest) -> Result<(), TableError> {
+        self.network_ref(vni)?;
+        if !mac.is_unicast() {
+            return Err(TableError::InvalidMac(mac));
+        }
+        match dest {
+            FdbDest::Port(port) => {
+                let p = self.ports.get(&port).ok_or(TableError::NoSuchPort(port))?;
+                if p.vni != vni {
+                    return Err(TableError::PortInOtherNetwork {
+                        port,
+                        vni,
+                        port_vni: p.vni,
+                    });
+                }
+            }
+            FdbDest::Remote(remote) if !is_unicast_ip(remote) => {
+                return Err(TableError::InvalidRemote(remote));
+            }
+            FdbDest::Remote(_) => {}
+        }
+        let limit = self.limits.max_static_fdb;
+        if self.network_mut(vni)?.fdb.add_static(mac, dest, limit) {
+            Ok(())
+        } else {
+            Err(full("static fdb", limit))
+        }
+    }
+
+    /// Removes the FDB entry for a MAC, static or learned.
+    pub fn fdb_remove(&mut self, vni: Vni, mac: Mac) -> Result<(), TableError> {
+        if self.network_mut(vni)?.fdb.remove(mac) {
+            Ok(())
+        } else {
+            Err(TableError::NoSuchEntry { vni, mac })
+        }
+    }
+
+    /// Removes the learned, or all, FDB entries of a network; returns how many.
+    pub fn fdb_flush(&mut self, vni: Vni, scope: FlushScope) -> Result<usize, TableError> {
+        Ok(self.network_mut(vni)?.fdb.flush(scope))
+    }
+
+    /// Every FDB entry of a network, sorted by MAC, with ages as of `now`.
+    pub fn fdb_entries(&self, vni: Vni, now: Instant) -> Result<Vec<FdbView>, TableError> {
+        Ok(self.network_ref(vni)?.fdb.views(now))
+    }
+
+    /// Adds a remote VTEP to a network's head-end replication list.
+    pub fn flood_add(&mut self, vni: Vni, remote: IpAddr) -> Result<(), TableError> {
+        let limit = self.limits.max_flood;
+        let net = self.network_mut(vni)?;
+        if !is_unicast_ip(remote) {
+            return Err(TableError::InvalidRemote(remote));
+        }
+        if net.flood.contains(&remote) {
+            return Err(TableError::FloodExists { vni, remote });
+        }
+        if net.flood.len() >= limit {
+            return Err(full("flood list", limit));
+        }
+        net.flood.push(remote);
+        Ok(())
+    }
+
+    /// Removes a remote from a network's flood list. FDB entries pointing at it stay.
+    pub fn flood_remove(&mut self, vni: Vni, remote: IpAddr) -> Result<(), TableError> {
+        let net = self.network_mut(vni)?;
+        let at = net.flood.iter().position(|&r| r == remote);
+        let at = at.ok_or(TableError::NoSuchFlood { vni, remote })?;
+        net.flood.remove(at);
+        Ok(())
+    }
+
+    /// A network's flood list, in the order remotes were added.
+    pub fn flood_list(&self, vni: Vni) -> Result<Vec<IpAddr>, TableError> {
+        Ok(self.network_ref(vni)?.flood.clone())
+    }
+
+    /// Removes, in every network, the learned entries idle for longer than the network's ageing
+    /// time as of `now`; returns how many. The datapath calls this from its timer, about once a
+    /// second.
+    pub fn age(&mut self, now: Instant) -> usize {
+        let mut total = 0;
+        for net in self.networks.values_mut() {
+            let n = net.fdb.age(now, net.spec.ageing);
+            net.counters.aged += n as u64;
+            total += n;
+        }
+        total
+    }
+
+    /// One network as the API shows it.
+    pub fn network(&self, vni: Vni) -> Result<NetworkView, TableError> {
+        Ok(self.network_ref(vni)?.view())
+    }
+
+    /// Every network, sorted by VNI.
+    pub fn networks(&self) -> Vec<NetworkView> {
+        let mut views: Vec<NetworkView> = self.networks.values().map(Network::view).collect();
+        views.sort_unstable_by_key(|v| v.vni);
+        views
+    }
+
+    /// A snapshot of every counter.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            drops: self.drops,
+            networks: self
+                .networks
+                .iter()
+                .map(|(&v, n)| (v, n.counters))
+                .collect(),
+            ports: self.ports.iter().map(|(&p, q)| (p, q.counters)).collect(),
+            underlay: self.underlay,
+        }
+    }
+
+    /// How the datapath reports back on sending a frame of `len` bytes that an action asked for.
+    /// A `Deliver` or `Reply` is reported with `TxTarget::Port`, an `Encap` with
+    /// `TxTarget::Underlay` (`len` being what went on the wire). A failure is a drop with reason
+    /// `tx_error` or `queue_full`, counted like every other drop; a port removed in the
+    /// meantime only counts in the totals.
+    pub fn count_tx(&mut self, target: TxTarget, len: usize, outcome: TxOutcome) {
+        let reason = match outcome {
+            TxOutcome::Sent => None,
+            TxOutcome::Failed => Some(DropReason::TxError),
+            TxOutcome::QueueFull => Some(DropReason::QueueFull),
+        };
+        match target {
+            TxTarget::Port(id) => {
+                let port = self.ports.get_mut(&id).map(|p| &mut p.counters);
+                match (reason, port) {
+                    (Some(reason), port) => count_drop(&mut self.drops, port, reason),
+                    (None, Some(p)) => {
+                        p.tx_frames += 1;
+                        p.tx_bytes += len as u64;
+                    }
+                    (None, None) => {}
+                }
+            }
+            TxTarget::Underlay => match reason {
+                Some(reason) => {
+                    self.underlay.tx_errors += 1;
+                    count_drop(&mut self.drops, None, reason);
+                }
+                None => {
+                    self.underlay.tx_packets += 1;
+                    self.underlay.tx_bytes += len as u64;
+                }
+            },
+        }
+    }
+
+    fn network_ref(&self, vni: Vni) -> Result<&Network, TableError> {
+        self.networks
+            .get(&vni)
+            .ok_or(TableError::NoSuchNetwork(vni))
+    }
+
+    fn network_mut(&mut self, vni: Vni) -> Result<&mut Network, TableError> {
+        self.networks
+            .get_mut(&vni)
+            .ok_or(TableError::NoSuchNetwork(vni))
+    }
+}
+
+/// Checks a spec on its own, before it touches any table.
+fn validate(spec: &NetworkSpec, max_learned_fdb: u32) -> Result<(), TableError> {
+    Vni::new(spec.vni.0)?;
+    if !(NetworkSpec::MIN_MTU..=NetworkSpec::MAX_MTU).contains(&spec.mtu) {
+        return Err(TableError::InvalidMtu {
+            mtu: spec.mtu,
+            min: NetworkSpec::MIN_MTU,
+            max: NetworkSpec::MAX_MTU,
+        });
+    }
+    if spec.ageing < Duration::from_secs(1) {
+        return Err(TableError::InvalidAgeing(spec.ageing));
+    }
+    if spec.max_learned > max_learned_fdb {
+        return Err(TableError::InvalidMaxLearned {
+            requested: spec.max_learned,
+            limit: max_learned_fdb,
+        });
+    }
+    if let BumMode::Multicast(group) = spec.bum {
+        if !group.is_multicast() {
+            return Err(TableError::InvalidGroup(group));
+        }
+    }
+    Ok(())
+}
+
+fn full(table: &'static str, limit: usize) -> TableError {
+    TableError::TableFull { table, limit }
+}

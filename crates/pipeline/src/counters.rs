@@ -1,0 +1,167 @@
+//! Counters: per drop reason, per network, per port and for the underlay.
+//!
+//! The live counters sit next to what they count (a network's in its table entry, a port's in the
+//! port table) and are plain `u64` additions on the datapath thread. [`Counters`] is a snapshot
+//! taken by `Pipeline::counters()` for the control thread; it is `Serialize` in the shape the API
+//! shows: `{drops: {reason: n}, networks: {vni: {...}}, ports: {port: {...}}, underlay: {...}}`.
+//!
+//! Counters of a removed network or port go with it.
+
+use std::collections::BTreeMap;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::{DropReason, PortId, Vni};
+
+/// One count per [`DropReason`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DropCounters([u64; DropReason::COUNT]);
+
+impl DropCounters {
+    /// The count for one reason.
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.0[reason.index()]
+    }
+
+    /// The sum over every reason.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    pub(crate) fn add(&mut self, reason: DropReason) {
+        self.0[reason.index()] += 1;
+    }
+}
+
+impl Serialize for DropCounters {
+    /// A map from every reason's name to its count, zeros included, so that the set of keys is
+    /// stable.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(DropReason::COUNT))?;
+        for reason in DropReason::ALL {
+            map.serialize_entry(reason.name(), &self.get(reason))?;
+        }
+        map.end()
+    }
+}
+
+/// What happened to a network's frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct NetworkCounters {
+    /// Frames received from the network's ports.
+    pub rx_port_frames: u64,
+    /// VXLAN packets received for the network's VNI.
+    pub rx_underlay_frames: u64,
+    /// Copies delivered to local ports (a flood counts once per port).
+    pub delivered: u64,
+    /// Frames encapsulated to the one remote their destination MAC is behind.
+    pub encap_unicast: u64,
+    /// Copies encapsulated by flooding: one per flood-list remote, or one per frame to the
+    /// multicast group.
+    pub encap_flood: u64,
+    /// MACs learned (new learned entries).
+    pub learned: u64,
+    /// Learned MACs that showed up behind another destination and moved there.
+    pub moves: u64,
+    /// Frames whose source MAC was not learned because the network held `max_learned` entries.
+    pub learn_limit: u64,
+    /// Learned entries removed by ageing.
+    pub aged: u64,
+}
+
+/// What happened on one port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct PortCounters {
+    /// Frames received from the port.
+    pub rx_frames: u64,
+    /// Bytes of those frames.
+    pub rx_bytes: u64,
+    /// Frames the datapath reported sent on the port.
+    pub tx_frames: u64,
+    /// Bytes of those frames.
+    pub tx_bytes: u64,
+    /// Frames from the port that were dropped, and frames to it that failed to go out.
+    pub drops: u64,
+}
+
+/// What happened on the underlay socket(s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct UnderlayCounters {
+    /// UDP payloads handed to `from_underlay`.
+    pub rx_packets: u64,
+    /// Bytes of those payloads.
+    pub rx_bytes: u64,
+    /// Packets the datapath reported sent.
+    pub tx_packets: u64,
+    /// Bytes of those packets, as reported.
+    pub tx_bytes: u64,
+    /// Packets the datapath failed to send or to queue.
+    pub tx_errors: u64,
+}
+
+/// A snapshot of every counter.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Counters {
+    /// Drops by reason, over the whole pipeline.
+    pub drops: DropCounters,
+    /// Per network.
+    pub networks: BTreeMap<Vni, NetworkCounters>,
+    /// Per port.
+    pub ports: BTreeMap<PortId, PortCounters>,
+    /// The underlay.
+    pub underlay: UnderlayCounters,
+}
+
+/// Where the datapath sent (or tried to send) a frame, for `Pipeline::count_tx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxTarget {
+    /// A local port (a `Deliver` or `Reply` action).
+    Port(PortId),
+    /// The underlay (an `Encap` action).
+    Underlay,
+}
+
+/// How sending went, for `Pipeline::count_tx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxOutcome {
+    /// The kernel took the frame.
+    Sent,
+    /// The send failed; counted as [`DropReason::TxError`].
+    Failed,
+    /// The datapath's send queue had no room; counted as [`DropReason::QueueFull`].
+    QueueFull,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_shape() {
+        let mut c = Counters::default();
+        c.drops.add(DropReason::Hairpin);
+        c.networks.insert(
+            Vni(100),
+            NetworkCounters {
+                delivered: 2,
+                ..Default::default()
+            },
+        );
+        c.ports.insert(
+            PortId(7),
+            PortCounters {
+                rx_frames: 1,
+                ..Default::default()
+            },
+        );
+        let json: serde_json::Value = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["drops"]["hairpin"], 1);
+        assert_eq!(json["drops"]["queue_full"], 0);
+        assert_eq!(json["drops"].as_object().unwrap().len(), DropReason::COUNT);
+        assert_eq!(json["networks"]["100"]["delivered"], 2);
+        assert_eq!(json["ports"]["7"]["rx_frames"], 1);
+        assert_eq!(json["underlay"]["tx_errors"], 0);
+        assert_eq!(c.drops.total(), 1);
+    }
+}

@@ -1,0 +1,146 @@
+//! Every reason a frame is dropped, with a stable numeric code (the model is Cilium's
+//! `drop_reasons.h`).
+//!
+//! The codes and names are an interface: counters, the API and the eBPF datapath use them. A
+//! reason may be added with a new code; an existing code never changes meaning and is never
+//! reused. Code 0 means "not dropped" and is not a reason. Codes are contiguous so that
+//! `code - 1` indexes a counter array.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// Why a frame went nowhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u16)]
+pub enum DropReason {
+    /// A frame from a port or inside VXLAN shorter than an Ethernet header (14 bytes, 18 when
+    /// 802.1Q-tagged).
+    MalformedFrame = 1,
+    /// A frame from a port the pipeline does not know (removed, or never added).
+    UnknownPort = 2,
+    /// A frame whose source MAC is multicast, broadcast or zero (IEEE 802.1Q §8.6.2 never learns
+    /// or forwards those as sources).
+    InvalidSourceMac = 3,
+    /// A frame whose destination MAC was learned on the very port it came from: sending it back
+    /// would duplicate it on that segment.
+    Hairpin = 4,
+    /// A frame longer than the network MTU allows. A frag-needed (IPv4 with DF) or packet-too-big
+    /// (IPv6) reply may go back to the sender alongside the drop.
+    TooBig = 5,
+    /// A frame with nowhere to go: flooded in a network with no other local port and (from a port)
+    /// no flood-list remote.
+    NoDestination = 6,
+    /// A UDP payload on the VXLAN port shorter than the 8-byte VXLAN header.
+    MalformedVxlan = 7,
+    /// A VXLAN header with the I flag clear (RFC 7348 §5: the VNI is not valid).
+    VxlanFlags = 8,
+    /// A VXLAN packet for a VNI without a network.
+    UnknownVni = 9,
+    /// A frame from the underlay whose destination is another remote VTEP. A VTEP never forwards
+    /// underlay to underlay (split horizon): the sender reaches that VTEP itself.
+    RemoteToRemote = 10,
+    /// The datapath failed to send a frame (reported back through `Pipeline::count_tx`).
+    TxError = 11,
+    /// The datapath had no room to queue a frame for sending (reported through `count_tx`).
+    QueueFull = 12,
+}
+
+impl DropReason {
+    /// Every reason, in code order.
+    pub const ALL: [DropReason; 12] = [
+        DropReason::MalformedFrame,
+        DropReason::UnknownPort,
+        DropReason::InvalidSourceMac,
+        DropReason::Hairpin,
+        DropReason::TooBig,
+        DropReason::NoDestination,
+        DropReason::MalformedVxlan,
+        DropReason::VxlanFlags,
+        DropReason::UnknownVni,
+        DropReason::RemoteToRemote,
+        DropReason::TxError,
+        DropReason::QueueFull,
+    ];
+
+    /// How many reasons there are.
+    pub const COUNT: usize = DropReason::ALL.len();
+
+    /// The stable numeric code.
+    pub const fn code(self) -> u16 {
+        self as u16
+    }
+
+    /// The reason with this code, if any.
+    pub fn from_code(code: u16) -> Option<DropReason> {
+        DropReason::ALL.into_iter().find(|r| r.code() == code)
+    }
+
+    /// The position of this reason's counter: `code - 1`.
+    pub(crate) const fn index(self) -> usize {
+        self as usize - 1
+    }
+
+    /// The stable snake_case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::MalformedFrame => "malformed_frame",
+            DropReason::UnknownPort => "unknown_port",
+            DropReason::InvalidSourceMac => "invalid_source_mac",
+            DropReason::Hairpin => "hairpin",
+            DropReason::TooBig => "too_big",
+            DropReason::NoDestination => "no_destination",
+            DropReason::MalformedVxlan => "malformed_vxlan",
+            DropReason::VxlanFlags => "vxlan_flags",
+            DropReason::UnknownVni => "unknown_vni",
+            DropReason::RemoteToRemote => "remote_to_remote",
+            DropReason::TxError => "tx_error",
+            DropReason::QueueFull => "queue_full",
+        }
+    }
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for DropReason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_contiguous_and_stable() {
+        for (i, reason) in DropReason::ALL.into_iter().enumerate() {
+            assert_eq!(reason.index(), i);
+            assert_eq!(usize::from(reason.code()), i + 1);
+            assert_eq!(DropReason::from_code(reason.code()), Some(reason));
+        }
+        assert_eq!(DropReason::from_code(0), None);
+        assert_eq!(DropReason::from_code(13), None);
+        // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
+        // and every dashboard reading the counters.
+        assert_eq!(DropReason::MalformedFrame.code(), 1);
+        assert_eq!(DropReason::RemoteToRemote.code(), 10);
+        assert_eq!(DropReason::QueueFull.code(), 12);
+    }
+
+    #[test]
+    fn names_are_unique_snake_case() {
+        let mut names: Vec<&str> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        for n in &names {
+            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{n}");
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DropReason::COUNT);
+        assert_eq!(DropReason::TooBig.to_string(), "too_big");
+    }
+}

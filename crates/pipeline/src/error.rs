@@ -1,0 +1,114 @@
+//! Why a control operation on the tables was refused.
+//!
+//! A refused operation changes nothing. Each message names the offending value and says what to
+//! do, so that the API can hand it to the user as it is.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::{Mac, PortId, Vni};
+
+/// A control operation on the pipeline's tables that was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// `add_network` for a VNI that already has a network.
+    #[error("network {0} already exists; remove it first or choose another vni")]
+    NetworkExists(Vni),
+    /// An operation on a VNI without a network.
+    #[error("no network with vni {0}; create it first")]
+    NoSuchNetwork(Vni),
+    /// A VNI outside `1..=16777215`.
+    #[error("vni {0} is out of range; a vni is 1..=16777215")]
+    InvalidVni(u32),
+    /// `remove_network` while ports are still attached.
+    #[error("network {vni} still has {ports} port(s) attached; remove them first")]
+    NetworkHasPorts {
+        /// The network.
+        vni: Vni,
+        /// How many ports are attached.
+        ports: usize,
+    },
+    /// `add_port` for a port that is already attached.
+    #[error("port {port} is already attached to network {vni}; remove it first")]
+    PortExists {
+        /// The port.
+        port: PortId,
+        /// The network it is attached to.
+        vni: Vni,
+    },
+    /// An operation on a port that is not attached.
+    #[error("no port {0}; attach it first")]
+    NoSuchPort(PortId),
+    /// A static FDB entry pointing at a port of another network.
+    #[error("port {port} belongs to network {port_vni}, not {vni}; an fdb entry can only point at a port of its own network")]
+    PortInOtherNetwork {
+        /// The port.
+        port: PortId,
+        /// The network of the FDB entry.
+        vni: Vni,
+        /// The network the port belongs to.
+        port_vni: Vni,
+    },
+    /// A table at its limit.
+    #[error("the {table} table is full ({limit} entries); remove entries or raise the limit")]
+    TableFull {
+        /// Which table: "networks", "ports", "flood list", "static fdb".
+        table: &'static str,
+        /// Its limit.
+        limit: usize,
+    },
+    /// `fdb_remove` for a MAC the network does not know.
+    #[error("network {vni} has no fdb entry for {mac}")]
+    NoSuchEntry {
+        /// The network.
+        vni: Vni,
+        /// The MAC.
+        mac: Mac,
+    },
+    /// A static FDB entry for a group or all-zero MAC.
+    #[error("mac {0} is not a unicast address; an fdb entry needs an individual, non-zero mac")]
+    InvalidMac(Mac),
+    /// A network MTU out of range.
+    #[error("mtu {mtu} is out of range; use {min}..={max}")]
+    InvalidMtu {
+        /// The MTU asked for.
+        mtu: u16,
+        /// The smallest accepted.
+        min: u16,
+        /// The largest accepted.
+        max: u16,
+    },
+    /// A zero ageing time.
+    #[error("ageing time {0:?} is too short; use at least one second")]
+    InvalidAgeing(Duration),
+    /// A `max_learned` above the pipeline's `Limits::max_learned_fdb`.
+    #[error("max_learned {requested} is above the limit of {limit} learned entries per network; ask for fewer")]
+    InvalidMaxLearned {
+        /// What the network asked for.
+        requested: u32,
+        /// The pipeline's limit.
+        limit: u32,
+    },
+    /// A remote VTEP address that is not unicast.
+    #[error("remote {0} is not a unicast address; a remote vtep needs one")]
+    InvalidRemote(IpAddr),
+    /// A BUM multicast group that is not a multicast address.
+    #[error("group {0} is not a multicast address; use e.g. 239.1.1.1 or ff0e::1")]
+    InvalidGroup(IpAddr),
+    /// `flood_add` for a remote already in the list.
+    #[error("remote {remote} is already in the flood list of network {vni}")]
+    FloodExists {
+        /// The network.
+        vni: Vni,
+        /// The remote.
+        remote: IpAddr,
+    },
+    /// `flood_remove` for a remote not in the list.
+    #[error("remote {remote} is not in the flood list of network {vni}")]
+    NoSuchFlood {
+        /// The network.
+        vni: Vni,
+        /// The remote.
+        remote: IpAddr,
+    },
+}

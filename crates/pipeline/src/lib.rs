@@ -1,0 +1,63 @@
+//! The sans-IO core of nvo's userspace data plane (docs/design/dataplane.md, "crates/pipeline").
+//!
+//! A [`Pipeline`] holds every table of one node — networks, ports, a forwarding database and a
+//! flood list per network, counters — and turns frames into [`Action`]s. It opens no socket and
+//! reads no clock: the caller passes the time in as `now: std::time::Instant` (the datapath reads
+//! its clock once per batch) and performs the actions itself.
+//!
+//! One thread owns the pipeline (nvod's datapath thread). It calls, per frame,
+//! [`Pipeline::from_port`] or [`Pipeline::from_underlay`] with a reusable [`Actions`] buffer; once
+//! per second or so [`Pipeline::age`]; after sending, [`Pipeline::count_tx`]; and, between
+//! batches, the control operations (`add_network`, `fdb_add_static`, …) the control thread asks
+//! for. No lock is taken, nothing is logged and, once the buffers are warm, nothing is allocated
+//! per frame.
+//!
+//! Forwarding follows RFC 7348 §4 (flood and learn) with split horizon: frames from the underlay
+//! go only to local ports, never back to the underlay. Every drop has a [`DropReason`].
+//!
+//! ```
+//! use std::time::Instant;
+//! use nvo_pipeline::{Action, Actions, Limits, NetworkSpec, Pipeline, PortId, Vni};
+//!
+//! let mut pipeline = Pipeline::new(Limits::default());
+//! pipeline.add_network(NetworkSpec::new(Vni(100)))?;
+//! pipeline.add_port(PortId(1), Vni(100))?;
+//! pipeline.add_port(PortId(2), Vni(100))?;
+//! pipeline.flood_add(Vni(100), "192.0.2.2".parse()?)?;
+//!
+//! // A broadcast from port 1 goes to port 2 and, in VXLAN, to 192.0.2.2.
+//! let mut frame = [0u8; 60];
+//! frame[..6].copy_from_slice(&[0xff; 6]);
+//! frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+//! let mut actions = Actions::new();
+//! pipeline.from_port(PortId(1), &frame, Instant::now(), &mut actions);
+//! assert_eq!(actions.as_slice()[0], Action::Deliver { port: PortId(2) });
+//! assert!(matches!(actions.as_slice()[1], Action::Encap { vni: Vni(100), .. }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod actions;
+mod control;
+mod counters;
+mod drop;
+mod error;
+mod fdb;
+mod frame;
+mod hash;
+mod icmp;
+mod network;
+mod pipeline;
+mod types;
+
+pub use actions::{Action, Actions};
+pub use counters::{
+    Counters, DropCounters, NetworkCounters, PortCounters, TxOutcome, TxTarget, UnderlayCounters,
+};
+pub use drop::DropReason;
+pub use error::TableError;
+pub use fdb::FdbView;
+pub use network::NetworkView;
+pub use pipeline::Pipeline;
+pub use types::{
+    BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin, PortId, Vni,
+};

@@ -1,0 +1,78 @@
+//! One tenant network as the pipeline holds it: its spec, FDB, local ports, flood list and
+//! counters, and the view of it the API shows.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::counters::NetworkCounters;
+use crate::fdb::{serialize_secs, Fdb};
+use crate::{BumMode, NetworkSpec, PortId, Vni};
+
+/// A network in the pipeline's table.
+#[derive(Debug)]
+pub(crate) struct Network {
+    pub(crate) spec: NetworkSpec,
+    pub(crate) fdb: Fdb,
+    /// The attached ports, in the order they were added: flooding delivers in this order.
+    pub(crate) ports: Vec<PortId>,
+    /// Head-end replication list, in the order remotes were added.
+    pub(crate) flood: Vec<IpAddr>,
+    pub(crate) counters: NetworkCounters,
+}
+
+impl Network {
+    pub(crate) fn new(spec: NetworkSpec) -> Network {
+        Network {
+            spec,
+            fdb: Fdb::default(),
+            ports: Vec::new(),
+            flood: Vec::new(),
+            counters: NetworkCounters::default(),
+        }
+    }
+
+    pub(crate) fn view(&self) -> NetworkView {
+        let s = &self.spec;
+        NetworkView {
+            vni: s.vni,
+            mtu: s.mtu,
+            learning: s.learning,
+            bum: s.bum,
+            max_learned: s.max_learned,
+            ageing: s.ageing,
+            flood: self.flood.clone(),
+            ports: self.ports.clone(),
+            learned: self.fdb.learned(),
+            static_entries: self.fdb.statics(),
+        }
+    }
+}
+
+/// A network as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetworkView {
+    /// The VNI.
+    pub vni: Vni,
+    /// The tenant MTU.
+    pub mtu: u16,
+    /// Whether source MACs are learned.
+    pub learning: bool,
+    /// How BUM frames reach other VTEPs.
+    pub bum: BumMode,
+    /// The learned-entry limit.
+    pub max_learned: u32,
+    /// The ageing time of learned entries; serialised as whole seconds, `ageing_s`.
+    #[serde(rename = "ageing_s", serialize_with = "serialize_secs")]
+    pub ageing: Duration,
+    /// The flood list, in the order remotes were added.
+    pub flood: Vec<IpAddr>,
+    /// The attached ports, in the order they were added.
+    pub ports: Vec<PortId>,
+    /// How many learned FDB entries the network holds.
+    pub learned: usize,
+    /// How many static FDB entries the network holds; serialised as `static`.
+    #[serde(rename = "static")]
+    pub static_entries: usize,
+}

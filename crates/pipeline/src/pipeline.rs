@@ -1,0 +1,269 @@
+//! The data path: a frame from a port or a VXLAN payload from the underlay in, actions out.
+//!
+//! ```text
+//!  from_port(port, frame)                      from_underlay(src, udp_payload)
+//!   port known? ─ no → unknown_port              vxlan header? ─ no → malformed_vxlan
+//!   ethernet header? ─ no → malformed_frame      I flag? ─ no → vxlan_flags
+//!   source unicast? ─ no → invalid_source_mac    network for the vni? ─ no → unknown_vni
+//!   learn src → Port(port)                       ethernet header? ─ no → malformed_frame
+//!   longer than mtu + L2? → reply + too_big      source unicast? ─ no → invalid_source_mac
+//!   dst in fdb:                                  learn src → Remote(src) (unless GBP D bit)
+//!     this port → hairpin                        dst in fdb:
+//!     other port → Deliver                         port → Deliver
+//!     remote → Encap                               remote → remote_to_remote (split horizon)
+//!   else flood: Deliver to every other port,     else flood: Deliver to every port,
+//!     Encap to each flood remote or the group      never back to the underlay
+//!   nothing to do → no_destination               nothing to do → no_destination
+//! ```
+//!
+//! Time is passed in as `now: Instant`; the pipeline never reads a clock. Every drop goes through
+//! [`count_drop`], the one place that counts drops. Nothing here allocates once `Actions` and the FDB
+//! have grown to their working size.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::Instant;
+
+use nvo_wire::vxlan::VxlanPacket;
+
+use crate::actions::{Action, Actions};
+use crate::counters::{DropCounters, PortCounters, UnderlayCounters};
+use crate::fdb::Learned;
+use crate::frame::{self, Eth};
+use crate::icmp;
+use crate::network::Network;
+use crate::{BumMode, DropReason, FdbDest, Limits, Mac, PortId, Vni};
+
+/// A port in the pipeline's table.
+#[derive(Debug)]
+pub(crate) struct Port {
+    pub(crate) vni: Vni,
+    pub(crate) counters: PortCounters,
+}
+
+/// Every table of the data plane and the logic between them. Owned by one thread; see the
+/// crate documentation.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub(crate) limits: Limits,
+    pub(crate) networks: HashMap<Vni, Network>,
+    pub(crate) ports: HashMap<PortId, Port>,
+    pub(crate) drops: DropCounters,
+    pub(crate) underlay: UnderlayCounters,
+    scratch: Box<[u8]>,
+}
+
+impl Pipeline {
+    /// An empty pipeline with these limits.
+    pub fn new(limits: Limits) -> Pipeline {
+        Pipeline {
+            limits,
+            networks: Default::default(),
+            ports: Default::default(),
+            drops: DropCounters::default(),
+            underlay: UnderlayCounters::default(),
+            scratch: vec![0; icmp::SCRATCH_LEN].into_boxed_slice(),
+        }
+    }
+
+    /// The limits the pipeline was made with.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The buffer `Action::Reply { len, .. }` refers to: send `&scratch()[..len]`. Its content is
+    /// valid until the next `from_port`.
+    pub fn scratch(&self) -> &[u8] {
+        &self.scratch
+    }
+
+    /// Decides what happens to `frame`, received on `port` at `now`. Clears `actions` first.
+    pub fn from_port(&mut self, port: PortId, frame: &[u8], now: Instant, actions: &mut Actions) {
+        actions.clear();
+        let Pipeline {
+            networks,
+            ports,
+            drops,
+            scratch,
+            ..
+        } = self;
+        let Some(p) = ports.get_mut(&port) else {
+            return reject(drops, None, DropReason::UnknownPort, actions);
+        };
+        p.counters.rx_frames += 1;
+        p.counters.rx_bytes += frame.len() as u64;
+        let pc = &mut p.counters;
+        let Some(net) = networks.get_mut(&p.vni) else {
+            // A port always belongs to a network (remove_network refuses while ports are
+            // attached); should that ever break, the port is as good as unknown.
+            return reject(drops, Some(pc), DropReason::UnknownPort, actions);
+        };
+        net.counters.rx_port_frames += 1;
+        let Some(eth) = Eth::parse(frame) else {
+            return reject(drops, Some(pc), DropReason::MalformedFrame, actions);
+        };
+        if !eth.src.is_unicast() {
+            return reject(drops, Some(pc), DropReason::InvalidSourceMac, actions);
+        }
+        if net.spec.learning {
+            learn(net, eth.src, FdbDest::Port(port), now);
+        }
+
+        // The MTU counts from the IP header: the L2 header (with its 802.1Q tag) comes on top.
+        if frame.len() > usize::from(net.spec.mtu) + eth.header_len() {
+            if let Some(len) = icmp::too_big_reply(frame, &eth, net.spec.mtu, scratch) {
+                actions.push(Action::Reply { port, len });
+            }
+            return reject(drops, Some(pc), DropReason::TooBig, actions);
+        }
+
+        let vni = net.spec.vni;
+        match net.fdb.lookup(eth.dst) {
+            Some(FdbDest::Port(out)) if out == port => {
+                reject(drops, Some(pc), DropReason::Hairpin, actions)
+            }
+            Some(FdbDest::Port(out)) => {
+                net.counters.delivered += 1;
+                actions.push(Action::Deliver { port: out });
+            }
+            Some(FdbDest::Remote(remote)) => {
+                net.counters.encap_unicast += 1;
+                let entropy = frame::entropy(frame, &eth);
+                actions.push(Action::Encap {
+                    remote,
+                    vni,
+                    entropy,
+                });
+            }
+            None => {
+                flood_from_port(net, port, frame, &eth, actions);
+                if actions.is_empty() {
+                    reject(drops, Some(pc), DropReason::NoDestination, actions);
+                }
+            }
+        }
+    }
+
+    /// Decides what happens to a VXLAN packet's UDP payload received from the underlay address
+    /// `src` at `now`. Clears `actions` first. `Deliver` actions refer to the inner frame,
+    /// `&udp_payload[nvo_wire::vxlan::HEADER_LEN..]`.
+    pub fn from_underlay(
+        &mut self,
+        src: IpAddr,
+        udp_payload: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) {
+        actions.clear();
+        let Pipeline {
+            networks,
+            drops,
+            underlay,
+            ..
+        } = self;
+        underlay.rx_packets += 1;
+        underlay.rx_bytes += udp_payload.len() as u64;
+        let Ok(vxlan) = VxlanPacket::new_checked(udp_payload) else {
+            return reject(drops, None, DropReason::MalformedVxlan, actions);
+        };
+        if !vxlan.vni_valid() {
+            return reject(drops, None, DropReason::VxlanFlags, actions);
+        }
+        let Some(net) = networks.get_mut(&Vni(vxlan.vni())) else {
+            return reject(drops, None, DropReason::UnknownVni, actions);
+        };
+        net.counters.rx_underlay_frames += 1;
+        let Some(eth) = Eth::parse(vxlan.payload()) else {
+            return reject(drops, None, DropReason::MalformedFrame, actions);
+        };
+        if !eth.src.is_unicast() {
+            return reject(drops, None, DropReason::InvalidSourceMac, actions);
+        }
+        // draft-smith-vxlan-group-policy §2.1: with the D bit set the receiver must not learn.
+        let dont_learn = vxlan.gbp() && vxlan.dont_learn();
+        if net.spec.learning && !dont_learn {
+            learn(net, eth.src, FdbDest::Remote(src), now);
+        }
+        match net.fdb.lookup(eth.dst) {
+            Some(FdbDest::Port(out)) => {
+                net.counters.delivered += 1;
+                actions.push(Action::Deliver { port: out });
+            }
+            Some(FdbDest::Remote(_)) => reject(drops, None, DropReason::RemoteToRemote, actions),
+            None => {
+                for &out in &net.ports {
+                    actions.push(Action::Deliver { port: out });
+                }
+                net.counters.delivered += net.ports.len() as u64;
+                if actions.is_empty() {
+                    reject(drops, None, DropReason::NoDestination, actions);
+                }
+            }
+        }
+    }
+}
+
+/// Learns `src` behind `dest` and counts what happened.
+fn learn(net: &mut Network, src: Mac, dest: FdbDest, now: Instant) {
+    let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
+    match net.fdb.learn(src, dest, now, max) {
+        Learned::New => net.counters.learned += 1,
+        Learned::Moved => net.counters.moves += 1,
+        Learned::Limit => net.counters.learn_limit += 1,
+        Learned::Refreshed | Learned::Static => {}
+    }
+}
+
+/// Broadcast, multicast and unknown unicast from a port: every other local port, then every
+/// flood-list remote (head-end replication) or the multicast group once.
+fn flood_from_port(
+    net: &mut Network,
+    ingress: PortId,
+    frame: &[u8],
+    eth: &Eth,
+    actions: &mut Actions,
+) {
+    for &out in net.ports.iter().filter(|&&p| p != ingress) {
+        net.counters.delivered += 1;
+        actions.push(Action::Deliver { port: out });
+    }
+    let remotes: &[IpAddr] = match &net.spec.bum {
+        BumMode::HeadEnd => &net.flood,
+        BumMode::Multicast(group) => std::slice::from_ref(group),
+    };
+    if remotes.is_empty() {
+        return;
+    }
+    let (vni, entropy) = (net.spec.vni, frame::entropy(frame, eth));
+    for &remote in remotes {
+        actions.push(Action::Encap {
+            remote,
+            vni,
+            entropy,
+        });
+    }
+    net.counters.encap_flood += remotes.len() as u64;
+}
+
+/// Drops a frame: counts it and tells the datapath.
+fn reject(
+    drops: &mut DropCounters,
+    port: Option<&mut PortCounters>,
+    reason: DropReason,
+    actions: &mut Actions,
+) {
+    count_drop(drops, port, reason);
+    actions.push(Action::Drop(reason));
+}
+
+/// The one place a drop is counted: per reason, and against the port involved, if any.
+pub(crate) fn count_drop(
+    drops: &mut DropCounters,
+    port: Option<&mut PortCounters>,
+    reason: DropReason,
+) {
+    drops.add(reason);
+    if let Some(p) = port {
+        p.drops += 1;
+    }
+}

@@ -1,0 +1,343 @@
+//! The plain values the tables are made of: VNIs, MAC addresses, port identifiers, FDB
+//! destinations, network specifications and the table limits.
+//!
+//! These are the pipeline's internal types. The API and the configuration file have their own
+//! types and convert at the edge; the serde implementations here exist so that views and counters
+//! can be shown as they are (a MAC as `"02:00:00:00:00:01"`, a VNI as a number).
+
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::TableError;
+
+/// A 24-bit VXLAN Network Identifier, RFC 7348 §5.
+///
+/// The field is public so that a VNI read off the wire can be looked up as it is; only
+/// `1..=Vni::MAX` can name a network (`add_network` refuses anything else), so a lookup of any
+/// other value simply finds nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Vni(pub u32);
+
+impl Vni {
+    /// The largest VNI: 24 bits.
+    pub const MAX: u32 = 0xff_ffff;
+
+    /// A VNI that can name a network, or [`TableError::InvalidVni`].
+    pub fn new(value: u32) -> Result<Vni, TableError> {
+        let vni = Vni(value);
+        if vni.is_valid() {
+            Ok(vni)
+        } else {
+            Err(TableError::InvalidVni(value))
+        }
+    }
+
+    /// Whether the value is in `1..=Vni::MAX`. VNI 0 is left out: the kernel and most hardware
+    /// VTEPs reserve it, and it is what an uninitialised header carries.
+    pub const fn is_valid(self) -> bool {
+        self.0 >= 1 && self.0 <= Vni::MAX
+    }
+}
+
+impl fmt::Display for Vni {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The identifier of a local port (a veth or TAP the datapath opened). The datapath chooses the
+/// numbers; the pipeline only compares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PortId(pub u32);
+
+impl fmt::Display for PortId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// An IEEE 802 MAC address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Mac(pub [u8; 6]);
+
+impl Mac {
+    /// ff:ff:ff:ff:ff:ff.
+    pub const BROADCAST: Mac = Mac([0xff; 6]);
+    /// 00:00:00:00:00:00, never a valid source.
+    pub const ZERO: Mac = Mac([0; 6]);
+
+    /// The I/G bit (IEEE 802 §8.2): set for group (multicast and broadcast) addresses.
+    pub const fn is_multicast(self) -> bool {
+        self.0[0] & 0x01 != 0
+    }
+
+    /// ff:ff:ff:ff:ff:ff.
+    pub fn is_broadcast(self) -> bool {
+        self == Mac::BROADCAST
+    }
+
+    /// 00:00:00:00:00:00.
+    pub fn is_zero(self) -> bool {
+        self == Mac::ZERO
+    }
+
+    /// An individual, non-zero address: the only kind a frame may come from and the only kind an
+    /// FDB entry may hold.
+    pub fn is_unicast(self) -> bool {
+        !self.is_multicast() && !self.is_zero()
+    }
+}
+
+impl fmt::Display for Mac {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [a, b, c, d, e, g] = self.0;
+        write!(f, "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x}")
+    }
+}
+
+impl fmt::Debug for Mac {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A string that is not six colon-separated hex octets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid mac address {0:?}: expected six hex octets separated by colons, like 02:00:00:00:00:01")]
+pub struct MacParseError(pub String);
+
+impl FromStr for Mac {
+    type Err = MacParseError;
+
+    fn from_str(s: &str) -> Result<Mac, MacParseError> {
+        let err = || MacParseError(s.to_owned());
+        let mut out = [0u8; 6];
+        let mut parts = s.split(':');
+        for byte in &mut out {
+            let part = parts.next().ok_or_else(err)?;
+            if part.is_empty() || part.len() > 2 {
+                return Err(err());
+            }
+            *byte = u8::from_str_radix(part, 16).map_err(|_| err())?;
+        }
+        if parts.next().is_some() {
+            return Err(err());
+        }
+        Ok(Mac(out))
+    }
+}
+
+impl Serialize for Mac {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mac {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Mac, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where an FDB entry sends frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FdbDest {
+    /// A local port of the same network.
+    Port(PortId),
+    /// A remote VTEP, by its underlay address (the UDP port is node-wide).
+    Remote(IpAddr),
+}
+
+/// How an FDB entry got there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Put there through the API; never aged, never overwritten by learning.
+    Static,
+    /// Learned from a frame's source address; aged, moved when the MAC shows up elsewhere.
+    Learned,
+}
+
+/// How a network sends broadcast, unknown unicast and multicast (BUM) frames to other VTEPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BumMode {
+    /// One copy to every remote in the network's flood list (head-end replication).
+    HeadEnd,
+    /// One copy to this underlay multicast group; the underlay replicates (RFC 7348 §4.2).
+    Multicast(IpAddr),
+}
+
+impl Serialize for BumMode {
+    /// `{"mode": "head_end"}` or `{"mode": "multicast", "group": "239.1.1.1"}`, as in the API.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        match self {
+            BumMode::HeadEnd => {
+                let mut s = serializer.serialize_struct("BumMode", 1)?;
+                s.serialize_field("mode", "head_end")?;
+                s.end()
+            }
+            BumMode::Multicast(group) => {
+                let mut s = serializer.serialize_struct("BumMode", 2)?;
+                s.serialize_field("mode", "multicast")?;
+                s.serialize_field("group", group)?;
+                s.end()
+            }
+        }
+    }
+}
+
+/// What a network is: everything `add_network` needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkSpec {
+    /// The network's VNI, `1..=Vni::MAX`.
+    pub vni: Vni,
+    /// The tenant MTU: the largest IP packet a port may send, without the Ethernet header.
+    pub mtu: u16,
+    /// Whether source MACs are learned (from ports and from the underlay).
+    pub learning: bool,
+    /// How BUM frames reach other VTEPs.
+    pub bum: BumMode,
+    /// How many learned FDB entries the network may hold; at this count it stops learning.
+    pub max_learned: u32,
+    /// How long a learned entry lives without a frame from its MAC.
+    pub ageing: Duration,
+}
+
+impl NetworkSpec {
+    /// A 1500-byte underlay minus IPv4 + UDP + VXLAN + inner Ethernet (RFC 7348 §4.3).
+    pub const DEFAULT_MTU: u16 = 1450;
+    /// The default learned-entry limit per network.
+    pub const DEFAULT_MAX_LEARNED: u32 = 4096;
+    /// The default ageing time, the bridge and VXLAN default of the Linux kernel.
+    pub const DEFAULT_AGEING: Duration = Duration::from_secs(300);
+    /// The smallest MTU accepted: the IPv4 minimum (RFC 791).
+    pub const MIN_MTU: u16 = 68;
+    /// The largest MTU accepted: what still fits, behind an 802.1Q-tagged inner Ethernet header,
+    /// in a VXLAN packet inside the largest IPv4 datagram (65535 − 20 − 8 − 8 − 18).
+    pub const MAX_MTU: u16 = u16::MAX - 54;
+
+    /// A spec with every default: learning, head-end replication, 1450-byte MTU.
+    pub fn new(vni: Vni) -> NetworkSpec {
+        NetworkSpec {
+            vni,
+            mtu: NetworkSpec::DEFAULT_MTU,
+            learning: true,
+            bum: BumMode::HeadEnd,
+            max_learned: NetworkSpec::DEFAULT_MAX_LEARNED,
+            ageing: NetworkSpec::DEFAULT_AGEING,
+        }
+    }
+}
+
+/// Bounds on every table the pipeline holds. A table at its bound refuses new entries with
+/// [`TableError::TableFull`]; the learned part of an FDB stops learning instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Networks in the pipeline.
+    pub max_networks: usize,
+    /// Ports, over all networks.
+    pub max_ports: usize,
+    /// Remotes in one network's flood list.
+    pub max_flood: usize,
+    /// Static FDB entries in one network.
+    pub max_static_fdb: usize,
+    /// The largest `NetworkSpec::max_learned` a network may ask for (an addition to the design
+    /// page's four limits: without it an API client could unbound the learned table).
+    pub max_learned_fdb: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_networks: 4096,
+            max_ports: 1024,
+            max_flood: 256,
+            max_static_fdb: 16384,
+            max_learned_fdb: 1 << 16,
+        }
+    }
+}
+
+/// Which entries `fdb_flush` removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FlushScope {
+    /// Learned entries only; static ones stay.
+    Learned,
+    /// Every entry.
+    All,
+}
+
+/// Whether an IP address can be a unicast underlay destination (a VTEP or a sender).
+pub(crate) fn is_unicast_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => !v4.is_unspecified() && !v4.is_multicast() && !v4.is_broadcast(),
+        IpAddr::V6(v6) => !v6.is_unspecified() && !v6.is_multicast(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_text_round_trip_and_rejects() {
+        let mac: Mac = "02:0a:FF:00:00:01".parse().unwrap();
+        assert_eq!(mac, Mac([0x02, 0x0a, 0xff, 0, 0, 1]));
+        assert_eq!(mac.to_string(), "02:0a:ff:00:00:01");
+        for bad in [
+            "",
+            "02:00:00:00:00",
+            "02:00:00:00:00:01:02",
+            "02:00:00:00:00:1g",
+            "002:00:00:00:00:01",
+            "02::00:00:00:01",
+        ] {
+            assert!(bad.parse::<Mac>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn mac_kinds() {
+        assert!(Mac([2, 0, 0, 0, 0, 1]).is_unicast());
+        assert!(!Mac::ZERO.is_unicast());
+        assert!(Mac::BROADCAST.is_multicast() && Mac::BROADCAST.is_broadcast());
+        assert!(Mac([0x01, 0, 0x5e, 0, 0, 1]).is_multicast());
+        assert!(Mac([0x33, 0x33, 0, 0, 0, 1]).is_multicast());
+    }
+
+    #[test]
+    fn vni_range() {
+        assert_eq!(Vni::new(0), Err(TableError::InvalidVni(0)));
+        assert_eq!(Vni::new(1 << 24), Err(TableError::InvalidVni(1 << 24)));
+        assert_eq!(Vni::new(Vni::MAX), Ok(Vni(Vni::MAX)));
+    }
+
+    #[test]
+    fn serde_shapes() {
+        assert_eq!(
+            serde_json::to_string(&Mac([2, 0, 0, 0, 0, 1])).unwrap(),
+            "\"02:00:00:00:00:01\""
+        );
+        let mac: Mac = serde_json::from_str("\"02:00:00:00:00:01\"").unwrap();
+        assert_eq!(mac, Mac([2, 0, 0, 0, 0, 1]));
+        assert!(serde_json::from_str::<Mac>("\"nope\"").is_err());
+        assert_eq!(
+            serde_json::to_string(&BumMode::HeadEnd).unwrap(),
+            r#"{"mode":"head_end"}"#
+        );
+        let group = BumMode::Multicast("239.1.1.1".parse().unwrap());
+        assert_eq!(
+            serde_json::to_string(&group).unwrap(),
+            r#"{"mode":"multicast","group":"239.1.1.1"}"#
+        );
+    }
+}
