@@ -1,0 +1,149 @@
+//! The API's paths (docs/openapi.yaml is the reference) and their handlers: each takes the
+//! control lock, calls one [`Control`] method and turns the result into an answer.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use nvo_api as api;
+use tokio::sync::Mutex;
+
+use super::error::{no_method, no_route, ApiFailure, Body, Params, MAX_BODY};
+use crate::control::Control;
+
+/// The control state every handler shares; the mutex serialises changes.
+pub type Shared = Arc<Mutex<Control>>;
+
+type Answer<T> = Result<T, ApiFailure>;
+type Created<T> = Answer<(StatusCode, Json<T>)>;
+
+/// Every path of the API.
+pub fn router(control: Shared) -> Router {
+    Router::new()
+        .route("/v1/node", get(node))
+        .route("/v1/networks", get(networks).post(create_network))
+        .route("/v1/networks/{vni}", get(network).delete(delete_network))
+        .route("/v1/networks/{vni}/fdb", get(fdb).post(fdb_add))
+        .route("/v1/networks/{vni}/fdb/flush", post(fdb_flush))
+        .route(
+            "/v1/networks/{vni}/fdb/{mac}",
+            axum::routing::delete(fdb_delete),
+        )
+        .route("/v1/networks/{vni}/flood", get(flood).post(flood_add))
+        .route(
+            "/v1/networks/{vni}/flood/{ip}",
+            axum::routing::delete(flood_delete),
+        )
+        .route("/v1/ports", get(ports).post(add_port))
+        .route("/v1/ports/{name}", axum::routing::delete(delete_port))
+        .route("/v1/counters", get(counters))
+        .fallback(no_route)
+        .method_not_allowed_fallback(no_method)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(control)
+}
+
+async fn node(State(c): State<Shared>) -> Json<api::NodeInfo> {
+    Json(c.lock().await.node())
+}
+
+async fn networks(State(c): State<Shared>) -> Answer<Json<Vec<api::Network>>> {
+    Ok(Json(c.lock().await.networks().await?))
+}
+
+async fn create_network(
+    State(c): State<Shared>,
+    Body(spec): Body<api::NetworkSpec>,
+) -> Created<api::Network> {
+    let network = c.lock().await.create_network(spec).await?;
+    Ok((StatusCode::CREATED, Json(network)))
+}
+
+async fn network(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+) -> Answer<Json<api::Network>> {
+    Ok(Json(c.lock().await.network(&vni).await?))
+}
+
+async fn delete_network(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+) -> Answer<StatusCode> {
+    c.lock().await.delete_network(&vni).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn ports(State(c): State<Shared>) -> Answer<Json<Vec<api::Port>>> {
+    Ok(Json(c.lock().await.ports().await?))
+}
+
+async fn add_port(State(c): State<Shared>, Body(spec): Body<api::PortSpec>) -> Created<api::Port> {
+    let port = c.lock().await.add_port(spec).await?;
+    Ok((StatusCode::CREATED, Json(port)))
+}
+
+async fn delete_port(State(c): State<Shared>, Params(name): Params<String>) -> Answer<StatusCode> {
+    c.lock().await.delete_port(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn fdb(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+) -> Answer<Json<Vec<api::FdbEntry>>> {
+    Ok(Json(c.lock().await.fdb(&vni).await?))
+}
+
+async fn fdb_add(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+    Body(add): Body<api::FdbAdd>,
+) -> Created<api::FdbEntry> {
+    let entry = c.lock().await.fdb_add(&vni, add).await?;
+    Ok((StatusCode::CREATED, Json(entry)))
+}
+
+async fn fdb_delete(
+    State(c): State<Shared>,
+    Params((vni, mac)): Params<(String, String)>,
+) -> Answer<StatusCode> {
+    c.lock().await.fdb_delete(&vni, &mac).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn fdb_flush(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+    Body(request): Body<api::FlushRequest>,
+) -> Answer<Json<api::FlushResult>> {
+    Ok(Json(c.lock().await.fdb_flush(&vni, request).await?))
+}
+
+async fn flood(State(c): State<Shared>, Params(vni): Params<String>) -> Answer<Json<Vec<IpAddr>>> {
+    Ok(Json(c.lock().await.flood(&vni)?))
+}
+
+async fn flood_add(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+    Body(add): Body<api::FloodAdd>,
+) -> Created<Vec<IpAddr>> {
+    let flood = c.lock().await.flood_add(&vni, add).await?;
+    Ok((StatusCode::CREATED, Json(flood)))
+}
+
+async fn flood_delete(
+    State(c): State<Shared>,
+    Params((vni, ip)): Params<(String, String)>,
+) -> Answer<StatusCode> {
+    c.lock().await.flood_delete(&vni, &ip).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn counters(State(c): State<Shared>) -> Answer<Json<api::Counters>> {
+    Ok(Json(c.lock().await.counters().await?))
+}

@@ -1,0 +1,176 @@
+//! Commands from the control thread to the datapath thread, and their replies.
+//!
+//! ```text
+//!  control thread (tokio, API)                      datapath thread (owns Pipeline + sockets)
+//!  Datapath::call(cmd) ──Request{cmd, reply}──► sync_channel (bounded) ──┐
+//!                      ──eventfd write (wake)──► poll() returns ─────────┤ drain, run each
+//!       await reply ◄──────── oneshot::Sender::send(Result<Reply, _>) ◄──┘
+//! ```
+//!
+//! The control thread never touches the tables: reading counters or the FDB is a command too.
+//! The channel is bounded so that a stuck datapath shows up as an error (503) rather than as
+//! memory growing without end.
+
+use std::net::IpAddr;
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::Arc;
+
+use nvo_io::{EventFd, UnderlayStats};
+use nvo_pipeline::{
+    Counters, FdbDest, FdbView, FlushScope, Mac, NetworkSpec, NetworkView, PortId, TableError, Vni,
+};
+use tokio::sync::oneshot;
+
+use crate::state::PortKindState;
+
+/// How many commands may wait for the datapath.
+pub const QUEUE: usize = 64;
+
+/// One thing the datapath does for the control thread.
+#[derive(Debug)]
+pub enum Command {
+    /// Adds a network with its initial flood list, all or nothing.
+    AddNetwork {
+        /// The network.
+        spec: NetworkSpec,
+        /// Its flood list.
+        flood: Vec<IpAddr>,
+    },
+    /// Removes a network (refused while ports are attached).
+    RemoveNetwork(Vni),
+    /// Attaches a port and opens (veth) or creates (tap) its interface.
+    AddPort {
+        /// The id the control thread chose.
+        id: PortId,
+        /// Its network.
+        vni: Vni,
+        /// Interface name.
+        name: String,
+        /// Interface kind.
+        kind: PortKindState,
+        /// Refuse (rather than retry every second) when the interface cannot be opened now:
+        /// true for an API request, false when restoring the state at start.
+        must_open: bool,
+    },
+    /// Detaches a port and closes its interface.
+    RemovePort(PortId),
+    /// Adds a static FDB entry.
+    FdbAddStatic(Vni, Mac, FdbDest),
+    /// Removes an FDB entry.
+    FdbRemove(Vni, Mac),
+    /// Flushes FDB entries.
+    FdbFlush(Vni, FlushScope),
+    /// Lists a network's FDB.
+    FdbEntries(Vni),
+    /// Adds a remote to a flood list.
+    FloodAdd(Vni, IpAddr),
+    /// Removes a remote from a flood list.
+    FloodRemove(Vni, IpAddr),
+    /// Views of every network (for the learned/static counts).
+    Networks,
+    /// Which ports have their interface open.
+    PortsUp,
+    /// A snapshot of the counters.
+    Counters,
+    /// Stops the datapath thread.
+    Stop,
+}
+
+/// What a command answers.
+#[derive(Debug)]
+pub enum Reply {
+    /// Done, nothing to say.
+    Done,
+    /// Entries removed by a flush.
+    Flushed(usize),
+    /// A network's FDB.
+    Entries(Vec<FdbView>),
+    /// Every network.
+    Networks(Vec<NetworkView>),
+    /// (port, interface open) for every port.
+    PortsUp(Vec<(PortId, bool)>),
+    /// The pipeline's counters and the underlay sockets' own.
+    Counters(Box<Counters>, UnderlayStats),
+}
+
+/// Why the datapath refused a command.
+#[derive(Debug, thiserror::Error)]
+pub enum DatapathError {
+    /// The tables refused.
+    #[error(transparent)]
+    Table(#[from] TableError),
+    /// A veth port whose interface does not exist.
+    #[error(
+        "interface {0} does not exist in nvod's network namespace; create it first (for a \
+         container: ip link add {0} type veth peer name eth0 netns CONTAINER), or use kind \
+         \"tap\" to have nvod create a TAP device"
+    )]
+    NoInterface(String),
+    /// The interface of a port could not be opened or created.
+    #[error("cannot open interface {name:?}: {source}")]
+    Open {
+        /// Interface name.
+        name: String,
+        /// What the kernel said.
+        source: std::io::Error,
+    },
+    /// The datapath thread is gone (it stopped or failed; its log says why).
+    #[error("the datapath thread has stopped; restart nvod (its log says why)")]
+    Gone,
+    /// Too many commands are waiting.
+    #[error("the datapath is busy ({QUEUE} commands waiting); retry in a moment")]
+    Busy,
+}
+
+/// A command with the channel its reply goes back on.
+#[derive(Debug)]
+pub struct Request {
+    /// The command.
+    pub command: Command,
+    /// Where the reply goes.
+    pub reply: oneshot::Sender<Result<Reply, DatapathError>>,
+}
+
+/// The control thread's end: sends commands and wakes the datapath.
+#[derive(Debug, Clone)]
+pub struct Datapath {
+    sender: SyncSender<Request>,
+    wake: Arc<EventFd>,
+}
+
+impl Datapath {
+    /// A channel pair: the control end and the datapath's receiving end.
+    pub fn channel(wake: Arc<EventFd>) -> (Datapath, mpsc::Receiver<Request>) {
+        let (sender, receiver) = mpsc::sync_channel(QUEUE);
+        (Datapath { sender, wake }, receiver)
+    }
+
+    /// Runs one command on the datapath thread and waits for its reply.
+    pub async fn call(&self, command: Command) -> Result<Reply, DatapathError> {
+        let (reply, answer) = oneshot::channel();
+        match self.sender.try_send(Request { command, reply }) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(DatapathError::Busy),
+            Err(TrySendError::Disconnected(_)) => return Err(DatapathError::Gone),
+        }
+        if self.wake.notify().is_err() {
+            return Err(DatapathError::Gone);
+        }
+        answer.await.map_err(|_| DatapathError::Gone)?
+    }
+
+    /// Asks the datapath thread to stop, without waiting for an answer (for the shutdown
+    /// path, outside the runtime). A datapath that is gone already needs nothing.
+    pub fn stop(&self) {
+        let (reply, _) = oneshot::channel();
+        let request = Request {
+            command: Command::Stop,
+            reply,
+        };
+        // A full queue still stops the thread: it sees the channel close once the control
+        // side is dropped.
+        if self.sender.try_send(request).is_ok() {
+            let _ = self.wake.notify();
+        }
+    }
+}

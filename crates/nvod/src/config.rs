@@ -1,0 +1,345 @@
+//! nvod's configuration: a TOML file whose keys are all optional, resolved once at start into a
+//! [`Config`] with every default filled in.
+//!
+//! A key nvod does not know is an error naming the key (a typo must not silently fall back to
+//! a default), and a bad value names the key, the value and what is accepted.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The text `nvod --help` shows after the options: every configuration key.
+pub const KEYS_HELP: &str = "\
+Configuration file (TOML, every key optional):
+  node_id = 1                      32-bit overlay node ID, 1 to 4294967295
+                                   (default: derived from the locator: an IPv4 locator as a
+                                   number, a hash of an IPv6 one)
+  locator = \"192.0.2.1\"            underlay address tunnels are sent from and received on
+                                   (default: the source address the kernel picks for the
+                                   default route; set it on hosts with several uplinks)
+  vxlan_port = 4789                UDP port VXLAN is received on and sent to; 8472 talks to
+                                   hosts using the Linux kernel's old default
+  underlay_mtu = 1500              MTU of the underlay, 1280 to 65535; a network's MTU
+                                   defaults to this minus 50 (IPv4 locator) or 70 (IPv6)
+  api_socket = \"/run/nvo/nvod.sock\"
+                                   unix socket of the control API (the parent directory is
+                                   created; a stale socket file is replaced)
+  state_dir = \"/var/lib/nvo\"       where state.json keeps the desired state (networks, ports,
+                                   static FDB entries, flood lists) across restarts
+  entropy_ports = 16               outer UDP source ports used for flow entropy, from 49152
+                                   up, 1 to 16383
+  log = \"info\"                     log level (error, warn, info, debug, trace) or an
+                                   env_logger filter such as \"info,nvod=debug\"; RUST_LOG
+                                   overrides it";
+
+/// Defaults of the keys that have a fixed one.
+pub const DEFAULT_VXLAN_PORT: u16 = 4789;
+/// Default underlay MTU.
+pub const DEFAULT_UNDERLAY_MTU: u16 = 1500;
+/// Default number of entropy source ports.
+pub const DEFAULT_ENTROPY_PORTS: u16 = 16;
+/// Default state directory.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/nvo";
+/// Default log filter.
+pub const DEFAULT_LOG: &str = "info";
+
+/// Entropy source ports start here (the IANA dynamic range, RFC 6335 §6).
+pub const ENTROPY_BASE: u16 = 49152;
+
+/// Documentation addresses (RFC 5737, RFC 3849) used to ask the kernel which source address it
+/// would use for the default route; connecting a UDP socket sends nothing.
+const PROBE_V4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+const PROBE_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+
+/// The configuration with every default resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// 32-bit overlay node ID.
+    pub node_id: u32,
+    /// Underlay address.
+    pub locator: IpAddr,
+    /// VXLAN UDP port.
+    pub vxlan_port: u16,
+    /// Underlay MTU.
+    pub underlay_mtu: u16,
+    /// Control API socket.
+    pub api_socket: PathBuf,
+    /// Directory of state.json.
+    pub state_dir: PathBuf,
+    /// Number of entropy source ports.
+    pub entropy_ports: u16,
+    /// Log filter.
+    pub log: String,
+}
+
+impl Config {
+    /// The default tenant MTU: the underlay MTU minus the VXLAN overhead (outer IP + UDP +
+    /// VXLAN + inner Ethernet: 20+8+8+14 over IPv4, 40+8+8+14 over IPv6).
+    pub fn default_tenant_mtu(&self) -> u16 {
+        let overhead = if self.locator.is_ipv4() { 50 } else { 70 };
+        self.underlay_mtu.saturating_sub(overhead)
+    }
+}
+
+/// The file as written: every key optional, unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    node_id: Option<u32>,
+    locator: Option<IpAddr>,
+    vxlan_port: Option<u16>,
+    underlay_mtu: Option<u16>,
+    api_socket: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    entropy_ports: Option<u16>,
+    log: Option<String>,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// TOML syntax, an unknown key or a value of the wrong type.
+    #[error("config file {path}: {detail}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// One line: where, which key, what is wrong.
+        detail: String,
+    },
+    /// A value of the right type outside what nvod accepts.
+    #[error("config key `{key}` = {value}: {reason}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        reason: &'static str,
+    },
+    /// No locator was configured and none could be derived.
+    #[error(
+        "cannot find an underlay address: no route to {PROBE_V4} nor {PROBE_V6} ({source}); \
+         set `locator` in the config file"
+    )]
+    NoLocator {
+        /// What the kernel said for the last attempt.
+        source: std::io::Error,
+    },
+}
+
+/// Reads and resolves the configuration; `None` means no file: every default.
+pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+    let file = match path {
+        None => ConfigFile::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            parse(&text).map_err(|detail| ConfigError::Parse {
+                path: path.to_owned(),
+                detail,
+            })?
+        }
+    };
+    resolve(file, derive_locator)
+}
+
+/// Parses TOML text, turning the parser's multi-line error into one line that quotes the
+/// offending line of the file.
+fn parse(text: &str) -> Result<ConfigFile, String> {
+    toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().to_owned();
+        match e.span() {
+            Some(span) => {
+                let line_no = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                let line = text.lines().nth(line_no - 1).unwrap_or_default().trim();
+                format!("line {line_no} `{line}`: {message}")
+            }
+            None => message,
+        }
+    })
+}
+
+fn bad(key: &'static str, value: impl fmt::Display, reason: &'static str) -> ConfigError {
+    ConfigError::Value {
+        key,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+/// Fills in defaults and checks ranges; `derive` finds the locator when none is configured.
+fn resolve(
+    file: ConfigFile,
+    derive: impl FnOnce() -> Result<IpAddr, ConfigError>,
+) -> Result<Config, ConfigError> {
+    let locator = match file.locator {
+        Some(ip) => ip,
+        None => derive()?,
+    };
+    if locator.is_unspecified() || locator.is_multicast() || locator.is_loopback() {
+        return Err(bad(
+            "locator",
+            format!("\"{locator}\""),
+            "must be a unicast address of this host, not unspecified, multicast or loopback",
+        ));
+    }
+    let node_id = file.node_id.unwrap_or_else(|| node_id_from(locator));
+    if node_id == 0 {
+        return Err(bad("node_id", node_id, "must be 1 to 4294967295"));
+    }
+    let vxlan_port = file.vxlan_port.unwrap_or(DEFAULT_VXLAN_PORT);
+    if vxlan_port == 0 {
+        return Err(bad("vxlan_port", vxlan_port, "must be 1 to 65535"));
+    }
+    let underlay_mtu = file.underlay_mtu.unwrap_or(DEFAULT_UNDERLAY_MTU);
+    if underlay_mtu < 1280 {
+        return Err(bad("underlay_mtu", underlay_mtu, "must be 1280 to 65535"));
+    }
+    let entropy_ports = file.entropy_ports.unwrap_or(DEFAULT_ENTROPY_PORTS);
+    if entropy_ports == 0 || entropy_ports > u16::MAX - ENTROPY_BASE {
+        return Err(bad("entropy_ports", entropy_ports, "must be 1 to 16383"));
+    }
+    let api_socket = file
+        .api_socket
+        .unwrap_or_else(|| PathBuf::from(nvo_api::DEFAULT_SOCKET));
+    if api_socket.as_os_str().is_empty() || api_socket.file_name().is_none() {
+        return Err(bad(
+            "api_socket",
+            format!("{api_socket:?}"),
+            "must be a path to a socket file",
+        ));
+    }
+    let state_dir = file
+        .state_dir
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
+    if state_dir.as_os_str().is_empty() {
+        return Err(bad("state_dir", "\"\"", "must be a directory path"));
+    }
+    let log = file.log.unwrap_or_else(|| DEFAULT_LOG.to_owned());
+    if log.trim().is_empty() {
+        return Err(bad("log", "\"\"", "must be a level such as info or debug"));
+    }
+    Ok(Config {
+        node_id,
+        locator,
+        vxlan_port,
+        underlay_mtu,
+        api_socket,
+        state_dir,
+        entropy_ports,
+        log,
+    })
+}
+
+/// The node ID an unconfigured node takes: its IPv4 locator as a number, or a 32-bit FNV-1a
+/// hash of its IPv6 locator (stable across versions and machines, so two nodes agree on it).
+pub fn node_id_from(locator: IpAddr) -> u32 {
+    let id = match locator {
+        IpAddr::V4(v4) => u32::from(v4),
+        IpAddr::V6(v6) => v6.octets().iter().fold(0x811c_9dc5_u32, |h, &b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        }),
+    };
+    id.max(1)
+}
+
+/// Asks the kernel which source address it would use towards a documentation address: that
+/// is the address of the default route's interface. Tries IPv4 first, then IPv6.
+fn derive_locator() -> Result<IpAddr, ConfigError> {
+    let probe = |bind: IpAddr, to: IpAddr| -> std::io::Result<IpAddr> {
+        let socket = UdpSocket::bind(SocketAddr::new(bind, 0))?;
+        socket.connect(SocketAddr::new(to, 9))?;
+        Ok(socket.local_addr()?.ip())
+    };
+    probe(Ipv4Addr::UNSPECIFIED.into(), PROBE_V4.into())
+        .or_else(|_| probe(Ipv6Addr::UNSPECIFIED.into(), PROBE_V6.into()))
+        .map_err(|source| ConfigError::NoLocator { source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed() -> Result<IpAddr, ConfigError> {
+        Ok("192.0.2.7".parse().unwrap())
+    }
+
+    fn resolve_text(text: &str) -> Result<Config, String> {
+        let file = parse(text)?;
+        resolve(file, fixed).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn empty_file_gives_every_default() {
+        let c = resolve_text("").unwrap();
+        assert_eq!(c.locator, "192.0.2.7".parse::<IpAddr>().unwrap());
+        assert_eq!(c.node_id, u32::from(Ipv4Addr::new(192, 0, 2, 7)));
+        assert_eq!(c.vxlan_port, 4789);
+        assert_eq!(c.underlay_mtu, 1500);
+        assert_eq!(c.default_tenant_mtu(), 1450);
+        assert_eq!(c.api_socket, PathBuf::from("/run/nvo/nvod.sock"));
+        assert_eq!(c.state_dir, PathBuf::from("/var/lib/nvo"));
+        assert_eq!(c.entropy_ports, 16);
+        assert_eq!(c.log, "info");
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let c = resolve_text(
+            "node_id = 7\nlocator = \"fd00::1\"\nvxlan_port = 8472\nunderlay_mtu = 9000\n\
+             api_socket = \"/tmp/x.sock\"\nstate_dir = \"/tmp/s\"\nentropy_ports = 4\nlog = \"debug\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.node_id, 7);
+        assert_eq!(c.locator, "fd00::1".parse::<IpAddr>().unwrap());
+        assert_eq!(c.vxlan_port, 8472);
+        assert_eq!(c.default_tenant_mtu(), 8930);
+        assert_eq!(c.api_socket, PathBuf::from("/tmp/x.sock"));
+        assert_eq!(c.state_dir, PathBuf::from("/tmp/s"));
+        assert_eq!(c.entropy_ports, 4);
+        assert_eq!(c.log, "debug");
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = resolve_text("vxlan_prot = 4789\n").unwrap_err();
+        assert!(e.contains("vxlan_prot"), "{e}");
+        assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_key_and_value() {
+        let e = resolve_text("vxlan_port = 70000\n").unwrap_err();
+        assert!(e.contains("vxlan_port") && e.contains("70000"), "{e}");
+        let e = resolve_text("locator = \"not-an-ip\"\n").unwrap_err();
+        assert!(e.contains("locator") && e.contains("not-an-ip"), "{e}");
+        let e = resolve_text("underlay_mtu = 100\n").unwrap_err();
+        assert!(e.contains("underlay_mtu") && e.contains("100"), "{e}");
+        let e = resolve_text("entropy_ports = 0\n").unwrap_err();
+        assert!(e.contains("entropy_ports") && e.contains('0'), "{e}");
+        let e = resolve_text("locator = \"224.0.0.1\"\n").unwrap_err();
+        assert!(e.contains("locator") && e.contains("224.0.0.1"), "{e}");
+        let e = resolve_text("node_id = 0\n").unwrap_err();
+        assert!(e.contains("node_id"), "{e}");
+    }
+
+    #[test]
+    fn ipv6_node_id_is_a_stable_hash() {
+        let a = node_id_from("fd00::1".parse().unwrap());
+        assert_eq!(a, node_id_from("fd00::1".parse().unwrap()));
+        assert_ne!(a, node_id_from("fd00::2".parse().unwrap()));
+        assert_ne!(a, 0);
+    }
+}

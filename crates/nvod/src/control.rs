@@ -1,0 +1,282 @@
+//! The control operations behind the API: check a request against the desired state, persist
+//! the new state, apply it to the datapath, answer.
+//!
+//! Every change follows one order, so that a failed request changes nothing:
+//! 1. check everything that can be checked here (values, existence, conflicts);
+//! 2. write the new desired state (atomically; a failure here has changed nothing);
+//! 3. run the one datapath command that makes the change (each is all-or-nothing);
+//! 4. if the datapath refuses, write the previous state back and answer with its reason.
+//!
+//! Requests are serialised by the caller (one `Control` behind a mutex), so the state read in
+//! step 1 is the state written in step 2.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use nvo_api as api;
+use nvo_pipeline::{FdbDest, FlushScope, PortId, Vni};
+
+use crate::command::{Command, Datapath, DatapathError, Reply};
+use crate::config::Config;
+use crate::convert::{self, ValueError};
+use crate::state::{State, StateError, Store};
+
+mod ops;
+
+/// What kind of failure a request met; the API turns it into a status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The request itself is wrong (400).
+    BadRequest,
+    /// It names something that does not exist (404).
+    NotFound,
+    /// It conflicts with what exists (409).
+    Conflict,
+    /// The datapath is gone or busy (503).
+    Unavailable,
+    /// nvod could not do its part, e.g. write the state file (500).
+    Internal,
+}
+
+/// A failed request: a kind and one line for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The kind.
+    pub kind: Kind,
+    /// What failed, with what value, what to do.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `kind`.
+    pub fn new(kind: Kind, message: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A 400.
+    pub fn bad(message: impl Into<String>) -> Failure {
+        Failure::new(Kind::BadRequest, message)
+    }
+}
+
+impl From<ValueError> for Failure {
+    fn from(e: ValueError) -> Failure {
+        Failure::bad(e.to_string())
+    }
+}
+
+impl From<StateError> for Failure {
+    fn from(e: StateError) -> Failure {
+        Failure::new(
+            Kind::Internal,
+            format!("{e}; nothing was changed, fix the state directory and retry"),
+        )
+    }
+}
+
+impl From<DatapathError> for Failure {
+    fn from(e: DatapathError) -> Failure {
+        use nvo_pipeline::TableError as T;
+        let kind = match &e {
+            DatapathError::Gone | DatapathError::Busy => Kind::Unavailable,
+            DatapathError::Open { .. } | DatapathError::NoInterface(_) => Kind::BadRequest,
+            DatapathError::Table(t) => match t {
+                T::NoSuchNetwork(_) | T::NoSuchPort(_) | T::NoSuchEntry { .. } => Kind::NotFound,
+                T::NoSuchFlood { .. } => Kind::NotFound,
+                T::NetworkExists(_) | T::NetworkHasPorts { .. } | T::PortExists { .. } => {
+                    Kind::Conflict
+                }
+                T::FloodExists { .. } | T::TableFull { .. } => Kind::Conflict,
+                _ => Kind::BadRequest,
+            },
+        };
+        Failure::new(kind, e.to_string())
+    }
+}
+
+/// The control side of nvod: desired state, its file, and the datapath handle.
+#[derive(Debug)]
+pub struct Control {
+    config: Config,
+    offloads: api::Offloads,
+    store: Store,
+    state: State,
+    datapath: Datapath,
+    /// Port ids given to the datapath, by interface name. Not persisted: ids are chosen anew
+    /// at every start.
+    port_ids: BTreeMap<String, PortId>,
+    next_port: u32,
+}
+
+impl Control {
+    /// A control with an empty datapath; [`Control::restore`] applies `state` to it.
+    pub fn new(
+        config: Config,
+        offloads: api::Offloads,
+        store: Store,
+        state: State,
+        datapath: Datapath,
+    ) -> Control {
+        Control {
+            config,
+            offloads,
+            store,
+            state,
+            datapath,
+            port_ids: BTreeMap::new(),
+            next_port: 1,
+        }
+    }
+
+    /// Applies the loaded desired state to the (empty) datapath at start: networks with their
+    /// flood lists, then ports (a missing interface comes up down and is retried), then static
+    /// FDB entries. A refusal here means the state file asks for more than the tables hold.
+    pub async fn restore(&mut self) -> Result<(), Failure> {
+        let state = self.state.clone();
+        for (&vni, net) in &state.networks {
+            let vni = Vni(vni);
+            let spec = convert::pipeline_spec(vni, net);
+            let flood = net.flood.clone();
+            self.datapath
+                .call(Command::AddNetwork { spec, flood })
+                .await
+                .map_err(|e| restore_failure(&format!("network {vni}"), e))?;
+        }
+        for (name, port) in &state.ports {
+            let id = self.new_port_id(name);
+            let command = Command::AddPort {
+                id,
+                vni: Vni(port.vni),
+                name: name.clone(),
+                kind: port.kind,
+                must_open: false,
+            };
+            self.datapath
+                .call(command)
+                .await
+                .map_err(|e| restore_failure(&format!("port {name}"), e))?;
+        }
+        for (&vni, net) in &state.networks {
+            for (mac, dest) in &net.fdb {
+                let parsed = convert::parse_mac(mac)?;
+                let dest = self.pipeline_dest(dest)?;
+                self.datapath
+                    .call(Command::FdbAddStatic(Vni(vni), parsed, dest))
+                    .await
+                    .map_err(|e| restore_failure(&format!("network {vni} fdb {mac}"), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `GET /v1/node`.
+    pub fn node(&self) -> api::NodeInfo {
+        api::NodeInfo {
+            node_id: self.config.node_id,
+            locator: self.config.locator,
+            vxlan_port: self.config.vxlan_port,
+            underlay_mtu: self.config.underlay_mtu,
+            offloads: self.offloads,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+
+    fn new_port_id(&mut self, name: &str) -> PortId {
+        let id = PortId(self.next_port);
+        self.next_port = self.next_port.wrapping_add(1).max(1);
+        self.port_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn pipeline_dest(&self, dest: &crate::state::StaticDest) -> Result<FdbDest, Failure> {
+        match dest {
+            crate::state::StaticDest::Remote(ip) => Ok(FdbDest::Remote(*ip)),
+            crate::state::StaticDest::Port(name) => self
+                .port_ids
+                .get(name)
+                .map(|&id| FdbDest::Port(id))
+                .ok_or_else(|| Failure::new(Kind::NotFound, format!("no port {name:?}"))),
+        }
+    }
+
+    fn port_name(&self, id: PortId) -> Option<&str> {
+        self.port_ids
+            .iter()
+            .find(|(_, &p)| p == id)
+            .map(|(name, _)| name.as_str())
+    }
+
+    fn network_exists(&self, vni: Vni) -> Result<(), Failure> {
+        if self.state.networks.contains_key(&vni.0) {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                Kind::NotFound,
+                format!("no network with vni {vni}; create it first (POST /v1/networks)"),
+            ))
+        }
+    }
+
+    /// Persists `new`, runs `command`, and keeps `new` only if the datapath accepted it.
+    async fn commit(&mut self, new: State, command: Command) -> Result<Reply, Failure> {
+        self.store.save(&new)?;
+        match self.datapath.call(command).await {
+            Ok(reply) => {
+                self.state = new;
+                Ok(reply)
+            }
+            Err(e) => {
+                if let Err(undo) = self.store.save(&self.state) {
+                    log::error!(
+                        "the datapath refused a change ({e}) and the previous state could not be \
+                         written back: {undo}; {} holds the refused change",
+                        self.store.path().display()
+                    );
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Runs a read-only command.
+    async fn query(&self, command: Command) -> Result<Reply, Failure> {
+        Ok(self.datapath.call(command).await?)
+    }
+}
+
+fn restore_failure(what: &str, e: DatapathError) -> Failure {
+    Failure::new(
+        Kind::Internal,
+        format!("restoring {what} from the state file: {e}"),
+    )
+}
+
+/// The answer a command was expected to give but did not.
+fn unexpected(reply: Reply) -> Failure {
+    Failure::new(
+        Kind::Internal,
+        format!("the datapath gave an unexpected answer ({reply:?}); this is a bug in nvod"),
+    )
+}
+
+/// Parses a `{vni}` path segment and checks the network exists.
+pub fn vni_of(text: &str) -> Result<Vni, Failure> {
+    Ok(convert::parse_vni(text)?)
+}
+
+/// Builds the scope of a flush.
+fn flush_scope(scope: api::FlushScope) -> FlushScope {
+    match scope {
+        api::FlushScope::Learned => FlushScope::Learned,
+        api::FlushScope::All => FlushScope::All,
+    }
+}
+
+/// A remote checked against the locator's family.
+fn remote(ip: IpAddr, config: &Config) -> Result<IpAddr, Failure> {
+    convert::check_remote(ip, config).map_err(Failure::bad)?;
+    Ok(ip)
+}

@@ -1,0 +1,457 @@
+//! One method per API operation. Each change checks, then commits (see the module above); each
+//! read answers from the desired state, asking the datapath only for what lives there (learned
+//! entries, counts, interface status, counters).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use nvo_api as api;
+use nvo_pipeline::{FdbDest, FlushScope, Origin, PortId, Vni};
+
+use super::{flush_scope, remote, unexpected, vni_of, Control, Failure, Kind};
+use crate::command::{Command, Reply};
+use crate::convert;
+use crate::state::{PortState, StaticDest};
+
+impl Control {
+    /// `GET /v1/networks`.
+    pub async fn networks(&self) -> Result<Vec<api::Network>, Failure> {
+        let counts = self.fdb_counts().await?;
+        Ok(self
+            .state
+            .networks
+            .keys()
+            .filter_map(|&vni| self.network_view(vni, &counts))
+            .collect())
+    }
+
+    /// `GET /v1/networks/{vni}`.
+    pub async fn network(&self, vni: &str) -> Result<api::Network, Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let counts = self.fdb_counts().await?;
+        self.network_view(vni.0, &counts)
+            .ok_or_else(|| Failure::new(Kind::NotFound, format!("no network with vni {vni}")))
+    }
+
+    fn network_view(
+        &self,
+        vni: u32,
+        counts: &BTreeMap<u32, (usize, usize)>,
+    ) -> Option<api::Network> {
+        let net = self.state.networks.get(&vni)?;
+        let count = counts.get(&vni).copied().unwrap_or((0, net.fdb.len()));
+        Some(convert::api_network(
+            vni,
+            net,
+            self.state.ports_of(vni),
+            count,
+        ))
+    }
+
+    /// (learned, static) FDB entry counts per network, from the tables.
+    async fn fdb_counts(&self) -> Result<BTreeMap<u32, (usize, usize)>, Failure> {
+        match self.query(Command::Networks).await? {
+            Reply::Networks(views) => Ok(views
+                .iter()
+                .map(|n| (n.vni.0, (n.learned, n.static_entries)))
+                .collect()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `POST /v1/networks`.
+    pub async fn create_network(
+        &mut self,
+        spec: api::NetworkSpec,
+    ) -> Result<api::Network, Failure> {
+        let net = convert::network_state(&spec, &self.config).map_err(Failure::bad)?;
+        let vni = Vni(spec.vni);
+        if self.state.networks.contains_key(&vni.0) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "network {vni} already exists; delete it first (DELETE /v1/networks/{vni}) \
+                     or choose another vni"
+                ),
+            ));
+        }
+        let mut new = self.state.clone();
+        new.networks.insert(vni.0, net.clone());
+        let command = Command::AddNetwork {
+            spec: convert::pipeline_spec(vni, &net),
+            flood: net.flood.clone(),
+        };
+        self.commit(new, command).await?;
+        log::info!(
+            "network {vni} created: mtu {}, learning {}, bum by {}, flood list {:?}",
+            net.mtu,
+            net.learning,
+            net.bum,
+            net.flood
+        );
+        Ok(convert::api_network(vni.0, &net, Vec::new(), (0, 0)))
+    }
+
+    /// `DELETE /v1/networks/{vni}`.
+    pub async fn delete_network(&mut self, vni: &str) -> Result<(), Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let ports = self.state.ports_of(vni.0);
+        if !ports.is_empty() {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "network {vni} still has port(s) {} attached; delete them first \
+                     (DELETE /v1/ports/NAME)",
+                    ports.join(", ")
+                ),
+            ));
+        }
+        let mut new = self.state.clone();
+        new.networks.remove(&vni.0);
+        self.commit(new, Command::RemoveNetwork(vni)).await?;
+        log::info!("network {vni} deleted");
+        Ok(())
+    }
+
+    /// `GET /v1/ports`.
+    pub async fn ports(&self) -> Result<Vec<api::Port>, Failure> {
+        let up: BTreeMap<PortId, bool> = match self.query(Command::PortsUp).await? {
+            Reply::PortsUp(list) => list.into_iter().collect(),
+            other => return Err(unexpected(other)),
+        };
+        Ok(self
+            .state
+            .ports
+            .iter()
+            .map(|(name, port)| api::Port {
+                name: name.clone(),
+                vni: port.vni,
+                kind: convert::api_port_kind(port.kind),
+                up: self
+                    .port_ids
+                    .get(name)
+                    .and_then(|id| up.get(id))
+                    .copied()
+                    .unwrap_or(false),
+            })
+            .collect())
+    }
+
+    /// `POST /v1/ports`.
+    pub async fn add_port(&mut self, spec: api::PortSpec) -> Result<api::Port, Failure> {
+        convert::check_ifname(&spec.name)?;
+        let vni = convert::check_vni(spec.vni)?;
+        self.network_exists(vni)?;
+        if let Some(existing) = self.state.ports.get(&spec.name) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "port {} already exists (in network {}); delete it first (DELETE /v1/ports/{})",
+                    spec.name, existing.vni, spec.name
+                ),
+            ));
+        }
+        let kind = convert::port_kind(spec.kind);
+        let mut new = self.state.clone();
+        new.ports
+            .insert(spec.name.clone(), PortState { vni: vni.0, kind });
+        let id = self.new_port_id(&spec.name);
+        let command = Command::AddPort {
+            id,
+            vni,
+            name: spec.name.clone(),
+            kind,
+            must_open: true,
+        };
+        if let Err(e) = self.commit(new, command).await {
+            self.port_ids.remove(&spec.name);
+            return Err(e);
+        }
+        log::info!("port {} ({kind}) added to network {vni}", spec.name);
+        Ok(api::Port {
+            name: spec.name,
+            vni: vni.0,
+            kind: spec.kind,
+            up: true,
+        })
+    }
+
+    /// `DELETE /v1/ports/{name}`.
+    pub async fn delete_port(&mut self, name: &str) -> Result<(), Failure> {
+        let (Some(port), Some(&id)) = (self.state.ports.get(name), self.port_ids.get(name)) else {
+            return Err(Failure::new(
+                Kind::NotFound,
+                format!("no port {name:?}; GET /v1/ports lists them"),
+            ));
+        };
+        let vni = port.vni;
+        let mut new = self.state.clone();
+        new.ports.remove(name);
+        // Static entries pointing at the port go with it, as the tables drop them too.
+        if let Some(net) = new.networks.get_mut(&vni) {
+            net.fdb
+                .retain(|_, dest| !matches!(dest, StaticDest::Port(p) if p == name));
+        }
+        self.commit(new, Command::RemovePort(id)).await?;
+        self.port_ids.remove(name);
+        log::info!("port {name} removed from network {vni}");
+        Ok(())
+    }
+
+    /// `GET /v1/networks/{vni}/fdb`.
+    pub async fn fdb(&self, vni: &str) -> Result<Vec<api::FdbEntry>, Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let entries = match self.query(Command::FdbEntries(vni)).await? {
+            Reply::Entries(entries) => entries,
+            other => return Err(unexpected(other)),
+        };
+        Ok(entries
+            .into_iter()
+            .map(|e| {
+                let (port, remote) = match e.dest {
+                    FdbDest::Port(id) => (
+                        Some(
+                            self.port_name(id)
+                                .map_or_else(|| id.to_string(), str::to_owned),
+                        ),
+                        None,
+                    ),
+                    FdbDest::Remote(ip) => (None, Some(ip)),
+                };
+                api::FdbEntry {
+                    mac: e.mac.to_string(),
+                    port,
+                    remote,
+                    origin: match e.origin {
+                        Origin::Static => api::Origin::Static,
+                        Origin::Learned => api::Origin::Learned,
+                    },
+                    age_s: e.age.as_secs(),
+                }
+            })
+            .collect())
+    }
+
+    /// `POST /v1/networks/{vni}/fdb`.
+    pub async fn fdb_add(&mut self, vni: &str, add: api::FdbAdd) -> Result<api::FdbEntry, Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let mac = convert::parse_mac(&add.mac)?;
+        if !mac.is_unicast() {
+            return Err(Failure::bad(format!(
+                "mac {mac} is not a unicast address; a static entry needs an individual, non-zero mac"
+            )));
+        }
+        let key = mac.to_string();
+        let (dest, stored) = match (&add.port, add.remote) {
+            (Some(name), None) => match self.state.ports.get(name) {
+                Some(p) if p.vni == vni.0 => {
+                    let id =
+                        self.port_ids.get(name).copied().ok_or_else(|| {
+                            Failure::new(Kind::NotFound, format!("no port {name:?}"))
+                        })?;
+                    (FdbDest::Port(id), StaticDest::Port(name.clone()))
+                }
+                Some(p) => {
+                    return Err(Failure::bad(format!(
+                        "port {name} belongs to network {}, not {vni}; an fdb entry can only \
+                         point at a port of its own network",
+                        p.vni
+                    )))
+                }
+                None => {
+                    return Err(Failure::new(
+                        Kind::NotFound,
+                        format!("no port {name:?}; add it first (POST /v1/ports)"),
+                    ))
+                }
+            },
+            (None, Some(ip)) => {
+                let ip = remote(ip, &self.config)?;
+                (FdbDest::Remote(ip), StaticDest::Remote(ip))
+            }
+            _ => {
+                return Err(Failure::bad(format!(
+                    "fdb entry for {key} needs exactly one of \"port\" (a local port name) and \
+                     \"remote\" (a remote VTEP address)"
+                )))
+            }
+        };
+        let shown = stored.to_string();
+        let net = self.state.networks.get(&vni.0);
+        if let Some(existing) = net.and_then(|n| n.fdb.get(&key)) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "network {vni} already has a static entry for {key} (to {existing}); delete it \
+                     first (DELETE /v1/networks/{vni}/fdb/{key})"
+                ),
+            ));
+        }
+        let mut new = self.state.clone();
+        if let Some(net) = new.networks.get_mut(&vni.0) {
+            net.fdb.insert(key.clone(), stored);
+        }
+        self.commit(new, Command::FdbAddStatic(vni, mac, dest))
+            .await?;
+        log::info!("network {vni}: static fdb entry {key} -> {shown}");
+        Ok(api::FdbEntry {
+            mac: key,
+            port: add.port,
+            remote: add.remote,
+            origin: api::Origin::Static,
+            age_s: 0,
+        })
+    }
+
+    /// `DELETE /v1/networks/{vni}/fdb/{mac}`: a static entry (persisted) or a learned one.
+    pub async fn fdb_delete(&mut self, vni: &str, mac: &str) -> Result<(), Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let mac = convert::parse_mac(mac)?;
+        let key = mac.to_string();
+        let is_static = self
+            .state
+            .networks
+            .get(&vni.0)
+            .is_some_and(|n| n.fdb.contains_key(&key));
+        if is_static {
+            let mut new = self.state.clone();
+            if let Some(net) = new.networks.get_mut(&vni.0) {
+                net.fdb.remove(&key);
+            }
+            self.commit(new, Command::FdbRemove(vni, mac)).await?;
+            log::info!("network {vni}: static fdb entry {key} deleted");
+        } else {
+            self.query(Command::FdbRemove(vni, mac)).await?;
+            log::info!("network {vni}: learned fdb entry {key} deleted");
+        }
+        Ok(())
+    }
+
+    /// `POST /v1/networks/{vni}/fdb/flush`.
+    pub async fn fdb_flush(
+        &mut self,
+        vni: &str,
+        request: api::FlushRequest,
+    ) -> Result<api::FlushResult, Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let scope = flush_scope(request.scope);
+        let command = Command::FdbFlush(vni, scope);
+        let reply = if scope == FlushScope::All {
+            let mut new = self.state.clone();
+            if let Some(net) = new.networks.get_mut(&vni.0) {
+                net.fdb.clear();
+            }
+            self.commit(new, command).await?
+        } else {
+            self.query(command).await?
+        };
+        let Reply::Flushed(n) = reply else {
+            return Err(unexpected(reply));
+        };
+        log::info!("network {vni}: fdb flushed ({scope:?}), {n} entries removed");
+        Ok(api::FlushResult { flushed: n as u64 })
+    }
+
+    /// `GET /v1/networks/{vni}/flood`.
+    pub fn flood(&self, vni: &str) -> Result<Vec<IpAddr>, Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        Ok(self
+            .state
+            .networks
+            .get(&vni.0)
+            .map(|n| n.flood.clone())
+            .unwrap_or_default())
+    }
+
+    /// `POST /v1/networks/{vni}/flood`: answers the new flood list.
+    pub async fn flood_add(
+        &mut self,
+        vni: &str,
+        add: api::FloodAdd,
+    ) -> Result<Vec<IpAddr>, Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let ip = remote(add.remote, &self.config)?;
+        let mut new = self.state.clone();
+        let Some(net) = new.networks.get_mut(&vni.0) else {
+            return Err(Failure::new(
+                Kind::NotFound,
+                format!("no network with vni {vni}"),
+            ));
+        };
+        if net.flood.contains(&ip) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!("remote {ip} is already in the flood list of network {vni}"),
+            ));
+        }
+        net.flood.push(ip);
+        let flood = net.flood.clone();
+        self.commit(new, Command::FloodAdd(vni, ip)).await?;
+        log::info!("network {vni}: {ip} added to the flood list");
+        Ok(flood)
+    }
+
+    /// `DELETE /v1/networks/{vni}/flood/{ip}`.
+    pub async fn flood_delete(&mut self, vni: &str, ip: &str) -> Result<(), Failure> {
+        let vni = vni_of(vni)?;
+        self.network_exists(vni)?;
+        let ip = convert::parse_ip(ip)?;
+        let mut new = self.state.clone();
+        let Some(net) = new.networks.get_mut(&vni.0) else {
+            return Err(Failure::new(
+                Kind::NotFound,
+                format!("no network with vni {vni}"),
+            ));
+        };
+        let before = net.flood.len();
+        net.flood.retain(|&r| r != ip);
+        if net.flood.len() == before {
+            return Err(Failure::new(
+                Kind::NotFound,
+                format!("remote {ip} is not in the flood list of network {vni}"),
+            ));
+        }
+        self.commit(new, Command::FloodRemove(vni, ip)).await?;
+        log::info!("network {vni}: {ip} removed from the flood list");
+        Ok(())
+    }
+
+    /// `GET /v1/counters`.
+    pub async fn counters(&self) -> Result<api::Counters, Failure> {
+        let (counters, sockets) = match self.query(Command::Counters).await? {
+            Reply::Counters(c, s) => (c, s),
+            other => return Err(unexpected(other)),
+        };
+        let mut underlay = convert::counter_map(&counters.underlay);
+        underlay.extend([
+            ("recv_truncated".to_owned(), sockets.recv_truncated),
+            ("send_would_block".to_owned(), sockets.send_would_block),
+            ("send_errors".to_owned(), sockets.send_errors),
+            ("gso_fallbacks".to_owned(), sockets.gso_fallbacks),
+        ]);
+        Ok(api::Counters {
+            drops: convert::counter_map(&counters.drops),
+            networks: counters
+                .networks
+                .iter()
+                .map(|(vni, c)| (vni.0, convert::counter_map(c)))
+                .collect(),
+            ports: counters
+                .ports
+                .iter()
+                .filter_map(|(id, c)| {
+                    Some((self.port_name(*id)?.to_owned(), convert::counter_map(c)))
+                })
+                .collect(),
+            underlay,
+        })
+    }
+}

@@ -1,0 +1,377 @@
+//! The edge between the API's types (`nvo_api`), the state file's and the pipeline's: value
+//! checks with messages a user can act on, and conversions in each direction.
+//!
+//! Nothing here touches a table or a socket; everything is a pure function of its arguments.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use nvo_api as api;
+use nvo_pipeline::{BumMode, Limits, Mac, NetworkSpec, Vni};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::state::{BumState, NetworkState, PortKindState};
+
+/// Smallest tenant MTU nvod accepts: the IPv4 minimum datagram every host must take (RFC 791).
+pub const MIN_MTU: u16 = 576;
+/// Largest tenant MTU nvod accepts at all (the pipeline's own bound); the underlay usually
+/// bounds it lower, see [`check_network_mtu`].
+pub const MAX_MTU: u16 = NetworkSpec::MAX_MTU;
+/// Longest interface name: IFNAMSIZ (16) minus the terminating NUL.
+pub const MAX_IFNAME: usize = 15;
+
+/// A value from the API or the state file that nvod refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// A VNI out of range.
+    #[error("vni {0} is out of range; a vni is 1..=16777215")]
+    Vni(u32),
+    /// A VNI in a path that is not a number.
+    #[error("vni {0:?} is not a number; a vni is 1..=16777215")]
+    VniText(String),
+    /// Not a MAC address.
+    #[error(transparent)]
+    Mac(#[from] nvo_pipeline::MacParseError),
+    /// An IP address in a path that does not parse.
+    #[error("{0:?} is not an IP address")]
+    Ip(String),
+    /// An interface name Linux would refuse.
+    #[error("interface name {name:?} is invalid: {why}")]
+    Ifname {
+        /// The name.
+        name: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// An MTU out of the absolute range.
+    #[error("mtu {0} is out of range; use {MIN_MTU}..={MAX_MTU}")]
+    Mtu(u16),
+}
+
+/// Checks a VNI.
+pub fn check_vni(vni: u32) -> Result<Vni, ValueError> {
+    Vni::new(vni).map_err(|_| ValueError::Vni(vni))
+}
+
+/// Parses a VNI from a URL path segment.
+pub fn parse_vni(text: &str) -> Result<Vni, ValueError> {
+    let vni = text
+        .parse::<u32>()
+        .map_err(|_| ValueError::VniText(text.to_owned()))?;
+    check_vni(vni)
+}
+
+/// Parses a MAC address (six colon-separated hex octets).
+pub fn parse_mac(text: &str) -> Result<Mac, ValueError> {
+    Ok(text.parse::<Mac>()?)
+}
+
+/// Parses an IP address from a URL path segment.
+pub fn parse_ip(text: &str) -> Result<IpAddr, ValueError> {
+    text.parse().map_err(|_| ValueError::Ip(text.to_owned()))
+}
+
+/// Checks an interface name the way the kernel's `dev_valid_name()` does.
+pub fn check_ifname(name: &str) -> Result<(), ValueError> {
+    let bad = |why| {
+        Err(ValueError::Ifname {
+            name: name.to_owned(),
+            why,
+        })
+    };
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > MAX_IFNAME {
+        return bad("it is longer than 15 bytes");
+    }
+    if name == "." || name == ".." {
+        return bad("it is . or ..");
+    }
+    if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
+    {
+        return bad("it contains '/', ':', a space or a control character");
+    }
+    Ok(())
+}
+
+/// Checks an MTU against the absolute range.
+pub fn check_mtu(mtu: u16) -> Result<(), ValueError> {
+    if (MIN_MTU..=MAX_MTU).contains(&mtu) {
+        Ok(())
+    } else {
+        Err(ValueError::Mtu(mtu))
+    }
+}
+
+/// Checks a network's MTU against the underlay: a larger frame would not fit in one underlay
+/// packet, and every one of them would be fragmented.
+pub fn check_network_mtu(mtu: u16, config: &Config) -> Result<(), String> {
+    let max = config.default_tenant_mtu();
+    let family = if config.locator.is_ipv4() {
+        "50 bytes of VXLAN over IPv4"
+    } else {
+        "70 bytes of VXLAN over IPv6"
+    };
+    if !(MIN_MTU..=max).contains(&mtu) {
+        return Err(format!(
+            "mtu {mtu} does not fit: the underlay MTU is {} and VXLAN takes {family}; use \
+             {MIN_MTU}..={max}, or raise underlay_mtu in nvod's config if the underlay allows",
+            config.underlay_mtu
+        ));
+    }
+    Ok(())
+}
+
+/// Resolves an API network spec into the state's form (defaults filled in), checking every
+/// field that can be checked without the tables.
+pub fn network_state(spec: &api::NetworkSpec, config: &Config) -> Result<NetworkState, String> {
+    check_vni(spec.vni).map_err(|e| e.to_string())?;
+    let mtu = spec.mtu.unwrap_or_else(|| config.default_tenant_mtu());
+    check_network_mtu(mtu, config)?;
+    let bum = match spec.bum.unwrap_or_default() {
+        api::Bum::HeadEnd => BumState::HeadEnd,
+        api::Bum::Multicast { group } => {
+            if !group.is_multicast() {
+                return Err(format!(
+                    "bum group {group} is not a multicast address; use e.g. 239.1.1.1 or ff0e::1"
+                ));
+            }
+            check_family(group, config, "bum group")?;
+            BumState::Multicast { group }
+        }
+    };
+    let max_learned = spec.max_learned.unwrap_or(NetworkSpec::DEFAULT_MAX_LEARNED);
+    let limit = Limits::default().max_learned_fdb;
+    if max_learned > limit {
+        return Err(format!(
+            "max_learned {max_learned} is above the limit of {limit} learned entries per network; ask for fewer"
+        ));
+    }
+    let ageing_s = spec
+        .ageing_s
+        .unwrap_or(NetworkSpec::DEFAULT_AGEING.as_secs() as u32);
+    if ageing_s == 0 {
+        return Err("ageing_s 0 is too short; use at least 1 second".to_owned());
+    }
+    let mut flood: Vec<IpAddr> = Vec::new();
+    for &remote in spec.flood.iter().flatten() {
+        check_remote(remote, config)?;
+        if flood.contains(&remote) {
+            return Err(format!(
+                "remote {remote} appears twice in the flood list; list it once"
+            ));
+        }
+        flood.push(remote);
+    }
+    Ok(NetworkState {
+        mtu,
+        learning: spec.learning.unwrap_or(true),
+        bum,
+        max_learned,
+        ageing_s,
+        flood,
+        fdb: BTreeMap::new(),
+    })
+}
+
+/// Checks that a remote VTEP address can be sent to from this node's locator.
+pub fn check_remote(remote: IpAddr, config: &Config) -> Result<(), String> {
+    let unicast = match remote {
+        IpAddr::V4(v4) => !v4.is_unspecified() && !v4.is_multicast() && !v4.is_broadcast(),
+        IpAddr::V6(v6) => !v6.is_unspecified() && !v6.is_multicast(),
+    };
+    if !unicast {
+        return Err(format!(
+            "remote {remote} is not a unicast address; a remote vtep needs one"
+        ));
+    }
+    check_family(remote, config, "remote")
+}
+
+fn check_family(ip: IpAddr, config: &Config, what: &str) -> Result<(), String> {
+    if ip.is_ipv4() != config.locator.is_ipv4() {
+        return Err(format!(
+            "{what} {ip} is not of the locator's address family (locator {}); use an {} address",
+            config.locator,
+            if config.locator.is_ipv4() {
+                "IPv4"
+            } else {
+                "IPv6"
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// The pipeline's spec of a stored network.
+pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
+    NetworkSpec {
+        vni,
+        mtu: net.mtu,
+        learning: net.learning,
+        bum: match net.bum {
+            BumState::HeadEnd => BumMode::HeadEnd,
+            BumState::Multicast { group } => BumMode::Multicast(group),
+        },
+        max_learned: net.max_learned,
+        ageing: Duration::from_secs(u64::from(net.ageing_s)),
+    }
+}
+
+/// The API's view of a stored network; `counts` are (learned, static) from the tables.
+pub fn api_network(
+    vni: u32,
+    net: &NetworkState,
+    ports: Vec<String>,
+    counts: (usize, usize),
+) -> api::Network {
+    api::Network {
+        vni,
+        mtu: net.mtu,
+        learning: net.learning,
+        bum: match net.bum {
+            BumState::HeadEnd => api::Bum::HeadEnd,
+            BumState::Multicast { group } => api::Bum::Multicast { group },
+        },
+        max_learned: net.max_learned,
+        ageing_s: net.ageing_s,
+        flood: net.flood.clone(),
+        ports,
+        learned: u32::try_from(counts.0).unwrap_or(u32::MAX),
+        static_entries: u32::try_from(counts.1).unwrap_or(u32::MAX),
+    }
+}
+
+/// API port kind ↔ stored port kind.
+pub fn port_kind(kind: api::PortKind) -> PortKindState {
+    match kind {
+        api::PortKind::Veth => PortKindState::Veth,
+        api::PortKind::Tap => PortKindState::Tap,
+    }
+}
+
+/// Stored port kind → API port kind.
+pub fn api_port_kind(kind: PortKindState) -> api::PortKind {
+    match kind {
+        PortKindState::Veth => api::PortKind::Veth,
+        PortKindState::Tap => api::PortKind::Tap,
+    }
+}
+
+/// A counter struct (anything serialised as a flat map of numbers) → name → value.
+///
+/// The pipeline's counter structs serialise with their stable field names; going through serde
+/// keeps this edge from listing the names a second time.
+pub fn counter_map<T: Serialize>(counters: &T) -> BTreeMap<String, u64> {
+    match serde_json::to_value(counters) {
+        Ok(serde_json::Value::Object(fields)) => fields
+            .into_iter()
+            .filter_map(|(name, value)| value.as_u64().map(|n| (name, n)))
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config {
+            node_id: 1,
+            locator: "192.0.2.1".parse().unwrap(),
+            vxlan_port: 4789,
+            underlay_mtu: 1500,
+            api_socket: "/tmp/x.sock".into(),
+            state_dir: "/tmp/s".into(),
+            entropy_ports: 16,
+            log: "info".into(),
+        }
+    }
+
+    #[test]
+    fn ifnames() {
+        assert!(check_ifname("veth0").is_ok());
+        assert!(check_ifname("a23456789012345").is_ok());
+        for bad in ["", "a234567890123456", "a/b", "a b", "a:1", ".", ".."] {
+            let e = check_ifname(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn vni_and_mac_messages_name_the_value() {
+        assert!(parse_vni("0").unwrap_err().to_string().contains("vni 0"));
+        assert!(parse_vni("16777216")
+            .unwrap_err()
+            .to_string()
+            .contains("16777216"));
+        assert!(parse_vni("abc")
+            .unwrap_err()
+            .to_string()
+            .contains("\"abc\""));
+        assert_eq!(parse_vni("100").unwrap(), Vni(100));
+        assert!(parse_mac("02:00:00:00:00:zz")
+            .unwrap_err()
+            .to_string()
+            .contains("02:00:00:00:00:zz"));
+    }
+
+    #[test]
+    fn network_defaults_and_checks() {
+        let c = config();
+        let spec = api::NetworkSpec {
+            vni: 100,
+            ..Default::default()
+        };
+        let n = network_state(&spec, &c).unwrap();
+        assert_eq!(
+            (n.mtu, n.learning, n.max_learned, n.ageing_s),
+            (1450, true, 4096, 300)
+        );
+        let too_big = api::NetworkSpec {
+            vni: 100,
+            mtu: Some(1451),
+            ..Default::default()
+        };
+        assert!(network_state(&too_big, &c).unwrap_err().contains("1451"));
+        let v6 = api::NetworkSpec {
+            vni: 100,
+            flood: Some(vec!["fd00::1".parse().unwrap()]),
+            ..Default::default()
+        };
+        assert!(network_state(&v6, &c).unwrap_err().contains("fd00::1"));
+        let dup = api::NetworkSpec {
+            vni: 100,
+            flood: Some(vec![
+                "192.0.2.2".parse().unwrap(),
+                "192.0.2.2".parse().unwrap(),
+            ]),
+            ..Default::default()
+        };
+        assert!(network_state(&dup, &c).unwrap_err().contains("twice"));
+        let group = api::NetworkSpec {
+            vni: 100,
+            bum: Some(api::Bum::Multicast {
+                group: "192.0.2.2".parse().unwrap(),
+            }),
+            ..Default::default()
+        };
+        assert!(network_state(&group, &c)
+            .unwrap_err()
+            .contains("not a multicast"));
+    }
+
+    #[test]
+    fn counters_become_maps() {
+        let c = nvo_pipeline::Counters::default();
+        let drops = counter_map(&c.drops);
+        assert_eq!(drops.len(), nvo_pipeline::DropReason::COUNT);
+        assert!(counter_map(&c.underlay).contains_key("tx_errors"));
+    }
+}

@@ -1,0 +1,273 @@
+//! The datapath thread: owns the pipeline, the underlay sockets and every port, and runs one
+//! poll loop.
+//!
+//! ```text
+//!  poll([command eventfd, underlay receive socket, port 1, port 2, ...], timeout ≤ 1 s)
+//!    underlay readable → recv_batch → from_underlay per datagram → actions → flush
+//!    port readable     → recv_batch → from_port per frame       → actions → flush
+//!    eventfd readable  → run every queued command, reply on its oneshot
+//!    every second      → age learned entries, retry ports that are down
+//! ```
+//!
+//! Commands run after the frames of the same wake-up, so the poll indices of that round stay
+//! valid; the poll set is rebuilt whenever the set of open ports changed.
+
+mod commands;
+mod forward;
+mod ports;
+
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nvo_io::{EventFd, FrameBatch, Poller, RecvBatch, UdpUnderlay};
+use nvo_pipeline::{Limits, Pipeline};
+
+use crate::command::{Command, Datapath, Request};
+use crate::config::Config;
+use forward::Forwarder;
+
+/// How often learned entries are aged and down ports retried.
+const TICK: Duration = Duration::from_secs(1);
+/// Most underlay receive batches handled per wake-up before the ports get their turn.
+const UNDERLAY_ROUNDS: usize = 8;
+/// Most datagrams per underlay receive and frames per port receive.
+const BATCH: usize = 64;
+/// Most repeated socket errors logged per minute, so that a failing socket cannot flood the log.
+const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Why the datapath could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The underlay sockets could not be bound.
+    #[error(
+        "cannot bind the vxlan underlay on {locator} port {port}: {source} (is {locator} an \
+         address of this host? is another VTEP using port {port}? set locator/vxlan_port in \
+         the config)"
+    )]
+    Underlay {
+        /// The locator.
+        locator: std::net::IpAddr,
+        /// The VXLAN port.
+        port: u16,
+        /// Why.
+        source: io::Error,
+    },
+    /// The eventfd or the thread could not be created.
+    #[error("cannot start the datapath thread: {0}")]
+    Thread(io::Error),
+}
+
+/// A running datapath.
+#[derive(Debug)]
+pub struct Started {
+    /// Where commands go.
+    pub handle: Datapath,
+    /// Offloads the underlay sockets got.
+    pub offloads: nvo_api::Offloads,
+    thread: JoinHandle<()>,
+}
+
+impl Started {
+    /// Stops the thread and waits for it (its sockets and TAP devices close with it).
+    pub fn stop(self) {
+        let Started { handle, thread, .. } = self;
+        handle.stop();
+        // Dropping the last sender also stops the loop, should the stop not fit in the queue.
+        drop(handle);
+        if thread.join().is_err() {
+            log::error!("the datapath thread panicked");
+        }
+    }
+}
+
+/// Binds the underlay and starts the datapath thread with empty tables.
+pub fn start(config: &Config) -> Result<Started, StartError> {
+    let underlay = UdpUnderlay::bind(config.locator, config.vxlan_port, config.entropy_ports)
+        .map_err(|source| StartError::Underlay {
+            locator: config.locator,
+            port: config.vxlan_port,
+            source,
+        })?;
+    let offloads = underlay.offloads();
+    let wake = Arc::new(EventFd::new().map_err(StartError::Thread)?);
+    let (handle, commands) = Datapath::channel(wake.clone());
+    let fwd = Forwarder::new(
+        Pipeline::new(Limits::default()),
+        underlay,
+        config.vxlan_port,
+    );
+    let thread = std::thread::Builder::new()
+        .name("nvod-datapath".to_owned())
+        .spawn(move || Loop::new(fwd, commands, wake).run())
+        .map_err(StartError::Thread)?;
+    Ok(Started {
+        handle,
+        offloads: nvo_api::Offloads {
+            gro: offloads.gro,
+            gso: offloads.gso,
+        },
+        thread,
+    })
+}
+
+/// The loop's state.
+struct Loop {
+    fwd: Forwarder,
+    commands: Receiver<Request>,
+    wake: Arc<EventFd>,
+    poller: Poller,
+    /// `Ports::generation()` the poll set was built for.
+    polled: Option<u64>,
+    /// Position in the port list of each polled port, in poll order after the first two.
+    polled_ports: Vec<usize>,
+    recv: RecvBatch,
+    frames: FrameBatch,
+    next_tick: Instant,
+    last_error_log: Option<Instant>,
+}
+
+impl Loop {
+    fn new(fwd: Forwarder, commands: Receiver<Request>, wake: Arc<EventFd>) -> Loop {
+        let recv = fwd.underlay.new_recv_batch(BATCH);
+        Loop {
+            fwd,
+            commands,
+            wake,
+            poller: Poller::with_capacity(64),
+            polled: None,
+            polled_ports: Vec::new(),
+            recv,
+            frames: FrameBatch::default(),
+            next_tick: Instant::now() + TICK,
+            last_error_log: None,
+        }
+    }
+
+    fn run(mut self) {
+        loop {
+            if self.polled != Some(self.fwd.ports.generation()) {
+                self.rebuild_poll_set();
+            }
+            let timeout = self.next_tick.saturating_duration_since(Instant::now());
+            if let Err(e) = self.poller.wait(Some(timeout)) {
+                log::error!("the datapath cannot poll its sockets: {e}; it stops");
+                return;
+            }
+            let now = Instant::now();
+            if self.poller.is_ready(1) {
+                self.underlay(now);
+            }
+            for k in 0..self.polled_ports.len() {
+                if self.poller.is_ready(2 + k) {
+                    self.port(self.polled_ports[k], now);
+                }
+            }
+            self.fwd.flush();
+            if self.poller.is_ready(0) && !self.commands(now) {
+                return;
+            }
+            if now >= self.next_tick {
+                self.fwd.pipeline.age(now);
+                self.fwd.ports.retry();
+                self.next_tick = now + TICK;
+            }
+        }
+    }
+
+    fn rebuild_poll_set(&mut self) {
+        self.poller.clear();
+        self.poller.add(AsFd::as_fd(&*self.wake));
+        self.poller.add(self.fwd.underlay.as_fd());
+        self.polled_ports.clear();
+        for (at, port) in self.fwd.ports.iter().enumerate() {
+            if let Some(io) = &port.io {
+                self.poller.add(io.as_fd());
+                self.polled_ports.push(at);
+            }
+        }
+        self.polled = Some(self.fwd.ports.generation());
+    }
+
+    /// Receives and forwards what the underlay socket holds, a bounded number of batches.
+    fn underlay(&mut self, now: Instant) {
+        for _ in 0..UNDERLAY_ROUNDS {
+            match self.fwd.underlay.recv_batch(&mut self.recv) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) => {
+                    self.log_error(now, format_args!("underlay receive failed: {e}"));
+                    return;
+                }
+            }
+            for (src, payload) in self.recv.iter() {
+                self.fwd.underlay_datagram(src.ip(), payload, now);
+            }
+            self.fwd.flush();
+        }
+    }
+
+    /// Receives and forwards one batch from the port at position `at`.
+    fn port(&mut self, at: usize, now: Instant) {
+        let Some(port) = self.fwd.ports.at(at) else {
+            return;
+        };
+        let id = port.id;
+        let Some(io) = &port.io else {
+            return;
+        };
+        match io.recv_batch(&mut self.frames) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                return
+            }
+            Err(e) => {
+                self.fwd.ports.failed(at, &e);
+                return;
+            }
+        }
+        let mut frames = self.frames.frames();
+        while let Some(frame) = frames.next_frame() {
+            self.fwd.port_frame(id, frame, now);
+        }
+    }
+
+    /// Runs every queued command; false when the datapath must stop.
+    fn commands(&mut self, now: Instant) -> bool {
+        let _ = self.wake.drain();
+        loop {
+            let request = match self.commands.try_recv() {
+                Ok(request) => request,
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Disconnected) => return false,
+            };
+            if matches!(request.command, Command::Stop) {
+                let _ = request.reply.send(Ok(crate::command::Reply::Done));
+                return false;
+            }
+            let reply = commands::run(&mut self.fwd, request.command, now);
+            // The requester may have gone (its connection closed); the change stands anyway,
+            // as it is already in the state file.
+            let _ = request.reply.send(reply);
+        }
+    }
+
+    /// Logs a repeated error at most once per [`ERROR_LOG_INTERVAL`].
+    fn log_error(&mut self, now: Instant, message: std::fmt::Arguments<'_>) {
+        if self
+            .last_error_log
+            .is_none_or(|t| now.duration_since(t) >= ERROR_LOG_INTERVAL)
+        {
+            log::warn!("{message} (repeats are not logged for a minute)");
+            self.last_error_log = Some(now);
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The datapath's ports: interface name, kind and network of every port the control thread
+//! added, with the open socket or TAP device when the interface is there.
+//!
+//! A port whose interface cannot be opened stays in the table, down, and [`Ports::retry`]
+//! tries again (once a second, from the datapath loop): a container's veth may appear after
+//! nvod restarts, and must not need an API call to come back.
+
+use std::collections::HashMap;
+use std::io;
+
+use nvo_io::{FramePort, PacketPort, TapPort};
+use nvo_pipeline::{PortId, Vni};
+
+use crate::state::PortKindState;
+
+/// One port.
+#[derive(Debug)]
+pub struct Port {
+    /// Its id in the pipeline.
+    pub id: PortId,
+    /// Interface name.
+    pub name: String,
+    /// Kind of interface.
+    pub kind: PortKindState,
+    /// Its network (kept for the log line when it comes up).
+    pub vni: Vni,
+    /// The open interface; `None` while it is down.
+    pub io: Option<Box<dyn FramePort + Send>>,
+}
+
+/// Every port, in a dense list (polled in order) with an index by id.
+#[derive(Debug, Default)]
+pub struct Ports {
+    list: Vec<Port>,
+    index: HashMap<PortId, usize>,
+    /// Bumped whenever the set of open interfaces changes, so the loop knows to rebuild its
+    /// poll list.
+    generation: u64,
+}
+
+/// The index of an interface in nvod's namespace, from sysfs (`ip netns exec` mounts the
+/// namespace's own), without a system call nvod could only make with `unsafe`.
+fn ifindex(name: &str) -> Option<u32> {
+    let path = std::path::Path::new("/sys/class/net")
+        .join(name)
+        .join("ifindex");
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Opens (veth) or creates (tap) the interface of a port.
+pub fn open(name: &str, kind: PortKindState) -> io::Result<Box<dyn FramePort + Send>> {
+    Ok(match kind {
+        PortKindState::Veth => Box::new(PacketPort::open(name)?),
+        PortKindState::Tap => Box::new(TapPort::create(name, true)?),
+    })
+}
+
+impl Ports {
+    /// Adds a port (open or not).
+    pub fn insert(&mut self, port: Port) {
+        self.index.insert(port.id, self.list.len());
+        self.list.push(port);
+        self.generation += 1;
+    }
+
+    /// Removes a port, closing its interface (a TAP device nvod created disappears with it).
+    pub fn remove(&mut self, id: PortId) -> Option<Port> {
+        let at = self.index.remove(&id)?;
+        let port = self.list.swap_remove(at);
+        if let Some(moved) = self.list.get(at) {
+            self.index.insert(moved.id, at);
+        }
+        self.generation += 1;
+        Some(port)
+    }
+
+    /// The port at position `at` of the list.
+    pub fn at(&self, at: usize) -> Option<&Port> {
+        self.list.get(at)
+    }
+
+    /// Every port, in list order.
+    pub fn iter(&self) -> impl Iterator<Item = &Port> {
+        self.list.iter()
+    }
+
+    /// Changes whenever a port is added, removed, opened or closed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Sends one frame out of a port; an unknown or down port is an error.
+    pub fn send(&self, id: PortId, frame: &[u8]) -> io::Result<()> {
+        let port = self
+            .index
+            .get(&id)
+            .and_then(|&at| self.list.get(at))
+            .and_then(|p| p.io.as_ref())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        port.send(frame)
+    }
+
+    /// Handles a receive error on the port at `at`. A socket reports ENETDOWN once when its
+    /// link goes down, and keeps working when it comes back up; but when the interface is
+    /// deleted the socket is unbound for good. So the port is closed (and retried every
+    /// second) only when its interface is gone or is another one by now.
+    pub fn failed(&mut self, at: usize, why: &io::Error) {
+        let Some(port) = self.list.get_mut(at) else {
+            return;
+        };
+        let same = port
+            .io
+            .as_ref()
+            .is_some_and(|io| ifindex(&port.name) == Some(io.ifindex()));
+        if !same && port.io.take().is_some() {
+            log::warn!(
+                "port {} (network {}) is down: {why}; retrying every second",
+                port.name,
+                port.vni
+            );
+            self.generation += 1;
+        }
+    }
+
+    /// Tries to open every port that is down; logs each one that comes up.
+    pub fn retry(&mut self) {
+        let mut changed = false;
+        for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
+            if let Ok(io) = open(&port.name, port.kind) {
+                log::info!("port {} (network {}) is up", port.name, port.vni);
+                port.io = Some(io);
+                changed = true;
+            }
+        }
+        if changed {
+            self.generation += 1;
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Helpers of nvod's integration tests: a running nvod inside a network namespace, killed when
+//! the test ends (also when it fails), and its API.
+//!
+//! Needs root and iproute2, like every network test of nvo.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nvo_api::{Client, ClientError};
+use nvo_io::netns::NamedNetns;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A scratch directory removed on drop.
+#[derive(Debug)]
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("nvod-test-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A namespace with `lo` up and an underlay veth pair `u0`/`u1` (`u0` holds `address`), so
+/// that nvod has a locator to bind.
+pub fn host(tag: &str, address: &str) -> NamedNetns {
+    let ns = NamedNetns::create(&nvo_io::netns::unique_name(tag)).unwrap();
+    ns.ip(&["link", "set", "lo", "up"]).unwrap();
+    ns.ip(&["link", "add", "u0", "type", "veth", "peer", "name", "u1"])
+        .unwrap();
+    ns.ip(&["addr", "add", address, "dev", "u0"]).unwrap();
+    ns.ip(&["link", "set", "u0", "up"]).unwrap();
+    ns.ip(&["link", "set", "u1", "up"]).unwrap();
+    ns
+}
+
+/// An nvod process in a namespace; killed (SIGKILL) and reaped on drop.
+#[derive(Debug)]
+pub struct Nvod {
+    child: Option<Child>,
+    pub client: Client,
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+    netns: String,
+}
+
+impl Nvod {
+    /// Writes a config in `dir` (extra TOML lines appended) and starts nvod in `netns`.
+    pub fn start(netns: &str, dir: &Path, locator: &str, extra: &str) -> Nvod {
+        let socket = dir.join("nvod.sock");
+        let state_dir = dir.join("state");
+        let config = dir.join("nvod.toml");
+        fs::write(
+            &config,
+            format!(
+                "locator = \"{locator}\"\napi_socket = \"{}\"\nstate_dir = \"{}\"\nlog = \"debug\"\n{extra}",
+                socket.display(),
+                state_dir.display()
+            ),
+        )
+        .unwrap();
+        let mut nvod = Nvod {
+            child: None,
+            client: Client::new(&socket),
+            socket,
+            state_dir,
+            config,
+            log: dir.join("nvod.log"),
+            netns: netns.to_owned(),
+        };
+        nvod.spawn();
+        nvod
+    }
+
+    /// Starts (again) the process and waits until it answers.
+    pub fn spawn(&mut self) {
+        assert!(self.child.is_none(), "nvod already running");
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.netns,
+                env!("CARGO_BIN_EXE_nvod"),
+                "--config",
+            ])
+            .arg(&self.config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if self.client.get::<serde_json::Value>("/v1/node").is_ok() {
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("nvod exited with {status} at start:\n{}", self.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nvod did not answer:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and wait: a clean stop. Returns whether nvod exited with status 0.
+    pub fn terminate(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> T {
+        self.client
+            .get(path)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log_text()))
+    }
+
+    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> T {
+        self.client
+            .post(path, body)
+            .unwrap_or_else(|e| panic!("POST {path}: {e}\n{}", self.log_text()))
+    }
+
+    pub fn delete(&self, path: &str) {
+        self.client
+            .delete(path)
+            .unwrap_or_else(|e| panic!("DELETE {path}: {e}\n{}", self.log_text()));
+    }
+
+    /// Sends a raw request; answers (status, error message or body text).
+    pub fn raw(&self, method: &str, path: &str, body: Option<&[u8]>) -> (u16, String) {
+        let (status, body) = self.client.raw(method, path, body).unwrap();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let message = serde_json::from_str::<nvo_api::ApiError>(&text)
+            .map(|e| e.error)
+            .unwrap_or(text);
+        (status, message)
+    }
+
+    /// Expects a failed call with this status; returns the error message.
+    pub fn expect_error(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        status: u16,
+    ) -> String {
+        let (got, message) = self.raw(method, path, body.map(str::as_bytes));
+        assert_eq!(
+            got, status,
+            "{method} {path} {body:?}: expected {status}, got {got}: {message}"
+        );
+        assert!(
+            !message.is_empty() && !message.contains('\n'),
+            "one line: {message:?}"
+        );
+        message
+    }
+}
+
+impl Drop for Nvod {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Whether an API error says `status`.
+pub fn is_status(e: &ClientError, status: u16) -> bool {
+    matches!(e, ClientError::Api { status: s, .. } if *s == status)
+}
+
+/// Polls `check` every 50 ms until it holds or `timeout` passes; returns whether it held.
+pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
