@@ -1,18 +1,28 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
-//! Today it decodes captures (`nvo decode`); the daemon's API subcommands arrive with `nvod`.
-//! Every subcommand prints text by default and JSON with `-o json`; errors are one line on
-//! stderr and a non-zero exit status.
+//! Three families of subcommands: the API calls of nvod (`node`, `network`, `port`, `fdb`,
+//! `flood`, `counters`; one per call, on the socket given by `--socket` or `NVO_SOCKET`),
+//! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
+//! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
+//! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
 
+mod addr;
 mod capture;
+mod cmd;
 mod decode;
+mod lab;
 mod render;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use serde::Serialize;
+use clap::{Parser, Subcommand};
+
+use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
+use cmd::decode::DecodeArgs;
+use cmd::lab::LabCmd;
+use cmd::{CliError, Format};
 
 /// nvo: multi-tenant network virtualization overlays for Linux.
 #[derive(Debug, Parser)]
@@ -21,20 +31,40 @@ struct Cli {
     /// Output format.
     #[arg(short, long, global = true, value_enum, default_value_t = Format::Text)]
     output: Format,
+    /// nvod's API socket.
+    #[arg(long, global = true, env = "NVO_SOCKET", default_value = nvo_api::DEFAULT_SOCKET, value_name = "PATH")]
+    socket: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// Human-readable lines.
-    Text,
-    /// One JSON document.
-    Json,
-}
-
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Show the node: ID, locator, VXLAN port, underlay MTU, offloads, version.
+    #[command(
+        after_help = "Example:\n  nvo node\n  nvo --socket /run/nvo/lab/demo/h1.sock -o json node"
+    )]
+    Node,
+    /// List, show, create and delete networks (tenant VNIs).
+    #[command(subcommand)]
+    Network(NetworkCmd),
+    /// List, attach and detach ports (interfaces of a network).
+    #[command(subcommand)]
+    Port(PortCmd),
+    /// Show and change a network's forwarding database (MAC -> port or remote VTEP).
+    #[command(subcommand)]
+    Fdb(FdbCmd),
+    /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).
+    #[command(subcommand)]
+    Flood(FloodCmd),
+    /// Show the data path's counters: drops by reason, per network, per port, underlay.
+    #[command(
+        after_help = "Example:\n  nvo counters\n  nvo counters --all\n  nvo -o json counters"
+    )]
+    Counters(CountersArgs),
+    /// Build, list, enter and remove labs: whole overlays of network namespaces on this machine.
+    #[command(subcommand)]
+    Lab(LabCmd),
     /// Decode the tunnel layers of every packet in a capture (pcap or pcapng).
     ///
     /// Shows, per packet, the outer addresses and ports, the tunnel protocol and its
@@ -43,124 +73,39 @@ enum Command {
     /// VXLAN-GPE on 4790, Geneve on 6081, nvo's overlay header on 60002, STT on TCP 7471, and
     /// GRE/NVGRE on IP protocol 47; add ports with the options below. A packet whose headers do
     /// not parse is shown as MALFORMED with the reason, and decoding goes on.
+    #[command(
+        after_help = "Example:\n  nvo decode samples/tunnels.pcap\n  nvo -o json decode --vxlan-port 9999 capture.pcapng"
+    )]
     Decode(DecodeArgs),
 }
 
-#[derive(Debug, clap::Args)]
-struct DecodeArgs {
-    /// The capture file.
-    file: PathBuf,
-    /// Also decode this UDP destination port as VXLAN (repeatable).
-    #[arg(long = "vxlan-port", value_name = "PORT")]
-    vxlan: Vec<u16>,
-    /// Also decode this UDP destination port as VXLAN-GPE (repeatable).
-    #[arg(long = "gpe-port", value_name = "PORT")]
-    gpe: Vec<u16>,
-    /// Also decode this UDP destination port as Geneve (repeatable).
-    #[arg(long = "geneve-port", value_name = "PORT")]
-    geneve: Vec<u16>,
-    /// Also decode this UDP destination port as nvo's overlay header (repeatable).
-    #[arg(long = "overlay-port", value_name = "PORT")]
-    overlay: Vec<u16>,
-    /// Also decode this TCP destination port as STT (repeatable).
-    #[arg(long = "stt-port", value_name = "PORT")]
-    stt: Vec<u16>,
-}
-
-#[derive(Debug, Serialize)]
-struct PacketOut {
-    index: usize,
-    timestamp_ns: u128,
-    len: u32,
-    #[serde(flatten)]
-    decoded: decode::Decoded,
-}
-
-#[derive(Debug, Serialize)]
-struct Summary {
-    packets: usize,
-    tunnelled: usize,
-    malformed: usize,
-}
-
-#[derive(Debug, Serialize)]
-struct DecodeOut {
-    file: PathBuf,
-    packets: Vec<PacketOut>,
-    summary: Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-fn run_decode(args: DecodeArgs, format: Format) -> ExitCode {
-    let mut ports = decode::Ports::default();
-    ports.vxlan.extend(args.vxlan);
-    ports.vxlan_gpe.extend(args.gpe);
-    ports.geneve.extend(args.geneve);
-    ports.overlay.extend(args.overlay);
-    ports.stt.extend(args.stt);
-
-    let (frames, error) = capture::read_capture(&args.file);
-    let packets: Vec<PacketOut> = frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| PacketOut {
-            index: i + 1,
-            timestamp_ns: f.timestamp_ns,
-            len: f.original_len,
-            decoded: decode::decode(f.link, &f.data, &ports),
-        })
-        .collect();
-    let summary = Summary {
-        packets: packets.len(),
-        tunnelled: packets.iter().filter(|p| p.decoded.is_tunnel()).count(),
-        malformed: packets
-            .iter()
-            .filter(|p| p.decoded.malformed.is_some())
-            .count(),
-    };
-    let status = if error.is_some() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    };
-    match format {
-        Format::Text => {
-            for p in &packets {
-                println!("{}", render::packet_line(p.index, &p.decoded));
-            }
-            if !packets.is_empty() || error.is_none() {
-                println!(
-                    "{} packets, {} tunnelled, {} malformed",
-                    summary.packets, summary.tunnelled, summary.malformed
-                );
-            }
-            if let Some(e) = error {
-                eprintln!("nvo decode: {e}");
-            }
-        }
-        Format::Json => {
-            let out = DecodeOut {
-                file: args.file,
-                packets,
-                summary,
-                error: error.map(|e| e.to_string()),
-            };
-            match serde_json::to_string_pretty(&out) {
-                Ok(s) => println!("{s}"),
-                Err(e) => {
-                    eprintln!("nvo decode: cannot encode JSON: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let client = nvo_api::Client::new(&cli.socket);
+    let format = cli.output;
+    match cli.command {
+        Command::Node => cmd::api::node(&client, format)?,
+        Command::Network(c) => cmd::api::network(&client, format, c)?,
+        Command::Port(c) => cmd::api::port(&client, format, c)?,
+        Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
+        Command::Flood(c) => cmd::api::flood(&client, format, c)?,
+        Command::Counters(a) => cmd::api::counters(&client, format, a)?,
+        Command::Lab(c) => return cmd::lab::run(c, format),
+        Command::Decode(args) => return Ok(cmd::decode::run(args, format)),
     }
-    status
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Decode(args) => run_decode(args, cli.output),
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            // One line, whatever the message holds (nvod's error text included).
+            let message = e.to_string().replace(['\r', '\n'], " ");
+            eprintln!("nvo: {message}");
+            ExitCode::FAILURE
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,452 @@
+//! The API subcommands: one per call of nvod's control API (docs/design/dataplane.md has the
+//! table), made through `nvo_api::Client` on the socket given by `--socket` / `NVO_SOCKET`.
+//!
+//! Text output is the aligned tables of `cmd/view.rs`; `-o json` prints nvod's own answer,
+//! pretty-printed, so a script sees exactly what the API says (a delete answers nothing and
+//! prints nothing). Arguments are checked here before anything is sent (VNI range, MAC and IP
+//! syntax), so a typo fails with clap's usage message rather than a round trip to nvod.
+
+use std::net::IpAddr;
+
+use clap::{Args, Subcommand, ValueEnum};
+use nvo_api::{
+    Bum, Client, ClientError, Counters, FdbAdd, FdbEntry, FloodAdd, FlushRequest, FlushScope,
+    Network, NetworkSpec, NodeInfo, Port, PortKind, PortSpec,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::view;
+use super::{print_json, CliError, Format};
+use crate::addr::Mac;
+
+/// Largest VNI: the field is 24 bits (RFC 7348 section 5).
+const VNI_MAX: i64 = 0xff_ffff;
+
+fn vni_parser() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=VNI_MAX)
+}
+
+/// `nvo network ...`
+#[derive(Debug, Subcommand)]
+pub enum NetworkCmd {
+    /// List the networks with their MTU, BUM mode, flood list, ports and FDB sizes.
+    #[command(after_help = "Example:\n  nvo network list\n  nvo -o json network list")]
+    List,
+    /// Show one network in full.
+    #[command(after_help = "Example:\n  nvo network show 100")]
+    Show {
+        /// The network's VNI (1 to 16777215).
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+    },
+    /// Create a network (a tenant virtual network, one VXLAN VNI).
+    ///
+    /// Unset options take nvod's defaults: MTU = underlay MTU minus the VXLAN overhead (50 over
+    /// IPv4, 70 over IPv6), learning on, head-end replication to the --flood remotes, 4096
+    /// learned MACs at most, 300 s ageing. Fails if the VNI exists.
+    #[command(
+        after_help = "Example:\n  nvo network add 100 --flood 192.0.2.2 --flood 192.0.2.3\n  \
+                      nvo network add 200 --no-learning --multicast 239.1.1.1"
+    )]
+    Add(NetworkAddArgs),
+    /// Delete a network; refused while ports are attached (delete them first).
+    #[command(after_help = "Example:\n  nvo network del 100")]
+    Del {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+    },
+}
+
+/// `nvo network add`.
+#[derive(Debug, Args)]
+pub struct NetworkAddArgs {
+    /// The network's VNI (1 to 16777215).
+    #[arg(value_parser = vni_parser())]
+    pub vni: u32,
+    /// Tenant MTU (default: underlay MTU minus the encapsulation overhead).
+    #[arg(long)]
+    pub mtu: Option<u16>,
+    /// Do not learn MAC addresses from traffic (static FDB entries and flooding only).
+    #[arg(long)]
+    pub no_learning: bool,
+    /// Send broadcast, unknown unicast and multicast to this underlay multicast group instead of
+    /// replicating them to the flood list.
+    #[arg(long, value_name = "GROUP")]
+    pub multicast: Option<IpAddr>,
+    /// Most learned MAC addresses kept (default 4096); beyond it the network stops learning.
+    #[arg(long, value_name = "N")]
+    pub max_learned: Option<u32>,
+    /// Seconds a learned MAC lives without traffic (default 300).
+    #[arg(long, value_name = "SECS")]
+    pub ageing: Option<u32>,
+    /// A remote VTEP that receives a copy of every flooded frame (repeatable).
+    #[arg(long, value_name = "IP")]
+    pub flood: Vec<IpAddr>,
+}
+
+/// Port kinds as typed on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    /// An existing interface (the host end of a veth pair), read with AF_PACKET.
+    Veth,
+    /// A TAP device nvod creates with this name.
+    Tap,
+}
+
+/// `nvo port ...`
+#[derive(Debug, Subcommand)]
+pub enum PortCmd {
+    /// List the ports: interface, network, kind, and whether nvod has the interface open.
+    #[command(after_help = "Example:\n  nvo port list")]
+    List,
+    /// Attach an interface to a network as a port.
+    ///
+    /// A veth port is an interface that already exists in nvod's namespace (the host end of a
+    /// pair whose other end is in a container); a tap port is a TAP device nvod creates. If the
+    /// interface is missing, the port is kept and nvod opens it when it appears.
+    #[command(
+        after_help = "Example:\n  nvo port add c-red1 --vni 100\n  nvo port add vm1 --vni 100 --kind tap"
+    )]
+    Add {
+        /// Interface name (at most 15 bytes).
+        name: String,
+        /// The network the port belongs to.
+        #[arg(long, value_parser = vni_parser())]
+        vni: u32,
+        /// Interface kind.
+        #[arg(long, value_enum, default_value_t = KindArg::Veth)]
+        kind: KindArg,
+    },
+    /// Detach a port (its learned MAC addresses go with it).
+    #[command(after_help = "Example:\n  nvo port del c-red1")]
+    Del {
+        /// Interface name.
+        name: String,
+    },
+}
+
+/// `nvo fdb ...`
+#[derive(Debug, Subcommand)]
+pub enum FdbCmd {
+    /// Show a network's forwarding database: where each MAC address is, learned or static.
+    #[command(after_help = "Example:\n  nvo fdb show 100")]
+    Show {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+    },
+    /// Add a static entry: a MAC address behind a remote VTEP or a local port. Static entries
+    /// persist across restarts and are never overwritten by learning.
+    #[command(
+        after_help = "Example:\n  nvo fdb add 100 02:00:00:00:00:02 --remote 192.0.2.2\n  \
+                      nvo fdb add 100 02:00:00:00:00:01 --port c-red1"
+    )]
+    #[command(group(clap::ArgGroup::new("dest").required(true).args(["remote", "port"])))]
+    Add {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// MAC address, like 02:00:00:00:00:01.
+        mac: Mac,
+        /// The remote VTEP (underlay address) the MAC is behind.
+        #[arg(long, value_name = "IP")]
+        remote: Option<IpAddr>,
+        /// The local port the MAC is behind.
+        #[arg(long, value_name = "NAME")]
+        port: Option<String>,
+    },
+    /// Delete one entry, static or learned.
+    #[command(after_help = "Example:\n  nvo fdb del 100 02:00:00:00:00:02")]
+    Del {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// MAC address.
+        mac: Mac,
+    },
+    /// Remove the learned entries of a network (with --all, the static ones too).
+    #[command(after_help = "Example:\n  nvo fdb flush 100\n  nvo fdb flush 100 --all")]
+    Flush {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// Remove static entries as well.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// `nvo flood ...`
+#[derive(Debug, Subcommand)]
+pub enum FloodCmd {
+    /// List the remote VTEPs a network replicates broadcast and unknown frames to.
+    #[command(after_help = "Example:\n  nvo flood list 100")]
+    List {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+    },
+    /// Add a remote VTEP to a network's flood list (head-end replication).
+    #[command(after_help = "Example:\n  nvo flood add 100 192.0.2.3")]
+    Add {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// The remote VTEP's underlay address.
+        remote: IpAddr,
+    },
+    /// Remove a remote VTEP from a network's flood list.
+    #[command(after_help = "Example:\n  nvo flood del 100 192.0.2.3")]
+    Del {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// The remote VTEP's underlay address.
+        remote: IpAddr,
+    },
+}
+
+/// `nvo counters`.
+#[derive(Debug, Args)]
+pub struct CountersArgs {
+    /// Show zero counters too (text output hides them).
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// Percent-encodes a path segment (interface names may hold characters a URL reserves).
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~:@".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Prints an answer: nvod's JSON as is, or its typed form through `text`.
+fn show<T: DeserializeOwned>(
+    format: Format,
+    answer: Value,
+    text: impl FnOnce(&T) -> String,
+) -> Result<(), CliError> {
+    match format {
+        Format::Json => print_json(&answer),
+        Format::Text => {
+            let typed: T =
+                serde_json::from_value(answer).map_err(|e| ClientError::Protocol(e.to_string()))?;
+            print!("{}", text(&typed));
+            Ok(())
+        }
+    }
+}
+
+/// Prints the answer to a change: a confirmation line, or nvod's JSON when it sent any.
+fn done(format: Format, answer: Value, message: String) -> Result<(), CliError> {
+    match format {
+        Format::Text => println!("{message}"),
+        Format::Json if !answer.is_null() => print_json(&answer)?,
+        Format::Json => {}
+    }
+    Ok(())
+}
+
+/// `nvo node`.
+pub fn node(client: &Client, format: Format) -> Result<(), CliError> {
+    show(format, client.get("/v1/node")?, |n: &NodeInfo| {
+        view::node(n).to_string()
+    })
+}
+
+/// `nvo network ...`.
+pub fn network(client: &Client, format: Format, cmd: NetworkCmd) -> Result<(), CliError> {
+    match cmd {
+        NetworkCmd::List => show(format, client.get("/v1/networks")?, |n: &Vec<Network>| {
+            view::networks(n).to_string()
+        }),
+        NetworkCmd::Show { vni } => {
+            show(format, client.get(&format!("/v1/networks/{vni}"))?, |n| {
+                view::network(n).to_string()
+            })
+        }
+        NetworkCmd::Add(args) => {
+            let answer = client.post("/v1/networks", &network_spec(args))?;
+            show(format, answer, |n| view::network(n).to_string())
+        }
+        NetworkCmd::Del { vni } => {
+            client.delete(&format!("/v1/networks/{vni}"))?;
+            done(format, Value::Null, format!("deleted network {vni}"))
+        }
+    }
+}
+
+/// The API body for `nvo network add`.
+pub fn network_spec(args: NetworkAddArgs) -> NetworkSpec {
+    NetworkSpec {
+        vni: args.vni,
+        mtu: args.mtu,
+        learning: args.no_learning.then_some(false),
+        bum: args.multicast.map(|group| Bum::Multicast { group }),
+        max_learned: args.max_learned,
+        ageing_s: args.ageing,
+        flood: (!args.flood.is_empty()).then_some(args.flood),
+    }
+}
+
+/// `nvo port ...`.
+pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliError> {
+    match cmd {
+        PortCmd::List => show(format, client.get("/v1/ports")?, |p: &Vec<Port>| {
+            view::ports(p).to_string()
+        }),
+        PortCmd::Add { name, vni, kind } => {
+            let kind = match kind {
+                KindArg::Veth => PortKind::Veth,
+                KindArg::Tap => PortKind::Tap,
+            };
+            let answer = client.post("/v1/ports", &PortSpec { name, vni, kind })?;
+            show(format, answer, |p: &Port| {
+                view::ports(std::slice::from_ref(p)).to_string()
+            })
+        }
+        PortCmd::Del { name } => {
+            client.delete(&format!("/v1/ports/{}", segment(&name)))?;
+            done(format, Value::Null, format!("deleted port {name}"))
+        }
+    }
+}
+
+/// `nvo fdb ...`.
+pub fn fdb(client: &Client, format: Format, cmd: FdbCmd) -> Result<(), CliError> {
+    match cmd {
+        FdbCmd::Show { vni } => {
+            let answer = client.get(&format!("/v1/networks/{vni}/fdb"))?;
+            show(format, answer, |e: &Vec<FdbEntry>| view::fdb(e).to_string())
+        }
+        FdbCmd::Add {
+            vni,
+            mac,
+            remote,
+            port,
+        } => {
+            let dest = match (&remote, &port) {
+                (Some(ip), _) => format!("remote {ip}"),
+                (None, Some(p)) => format!("port {p}"),
+                (None, None) => String::new(),
+            };
+            let body = FdbAdd {
+                mac: mac.to_string(),
+                port,
+                remote,
+            };
+            let answer: Value = client.post(&format!("/v1/networks/{vni}/fdb"), &body)?;
+            done(
+                format,
+                answer,
+                format!("added {mac} -> {dest} to network {vni}"),
+            )
+        }
+        FdbCmd::Del { vni, mac } => {
+            client.delete(&format!("/v1/networks/{vni}/fdb/{mac}"))?;
+            done(
+                format,
+                Value::Null,
+                format!("deleted {mac} from network {vni}"),
+            )
+        }
+        FdbCmd::Flush { vni, all } => {
+            let scope = if all {
+                FlushScope::All
+            } else {
+                FlushScope::Learned
+            };
+            let answer: Value = client.post(
+                &format!("/v1/networks/{vni}/fdb/flush"),
+                &FlushRequest { scope },
+            )?;
+            show(format, answer, |r: &nvo_api::FlushResult| {
+                let what = if all { "entries" } else { "learned entries" };
+                format!("flushed {} {what} from network {vni}\n", r.flushed)
+            })
+        }
+    }
+}
+
+/// `nvo flood ...`.
+pub fn flood(client: &Client, format: Format, cmd: FloodCmd) -> Result<(), CliError> {
+    match cmd {
+        FloodCmd::List { vni } => {
+            let answer = client.get(&format!("/v1/networks/{vni}/flood"))?;
+            show(format, answer, |f: &Vec<IpAddr>| view::flood(f).to_string())
+        }
+        FloodCmd::Add { vni, remote } => {
+            let answer: Value =
+                client.post(&format!("/v1/networks/{vni}/flood"), &FloodAdd { remote })?;
+            done(format, answer, format!("network {vni} floods to {remote}"))
+        }
+        FloodCmd::Del { vni, remote } => {
+            client.delete(&format!(
+                "/v1/networks/{vni}/flood/{}",
+                segment(&remote.to_string())
+            ))?;
+            done(
+                format,
+                Value::Null,
+                format!("network {vni} no longer floods to {remote}"),
+            )
+        }
+    }
+}
+
+/// `nvo counters`.
+pub fn counters(client: &Client, format: Format, args: CountersArgs) -> Result<(), CliError> {
+    show(format, client.get("/v1/counters")?, |c: &Counters| {
+        view::counters(c, args.all)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_add_sends_only_what_was_given() {
+        let spec = network_spec(NetworkAddArgs {
+            vni: 100,
+            mtu: None,
+            no_learning: false,
+            multicast: None,
+            max_learned: None,
+            ageing: None,
+            flood: vec![],
+        });
+        assert_eq!(serde_json::to_string(&spec).unwrap(), r#"{"vni":100}"#);
+        let spec = network_spec(NetworkAddArgs {
+            vni: 7,
+            mtu: Some(1400),
+            no_learning: true,
+            multicast: Some("239.1.1.1".parse().unwrap()),
+            max_learned: Some(10),
+            ageing: Some(60),
+            flood: vec!["192.0.2.2".parse().unwrap()],
+        });
+        assert_eq!(
+            serde_json::to_value(&spec).unwrap(),
+            serde_json::json!({"vni": 7, "mtu": 1400, "learning": false,
+                "bum": {"mode": "multicast", "group": "239.1.1.1"},
+                "max_learned": 10, "ageing_s": 60, "flood": ["192.0.2.2"]})
+        );
+    }
+
+    #[test]
+    fn path_segments_are_escaped() {
+        assert_eq!(segment("c-red1"), "c-red1");
+        assert_eq!(segment("fd00::1"), "fd00::1");
+        assert_eq!(segment("a b/%"), "a%20b%2F%25");
+    }
+}

@@ -1,0 +1,167 @@
+//! `nvo lab up|down|status|exec`: the arguments and what each prints. The work is in
+//! `crate::lab`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::{print_json, CliError, Format};
+use crate::lab::{down, status, up};
+
+const UP_LONG: &str = "\
+Build a lab from a topology file: the underlay, hosts and containers as network namespaces on
+this machine, an nvod in each nvo host (configured through its API), and the Linux kernel's
+VXLAN device and a bridge per network in each kernel host.
+
+Everything made is written down as it is made in /run/nvo/lab/NAME/lab.json, so `nvo lab down`
+removes it all. If a step fails, what was made is removed again (unless --keep-on-failure) and
+the failing step is shown. nvod is --nvod PATH, else the nvod next to this nvo, else the one on
+PATH; each nvod logs to /run/nvo/lab/NAME/HOST.log and listens on /run/nvo/lab/NAME/HOST.sock.
+
+Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments):
+
+  name: demo                  # required; namespaces are nvo-<name>-<node>
+  underlay:
+    family: ipv4              # ipv4 | ipv6: the address family tunnels use
+    ipv4: 10.100.0.0/24       # host i (0-based, in order) gets the (i+1)th address
+    ipv6: fd00:100::/64       # host i gets ::(i+1); eth0 has both
+    mtu: 1500                 # tenant MTU = this - 50 (ipv4) or - 70 (ipv6)
+  hosts:                      # required
+    - name: h1                # required
+      kind: nvo               # nvo (runs nvod) | kernel (Linux VXLAN device + bridge)
+      vxlan_port: 4789        # 8472: the kernel's old default
+      learning: true          # kernel hosts only (default: the network's)
+  networks:                   # created on every host
+    - vni: 100                # required, 1..16777215
+      name: red               # a label
+      flood: auto             # auto: other hosts with a container in it | [h2, h3] | []
+      learning: true
+      mtu: 1450               # default from the underlay
+  containers:
+    - name: red1              # required
+      host: h1                # required
+      vni: 100                # required
+      ip: 10.0.0.1/24         # required
+      ipv6: fd10::1/64        # optional
+      mac: 02:00:00:64:00:01  # default: 02, the VNI, the container's ordinal
+
+Needs root, ip and sysctl; bridge and ethtool too for kernel hosts.";
+
+/// `nvo lab ...`
+#[derive(Debug, Subcommand)]
+pub enum LabCmd {
+    /// Build a lab from a topology file (namespaces, nvods, networks, containers).
+    #[command(
+        long_about = UP_LONG,
+        after_help = "Example:\n  nvo lab up examples/lab/demo.yaml\n  nvo lab exec red1 -- ping -c 3 10.0.0.2\n  nvo lab down demo"
+    )]
+    Up {
+        /// The topology file (YAML).
+        file: PathBuf,
+        /// The nvod binary to run in each nvo host.
+        #[arg(long, value_name = "PATH")]
+        nvod: Option<PathBuf>,
+        /// On failure, leave what was built in place (for a look; `nvo lab down` removes it).
+        #[arg(long)]
+        keep_on_failure: bool,
+    },
+    /// Remove a lab: stop its processes (SIGTERM, SIGKILL after 2 s), delete its namespaces and
+    /// its run directory. Works on half-built labs and labs whose nvod died.
+    #[command(after_help = "Example:\n  nvo lab down demo\n  nvo lab down examples/lab/demo.yaml")]
+    Down {
+        /// The lab's name, or its topology file.
+        #[arg(value_name = "NAME|FILE")]
+        target: String,
+    },
+    /// List labs: their nodes, namespaces, addresses, nvod processes (running or dead) and API
+    /// sockets.
+    #[command(after_help = "Example:\n  nvo lab status\n  nvo -o json lab status demo")]
+    Status {
+        /// Only this lab.
+        name: Option<String>,
+    },
+    /// Run a command in a node's namespace (a host, a container, or `ul` for the underlay),
+    /// with this terminal; exits with the command's status. On an nvo host NVO_SOCKET is set
+    /// to that host's nvod, so `nvo` commands talk to it.
+    #[command(
+        after_help = "Example:\n  nvo lab exec red1 -- ping -c 3 10.0.0.2\n  nvo lab exec h1 -- nvo fdb show 100\n  \
+                      nvo lab exec ul -- tcpdump -ni br0 udp port 4789"
+    )]
+    Exec {
+        /// The lab, when several labs have a node of that name.
+        #[arg(long, value_name = "NAME")]
+        lab: Option<String>,
+        /// The node.
+        node: String,
+        /// The command and its arguments.
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<String>,
+    },
+}
+
+/// Runs a lab subcommand.
+pub fn run(cmd: LabCmd, format: Format) -> Result<ExitCode, CliError> {
+    match cmd {
+        LabCmd::Up {
+            file,
+            nvod,
+            keep_on_failure,
+        } => {
+            let record = up::up(&up::UpOptions {
+                file,
+                nvod,
+                keep_on_failure,
+            })?;
+            let lab = status::lab_status(&record);
+            match format {
+                Format::Json => print_json(&lab)?,
+                Format::Text => {
+                    print!("{}", status::render(std::slice::from_ref(&lab)));
+                    let first = |kind| record.nodes.iter().find(|n| n.kind == kind);
+                    println!("\nNext:");
+                    if let Some(c) = first(crate::lab::record::NodeKind::Container) {
+                        println!("  nvo lab exec {} -- ping -c 3 <address>", c.name);
+                    }
+                    if let Some(h) = first(crate::lab::record::NodeKind::Nvo) {
+                        println!("  nvo lab exec {} -- nvo network list", h.name);
+                    }
+                    println!("  nvo lab down {}", record.name);
+                }
+            }
+        }
+        LabCmd::Down { target } => {
+            let report = down::down(&target)?;
+            match format {
+                Format::Json => print_json(&report)?,
+                Format::Text => {
+                    let plural = |n: usize, one: &str, many: &str| {
+                        format!("{n} {}", if n == 1 { one } else { many })
+                    };
+                    println!(
+                        "lab {} is down: {} stopped, {} removed",
+                        report.lab,
+                        plural(report.processes, "process", "processes"),
+                        plural(report.namespaces, "namespace", "namespaces")
+                    )
+                }
+            }
+        }
+        LabCmd::Status { name } => {
+            let labs = status::status(name.as_deref())?;
+            match format {
+                Format::Json => print_json(&labs)?,
+                Format::Text => print!("{}", status::render(&labs)),
+            }
+        }
+        LabCmd::Exec { lab, node, command } => {
+            return Ok(status::exec(lab.as_deref(), &node, &command)?)
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

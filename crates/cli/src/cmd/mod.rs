@@ -1,0 +1,42 @@
+//! The subcommands of `nvo`, each in its own module: the argument types clap parses and the
+//! function that runs them. What every subcommand shares is here: the output format and the
+//! error a failed command ends with.
+
+pub mod api;
+pub mod decode;
+pub mod lab;
+mod view;
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+use crate::lab::LabError;
+
+/// How a command prints its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Human-readable lines and aligned tables.
+    Text,
+    /// One JSON document (for the API commands: nvod's own answer, pretty-printed).
+    Json,
+}
+
+/// Why a command failed; `main` prints it as one line, `nvo: <message>`, and exits with 1.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The API call failed (nvod unreachable, or it refused the request).
+    #[error(transparent)]
+    Api(#[from] nvo_api::ClientError),
+    /// A lab could not be built, found or removed.
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    /// An answer could not be printed as JSON.
+    #[error("cannot write json: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Prints a value as pretty JSON on stdout.
+pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<(), CliError> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,268 @@
+//! Planning a lab: every namespace, interface name, address, file and flood list, computed from
+//! a validated topology before anything is created. Pure: `nvo lab up` only carries a plan out,
+//! and `nvo lab down FILE` recomputes the namespaces to remove from the same plan.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use crate::addr::{Cidr, Mac};
+use crate::lab::topology::{container_mac, Family, HostKind, Topology, UNDERLAY_NODE};
+
+/// Where labs keep their state, one directory per lab.
+pub const RUN_ROOT: &str = "/run/nvo/lab";
+/// Longest interface name Linux accepts (IFNAMSIZ minus the terminating NUL).
+pub const IFNAME_MAX: usize = 15;
+/// The bridge in the underlay namespace that every host's eth0 hangs off.
+pub const UNDERLAY_BRIDGE: &str = "br0";
+
+/// One host (VTEP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPlan {
+    /// Node name.
+    pub name: String,
+    /// Its namespace.
+    pub ns: String,
+    /// nvo or kernel.
+    pub kind: HostKind,
+    /// Kernel hosts: learning override.
+    pub learning: Option<bool>,
+    /// VXLAN UDP port.
+    pub vxlan_port: u16,
+    /// nvod's node ID: the host's 1-based position.
+    pub node_id: u32,
+    /// eth0's IPv4 address and prefix.
+    pub ipv4: Cidr,
+    /// eth0's IPv6 address and prefix.
+    pub ipv6: Cidr,
+    /// The address tunnels use (ipv4 or ipv6 per the underlay family).
+    pub locator: IpAddr,
+    /// The veth end in the underlay namespace.
+    pub uplink: String,
+    /// nvod's configuration file.
+    pub config: PathBuf,
+    /// nvod's API socket.
+    pub socket: PathBuf,
+    /// nvod's state directory.
+    pub state_dir: PathBuf,
+    /// nvod's log.
+    pub log: PathBuf,
+}
+
+/// One tenant network, as every host creates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkPlan {
+    /// VNI.
+    pub vni: u32,
+    /// Label.
+    pub name: Option<String>,
+    /// Learning.
+    pub learning: bool,
+    /// Tenant MTU.
+    pub mtu: u16,
+    /// Per host name: the locators it floods to.
+    pub flood: BTreeMap<String, Vec<IpAddr>>,
+}
+
+impl NetworkPlan {
+    /// The locators `host` floods this network's frames to.
+    pub fn flood_for(&self, host: &str) -> &[IpAddr] {
+        self.flood.get(host).map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+/// One container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerPlan {
+    /// Node name.
+    pub name: String,
+    /// Its namespace.
+    pub ns: String,
+    /// The host it hangs off.
+    pub host: String,
+    /// The host's namespace.
+    pub host_ns: String,
+    /// Its network.
+    pub vni: u32,
+    /// eth0's IPv4 address.
+    pub ip: Cidr,
+    /// eth0's IPv6 address.
+    pub ipv6: Option<Cidr>,
+    /// eth0's MAC.
+    pub mac: Mac,
+    /// The veth end in the host namespace (the nvod port or the bridge port).
+    pub port: String,
+    /// eth0's MTU: the network's.
+    pub mtu: u16,
+}
+
+/// Everything a lab is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Lab name.
+    pub name: String,
+    /// `RUN_ROOT/<name>`.
+    pub run_dir: PathBuf,
+    /// Tunnel family.
+    pub family: Family,
+    /// Underlay MTU.
+    pub underlay_mtu: u16,
+    /// The underlay namespace.
+    pub underlay_ns: String,
+    /// Hosts, in topology order.
+    pub hosts: Vec<HostPlan>,
+    /// Networks.
+    pub networks: Vec<NetworkPlan>,
+    /// Containers.
+    pub containers: Vec<ContainerPlan>,
+}
+
+/// The namespace of a lab's node.
+pub fn namespace(lab: &str, node: &str) -> String {
+    format!("nvo-{lab}-{node}")
+}
+
+/// An interface name `prefix + name` cut to [`IFNAME_MAX`] and made unique among `taken` with a
+/// numeric suffix; the result is added to `taken`.
+pub fn ifname(prefix: &str, name: &str, taken: &mut BTreeSet<String>) -> String {
+    let whole = format!("{prefix}{name}");
+    if whole.len() <= IFNAME_MAX && taken.insert(whole.clone()) {
+        return whole;
+    }
+    for n in 1u32.. {
+        let suffix = format!("-{n}");
+        let keep = IFNAME_MAX.saturating_sub(prefix.len() + suffix.len());
+        let cut: String = name.chars().take(keep).collect();
+        let candidate = format!("{prefix}{cut}{suffix}");
+        if taken.insert(candidate.clone()) {
+            return candidate;
+        }
+    }
+    whole // unreachable in practice: u32 suffixes outnumber any lab
+}
+
+impl Plan {
+    /// Plans a validated topology with its state under `root` (normally [`RUN_ROOT`]).
+    pub fn new(topo: &Topology, root: &Path) -> Result<Plan, String> {
+        let run_dir = root.join(&topo.name);
+        let hosts = plan_hosts(topo, &run_dir)?;
+        let locators: BTreeMap<&str, IpAddr> =
+            hosts.iter().map(|h| (h.name.as_str(), h.locator)).collect();
+        let networks = topo
+            .networks
+            .iter()
+            .map(|n| {
+                let members = topo.flood_hosts(n);
+                let flood = hosts
+                    .iter()
+                    .map(|h| {
+                        let others = members
+                            .iter()
+                            .filter(|m| **m != h.name)
+                            .filter_map(|m| locators.get(m.as_str()).copied())
+                            .collect();
+                        (h.name.clone(), others)
+                    })
+                    .collect();
+                NetworkPlan {
+                    vni: n.vni,
+                    name: n.name.clone(),
+                    learning: n.learning,
+                    mtu: topo.tenant_mtu(n),
+                    flood,
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut ports: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut containers = Vec::new();
+        for (i, c) in topo.containers.iter().enumerate() {
+            let mtu = networks.iter().find(|n| n.vni == c.vni).map(|n| n.mtu);
+            let mtu = mtu
+                .ok_or_else(|| format!("container {}: vni {} is not in networks", c.name, c.vni))?;
+            containers.push(ContainerPlan {
+                name: c.name.clone(),
+                ns: namespace(&topo.name, &c.name),
+                host: c.host.clone(),
+                host_ns: namespace(&topo.name, &c.host),
+                vni: c.vni,
+                ip: c.ip,
+                ipv6: c.ipv6,
+                mac: container_mac(c, i),
+                port: ifname("c-", &c.name, ports.entry(c.host.as_str()).or_default()),
+                mtu,
+            });
+        }
+        Ok(Plan {
+            name: topo.name.clone(),
+            run_dir,
+            family: topo.underlay.family,
+            underlay_mtu: topo.underlay.mtu,
+            underlay_ns: namespace(&topo.name, UNDERLAY_NODE),
+            hosts,
+            networks,
+            containers,
+        })
+    }
+
+    /// Every namespace of the lab: the underlay, the hosts, the containers.
+    pub fn namespaces(&self) -> Vec<String> {
+        let hosts = self.hosts.iter().map(|h| h.ns.clone());
+        let containers = self.containers.iter().map(|c| c.ns.clone());
+        std::iter::once(self.underlay_ns.clone())
+            .chain(hosts)
+            .chain(containers)
+            .collect()
+    }
+
+    /// The host named `name`.
+    pub fn host(&self, name: &str) -> Option<&HostPlan> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+}
+
+fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, String> {
+    let u = &topo.underlay;
+    let mut uplinks = BTreeSet::new();
+    let mut hosts = Vec::new();
+    for (i, h) in topo.hosts.iter().enumerate() {
+        let nth = |prefix: Cidr| {
+            prefix
+                .nth(i as u128 + 1)
+                .map(|addr| Cidr {
+                    addr,
+                    prefix: prefix.prefix,
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "underlay prefix {prefix} has no address for host {}",
+                        h.name
+                    )
+                })
+        };
+        let (ipv4, ipv6) = (nth(u.ipv4)?, nth(u.ipv6)?);
+        let file = |ext: &str| run_dir.join(format!("{}.{ext}", h.name));
+        hosts.push(HostPlan {
+            name: h.name.clone(),
+            ns: namespace(&topo.name, &h.name),
+            kind: h.kind,
+            learning: h.learning,
+            vxlan_port: h.vxlan_port,
+            node_id: u32::try_from(i + 1).unwrap_or(u32::MAX),
+            ipv4,
+            ipv6,
+            locator: match u.family {
+                Family::Ipv4 => ipv4.addr,
+                Family::Ipv6 => ipv6.addr,
+            },
+            uplink: ifname("u-", &h.name, &mut uplinks),
+            config: file("toml"),
+            socket: file("sock"),
+            state_dir: file("state"),
+            log: file("log"),
+        });
+    }
+    Ok(hosts)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,419 @@
+//! `nvo lab up`: carries a plan out. Order matters and is:
+//!
+//! 1. the underlay namespace and its bridge;
+//! 2. each host's namespace with eth0 on the bridge (both address families, `nodad` so the
+//!    addresses are usable at once), lo up;
+//! 3. nvod on every nvo host, started together, then each waited for until `GET /v1/node`
+//!    answers; kernel hosts get a VXLAN device and a bridge per network instead;
+//! 4. the networks, through each nvod's API, with the flood list of the plan;
+//! 5. the containers: namespace, veth pair (eth0 inside with its MAC, addresses and the
+//!    network's MTU; checksum offload off on kernel hosts), and the host end attached as a
+//!    port (nvo) or to the bridge (kernel).
+//!
+//! Each namespace and process goes into lab.json as it is made. On failure `up` removes what it
+//! made (unless `--keep-on-failure`) and reports the first failure.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nvo_api::{Client, NetworkSpec, NodeInfo, PortKind, PortSpec};
+
+use super::down::teardown;
+use super::plan::{ContainerPlan, HostPlan, Plan, RUN_ROOT, UNDERLAY_BRIDGE};
+use super::record::{LabRecord, ProcessRecord, Recorder, RECORD_FILE};
+use super::sys::{self, bridge, exec_in, ip, run};
+use super::topology::{HostKind, Topology, TopologyError};
+use super::LabError;
+
+/// How long nvod gets to answer its API after start.
+const API_WAIT: Duration = Duration::from_secs(10);
+
+/// What `nvo lab up` was asked.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// The topology file.
+    pub file: PathBuf,
+    /// The nvod binary, if given.
+    pub nvod: Option<PathBuf>,
+    /// Leave a half-built lab in place on failure.
+    pub keep_on_failure: bool,
+}
+
+/// Reads, checks and plans a topology file.
+pub fn load(file: &Path) -> Result<(Topology, Plan), LabError> {
+    let text = std::fs::read_to_string(file).map_err(|source| LabError::Read {
+        path: file.to_owned(),
+        source,
+    })?;
+    let name = file.display().to_string();
+    let topo = Topology::parse(&name, &text)?;
+    let plan = Plan::new(&topo, Path::new(RUN_ROOT)).map_err(|message| TopologyError::Invalid {
+        file: name,
+        message,
+    })?;
+    Ok((topo, plan))
+}
+
+/// Builds the lab; returns its record.
+pub fn up(opts: &UpOptions) -> Result<LabRecord, LabError> {
+    let (_, plan) = load(&opts.file)?;
+    preflight(&plan)?;
+    let nvod = if plan.hosts.iter().any(|h| h.kind == HostKind::Nvo) {
+        Some(find_nvod(opts.nvod.as_deref())?)
+    } else {
+        None
+    };
+    let topology = std::fs::canonicalize(&opts.file).unwrap_or_else(|_| opts.file.clone());
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut rec = Recorder::create(&plan.run_dir, LabRecord::new(&plan, &topology, now))?;
+    match build(&plan, &mut rec, nvod.as_deref()) {
+        Ok(()) => {
+            rec.complete()?;
+            Ok(rec.record)
+        }
+        Err(error) if opts.keep_on_failure => Err(LabError::UpKept {
+            lab: plan.name,
+            error: Box::new(error),
+        }),
+        Err(error) => {
+            // The first failure is what the user needs; a teardown problem would hide it, and
+            // `nvo lab down` can be run again.
+            let _ = teardown(&rec.record, &[]);
+            Err(LabError::UpFailed {
+                lab: plan.name,
+                error: Box::new(error),
+            })
+        }
+    }
+}
+
+/// Everything checked before the first change, so a refused `up` leaves nothing behind.
+fn preflight(plan: &Plan) -> Result<(), LabError> {
+    if !sys::is_root() {
+        return Err(LabError::NotRoot);
+    }
+    let mut tools = vec!["ip", "sysctl"];
+    if plan.hosts.iter().any(|h| h.kind == HostKind::Kernel) {
+        tools.push("bridge");
+    }
+    let kernel_host = |name: &str| plan.host(name).is_some_and(|h| h.kind == HostKind::Kernel);
+    if plan.containers.iter().any(|c| kernel_host(&c.host)) {
+        tools.push("ethtool");
+    }
+    for tool in tools {
+        if sys::which(tool).is_none() {
+            let source = std::io::Error::new(std::io::ErrorKind::NotFound, "not on PATH");
+            return Err(LabError::Spawn {
+                program: tool.to_owned(),
+                source,
+            });
+        }
+    }
+    if plan.run_dir.join(RECORD_FILE).exists() {
+        return Err(LabError::AlreadyUp(plan.name.clone()));
+    }
+    if let Some(ns) = plan
+        .namespaces()
+        .into_iter()
+        .find(|ns| sys::netns_exists(ns))
+    {
+        return Err(LabError::NamespaceExists(ns));
+    }
+    Ok(())
+}
+
+/// nvod: `--nvod PATH`, else next to the running `nvo`, else on PATH.
+pub fn find_nvod(explicit: Option<&Path>) -> Result<PathBuf, LabError> {
+    if let Some(p) = explicit {
+        if p.is_file() {
+            return Ok(p.to_owned());
+        }
+        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        return Err(LabError::Spawn {
+            program: p.display().to_string(),
+            source,
+        });
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().unwrap_or(Path::new(".")).to_owned();
+    let beside = dir.join("nvod");
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    sys::which("nvod").ok_or(LabError::NvodMissing { beside: dir })
+}
+
+fn build(plan: &Plan, rec: &mut Recorder, nvod: Option<&Path>) -> Result<(), LabError> {
+    underlay(plan, rec)?;
+    for h in &plan.hosts {
+        host(plan, h, rec)?;
+    }
+    let mut daemons = Vec::new();
+    for h in plan.hosts.iter().filter(|h| h.kind == HostKind::Nvo) {
+        if let Some(nvod) = nvod {
+            daemons.push((h, start_nvod(plan, h, nvod, rec)?));
+        }
+    }
+    for (h, child) in &mut daemons {
+        wait_api(h, child)?;
+    }
+    for h in &plan.hosts {
+        match h.kind {
+            HostKind::Nvo => nvo_networks(plan, h)?,
+            HostKind::Kernel => kernel_networks(plan, h)?,
+        }
+    }
+    for c in &plan.containers {
+        container(plan, c, rec)?;
+    }
+    Ok(())
+}
+
+fn add_namespace(rec: &mut Recorder, ns: &str) -> Result<(), LabError> {
+    rec.namespace(ns)?;
+    run("ip", &["netns", "add", ns])?;
+    ip(ns, "link set lo up")
+}
+
+fn underlay(plan: &Plan, rec: &mut Recorder) -> Result<(), LabError> {
+    let ns = &plan.underlay_ns;
+    add_namespace(rec, ns)?;
+    ip(ns, &format!("link add {UNDERLAY_BRIDGE} type bridge"))?;
+    ip(ns, &format!("link set {UNDERLAY_BRIDGE} up"))
+}
+
+fn host(plan: &Plan, h: &HostPlan, rec: &mut Recorder) -> Result<(), LabError> {
+    add_namespace(rec, &h.ns)?;
+    let (ul, mtu, uplink, ns) = (&plan.underlay_ns, plan.underlay_mtu, &h.uplink, &h.ns);
+    ip(
+        ul,
+        &format!("link add {uplink} mtu {mtu} type veth peer name eth0 mtu {mtu} netns {ns}"),
+    )?;
+    ip(
+        ul,
+        &format!("link set {uplink} master {UNDERLAY_BRIDGE} up"),
+    )?;
+    ip(ns, &format!("addr add {} dev eth0", h.ipv4))?;
+    // nodad: a tentative address cannot be bound, and nvod binds its locator at once.
+    ip(ns, &format!("addr add {} dev eth0 nodad", h.ipv6))?;
+    ip(ns, "link set eth0 up")?;
+    // Interfaces made from now on (container ports, VXLAN devices, bridges) are layer 2 only:
+    // without this the host would send its own IPv6 router and multicast listener chatter
+    // into the tenant networks.
+    exec_in(ns, "sysctl -qw net.ipv6.conf.default.disable_ipv6=1")
+}
+
+/// nvod's configuration for a host (docs/design/dataplane.md, "nvod configuration").
+pub fn nvod_config(plan: &Plan, h: &HostPlan) -> String {
+    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    format!(
+        "# Written by `nvo lab up` for host {host} of lab {lab}.\n\
+         node_id = {id}\nlocator = {locator}\nvxlan_port = {port}\nunderlay_mtu = {mtu}\n\
+         api_socket = {socket}\nstate_dir = {state}\nlog = \"info\"\n",
+        host = h.name,
+        lab = plan.name,
+        id = h.node_id,
+        locator = quote(&h.locator.to_string()),
+        port = h.vxlan_port,
+        mtu = plan.underlay_mtu,
+        socket = quote(&h.socket.to_string_lossy()),
+        state = quote(&h.state_dir.to_string_lossy()),
+    )
+}
+
+fn start_nvod(
+    plan: &Plan,
+    h: &HostPlan,
+    nvod: &Path,
+    rec: &mut Recorder,
+) -> Result<Child, LabError> {
+    fn write(path: &Path) -> impl FnOnce(std::io::Error) -> LabError + '_ {
+        move |source| LabError::Write {
+            path: path.to_owned(),
+            source,
+        }
+    }
+    std::fs::write(&h.config, nvod_config(plan, h)).map_err(write(&h.config))?;
+    std::fs::create_dir_all(&h.state_dir).map_err(write(&h.state_dir))?;
+    // A socket file left by an nvod that was killed would make the readiness check lie.
+    let _ = std::fs::remove_file(&h.socket);
+    let log = File::create(&h.log).map_err(write(&h.log))?;
+    let log2 = log.try_clone().map_err(write(&h.log))?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", &h.ns])
+        .arg(nvod)
+        .arg("--config")
+        .arg(&h.config)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        // Its own process group: a Ctrl-C meant for a script that ran `nvo lab up` must not
+        // kill the lab's daemons; `nvo lab down` stops them.
+        .process_group(0)
+        .spawn()
+        .map_err(|source| LabError::Spawn {
+            program: "ip netns exec".to_owned(),
+            source,
+        })?;
+    let pid = child.id();
+    rec.process(ProcessRecord {
+        node: h.name.clone(),
+        pid,
+        start_time: sys::start_time(pid),
+        program: nvod.display().to_string(),
+    })?;
+    Ok(child)
+}
+
+fn wait_api(h: &HostPlan, child: &mut Child) -> Result<(), LabError> {
+    let client = Client::new(&h.socket);
+    let deadline = Instant::now() + API_WAIT;
+    let reason = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break format!("exited ({status}) before its API answered");
+        }
+        match client.get::<NodeInfo>("/v1/node") {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() >= deadline => {
+                break format!("did not answer within {} s: {e}", API_WAIT.as_secs())
+            }
+            Err(_) => sleep(Duration::from_millis(100)),
+        }
+    };
+    for line in sys::tail(&h.log, 10) {
+        eprintln!("  {}.log: {line}", h.name);
+    }
+    Err(LabError::NvodStart {
+        host: h.name.clone(),
+        reason,
+        log: h.log.clone(),
+    })
+}
+
+fn nvo_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
+    let client = Client::new(&h.socket);
+    for n in &plan.networks {
+        let spec = NetworkSpec {
+            vni: n.vni,
+            mtu: Some(n.mtu),
+            learning: Some(n.learning),
+            flood: Some(n.flood_for(&h.name).to_vec()),
+            ..NetworkSpec::default()
+        };
+        client
+            .post::<_, serde_json::Value>("/v1/networks", &spec)
+            .map_err(|source| LabError::Api {
+                host: h.name.clone(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+fn kernel_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
+    let (ns, port, local) = (&h.ns, h.vxlan_port, h.locator);
+    for n in &plan.networks {
+        let (vni, mtu) = (n.vni, n.mtu);
+        let learning = if h.learning.unwrap_or(n.learning) {
+            ""
+        } else {
+            "nolearning"
+        };
+        let vxlan = format!("vxlan id {vni} dstport {port} local {local} dev eth0 {learning}");
+        ip(ns, &format!("link add vx{vni} type {vxlan}"))?;
+        ip(ns, &format!("link set vx{vni} mtu {mtu}"))?;
+        ip(ns, &format!("link add br{vni} mtu {mtu} type bridge"))?;
+        ip(ns, &format!("link set vx{vni} master br{vni} up"))?;
+        ip(ns, &format!("link set br{vni} up"))?;
+        // Head-end replication: the all-zeros entry lists where broadcast and unknown frames go.
+        for remote in n.flood_for(&h.name) {
+            bridge(
+                ns,
+                &format!("fdb append 00:00:00:00:00:00 dev vx{vni} dst {remote}"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder) -> Result<(), LabError> {
+    let Some(host) = plan.host(&c.host) else {
+        let message = format!("no host {}", c.host);
+        return Err(LabError::Command {
+            command: format!("attach {}", c.name),
+            message,
+        });
+    };
+    add_namespace(rec, &c.ns)?;
+    let (ns, host_ns, port, mtu) = (&c.ns, &c.host_ns, &c.port, c.mtu);
+    ip(
+        host_ns,
+        &format!("link add {port} mtu {mtu} type veth peer name eth0 mtu {mtu} netns {ns}"),
+    )?;
+    ip(ns, &format!("link set eth0 address {}", c.mac))?;
+    ip(ns, &format!("addr add {} dev eth0", c.ip))?;
+    if let Some(v6) = c.ipv6 {
+        ip(ns, &format!("addr add {v6} dev eth0 nodad"))?;
+    }
+    if host.kind == HostKind::Kernel {
+        // With transmit checksum offload a veth hands TCP and UDP frames on with the checksum
+        // left for "hardware" to fill in, and the kernel's VXLAN device tunnels them that way:
+        // an nvod at the far end reads the inner frame from a UDP socket with no sign that the
+        // checksum is partial, and its container drops the frame. nvod's own ports need no such
+        // help: nvo-io reads them with PACKET_VNET_HDR and completes the checksums.
+        exec_in(ns, "ethtool -K eth0 tx off")?;
+    }
+    ip(ns, "link set eth0 up")?;
+    match host.kind {
+        HostKind::Kernel => ip(host_ns, &format!("link set {port} master br{} up", c.vni)),
+        HostKind::Nvo => {
+            ip(host_ns, &format!("link set {port} up"))?;
+            let spec = PortSpec {
+                name: port.clone(),
+                vni: c.vni,
+                kind: PortKind::Veth,
+            };
+            Client::new(&host.socket)
+                .post::<_, serde_json::Value>("/v1/ports", &spec)
+                .map(|_| ())
+                .map_err(|source| LabError::Api {
+                    host: host.name.clone(),
+                    source,
+                })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvod_config_names_the_hosts_files_and_locator() {
+        let yaml = "name: demo6\nunderlay: {family: ipv6}\nhosts: [{name: h1}, {name: h2, vxlan_port: 8472}]\n";
+        let topo = Topology::parse("t.yaml", yaml).unwrap();
+        let plan = Plan::new(&topo, Path::new("/run/nvo/lab")).unwrap();
+        let config = nvod_config(&plan, &plan.hosts[1]);
+        assert_eq!(
+            config,
+            "# Written by `nvo lab up` for host h2 of lab demo6.\n\
+             node_id = 2\nlocator = \"fd00:100::2\"\nvxlan_port = 8472\nunderlay_mtu = 1500\n\
+             api_socket = \"/run/nvo/lab/demo6/h2.sock\"\nstate_dir = \"/run/nvo/lab/demo6/h2.state\"\n\
+             log = \"info\"\n"
+        );
+    }
+
+    #[test]
+    fn an_explicit_nvod_must_exist() {
+        let err = find_nvod(Some(Path::new("/nonexistent/nvod")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/nvod"), "{err}");
+    }
+}

@@ -1,0 +1,230 @@
+//! Argument parsing: what each command line turns into, what clap refuses, and that every
+//! subcommand's help carries an example.
+
+use clap::{CommandFactory, Parser};
+
+use super::*;
+
+fn parse(args: &[&str]) -> Cli {
+    Cli::try_parse_from(std::iter::once("nvo").chain(args.iter().copied())).unwrap()
+}
+
+fn refuse(args: &[&str]) -> String {
+    Cli::try_parse_from(std::iter::once("nvo").chain(args.iter().copied()))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn clap_definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn every_subcommand_explains_itself_with_an_example() {
+    fn walk(cmd: &clap::Command, path: &str) {
+        let path = format!("{path} {}", cmd.get_name());
+        let subs: Vec<_> = cmd
+            .get_subcommands()
+            .filter(|s| s.get_name() != "help")
+            .collect();
+        if subs.is_empty() {
+            let help = cmd
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Example"),
+                "`{path}` has no example in its help"
+            );
+            assert!(cmd.get_about().is_some(), "`{path}` has no description");
+        }
+        for s in subs {
+            walk(s, &path);
+        }
+    }
+    walk(&Cli::command(), "");
+}
+
+#[test]
+fn network_add_takes_every_option() {
+    let cli = parse(&[
+        "network",
+        "add",
+        "100",
+        "--mtu",
+        "1400",
+        "--no-learning",
+        "--multicast",
+        "239.1.1.1",
+        "--max-learned",
+        "10",
+        "--ageing",
+        "60",
+        "--flood",
+        "192.0.2.2",
+        "--flood",
+        "fd00::2",
+    ]);
+    let Command::Network(NetworkCmd::Add(a)) = cli.command else {
+        panic!("{:?}", cli.command)
+    };
+    assert_eq!(
+        (a.vni, a.mtu, a.no_learning, a.max_learned, a.ageing),
+        (100, Some(1400), true, Some(10), Some(60))
+    );
+    assert_eq!(a.multicast, Some("239.1.1.1".parse().unwrap()));
+    assert_eq!(a.flood.len(), 2);
+}
+
+#[test]
+fn vnis_outside_24_bits_are_refused() {
+    assert!(refuse(&["network", "show", "0"]).contains("0 is not in 1..=16777215"));
+    assert!(refuse(&["fdb", "show", "16777216"]).contains("16777216"));
+    assert!(refuse(&["port", "add", "c-x", "--vni", "-1"]).contains("-1"));
+    let Command::Network(NetworkCmd::Show { vni }) =
+        parse(&["network", "show", "16777215"]).command
+    else {
+        panic!()
+    };
+    assert_eq!(vni, 16_777_215);
+}
+
+#[test]
+fn fdb_add_needs_exactly_one_destination_and_a_real_mac() {
+    let cli = parse(&[
+        "fdb",
+        "add",
+        "100",
+        "02:00:00:00:00:02",
+        "--remote",
+        "192.0.2.2",
+    ]);
+    let Command::Fdb(FdbCmd::Add {
+        vni,
+        mac,
+        remote,
+        port,
+    }) = cli.command
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (vni, mac.to_string(), port),
+        (100, "02:00:00:00:00:02".to_owned(), None)
+    );
+    assert_eq!(remote, Some("192.0.2.2".parse().unwrap()));
+    assert!(refuse(&["fdb", "add", "100", "02:00:00:00:00:02"]).contains("--remote"));
+    assert!(refuse(&[
+        "fdb",
+        "add",
+        "100",
+        "02:00:00:00:00:02",
+        "--remote",
+        "1.2.3.4",
+        "--port",
+        "c"
+    ])
+    .contains("cannot be used with"));
+    assert!(refuse(&["fdb", "del", "100", "02:00:00"]).contains("bad mac address"));
+    let Command::Fdb(FdbCmd::Flush { all, .. }) = parse(&["fdb", "flush", "100", "--all"]).command
+    else {
+        panic!()
+    };
+    assert!(all);
+}
+
+#[test]
+fn ports_flood_and_counters() {
+    let Command::Port(PortCmd::Add { name, vni, kind }) =
+        parse(&["port", "add", "c-red1", "--vni", "100"]).command
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (name.as_str(), vni, kind),
+        ("c-red1", 100, cmd::api::KindArg::Veth)
+    );
+    let Command::Port(PortCmd::Add { kind, .. }) =
+        parse(&["port", "add", "t0", "--vni", "1", "--kind", "tap"]).command
+    else {
+        panic!()
+    };
+    assert_eq!(kind, cmd::api::KindArg::Tap);
+    assert!(refuse(&["port", "add", "t0", "--vni", "1", "--kind", "vhost"]).contains("vhost"));
+    assert!(refuse(&["flood", "add", "100", "not-an-ip"]).contains("not-an-ip"));
+    let Command::Counters(c) = parse(&["counters", "--all"]).command else {
+        panic!()
+    };
+    assert!(c.all);
+}
+
+#[test]
+fn global_options_go_anywhere() {
+    let cli = parse(&["network", "list", "-o", "json", "--socket", "/tmp/x.sock"]);
+    assert_eq!(cli.output, Format::Json);
+    assert_eq!(cli.socket, PathBuf::from("/tmp/x.sock"));
+    if std::env::var_os("NVO_SOCKET").is_none() {
+        assert_eq!(
+            parse(&["node"]).socket,
+            PathBuf::from(nvo_api::DEFAULT_SOCKET)
+        );
+    }
+}
+
+#[test]
+fn lab_exec_passes_the_command_through_with_or_without_dashes() {
+    for args in [
+        &["lab", "exec", "red1", "--", "ping", "-c", "3", "10.0.0.2"][..],
+        &["lab", "exec", "red1", "ping", "-c", "3", "10.0.0.2"][..],
+    ] {
+        let Command::Lab(LabCmd::Exec { lab, node, command }) = parse(args).command else {
+            panic!()
+        };
+        assert_eq!((lab, node.as_str()), (None, "red1"));
+        assert_eq!(command, ["ping", "-c", "3", "10.0.0.2"]);
+    }
+    let Command::Lab(LabCmd::Exec { lab, command, .. }) = parse(&[
+        "lab", "exec", "--lab", "demo", "h1", "--", "nvo", "-o", "json", "node",
+    ])
+    .command
+    else {
+        panic!()
+    };
+    assert_eq!(lab.as_deref(), Some("demo"));
+    assert_eq!(command, ["nvo", "-o", "json", "node"]);
+    assert!(refuse(&["lab", "exec", "red1"]).contains("CMD"));
+}
+
+#[test]
+fn lab_up_and_down() {
+    let Command::Lab(LabCmd::Up {
+        file,
+        nvod,
+        keep_on_failure,
+    }) = parse(&[
+        "lab",
+        "up",
+        "examples/lab/demo.yaml",
+        "--nvod",
+        "/x/nvod",
+        "--keep-on-failure",
+    ])
+    .command
+    else {
+        panic!()
+    };
+    assert_eq!(file, PathBuf::from("examples/lab/demo.yaml"));
+    assert_eq!(nvod, Some(PathBuf::from("/x/nvod")));
+    assert!(keep_on_failure);
+    let help = Cli::command()
+        .find_subcommand_mut("lab")
+        .and_then(|l| l.find_subcommand_mut("up"))
+        .map(|u| u.render_long_help().to_string())
+        .unwrap();
+    assert!(
+        help.contains("flood: auto") && help.contains("vxlan_port: 4789"),
+        "{help}"
+    );
+    assert!(refuse(&["lab", "down"]).contains("NAME|FILE"));
+}
