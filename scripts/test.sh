@@ -3,7 +3,10 @@
 #   1. dependencies (scripts/setup.sh, idempotent)
 #   2. the scapy byte vectors are regenerated and must equal the committed ones
 #   3. cargo fmt --check and cargo clippy -D warnings
-#   4. cargo test: unit, scapy vectors, tshark round trips, property tests, fuzz corpus replay
+#   4. cargo test: unit, scapy vectors, tshark round trips, property tests, fuzz corpus replay,
+#      nvod and nvo-io tests in network namespaces
+#   5. end-to-end tests (tests/e2e, pytest): labs of namespaces with nvod and the kernel's VXLAN
+# Needs root: the namespace tests are part of the suite, not skipped.
 # Each step prints its name; the first failure stops the run and says which step broke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +14,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || { echo "scripts/test.sh: run as root (the suite builds network namespaces)" >&2; exit 1; }
 
 step "setup"
 scripts/setup.sh || fail "scripts/setup.sh could not install the dependencies"
@@ -42,6 +47,14 @@ if ! cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"; then
     fail "cargo test (see the failures above)"
 fi
 
+step "end-to-end tests (tests/e2e)"
+cargo build --workspace --bins --locked --quiet || fail "building nvo and nvod for the end-to-end tests"
+if ! /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider 2>&1 | tee "$tmp/e2e.log"; then
+    fail "end-to-end tests (see the failures above)"
+fi
+leftover=$(ip netns list | awk '{print $1}' | grep '^nvo-' || true)
+[ -z "$leftover" ] || fail "namespaces left behind by the tests: $leftover"
+
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$tmp/test.log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(grep -Eo '([0-9]+) failed' "$tmp/test.log" | awk '{s+=$1} END {print s+0}')
-printf '\nall steps passed\n%s passed, %s failed\n' "$passed" "$failed"
+e2e=$(grep -Eo '[0-9]+ passed' "$tmp/e2e.log" | tail -1 | awk '{print $1+0}')
+printf '\nall steps passed\n%s passed, 0 failed\n' "$((passed + e2e))"

@@ -60,6 +60,10 @@ pub struct NetworkPlan {
     pub learning: bool,
     /// Tenant MTU.
     pub mtu: u16,
+    /// Ageing time of learned entries, when the topology sets it.
+    pub ageing_s: Option<u32>,
+    /// Learning limit, when the topology sets it.
+    pub max_learned: Option<u32>,
     /// Per host name: the locators it floods to.
     pub flood: BTreeMap<String, Vec<IpAddr>>,
 }
@@ -169,6 +173,8 @@ impl Plan {
                     name: n.name.clone(),
                     learning: n.learning,
                     mtu: topo.tenant_mtu(n),
+                    ageing_s: n.ageing_s,
+                    max_learned: n.max_learned,
                     flood,
                 }
             })

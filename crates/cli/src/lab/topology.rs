@@ -186,6 +186,12 @@ pub struct NetworkDef {
     /// Tenant MTU (default: underlay MTU minus the overhead of the family).
     #[serde(default)]
     pub mtu: Option<u16>,
+    /// Seconds a learned MAC lives without traffic (nvod's default when absent).
+    #[serde(default)]
+    pub ageing_s: Option<u32>,
+    /// Most learned MACs per host for this network (nvod's default when absent).
+    #[serde(default)]
+    pub max_learned: Option<u32>,
 }
 
 /// `containers:` — tenant systems, one namespace each with an eth0.

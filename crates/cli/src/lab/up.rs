@@ -303,6 +303,8 @@ fn nvo_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
             vni: n.vni,
             mtu: Some(n.mtu),
             learning: Some(n.learning),
+            ageing_s: n.ageing_s,
+            max_learned: n.max_learned,
             flood: Some(n.flood_for(&h.name).to_vec()),
             ..NetworkSpec::default()
         };

@@ -1,0 +1,125 @@
+"""Fixtures for nvo's end-to-end tests: labs of network namespaces built by `nvo lab`.
+
+Every test gets labs with unique names and tears them down even when it fails, so a failed run
+leaves no namespace or nvod behind. Tests run as root (CI runs them as root).
+"""
+
+import itertools
+import json
+import os
+import pathlib
+import subprocess
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(os.environ.get("NVO_BIN_DIR", ROOT / "target" / "debug"))
+NVO = str(BIN / "nvo")
+RUN = pathlib.Path("/run/nvo/lab")
+_serial = itertools.count()
+
+
+def run(*cmd, check=True, timeout=60, **kw):
+    """Runs a command, returning the CompletedProcess; a failure shows its output."""
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} exited {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+class Lab:
+    """A running lab: its nodes, their namespaces and the nvod API of each nvo host."""
+
+    def __init__(self, name, topology_path):
+        self.name = name
+        self.topology = topology_path
+
+    def ns(self, node):
+        return f"nvo-{self.name}-{node}"
+
+    def exec(self, node, *cmd, check=True, timeout=60):
+        return run("ip", "netns", "exec", self.ns(node), *cmd, check=check, timeout=timeout)
+
+    def socket(self, host):
+        return RUN / self.name / f"{host}.sock"
+
+    def nvo(self, host, *args, check=True):
+        """Runs `nvo -o json ARGS` against HOST's nvod and decodes the answer."""
+        p = run(NVO, "--socket", self.socket(host), "-o", "json", *args, check=check)
+        if not check:
+            return p
+        return json.loads(p.stdout) if p.stdout.strip() else None
+
+    def counters(self, host):
+        return self.nvo(host, "counters", "--all")
+
+    def fdb(self, host, vni):
+        return self.nvo(host, "fdb", "show", str(vni))
+
+    def ping(self, node, addr, count=3, check=True, extra=()):
+        return self.exec(node, "ping", "-c", str(count), "-i", "0.2", "-W", "2", *extra, addr, check=check, timeout=30)
+
+    def mac(self, node, dev="eth0"):
+        return pathlib.Path(f"/sys/class/net/{dev}/address").read_text().strip() if False else \
+            self.exec(node, "cat", f"/sys/class/net/{dev}/address").stdout.strip()
+
+    def neigh_mac(self, node, addr):
+        out = self.exec(node, "ip", "-j", "neigh", "show", addr).stdout
+        entries = json.loads(out or "[]")
+        return entries[0].get("lladdr") if entries else None
+
+    def lab_state(self):
+        return json.loads((RUN / self.name / "lab.json").read_text())
+
+
+@pytest.fixture
+def lab_factory(tmp_path):
+    """Builds labs from topology text (YAML without the name: line); tears all of them down."""
+    made, attempted = [], []
+
+    def make(topology_yaml):
+        name = f"t{os.getpid() % 1000}{next(_serial)}"
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(f"name: {name}\n" + topology_yaml)
+        attempted.append(name)
+        # A failed `up` takes down what it built, so only labs that came up need `down`.
+        run(NVO, "lab", "up", path, "--nvod", BIN / "nvod", timeout=180)
+        made.append(name)
+        return Lab(name, path)
+
+    yield make
+    failures = []
+    for name in made:
+        kill_strays(name)
+        p = run(NVO, "lab", "down", name, check=False, timeout=60)
+        if p.returncode != 0:
+            failures.append(f"{name}: {p.stderr.strip()}")
+    leftover = [l for l in run("ip", "netns", "list").stdout.split() if any(l.startswith(f"nvo-{n}-") for n in attempted)]
+    assert not failures and not leftover, f"lab teardown failed: {failures} leftover namespaces: {leftover}"
+
+
+def kill_strays(lab_name):
+    """Kills what tests started inside a lab's namespaces (iperf3 servers, tshark), leaving nvod
+    to `nvo lab down`."""
+    for ns in run("ip", "netns", "list").stdout.split():
+        if not ns.startswith(f"nvo-{lab_name}-"):
+            continue
+        for pid in run("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                comm = pathlib.Path(f"/proc/{pid}/comm").read_text().strip()
+                if comm != "nvod":
+                    os.kill(int(pid), 9)
+            except (OSError, ValueError):
+                pass
+
+
+def wait_for(predicate, timeout=10.0, interval=0.2, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
