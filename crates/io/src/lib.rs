@@ -3,7 +3,8 @@
 //!
 //! - [`UdpUnderlay`]: the VXLAN underlay. One receive socket, a pool of send sockets whose
 //!   source ports carry flow entropy, `recvmmsg`/`sendmmsg` on preallocated [`RecvBatch`] and
-//!   [`SendBatch`], UDP GRO and GSO probed at bind ([`Offloads`]).
+//!   [`SendBatch`], UDP GRO and GSO probed at bind ([`Offloads`]); underlay multicast groups
+//!   joined with [`UdpUnderlay::join`], one receive socket each.
 //! - [`PacketPort`] (AF_PACKET on an existing interface, e.g. the host end of a veth) and
 //!   [`TapPort`] (a TAP device nvo creates): [`FramePort`]s that receive into a shared
 //!   [`FrameBatch`], which finishes partial checksums and segments GSO frames when the port
@@ -37,5 +38,8 @@ pub use packet::PacketPort;
 pub use poll::{EventFd, Poller};
 pub use sys::MAX_BATCH;
 pub use tap::TapPort;
-pub use udp::{Offloads, UdpUnderlay, UnderlayStats, ENTROPY_PORT_BASE, PLAIN_RECV_BUF};
+pub use udp::{
+    Offloads, UdpUnderlay, UnderlayStats, DEFAULT_MULTICAST_TTL, ENTROPY_PORT_BASE, MAX_GROUPS,
+    PLAIN_RECV_BUF,
+};
 pub use vnet::VNET_HDR_LEN;

@@ -14,6 +14,10 @@
 //! with getsockopt on a send socket. A missing offload costs one log line, then nvo carries on
 //! without it. A GSO send the device refuses (EIO: no checksum offload on the route's device)
 //! turns GSO off for good, again with one log line; the datagrams are sent one by one.
+//!
+//! Flooded frames of a network in multicast BUM mode go to an underlay group: the send sockets
+//! are set up for that at bind, and [`UdpUnderlay::join`] adds a receive socket per group (see
+//! `udp/multicast.rs`).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -23,6 +27,11 @@ use std::sync::Once;
 
 use crate::batch::{is_transient, RecvBatch, SendBatch, SendEntry, MAX_DATAGRAM};
 use crate::sys::{self, ControlBuf, RawAddr, SendMsg, MAX_BATCH};
+
+mod multicast;
+
+use multicast::Membership;
+pub use multicast::{DEFAULT_MULTICAST_TTL, MAX_GROUPS};
 
 /// First source port of the entropy pool (the IANA dynamic range).
 pub const ENTROPY_PORT_BASE: u16 = 49152;
@@ -53,6 +62,10 @@ pub struct UnderlayStats {
     pub send_errors: u64,
     /// GSO messages the kernel refused and that were sent one datagram at a time instead.
     pub gso_fallbacks: u64,
+    /// Multicast groups joined ([`UdpUnderlay::join`]).
+    pub multicast_joins: u64,
+    /// Multicast groups left ([`UdpUnderlay::leave`]); joins − leaves are joined now.
+    pub multicast_leaves: u64,
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +74,8 @@ struct Counters {
     send_would_block: AtomicU64,
     send_errors: AtomicU64,
     gso_fallbacks: AtomicU64,
+    multicast_joins: AtomicU64,
+    multicast_leaves: AtomicU64,
 }
 
 /// A bound UDP underlay; see the module docs.
@@ -73,6 +88,10 @@ pub struct UdpUnderlay {
     gro: bool,
     gso: AtomicBool,
     counters: Counters,
+    /// Joined multicast groups, each with its receive socket, in join order.
+    groups: Vec<Membership>,
+    /// The locator's interface for IPv6 multicast (0: none known, the kernel picks by route).
+    ifindex: u32,
 }
 
 static GRO_MISSING: Once = Once::new();
@@ -143,7 +162,8 @@ impl UdpUnderlay {
                 false
             }
         };
-        Ok(UdpUnderlay {
+        let ifindex = multicast::interface_index(local.ip());
+        let underlay = UdpUnderlay {
             recv,
             local,
             senders,
@@ -151,7 +171,11 @@ impl UdpUnderlay {
             gro,
             gso: AtomicBool::new(gso),
             counters: Counters::default(),
-        })
+            groups: Vec::new(),
+            ifindex,
+        };
+        underlay.configure_multicast_sends()?;
+        Ok(underlay)
     }
 
     /// The receive socket's address (with the port the kernel picked if bound to port 0).
@@ -185,6 +209,8 @@ impl UdpUnderlay {
             send_would_block: c.send_would_block.load(Relaxed),
             send_errors: c.send_errors.load(Relaxed),
             gso_fallbacks: c.gso_fallbacks.load(Relaxed),
+            multicast_joins: c.multicast_joins.load(Relaxed),
+            multicast_leaves: c.multicast_leaves.load(Relaxed),
         }
     }
 
@@ -205,7 +231,15 @@ impl UdpUnderlay {
     /// of datagrams (GRO segments counted one by one; 0 when nothing was queued). Datagrams
     /// larger than a buffer are dropped and counted. With GRO on, buffers shorter than
     /// [`MAX_DATAGRAM`] are refused (`InvalidInput`): coalesced data would be cut.
+    ///
+    /// This is the unicast socket; datagrams sent to a joined group arrive on that group's
+    /// socket instead ([`UdpUnderlay::recv_group_batch`]).
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        self.receive(self.recv.as_fd(), batch)
+    }
+
+    /// Receives from one of the underlay's receive sockets; see [`UdpUnderlay::recv_batch`].
+    fn receive(&self, fd: BorrowedFd<'_>, batch: &mut RecvBatch) -> io::Result<usize> {
         if self.gro && batch.buf_len() < MAX_DATAGRAM {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -215,7 +249,7 @@ impl UdpUnderlay {
                 ),
             ));
         }
-        let count = batch.receive(self.recv.as_fd())?;
+        let count = batch.receive(fd)?;
         if batch.truncated() > 0 {
             self.counters
                 .recv_truncated
@@ -345,7 +379,8 @@ impl UdpUnderlay {
 }
 
 impl AsFd for UdpUnderlay {
-    /// The receive socket, to poll for readability.
+    /// The unicast receive socket, to poll for readability (group sockets:
+    /// [`UdpUnderlay::group_fds`]).
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.recv.as_fd()
     }

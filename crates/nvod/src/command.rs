@@ -29,14 +29,16 @@ pub const QUEUE: usize = 64;
 /// One thing the datapath does for the control thread.
 #[derive(Debug)]
 pub enum Command {
-    /// Adds a network with its initial flood list, all or nothing.
+    /// Adds a network with its initial flood list, all or nothing; joins its underlay
+    /// multicast group (if it floods to one and is the group's first network).
     AddNetwork {
         /// The network.
         spec: NetworkSpec,
         /// Its flood list.
         flood: Vec<IpAddr>,
     },
-    /// Removes a network (refused while ports are attached).
+    /// Removes a network (refused while ports are attached); leaves its multicast group if it
+    /// was the group's last network.
     RemoveNetwork(Vni),
     /// Attaches a port and opens (veth) or creates (tap) its interface.
     AddPort {
@@ -113,6 +115,28 @@ pub enum DatapathError {
         name: String,
         /// What the kernel said.
         source: std::io::Error,
+    },
+    /// The underlay multicast group of a network could not be joined.
+    #[error(
+        "cannot join underlay multicast group {group}: {source}; check that the locator's \
+         interface is up and takes multicast"
+    )]
+    Join {
+        /// The group.
+        group: IpAddr,
+        /// What the kernel said.
+        source: std::io::Error,
+    },
+    /// A network asks for a new multicast group when the node has joined the most it may.
+    #[error(
+        "cannot join underlay multicast group {group}: {max} groups are joined already, the \
+         most a node holds; let networks share a group (the vni keeps them apart)"
+    )]
+    TooManyGroups {
+        /// The group.
+        group: IpAddr,
+        /// The bound.
+        max: usize,
     },
     /// The datapath thread is gone (it stopped or failed; its log says why).
     #[error("the datapath thread has stopped; restart nvod (its log says why)")]

@@ -30,6 +30,9 @@ Configuration file (TOML, every key optional):
                                    static FDB entries, flood lists) across restarts
   entropy_ports = 16               outer UDP source ports used for flow entropy, from 49152
                                    up, 1 to 16383
+  multicast_ttl = 8                TTL (IPv4) or hop limit (IPv6) of what networks with a
+                                   multicast BUM group flood to it, 1 to 255; 1 keeps the
+                                   group on the locator's link
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvod=debug\"; RUST_LOG
                                    overrides it";
@@ -42,6 +45,8 @@ pub const DEFAULT_UNDERLAY_MTU: u16 = 1500;
 pub const DEFAULT_ENTROPY_PORTS: u16 = 16;
 /// Default state directory.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/nvo";
+/// Default TTL of datagrams flooded to an underlay multicast group.
+pub const DEFAULT_MULTICAST_TTL: u8 = nvo_io::DEFAULT_MULTICAST_TTL;
 /// Default log filter.
 pub const DEFAULT_LOG: &str = "info";
 
@@ -70,6 +75,8 @@ pub struct Config {
     pub state_dir: PathBuf,
     /// Number of entropy source ports.
     pub entropy_ports: u16,
+    /// TTL or hop limit of datagrams sent to a multicast group.
+    pub multicast_ttl: u8,
     /// Log filter.
     pub log: String,
 }
@@ -94,6 +101,7 @@ struct ConfigFile {
     api_socket: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     entropy_ports: Option<u16>,
+    multicast_ttl: Option<u8>,
     log: Option<String>,
 }
 
@@ -211,6 +219,10 @@ fn resolve(
     if entropy_ports == 0 || entropy_ports > u16::MAX - ENTROPY_BASE {
         return Err(bad("entropy_ports", entropy_ports, "must be 1 to 16383"));
     }
+    let multicast_ttl = file.multicast_ttl.unwrap_or(DEFAULT_MULTICAST_TTL);
+    if multicast_ttl == 0 {
+        return Err(bad("multicast_ttl", multicast_ttl, "must be 1 to 255"));
+    }
     let api_socket = file
         .api_socket
         .unwrap_or_else(|| PathBuf::from(nvo_api::DEFAULT_SOCKET));
@@ -239,6 +251,7 @@ fn resolve(
         api_socket,
         state_dir,
         entropy_ports,
+        multicast_ttl,
         log,
     })
 }
@@ -292,6 +305,7 @@ mod tests {
         assert_eq!(c.api_socket, PathBuf::from("/run/nvo/nvod.sock"));
         assert_eq!(c.state_dir, PathBuf::from("/var/lib/nvo"));
         assert_eq!(c.entropy_ports, 16);
+        assert_eq!(c.multicast_ttl, 8);
         assert_eq!(c.log, "info");
     }
 
@@ -299,7 +313,8 @@ mod tests {
     fn every_key_is_read() {
         let c = resolve_text(
             "node_id = 7\nlocator = \"fd00::1\"\nvxlan_port = 8472\nunderlay_mtu = 9000\n\
-             api_socket = \"/tmp/x.sock\"\nstate_dir = \"/tmp/s\"\nentropy_ports = 4\nlog = \"debug\"\n",
+             api_socket = \"/tmp/x.sock\"\nstate_dir = \"/tmp/s\"\nentropy_ports = 4\nlog = \"debug\"\n\
+             multicast_ttl = 1\n",
         )
         .unwrap();
         assert_eq!(c.node_id, 7);
@@ -309,6 +324,7 @@ mod tests {
         assert_eq!(c.api_socket, PathBuf::from("/tmp/x.sock"));
         assert_eq!(c.state_dir, PathBuf::from("/tmp/s"));
         assert_eq!(c.entropy_ports, 4);
+        assert_eq!(c.multicast_ttl, 1);
         assert_eq!(c.log, "debug");
     }
 
@@ -331,6 +347,10 @@ mod tests {
         assert!(e.contains("entropy_ports") && e.contains('0'), "{e}");
         let e = resolve_text("locator = \"224.0.0.1\"\n").unwrap_err();
         assert!(e.contains("locator") && e.contains("224.0.0.1"), "{e}");
+        let e = resolve_text("multicast_ttl = 0\n").unwrap_err();
+        assert!(e.contains("multicast_ttl") && e.contains('0'), "{e}");
+        let e = resolve_text("multicast_ttl = 256\n").unwrap_err();
+        assert!(e.contains("multicast_ttl") && e.contains("256"), "{e}");
         let e = resolve_text("node_id = 0\n").unwrap_err();
         assert!(e.contains("node_id"), "{e}");
     }

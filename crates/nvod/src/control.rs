@@ -83,6 +83,8 @@ impl From<DatapathError> for Failure {
         let kind = match &e {
             DatapathError::Gone | DatapathError::Busy => Kind::Unavailable,
             DatapathError::Open { .. } | DatapathError::NoInterface(_) => Kind::BadRequest,
+            DatapathError::TooManyGroups { .. } => Kind::Conflict,
+            DatapathError::Join { .. } => Kind::Internal,
             DatapathError::Table(t) => match t {
                 T::NoSuchNetwork(_) | T::NoSuchPort(_) | T::NoSuchEntry { .. } => Kind::NotFound,
                 T::NoSuchFlood { .. } => Kind::NotFound,

@@ -290,6 +290,7 @@ mod tests {
             api_socket: "/tmp/x.sock".into(),
             state_dir: "/tmp/s".into(),
             entropy_ports: 16,
+            multicast_ttl: 8,
             log: "info".into(),
         }
     }

@@ -38,6 +38,7 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
       flood: auto             # auto: other hosts with a container in it | [h2, h3] | []
       learning: true
       mtu: 1450               # default from the underlay
+      multicast: 239.1.1.1    # optional: flood to this underlay group instead of a flood list
   containers:
     - name: red1              # required
       host: h1                # required

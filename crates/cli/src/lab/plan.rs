@@ -64,7 +64,9 @@ pub struct NetworkPlan {
     pub ageing_s: Option<u32>,
     /// Learning limit, when the topology sets it.
     pub max_learned: Option<u32>,
-    /// Per host name: the locators it floods to.
+    /// The underlay multicast group BUM frames go to, if the network uses one.
+    pub multicast: Option<IpAddr>,
+    /// Per host name: the locators it floods to (none with a multicast group).
     pub flood: BTreeMap<String, Vec<IpAddr>>,
 }
 
@@ -156,7 +158,11 @@ impl Plan {
             .networks
             .iter()
             .map(|n| {
-                let members = topo.flood_hosts(n);
+                // A network with a group floods to it, to no host list.
+                let members = match n.multicast {
+                    Some(_) => Vec::new(),
+                    None => topo.flood_hosts(n),
+                };
                 let flood = hosts
                     .iter()
                     .map(|h| {
@@ -175,6 +181,7 @@ impl Plan {
                     mtu: topo.tenant_mtu(n),
                     ageing_s: n.ageing_s,
                     max_learned: n.max_learned,
+                    multicast: n.multicast,
                     flood,
                 }
             })

@@ -192,6 +192,10 @@ pub struct NetworkDef {
     /// Most learned MACs per host for this network (nvod's default when absent).
     #[serde(default)]
     pub max_learned: Option<u32>,
+    /// An underlay multicast group: broadcast and unknown frames go to it once instead of to
+    /// each host of a flood list (head-end replication).
+    #[serde(default)]
+    pub multicast: Option<IpAddr>,
 }
 
 /// `containers:` — tenant systems, one namespace each with an eth0.
@@ -364,6 +368,9 @@ impl Topology {
                     ));
                 }
             }
+            if let Some(group) = n.multicast {
+                self.validate_group(n.vni, group, &n.flood)?;
+            }
             if let Flood::Hosts(hosts) = &n.flood {
                 let mut listed = BTreeSet::new();
                 for h in hosts {
@@ -375,6 +382,31 @@ impl Topology {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A network's multicast group: a multicast address of the tunnels' family, and no flood
+    /// list beside it (a network floods one way or the other).
+    fn validate_group(&self, vni: u32, group: IpAddr, flood: &Flood) -> Result<(), String> {
+        let family_ok = match self.underlay.family {
+            Family::Ipv4 => group.is_ipv4(),
+            Family::Ipv6 => group.is_ipv6(),
+        };
+        if !group.is_multicast() || !family_ok {
+            let example = match self.underlay.family {
+                Family::Ipv4 => "239.1.1.1",
+                Family::Ipv6 => "ff0e::1:1",
+            };
+            return Err(format!(
+                "network {vni}: multicast {group} is not a multicast address of the underlay's family ({:?}); use e.g. {example}",
+                self.underlay.family
+            ));
+        }
+        if *flood != Flood::Auto {
+            return Err(format!(
+                "network {vni}: give either multicast or flood, not both (multicast floods to the group)"
+            ));
         }
         Ok(())
     }

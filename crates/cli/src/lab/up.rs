@@ -1,11 +1,13 @@
 //! `nvo lab up`: carries a plan out. Order matters and is:
 //!
-//! 1. the underlay namespace and its bridge;
+//! 1. the underlay namespace and its bridge (IGMP/MLD snooping off, see `underlay`);
 //! 2. each host's namespace with eth0 on the bridge (both address families, `nodad` so the
 //!    addresses are usable at once), lo up;
 //! 3. nvod on every nvo host, started together, then each waited for until `GET /v1/node`
 //!    answers; kernel hosts get a VXLAN device and a bridge per network instead;
-//! 4. the networks, through each nvod's API, with the flood list of the plan;
+//! 4. the networks, through each nvod's API, with the flood list of the plan or the network's
+//!    multicast group (kernel hosts: `bridge fdb append` per flood remote, or `group` on the
+//!    VXLAN device);
 //! 5. the containers: namespace, veth pair (eth0 inside with its MAC, addresses and the
 //!    network's MTU; checksum offload off on kernel hosts), and the host end attached as a
 //!    port (nvo) or to the bridge (kernel).
@@ -20,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nvo_api::{Client, NetworkSpec, NodeInfo, PortKind, PortSpec};
+use nvo_api::{Bum, Client, NetworkSpec, NodeInfo, PortKind, PortSpec};
 
 use super::down::teardown;
 use super::plan::{ContainerPlan, HostPlan, Plan, RUN_ROOT, UNDERLAY_BRIDGE};
@@ -181,10 +183,18 @@ fn add_namespace(rec: &mut Recorder, ns: &str) -> Result<(), LabError> {
     ip(ns, "link set lo up")
 }
 
+/// The underlay: one bridge, a plain switch. Snooping is off so that it floods multicast to
+/// every host, like a switch without IGMP/MLD snooping: the lab has no multicast router, and
+/// with snooping on the bridge's forwarding of a group would depend on its querier state and
+/// on each host's membership reports (which expire without a querier to renew them). Each
+/// host's kernel still keeps only the groups it joined.
 fn underlay(plan: &Plan, rec: &mut Recorder) -> Result<(), LabError> {
     let ns = &plan.underlay_ns;
     add_namespace(rec, ns)?;
-    ip(ns, &format!("link add {UNDERLAY_BRIDGE} type bridge"))?;
+    ip(
+        ns,
+        &format!("link add {UNDERLAY_BRIDGE} type bridge mcast_snooping 0"),
+    )?;
     ip(ns, &format!("link set {UNDERLAY_BRIDGE} up"))
 }
 
@@ -306,7 +316,7 @@ fn nvo_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
             ageing_s: n.ageing_s,
             max_learned: n.max_learned,
             flood: Some(n.flood_for(&h.name).to_vec()),
-            ..NetworkSpec::default()
+            bum: n.multicast.map(|group| Bum::Multicast { group }),
         };
         client
             .post::<_, serde_json::Value>("/v1/networks", &spec)
@@ -327,7 +337,14 @@ fn kernel_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
         } else {
             "nolearning"
         };
-        let vxlan = format!("vxlan id {vni} dstport {port} local {local} dev eth0 {learning}");
+        // With a group the device joins it on eth0 and floods to it; else it floods to the
+        // all-zeros FDB entries added below.
+        let group = n
+            .multicast
+            .map(|g| format!(" group {g}"))
+            .unwrap_or_default();
+        let vxlan =
+            format!("vxlan id {vni} dstport {port} local {local}{group} dev eth0 {learning}");
         ip(ns, &format!("link add vx{vni} type {vxlan}"))?;
         ip(ns, &format!("link set vx{vni} mtu {mtu}"))?;
         ip(ns, &format!("link add br{vni} mtu {mtu} type bridge"))?;

@@ -67,3 +67,63 @@ pub fn wait_for(timeout: Duration, mut step: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// Namespaces `h0`, `h1`, ... each with an `eth0` on one bridge `br0` in its own namespace,
+/// like hosts on a switch. Host i has `PREFIX.(i+1)/24` and `V6PREFIX::(i+1)/64` (nodad).
+/// Dropping it deletes every namespace.
+pub struct Bridged {
+    pub hosts: Vec<NamedNetns>,
+    pub switch: NamedNetns,
+}
+
+impl Bridged {
+    /// `bridge_options` go to `ip link add br0 type bridge ...`, e.g. `mcast_snooping 0`.
+    pub fn new(tag: &str, hosts: usize, bridge_options: &str, v4: &str, v6: &str) -> Self {
+        let switch = NamedNetns::create(&unique_name(&format!("{tag}s")))
+            .expect("ip netns add (run the tests as root)");
+        let mut add_br = vec!["link", "add", "br0", "type", "bridge"];
+        add_br.extend(bridge_options.split_whitespace());
+        switch.ip(&add_br).unwrap();
+        switch.ip(&["link", "set", "br0", "up"]).unwrap();
+        let mut list = Vec::new();
+        for i in 0..hosts {
+            let ns = NamedNetns::create(&unique_name(&format!("{tag}{i}"))).unwrap();
+            let port = format!("p{i}");
+            switch
+                .ip(&[
+                    "link",
+                    "add",
+                    &port,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "eth0",
+                    "netns",
+                    ns.name(),
+                ])
+                .unwrap();
+            switch
+                .ip(&["link", "set", &port, "master", "br0", "up"])
+                .unwrap();
+            ns.ip(&["link", "set", "lo", "up"]).unwrap();
+            ns.ip(&["addr", "add", &format!("{v4}.{}/24", i + 1), "dev", "eth0"])
+                .unwrap();
+            ns.ip(&[
+                "addr",
+                "add",
+                &format!("{v6}::{}/64", i + 1),
+                "dev",
+                "eth0",
+                "nodad",
+            ])
+            .unwrap();
+            ns.ip(&["link", "set", "eth0", "up"]).unwrap();
+            list.push(ns);
+        }
+        Bridged {
+            hosts: list,
+            switch,
+        }
+    }
+}

@@ -436,6 +436,8 @@ impl Control {
             ("send_would_block".to_owned(), sockets.send_would_block),
             ("send_errors".to_owned(), sockets.send_errors),
             ("gso_fallbacks".to_owned(), sockets.gso_fallbacks),
+            ("multicast_joins".to_owned(), sockets.multicast_joins),
+            ("multicast_leaves".to_owned(), sockets.multicast_leaves),
         ]);
         Ok(api::Counters {
             drops: convert::counter_map(&counters.drops),

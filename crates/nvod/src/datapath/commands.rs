@@ -2,13 +2,14 @@
 //!
 //! Each command is all-or-nothing: a network is added with its whole flood list or not at all,
 //! a port's interface is opened before the port enters the tables (so a refusal leaves no
-//! socket or TAP device behind).
+//! socket or TAP device behind), a network whose multicast group cannot be joined is removed
+//! again.
 
 use std::io;
 use std::path::Path;
 use std::time::Instant;
 
-use nvo_pipeline::{PortId, Vni};
+use nvo_pipeline::{BumMode, PortId, Vni};
 
 use super::forward::Forwarder;
 use super::ports::{self, Port};
@@ -21,17 +22,27 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
     Ok(match command {
         Command::AddNetwork { spec, flood } => {
             pipeline.add_network(spec)?;
+            // The network is new and empty: removing it cannot fail, and undoes it all.
             for remote in flood {
                 if let Err(e) = pipeline.flood_add(spec.vni, remote) {
-                    // The network is new and empty: removing it cannot fail, and undoes it all.
                     let _ = pipeline.remove_network(spec.vni);
                     return Err(e.into());
+                }
+            }
+            if let BumMode::Multicast(group) = spec.bum {
+                if let Err(e) = fwd.groups.add(&mut fwd.underlay, group) {
+                    let _ = pipeline.remove_network(spec.vni);
+                    return Err(e);
                 }
             }
             Reply::Done
         }
         Command::RemoveNetwork(vni) => {
+            let bum = pipeline.network(vni)?.bum;
             pipeline.remove_network(vni)?;
+            if let BumMode::Multicast(group) = bum {
+                fwd.groups.remove(&mut fwd.underlay, group);
+            }
             Reply::Done
         }
         Command::AddPort {

@@ -20,6 +20,7 @@ use nvo_pipeline::{Action, Actions, Pipeline, PortId, TxOutcome, TxTarget, Vni};
 use nvo_wire::vxlan::{VxlanPacket, VxlanRepr, HEADER_LEN};
 use std::time::Instant;
 
+use super::groups::Groups;
 use super::ports::Ports;
 
 /// Everything a frame needs on its way through: the tables, the ports, the underlay and the
@@ -32,6 +33,8 @@ pub struct Forwarder {
     pub ports: Ports,
     /// The underlay sockets.
     pub underlay: UdpUnderlay,
+    /// The multicast groups the underlay has joined.
+    pub groups: Groups,
     vxlan_port: u16,
     actions: Actions,
     batch: SendBatch,
@@ -48,6 +51,7 @@ impl Forwarder {
             pipeline,
             ports: Ports::default(),
             underlay,
+            groups: Groups::default(),
             vxlan_port,
             // Room for the fan-out of a full flood list plus every local port of a network;
             // it grows (rarely) beyond that.
@@ -63,7 +67,8 @@ impl Forwarder {
         self.perform(frame);
     }
 
-    /// A UDP payload received on the VXLAN port from `src`.
+    /// A UDP payload received on the VXLAN port from `src` (sent to the locator or to a joined
+    /// group: the pipeline treats both alike).
     pub fn underlay_datagram(&mut self, src: IpAddr, payload: &[u8], now: Instant) {
         self.pipeline
             .from_underlay(src, payload, now, &mut self.actions);

@@ -2,18 +2,23 @@
 //! poll loop.
 //!
 //! ```text
-//!  poll([command eventfd, underlay receive socket, port 1, port 2, ...], timeout ≤ 1 s)
-//!    underlay readable → recv_batch → from_underlay per datagram → actions → flush
+//!  poll([command eventfd, underlay receive socket, group 1, ..., port 1, port 2, ...],
+//!       timeout ≤ 1 s)
+//!    underlay or group socket readable → recv_batch → from_underlay per datagram → actions
+//!                                        → flush
 //!    port readable     → recv_batch → from_port per frame       → actions → flush
 //!    eventfd readable  → run every queued command, reply on its oneshot
 //!    every second      → age learned entries, retry ports that are down
 //! ```
 //!
 //! Commands run after the frames of the same wake-up, so the poll indices of that round stay
-//! valid; the poll set is rebuilt whenever the set of open ports changed.
+//! valid; the poll set is rebuilt whenever the set of open ports or joined multicast groups
+//! changed. A group socket receives what other VTEPs flood to a group this node joined for one
+//! of its networks (see `groups`).
 
 mod commands;
 mod forward;
+mod groups;
 mod ports;
 
 use std::io;
@@ -92,6 +97,13 @@ pub fn start(config: &Config) -> Result<Started, StartError> {
             port: config.vxlan_port,
             source,
         })?;
+    underlay
+        .set_multicast_ttl(config.multicast_ttl)
+        .map_err(|source| StartError::Underlay {
+            locator: config.locator,
+            port: config.vxlan_port,
+            source,
+        })?;
     let offloads = underlay.offloads();
     let wake = Arc::new(EventFd::new().map_err(StartError::Thread)?);
     let (handle, commands) = Datapath::channel(wake.clone());
@@ -120,9 +132,11 @@ struct Loop {
     commands: Receiver<Request>,
     wake: Arc<EventFd>,
     poller: Poller,
-    /// `Ports::generation()` the poll set was built for.
-    polled: Option<u64>,
-    /// Position in the port list of each polled port, in poll order after the first two.
+    /// `Ports::generation()` and `Groups::generation()` the poll set was built for.
+    polled: Option<(u64, u64)>,
+    /// Joined groups in the poll set, polled in the underlay's group order after the first two.
+    polled_groups: usize,
+    /// Position in the port list of each polled port, in poll order after the groups.
     polled_ports: Vec<usize>,
     recv: RecvBatch,
     frames: FrameBatch,
@@ -139,6 +153,7 @@ impl Loop {
             wake,
             poller: Poller::with_capacity(64),
             polled: None,
+            polled_groups: 0,
             polled_ports: Vec::new(),
             recv,
             frames: FrameBatch::default(),
@@ -149,7 +164,7 @@ impl Loop {
 
     fn run(mut self) {
         loop {
-            if self.polled != Some(self.fwd.ports.generation()) {
+            if self.polled != Some(self.generations()) {
                 self.rebuild_poll_set();
             }
             let timeout = self.next_tick.saturating_duration_since(Instant::now());
@@ -159,10 +174,16 @@ impl Loop {
             }
             let now = Instant::now();
             if self.poller.is_ready(1) {
-                self.underlay(now);
+                self.underlay(now, None);
             }
+            for g in 0..self.polled_groups {
+                if self.poller.is_ready(2 + g) {
+                    self.underlay(now, Some(g));
+                }
+            }
+            let first_port = 2 + self.polled_groups;
             for k in 0..self.polled_ports.len() {
-                if self.poller.is_ready(2 + k) {
+                if self.poller.is_ready(first_port + k) {
                     self.port(self.polled_ports[k], now);
                 }
             }
@@ -178,10 +199,19 @@ impl Loop {
         }
     }
 
+    fn generations(&self) -> (u64, u64) {
+        (self.fwd.ports.generation(), self.fwd.groups.generation())
+    }
+
     fn rebuild_poll_set(&mut self) {
         self.poller.clear();
         self.poller.add(AsFd::as_fd(&*self.wake));
         self.poller.add(self.fwd.underlay.as_fd());
+        self.polled_groups = 0;
+        for fd in self.fwd.underlay.group_fds() {
+            self.poller.add(fd);
+            self.polled_groups += 1;
+        }
         self.polled_ports.clear();
         for (at, port) in self.fwd.ports.iter().enumerate() {
             if let Some(io) = &port.io {
@@ -189,13 +219,18 @@ impl Loop {
                 self.polled_ports.push(at);
             }
         }
-        self.polled = Some(self.fwd.ports.generation());
+        self.polled = Some(self.generations());
     }
 
-    /// Receives and forwards what the underlay socket holds, a bounded number of batches.
-    fn underlay(&mut self, now: Instant) {
+    /// Receives and forwards what an underlay socket holds, a bounded number of batches: the
+    /// unicast socket (`group` None) or the socket of the `group`th joined group.
+    fn underlay(&mut self, now: Instant, group: Option<usize>) {
         for _ in 0..UNDERLAY_ROUNDS {
-            match self.fwd.underlay.recv_batch(&mut self.recv) {
+            let received = match group {
+                None => self.fwd.underlay.recv_batch(&mut self.recv),
+                Some(g) => self.fwd.underlay.recv_group_batch(g, &mut self.recv),
+            };
+            match received {
                 Ok(0) => return,
                 Ok(_) => {}
                 Err(e) => {

@@ -222,3 +222,39 @@ fn the_same_address_in_two_networks_is_fine() {
     assert_eq!(p.containers[0].ip, p.containers[1].ip);
     assert_ne!(p.containers[0].mac, p.containers[1].mac);
 }
+
+#[test]
+fn a_multicast_network_floods_to_its_group_and_to_no_host() {
+    let yaml = "name: t\nhosts: [{name: h1}, {name: k1, kind: kernel}]\nnetworks: [{vni: 100, multicast: 239.1.1.1}, {vni: 200}]\ncontainers:\n  - {name: a, host: h1, vni: 100, ip: 10.0.0.1/24}\n  - {name: b, host: k1, vni: 100, ip: 10.0.0.2/24}\n  - {name: c, host: h1, vni: 200, ip: 10.0.0.1/24}\n  - {name: d, host: k1, vni: 200, ip: 10.0.0.2/24}\n";
+    let p = plan(&Topology::parse("t.yaml", yaml).unwrap());
+    assert_eq!(p.networks[0].multicast, Some("239.1.1.1".parse().unwrap()));
+    assert!(p.networks[0].flood_for("h1").is_empty() && p.networks[0].flood_for("k1").is_empty());
+    assert_eq!(p.networks[1].multicast, None);
+    assert_eq!(p.networks[1].flood_for("h1").len(), 1);
+
+    let v6 = "name: t\nunderlay: {family: ipv6}\nhosts: [{name: h1}]\nnetworks: [{vni: 1, multicast: 'ff0e::1:1'}]\n";
+    assert!(Topology::parse("t.yaml", v6).is_ok());
+}
+
+#[test]
+fn a_multicast_group_must_fit_the_underlay_and_exclude_flood_lists() {
+    for (network, want) in [
+        (
+            "{vni: 100, multicast: 10.1.1.1}",
+            "multicast 10.1.1.1 is not a multicast address",
+        ),
+        (
+            "{vni: 100, multicast: 'ff0e::1'}",
+            "multicast ff0e::1 is not a multicast address of the underlay's family",
+        ),
+        (
+            "{vni: 100, multicast: 239.1.1.1, flood: [h2]}",
+            "network 100: give either multicast or flood",
+        ),
+    ] {
+        let e = error(&BASE.replace("{vni: 100}", network));
+        assert!(e.contains(want), "for {network} wanted {want:?} in: {e}");
+    }
+    let e = error("name: t\nhosts: [{name: h1}]\nnetworks: [{vni: 1, multicast: nope}]\n");
+    assert!(e.contains("multicast"), "{e}");
+}
