@@ -1,0 +1,22 @@
+# nvo: the README commands and the benchmark harness. Every target needs root.
+#   make test        the whole test suite (scripts/test.sh)
+#   make demo        the README demo (scripts/demo.sh)
+#   make bench       quick benchmark: nvo against native routing and kernel VXLAN (< 10 min)
+#   make bench-full  full benchmark: more repetitions, longer runs, 8 UDP payload sizes
+# Results go to bench/results/ (latest.md is the newest report).
+
+PYTHON ?= /usr/bin/python3
+
+.PHONY: test demo bench bench-full
+
+test:
+	scripts/test.sh
+
+demo:
+	scripts/demo.sh
+
+bench:
+	$(PYTHON) bench/run.py --quick
+
+bench-full:
+	$(PYTHON) bench/run.py --full

@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""nvo's benchmark harness: nvo side by side with native routing and the kernel's VXLAN.
+
+    bench/run.py [--quick | --full] [--reps N] [--only native,kernel,nvo] [--no-build]
+
+(`make bench` and `make bench-full`.) Needs root. One run:
+
+1. builds the release binaries (`cargo build --release --bins`: nvo, nvod, nvo-blast);
+2. builds every scenario from scratch on network namespaces (bench/nvobench/scenarios.py),
+   and checks that each passes traffic;
+3. measures TCP throughput (1 and 4 streams) with its CPU cost, UDP packet rate and
+   throughput per payload size (nvo-blast), and RTT with jitter (ping), each repeated, the
+   scenarios taken in rotating order; then nvod's memory;
+4. tears everything down (also on an exception or Ctrl-C/SIGTERM) and checks nothing is left;
+5. writes bench/results/<UTC timestamp>.{json,md} and <timestamp>-*.png, and copies them to
+   latest.json, latest.md and latest-*.png.
+
+Quick mode takes about 5 minutes on 2 cores (after the build); full mode about 25.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+# No __pycache__ in the source tree: the harness runs once in a while, as root.
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from nvobench import measure, plots, report, stats  # noqa: E402
+from nvobench.scenarios import SCENARIOS, SetupFailed  # noqa: E402
+from nvobench.sh import CommandFailed, Interrupted, Inventory, log, namespaces, run  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RELEASE = ROOT / "target" / "release"
+MODES = {
+    "quick": {"reps": 3, "tcp_seconds": 5, "udp_seconds": 3, "ping_count": 300,
+              "udp_sizes": [64, 1400]},
+    "full": {"reps": 5, "tcp_seconds": 10, "udp_seconds": 5, "ping_count": 1000,
+             "udp_sizes": [64, 128, 256, 512, 1024, 1400, 4096, 8900]},
+}
+TOOLS = ["ip", "iperf3", "ping", "ss", "ethtool", "sysctl", "bridge"]
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                      help="the default: 3 repetitions, 5 s TCP, UDP at 64 and 1400 bytes")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full",
+                      help="5 repetitions, 10 s TCP, UDP at 8 sizes up to 8900 bytes")
+    p.add_argument("--reps", type=int, help="repetitions (at least 3 for the report's medians)")
+    p.add_argument("--only", default="native,kernel,nvo",
+                   help="comma-separated scenarios to run (default: all)")
+    p.add_argument("--sizes", help="comma-separated UDP payload sizes instead of the mode's")
+    p.add_argument("--no-build", action="store_true", help="use target/release as it is")
+    p.add_argument("--results", default=str(ROOT / "bench" / "results"),
+                   help="directory for the results (default: bench/results)")
+    p.add_argument("--render", metavar="JSON",
+                   help="measure nothing: write the report and plots of a results file again")
+    args = p.parse_args()
+    args.mode = args.mode or "quick"
+    args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in args.only if s not in SCENARIOS]
+    if unknown:
+        p.error(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SCENARIOS)}")
+    return args
+
+
+def preflight():
+    if os.geteuid() != 0:
+        sys.exit("bench: run as root (the scenarios are network namespaces): sudo make bench")
+    missing = [t for t in TOOLS if not shutil.which(t)]
+    if missing:
+        sys.exit(f"bench: missing {', '.join(missing)}: run scripts/setup.sh")
+
+
+def build():
+    env = dict(os.environ, PATH=f"{pathlib.Path.home()}/.cargo/bin:{os.environ['PATH']}")
+    log("building release binaries (cargo build --release --bins)")
+    p = subprocess.run(["cargo", "build", "--release", "--bins"], cwd=ROOT, env=env)
+    if p.returncode != 0:
+        sys.exit("bench: cargo build --release --bins failed (see above); nothing was measured")
+
+
+def machine_info(run_prefix):
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    foreign = [ns for ns in namespaces() if not ns.startswith(run_prefix)]
+    log("measuring the machine's background load for 2 s")
+    return {
+        "nproc": os.cpu_count(), "cpu_model": model, "kernel": os.uname().release,
+        "mem_gib": mem_kib / 2**20, "loadavg_start": loadavg(),
+        "foreign_namespaces": len(foreign), "background_busy": measure.background_busy(),
+        "iperf3": run(["iperf3", "--version"], check=False).stdout.split("\n")[0].strip(),
+    }
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def git_info():
+    head = run(["git", "-C", ROOT, "rev-parse", "HEAD"], check=False).stdout.strip()
+    dirty = run(["git", "-C", ROOT, "status", "--porcelain"], check=False).stdout.strip()
+    return {"commit": head or "unknown", "dirty": bool(dirty)}
+
+
+def build_scenario(sc, inv, env):
+    """Builds one scenario and checks it passes traffic; on failure marks it failed."""
+    t = time.monotonic()
+    try:
+        sc.up(inv, env)
+    except (SetupFailed, CommandFailed, OSError) as e:
+        sc.fail(f"could not be built: {e}")
+        log(f"{sc.key}: FAILED to build: {e}")
+        return
+    sc.setup_s = time.monotonic() - t
+    why = measure.sanity(sc)
+    if why:
+        sc.fail(f"passes no traffic: {why}")
+        log(f"{sc.key}: FAILED the sanity check: {why}")
+        return
+    try:
+        measure.prepare_server(sc)
+        measure.start_iperf_server(sc, inv)
+    except (CommandFailed, measure.MeasureFailed) as e:
+        sc.fail(f"iperf3 server did not start: {e}")
+        return
+    sc.status = "ok"
+    log(f"{sc.key}: built in {sc.setup_s:.1f} s, traffic passes")
+
+
+def one_repetition(sc, inv, cfg, samples, problems, blast):
+    """Every measurement of one scenario once; samples appended, failures noted."""
+    jobs = [("rtt", measure.rtt, (sc, cfg["ping_count"]))]
+    jobs += [(f"tcp{n}", measure.tcp, (sc, n, cfg["tcp_seconds"])) for n in (1, 4)]
+    jobs += [(f"udp{s}", measure.udp, (sc, inv, blast, s, cfg["udp_seconds"]))
+             for s in cfg["udp_sizes"]]
+    for source, fn, fargs in jobs:
+        sample, err = measure.safely(f"{sc.key} {source}", fn, *fargs)
+        if err:
+            problems.append(err)
+            log(f"  {err}")
+            continue
+        samples.setdefault(sc.key, {}).setdefault(source, []).append(sample)
+        log(f"  {sc.key:6} {source:8} " + ", ".join(
+            f"{k}={v:.4g}" for k, v in sample.items() if isinstance(v, float)))
+
+
+def nvod_memory(sc, inv):
+    out = {}
+    for host, pid in sc.daemons(inv).items():
+        try:
+            m = measure.memory(pid)
+            out[host] = m if m["name"] == "nvod" else {"error": f"pid {pid} is {m['name']}"}
+        except OSError as e:
+            out[host] = {"error": f"nvod (pid {pid}) is gone: {e}"}
+    return out
+
+
+def measure_all(cfg, inv, env, scenarios, doc):
+    for sc in scenarios:
+        build_scenario(sc, inv, env)
+    live = [sc for sc in scenarios if sc.status == "ok"]
+    blast = RELEASE / "nvo-blast"
+    for rep in range(cfg["reps"]):
+        order = live[rep % len(live):] + live[:rep % len(live)] if live else []
+        log(f"repetition {rep + 1}/{cfg['reps']}: {' → '.join(sc.key for sc in order)}")
+        for sc in order:
+            one_repetition(sc, inv, cfg, doc["samples"], doc["problems"], blast)
+    for sc in live:
+        if sc.key == "nvo":
+            doc["nvod_memory"] = nvod_memory(sc, inv)
+
+
+def write_results(doc, results, latest=True):
+    results.mkdir(parents=True, exist_ok=True)
+    stamp = doc["stamp"]
+    mlist = stats.metrics(doc["config"]["udp_sizes"])
+    doc["figures"] = stats.figures(doc["samples"], mlist)
+    doc["ratios"] = stats.ratios(doc["figures"])
+    doc["noise"] = stats.noise(doc["figures"])
+    scs = [k for k, v in doc["scenarios"].items() if v["status"] == "ok"]
+    title = f"{doc['mode']} run {doc['started_utc']}"
+    why = plots.available()
+    doc["plots"] = []
+    if why:
+        doc["plots_missing"] = why
+    else:
+        for name, draw in (("throughput", lambda p: plots.throughput(
+                p, doc["figures"], scs, doc["config"]["udp_sizes"], title)),
+                ("rtt", lambda p: plots.rtt(p, doc["figures"], scs, title)),
+                ("cpu", lambda p: plots.cpu(p, doc["figures"], scs,
+                                            doc["config"]["udp_sizes"], title))):
+            draw(results / f"{stamp}-{name}.png")
+            if latest:
+                shutil.copyfile(results / f"{stamp}-{name}.png", results / f"latest-{name}.png")
+            doc["plots"].append(name)
+    (results / f"{stamp}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (results / f"{stamp}.md").write_text(report.render(doc, stamp))
+    if latest:
+        shutil.copyfile(results / f"{stamp}.json", results / "latest.json")
+        (results / "latest.md").write_text(report.render(doc, "latest"))
+    return results / f"{stamp}.md"
+
+
+def summary_lines(doc):
+    mlist = stats.metrics(doc["config"]["udp_sizes"])
+    lines = []
+    for m in (m for m in mlist if m.ratio):
+        r = doc["ratios"][m.key]
+        cell = lambda k: f"{r[k]['ratio']:.2f}" if r.get(k) else "  — "
+        lines.append(f"  {m.label:36} nvo/native {cell('nvo/native')}  "
+                     f"nvo/kernel {cell('nvo/kernel')}  kernel/native {cell('kernel/native')}")
+    return lines
+
+
+def on_signal(signum, _frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def main():
+    args = parse_args()
+    if args.render:
+        path = pathlib.Path(args.render)
+        doc = json.loads(path.read_text())
+        print(write_results(doc, path.parent, latest=False))
+        return 0
+    preflight()
+    cfg = dict(MODES[args.mode])
+    if args.reps:
+        cfg["reps"] = args.reps
+    if args.sizes:
+        cfg["udp_sizes"] = sorted({int(x) for x in args.sizes.split(",")})
+    if not args.no_build:
+        build()
+    for binary in ("nvo", "nvod", "nvo-blast"):
+        if not (RELEASE / binary).is_file():
+            sys.exit(f"bench: {RELEASE / binary} is missing: run cargo build --release --bins")
+    run_id = f"bench{os.getpid()}"
+    inv = Inventory(RELEASE / "nvo", f"nvo-{run_id}-")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    doc = {"schema": 1, "mode": args.mode, "stamp": started.strftime("%Y%m%dT%H%M%SZ"),
+           "started_utc": started.strftime("%Y-%m-%d %H:%M:%S UTC"), "config": cfg,
+           "git": git_info(), "machine": machine_info(inv.prefix), "samples": {},
+           "problems": []}
+    scenarios = [SCENARIOS[k](run_id) for k in SCENARIOS if k in args.only]
+    workdir = tempfile.mkdtemp(prefix=f"nvo-{run_id}-")
+    env = {"workdir": workdir, "nvod": RELEASE / "nvod"}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    t0 = time.monotonic()
+    interrupted = None
+    try:
+        measure_all(cfg, inv, env, scenarios, doc)
+    except Interrupted as e:
+        interrupted = e
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        log("tearing down")
+        leaks = inv.teardown()
+        shutil.rmtree(workdir, ignore_errors=True)
+        for leak in leaks:
+            log(f"teardown: {leak}")
+    if interrupted:
+        sys.exit(f"bench: interrupted ({interrupted}); everything it made was removed, "
+                 "no results written")
+    doc["problems"] += [f"teardown: {leak}" for leak in leaks]
+    finished = datetime.datetime.now(datetime.timezone.utc)
+    doc["finished_utc"] = finished.strftime("%Y-%m-%d %H:%M:%S UTC")
+    doc["duration_s"] = time.monotonic() - t0
+    doc["machine"]["loadavg_end"] = loadavg()
+    doc["scenarios"] = {sc.key: {"title": sc.title, "description": sc.description,
+                                 "status": sc.status, "reason": sc.reason, "notes": sc.notes,
+                                 "setup_s": sc.setup_s} for sc in scenarios}
+    path = write_results(doc, pathlib.Path(args.results))
+    print(f"\nnvo benchmark, {args.mode} run: ratios of medians (details in {path})")
+    print("\n".join(summary_lines(doc)))
+    for key, sc in doc["scenarios"].items():
+        if sc["status"] != "ok":
+            print(f"  {key}: {sc['status']}: {sc['reason']}")
+    return 1 if any(sc.status != "ok" for sc in scenarios) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
