@@ -49,10 +49,11 @@ fi
 
 step "end-to-end tests (tests/e2e)"
 cargo build --workspace --bins --locked --quiet || fail "building nvo and nvod for the end-to-end tests"
+ip netns list | awk '{print $1}' | sort > "$tmp/netns.before"
 if ! /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider 2>&1 | tee "$tmp/e2e.log"; then
     fail "end-to-end tests (see the failures above)"
 fi
-leftover=$(ip netns list | awk '{print $1}' | grep '^nvo-' || true)
+leftover=$(ip netns list | awk '{print $1}' | sort | comm -13 "$tmp/netns.before" - | tr '\n' ' ')
 [ -z "$leftover" ] || fail "namespaces left behind by the tests: $leftover"
 
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$tmp/test.log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
