@@ -101,7 +101,10 @@ def test_flooding_by_underlay_multicast_group(lab_factory, tmp_path):
     rows = [l.split("\t") for l in out.splitlines() if l.strip()]
     # Fields of both IP headers and both UDP headers come comma-separated, outer first.
     probes = [r for r in rows if r[0].startswith("10.100.0.1,") and r[4].endswith(f",{PROBE_PORT}")]
-    assert len(probes) == PROBES, rows
+    # The counters above are exact; the capture shows the copies' shape. It may miss a packet
+    # on a busy machine, but it can never hold more than one copy per frame: head-end
+    # replication would show 3 per frame (h2, h3, k1), to unicast addresses.
+    assert 1 <= len(probes) <= PROBES, rows
     for r in probes:
         outer_dst, outer_ttl = r[1].split(",")[0], r[2].split(",")[0]
         assert (outer_dst, r[3]) == (GROUP, "100"), r
