@@ -37,7 +37,7 @@ pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
 pub use packet::PacketPort;
 pub use poll::{EventFd, Poller};
 pub use sys::MAX_BATCH;
-pub use tap::TapPort;
+pub use tap::{TapOffloads, TapPort};
 pub use udp::{
     Offloads, UdpUnderlay, UnderlayStats, DEFAULT_MULTICAST_TTL, ENTROPY_PORT_BASE, MAX_GROUPS,
     PLAIN_RECV_BUF,

@@ -539,6 +539,13 @@ pub(crate) fn ioctl_int_ptr(fd: BorrowedFd<'_>, req: c_ulong, value: &mut c_int)
     Ok(())
 }
 
+/// An ioctl whose argument is an unsigned integer passed by value (TUNSETOFFLOAD).
+pub(crate) fn ioctl_uint(fd: BorrowedFd<'_>, req: c_ulong, value: c_uint) -> io::Result<()> {
+    // SAFETY: the argument is a plain integer, not a pointer; the kernel reads nothing else.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), req, c_ulong::from(value)) })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,10 +4,19 @@
 //! The device lives as long as the `TapPort`: it is not made persistent, so closing the
 //! descriptor removes it. [`TapPort::create`] brings the link up (SIOCSIFFLAGS `IFF_UP`).
 //!
-//! Offloads (TUNSETOFFLOAD) stay off, so the kernel finishes checksums and segments before it
-//! hands a frame over: frames read from a TAP device are always complete. With the virtio-net
-//! header, nvo writes an all-zero header before each frame (no checksum or GSO request) and
-//! reads one before each frame; the header is the hook for TSO on TAP later.
+//! With the virtio-net header, the TAP offloads (TUNSETOFFLOAD) are probed at create: first
+//! `TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_USO4 | TUN_F_USO6`, then without USO (before
+//! Linux 6.2 the kernel refuses flags it does not know, EINVAL), then checksum only, then none.
+//! [`TapPort::offloads`] says which set is in effect; the first port logs it, once per process.
+//! With offloads on, the kernel hands frames over as its stack built them: partial checksums
+//! (`NEEDS_CSUM`) and TCP/UDP GSO frames of up to 64 KiB, which [`FrameBatch`] finishes and cuts
+//! into MTU-sized segments while the batch is read, exactly as for a [`crate::PacketPort`]. That
+//! saves the kernel's software segmentation and checksumming before each read, and one read
+//! per segment. Without the header no offload is asked for (nothing would say a checksum is
+//! partial), so the kernel finishes every frame before handing it over.
+//!
+//! Frames nvo writes carry an all-zero virtio-net header (checksums complete, no GSO): the
+//! offloads change nothing on that side.
 //!
 //! A TAP device has no `recvmmsg`: a batch is one `read` per frame until the queue is empty.
 
@@ -23,6 +32,61 @@ use crate::sys::{self, MAX_BATCH};
 use crate::vnet::{VNET_HDR_LEN, VNET_HDR_NONE};
 
 static VNET_MISSING: Once = Once::new();
+static OFFLOADS_LOGGED: Once = Once::new();
+
+/// The TAP offloads (TUNSETOFFLOAD) in effect on a port: what the kernel may hand over
+/// unfinished, for [`FrameBatch`] to finish. All off without the virtio-net header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TapOffloads {
+    /// Frames may carry a partial checksum (`TUN_F_CSUM`).
+    pub csum: bool,
+    /// TCP frames over IPv4 and IPv6 may be GSO frames of up to 64 KiB (`TUN_F_TSO4|6`).
+    pub tso: bool,
+    /// UDP frames may be GSO frames of equal-size datagrams (`TUN_F_USO4|6`, Linux 6.2).
+    pub uso: bool,
+}
+
+impl TapOffloads {
+    /// The sets tried at create, most first; the kernel takes a set whole or refuses it.
+    /// TSO and USO need the checksum offload (the kernel refuses them without it).
+    const PROBE_ORDER: [TapOffloads; 4] = [
+        TapOffloads {
+            csum: true,
+            tso: true,
+            uso: true,
+        },
+        TapOffloads {
+            csum: true,
+            tso: true,
+            uso: false,
+        },
+        TapOffloads {
+            csum: true,
+            tso: false,
+            uso: false,
+        },
+        TapOffloads {
+            csum: false,
+            tso: false,
+            uso: false,
+        },
+    ];
+
+    /// The TUNSETOFFLOAD argument.
+    fn flags(self) -> libc::c_uint {
+        let mut flags = 0;
+        if self.csum {
+            flags |= libc::TUN_F_CSUM;
+        }
+        if self.tso {
+            flags |= libc::TUN_F_TSO4 | libc::TUN_F_TSO6;
+        }
+        if self.uso {
+            flags |= libc::TUN_F_USO4 | libc::TUN_F_USO6;
+        }
+        flags
+    }
+}
 
 /// A TAP port; see the module docs.
 #[derive(Debug)]
@@ -33,6 +97,7 @@ pub struct TapPort {
     name: String,
     ifindex: u32,
     vnet: bool,
+    offloads: TapOffloads,
 }
 
 impl TapPort {
@@ -65,9 +130,11 @@ impl TapPort {
         ifr.ifr_ifru.ifru_flags = flags as libc::c_short;
         sys::ioctl_ifreq(fd.as_fd(), libc::TUNSETIFF, &mut ifr).map_err(with_name)?;
         let name = sys::ifreq_name(&ifr);
+        let mut offloads = TapOffloads::default();
         if vnet {
             let mut len = VNET_HDR_LEN as libc::c_int;
             sys::ioctl_int_ptr(fd.as_fd(), libc::TUNSETVNETHDRSZ, &mut len).map_err(with_name)?;
+            offloads = enable_offloads(fd.as_fd(), &name);
         }
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
         let mut ifr = sys::ifreq(&name)?;
@@ -81,7 +148,42 @@ impl TapPort {
             name,
             ifindex,
             vnet,
+            offloads,
         })
+    }
+
+    /// The offloads the kernel accepted at create; see the module docs.
+    pub fn offloads(&self) -> TapOffloads {
+        self.offloads
+    }
+}
+
+/// Asks for the largest set of [`TapOffloads::PROBE_ORDER`] the kernel accepts (a refused
+/// TUNSETOFFLOAD changes nothing) and logs the outcome once per process.
+fn enable_offloads(fd: BorrowedFd<'_>, name: &str) -> TapOffloads {
+    let mut refused = None;
+    for offloads in TapOffloads::PROBE_ORDER {
+        match sys::ioctl_uint(fd, libc::TUNSETOFFLOAD, offloads.flags()) {
+            Ok(()) => {
+                OFFLOADS_LOGGED.call_once(|| log_offloads(name, offloads, refused.as_ref()));
+                return offloads;
+            }
+            Err(e) => refused = Some(e),
+        }
+    }
+    // Even "none" was refused: a new TAP device starts with no offload, so none is in effect.
+    OFFLOADS_LOGGED.call_once(|| log_offloads(name, TapOffloads::default(), refused.as_ref()));
+    TapOffloads::default()
+}
+
+fn log_offloads(name: &str, offloads: TapOffloads, refused: Option<&io::Error>) {
+    let why = refused.map_or(String::new(), |e| {
+        format!(" (a larger set was refused: {e})")
+    });
+    if offloads.csum {
+        log::info!("tap {name}: kernel offloads {offloads:?}{why}; nvo finishes those frames");
+    } else {
+        log::warn!("tap {name}: no tap offload accepted{why}; the kernel finishes every frame");
     }
 }
 
@@ -150,5 +252,18 @@ impl FramePort for TapPort {
             Some(e) if sent == 0 => Err(e),
             _ => Ok(sent),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_probe_asks_for_less() {
+        let flags: Vec<_> = TapOffloads::PROBE_ORDER.iter().map(|o| o.flags()).collect();
+        // TUN_F_CSUM 0x01, TSO4 0x02, TSO6 0x04, USO4 0x20, USO6 0x40.
+        assert_eq!(flags, [0x67, 0x07, 0x01, 0]);
+        assert_eq!(TapOffloads::PROBE_ORDER[3], TapOffloads::default());
     }
 }
