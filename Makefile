@@ -1,8 +1,8 @@
 # nvo: the README commands and the benchmark harness. Every target needs root.
 #   make test        the whole test suite (scripts/test.sh)
 #   make demo        the README demo (scripts/demo.sh)
-#   make bench       quick benchmark: nvo against native routing and kernel VXLAN (< 10 min)
-#   make bench-full  full benchmark: more repetitions, longer runs, 8 UDP payload sizes
+#   make bench       quick benchmark: nvo against native routing, kernel VXLAN and Open vSwitch (~5 min)
+#   make bench-full  full benchmark: 5 repetitions, longer runs, 8 UDP payload sizes (~35 min)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3

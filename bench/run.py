@@ -1,7 +1,10 @@
 #!/usr/bin/python3
-"""nvo's benchmark harness: nvo side by side with native routing and the kernel's VXLAN.
+"""nvo's benchmark harness: nvo side by side with native routing, the kernel's VXLAN and Open vSwitch.
 
-    bench/run.py [--quick | --full] [--reps N] [--only native,kernel,nvo] [--no-build]
+    bench/run.py [--quick | --full] [--reps N] [--only native,kernel,ovs-afpacket,ovs-afxdp,nvo]
+                 [--no-build]
+    bench/run.py --render RESULTS.json
+    bench/run.py --compare A.json B.json
 
 (`make bench` and `make bench-full`.) Needs root. One run:
 
@@ -15,7 +18,10 @@
 5. writes bench/results/<UTC timestamp>.{json,md} and <timestamp>-*.png, and copies them to
    latest.json, latest.md and latest-*.png.
 
-Quick mode takes about 5 minutes on 2 cores (after the build); full mode about 25.
+`--compare` measures nothing: it says whether two runs agree on every ratio within the noise
+each states (bench/nvobench/compare.py defines it) and exits 0 when they do, 1 when not.
+
+Quick mode takes about 5 minutes on 2 cores (after the build); full mode about 35.
 """
 
 import argparse
@@ -34,7 +40,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nvobench import measure, plots, report, stats  # noqa: E402
+from nvobench import compare, measure, plots, report, stats  # noqa: E402
 from nvobench.scenarios import SCENARIOS, SetupFailed  # noqa: E402
 from nvobench.sh import CommandFailed, Interrupted, Inventory, log, namespaces, run  # noqa: E402
 
@@ -57,7 +63,7 @@ def parse_args():
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="5 repetitions, 10 s TCP, UDP at 8 sizes up to 8900 bytes")
     p.add_argument("--reps", type=int, help="repetitions (at least 3 for the report's medians)")
-    p.add_argument("--only", default="native,kernel,nvo",
+    p.add_argument("--only", default=",".join(SCENARIOS),
                    help="comma-separated scenarios to run (default: all)")
     p.add_argument("--sizes", help="comma-separated UDP payload sizes instead of the mode's")
     p.add_argument("--no-build", action="store_true", help="use target/release as it is")
@@ -65,6 +71,9 @@ def parse_args():
                    help="directory for the results (default: bench/results)")
     p.add_argument("--render", metavar="JSON",
                    help="measure nothing: write the report and plots of a results file again")
+    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                   help="measure nothing: do two runs agree on every ratio within their stated "
+                        "noise? exit status 0 if so, 1 if not")
     args = p.parse_args()
     args.mode = args.mode or "quick"
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -186,6 +195,9 @@ def measure_all(cfg, inv, env, scenarios, doc):
     for sc in live:
         if sc.key == "nvo":
             doc["nvod_memory"] = nvod_memory(sc, inv)
+        elif hasattr(sc, "hosts"):
+            doc.setdefault("ovs_memory", {})[sc.key] = {
+                name: h.rss_kib() for name, h in sc.hosts.items()}
 
 
 def write_results(doc, results, latest=True):
@@ -221,12 +233,12 @@ def write_results(doc, results, latest=True):
 
 def summary_lines(doc):
     mlist = stats.metrics(doc["config"]["udp_sizes"])
-    lines = []
+    keys = [f"{a}/{b}" for a, b in stats.PAIRS]
+    lines = [f"  {'':36} " + "  ".join(f"{k:>16}" for k in keys)]
     for m in (m for m in mlist if m.ratio):
         r = doc["ratios"][m.key]
-        cell = lambda k: f"{r[k]['ratio']:.2f}" if r.get(k) else "  — "
-        lines.append(f"  {m.label:36} nvo/native {cell('nvo/native')}  "
-                     f"nvo/kernel {cell('nvo/kernel')}  kernel/native {cell('kernel/native')}")
+        cell = lambda k: f"{r[k]['ratio']:.2f}" if r.get(k) else "—"
+        lines.append(f"  {m.label:36} " + "  ".join(f"{cell(k):>16}" for k in keys))
     return lines
 
 
@@ -236,6 +248,12 @@ def on_signal(signum, _frame):
 
 def main():
     args = parse_args()
+    if args.compare:
+        try:
+            agreeing, counted = compare.compare(*args.compare)
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"bench: cannot compare: {e}")
+        return 0 if counted and agreeing == counted else 1
     if args.render:
         path = pathlib.Path(args.render)
         doc = json.loads(path.read_text())
@@ -261,6 +279,9 @@ def main():
            "problems": []}
     scenarios = [SCENARIOS[k](run_id) for k in SCENARIOS if k in args.only]
     workdir = tempfile.mkdtemp(prefix=f"nvo-{run_id}-")
+    # The OVS daemons carry the work directory in their arguments: anything still carrying
+    # it after teardown is a leak (killed by pid, reported).
+    inv.watch(workdir)
     env = {"workdir": workdir, "nvod": RELEASE / "nvod"}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
@@ -289,6 +310,11 @@ def main():
     doc["scenarios"] = {sc.key: {"title": sc.title, "description": sc.description,
                                  "status": sc.status, "reason": sc.reason, "notes": sc.notes,
                                  "setup_s": sc.setup_s} for sc in scenarios}
+    for key, cls in SCENARIOS.items():
+        if key not in doc["scenarios"]:
+            doc["scenarios"][key] = {"title": cls.title, "description": cls.description,
+                                     "status": "skipped", "reason": "not selected (--only)",
+                                     "notes": [], "setup_s": None}
     path = write_results(doc, pathlib.Path(args.results))
     print(f"\nnvo benchmark, {args.mode} run: ratios of medians (details in {path})")
     print("\n".join(summary_lines(doc)))

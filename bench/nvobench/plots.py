@@ -7,7 +7,8 @@ median, its error bar the min..max of the repetitions.
   per UDP packet delivered, per scenario.
 """
 
-COLORS = {"native": "#7f7f7f", "kernel": "#1f77b4", "nvo": "#ff7f0e"}
+COLORS = {"native": "#7f7f7f", "kernel": "#1f77b4", "ovs-afpacket": "#2ca02c",
+          "ovs-afxdp": "#9467bd", "nvo": "#ff7f0e"}
 
 
 def available():

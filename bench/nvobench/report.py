@@ -5,10 +5,11 @@ then the scenarios (failed ones with their reason), the absolute figures and the
 
 from .stats import PAIRS, metrics
 
+# Said of a results file from the harness's first version, which had no OVS scenarios.
+OVS_ABSENT = ("Open vSwitch userspace datapath (VXLAN; AF_PACKET and AF_XDP ports)",
+              "not in the harness version that made this run")
+
 NOT_MEASURED = [
-    ("Open vSwitch userspace datapath (VXLAN; AF_PACKET and AF_XDP ports)",
-     "not in this first version of the harness: it comes with issue 4 (ovsdb-server and "
-     "ovs-vswitchd started by hand per host namespace, `datapath_type=netdev`)"),
     ("nvo with other encapsulations (Geneve, GRE/NVGRE, VXLAN-GPE, STT)",
      "nvod carries only VXLAN so far (the encapsulation engine is issue 5)"),
     ("microbenchmarks (FDB lookup, pipeline ns per packet)",
@@ -25,6 +26,11 @@ READING = [
     "*nvo*'s path is spread over the CPUs while the sender runs ahead and the excess is lost. "
     "Where nvo's UDP packet rate beats native's, that is why, and its loss column shows the "
     "excess.",
+    "- *ovs-afpacket* and *ovs-afxdp* are like nvo in that respect: the veths hand the frames "
+    "to sockets (AF_PACKET or AF_XDP) that ovs-vswitchd's main thread drains, so OVS, too, "
+    "runs beside the sender and loses what it cannot keep up with. Their containers have "
+    "transmit checksum offload off (OVS's userspace datapath needs it; PEERS.md), which also "
+    "turns off TSO: TCP then goes in MTU-sized segments, as it does for nvo.",
     "- CPU per Gbit and per packet count the whole machine (all CPUs, idle time excluded) "
     "during the run; when every CPU is saturated they come down to CPUs / throughput.",
 ]
@@ -53,8 +59,15 @@ def _ratio(r, why_missing):
 
 
 def _missing(doc, a, b):
-    bad = [s for s in (a, b) if doc["scenarios"].get(s, {}).get("status") != "ok"]
-    return f"({', '.join(bad)} failed)" if bad else "(no samples)"
+    status = {s: doc["scenarios"].get(s, {}).get("status") for s in (a, b)}
+    bad = [f"{s} {'not run' if st in (None, 'skipped') else st}"
+           for s, st in status.items() if st != "ok"]
+    return f"({', '.join(bad)})" if bad else "(no samples)"
+
+
+def _measured(doc):
+    """The scenarios that have samples, in the run's order."""
+    return [sc for sc in doc["scenarios"] if doc["samples"].get(sc)]
 
 
 def _machine(doc):
@@ -108,7 +121,7 @@ def _scenarios(doc):
 
 
 def _figures(doc, mlist):
-    scs = list(doc["scenarios"])
+    scs = _measured(doc)
     rows = ["| metric | unit | " + " | ".join(scs) + " |", "|---|---|" + "---|" * len(scs)]
     for m in mlist:
         cells = [_fig(m, doc["figures"][m.key].get(sc)) for sc in scs]
@@ -117,7 +130,7 @@ def _figures(doc, mlist):
 
 
 def _udp_detail(doc):
-    scs = list(doc["scenarios"])
+    scs = _measured(doc)
     rows = ["| payload | " + " | ".join(f"{sc}: offered kpps / loss" for sc in scs) + " |",
             "|---|" + "---|" * len(scs)]
     for size in doc["config"]["udp_sizes"]:
@@ -137,14 +150,17 @@ def _udp_detail(doc):
 
 def _memory(doc):
     mem = doc.get("nvod_memory") or {}
-    if not mem:
-        return ["nvod's memory was not read (the nvo scenario did not run)."]
-    rows = ["| host | VmRSS after the runs | VmHWM (peak) |", "|---|---|---|"]
+    rows = (["| host | VmRSS after the runs | VmHWM (peak) |", "|---|---|---|"] if mem else
+            ["nvod's memory was not read (the nvo scenario did not run)."])
     for host, m in sorted(mem.items()):
         if "error" in m:
             rows.append(f"| {host} | {m['error']} | |")
         else:
             rows.append(f"| {host} | {m['rss_kib'] / 1024:.1f} MiB | {m['hwm_kib'] / 1024:.1f} MiB |")
+    for key, hosts in sorted((doc.get("ovs_memory") or {}).items()):
+        cells = ", ".join(f"{h} {kib / 1024:.1f} MiB" if kib else f"{h} gone"
+                          for h, kib in sorted(hosts.items()))
+        rows += ["", f"For scale, ovs-vswitchd's VmRSS in {key} after the runs: {cells}."]
     return rows
 
 
@@ -177,6 +193,14 @@ def _method(doc):
         "from /proc/stat) over each TCP run, in seconds, divided by the gigabits received. It "
         "counts the whole machine, iperf3 itself and any other load included.",
         "- **nvod memory:** VmRSS of each nvod from /proc after all repetitions.",
+        "- **Open vSwitch:** Debian's openvswitch-switch; per host namespace an ovsdb-server "
+        "(database from `vswitch.ovsschema`) and an ovs-vswitchd, started by hand in the "
+        "foreground with a private OVS_RUNDIR/OVS_DBDIR/OVS_LOGDIR/OVS_SYSCONFDIR in the run's "
+        "temporary directory and stopped by pid; bridges br-int (container port and VXLAN port "
+        "`vx0`, `options:key=100`, `remote_ip`/`local_ip` the underlay addresses) and br-phy "
+        "(the underlay veth, the host's underlay address on br-phy), both "
+        "`datapath_type=netdev`, NORMAL forwarding. A port OVS could not open (its Interface "
+        "`error` column, ofport −1) fails the scenario with OVS's words.",
         "- Before measuring, each scenario must pass 3 pings c1 → c2; a scenario that cannot "
         "be built or fails this check is reported as failed with the reason.",
     ]
@@ -186,7 +210,7 @@ def render(doc, image_prefix):
     """The report as Markdown; plots are linked as `<image_prefix>-<name>.png`."""
     mlist = metrics(doc["config"]["udp_sizes"])
     out = [f"# nvo benchmark: {doc['mode']} run of {doc['started_utc']}", "",
-           "## nvo relative to native routing and to the kernel's VXLAN", "",
+           "## nvo relative to native routing, the kernel's VXLAN and Open vSwitch", "",
            "Ratios of medians measured in this run, range in brackets. For *higher is "
            "better* rows a ratio below 1 means nvo is slower; for *lower is better* rows a "
            "ratio above 1 means nvo takes longer or costs more. The last column is the "
@@ -196,7 +220,8 @@ def render(doc, image_prefix):
     out += ["", "## Machine and noise", ""] + _machine(doc)
     out += ["", "## Scenarios", ""] + _scenarios(doc)
     out += ["", "Not measured in this run:", ""]
-    out += [f"- {what}: {why}." for what, why in NOT_MEASURED]
+    absent = [] if any(k.startswith("ovs-") for k in doc["scenarios"]) else [OVS_ABSENT]
+    out += [f"- {what}: {why}." for what, why in absent + NOT_MEASURED]
     if doc.get("problems"):
         out += ["", "Problems during the run:", ""] + [f"- {p}" for p in doc["problems"]]
     out += ["", "## Figures", "",

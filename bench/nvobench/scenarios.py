@@ -1,4 +1,4 @@
-"""The scenarios: one topology shape, three ways to carry the traffic.
+"""The scenarios: one topology shape, five ways to carry the traffic.
 
     c1 ──veth── h1 ──veth── [ul: bridge br0] ──veth── h2 ──veth── c2
    (client)   (host)             (underlay)           (host)     (server)
@@ -9,15 +9,19 @@ Every box is a network namespace; c1 talks to c2. What the hosts do with the fra
   10.2.0.0/24, MTU 1500); h1 and h2 route between them over the underlay. The upper bound.
 - kernel: an `nvo lab` with two `kind: kernel` hosts: the Linux VXLAN device and a bridge per
   host (VNI 100, tenant MTU 1450), what users run today.
+- ovs-afpacket, ovs-afxdp: Open vSwitch's userspace datapath with VXLAN on each host
+  (ovsdb-server and ovs-vswitchd started by hand in the host namespace, `datapath_type=netdev`),
+  the veths as AF_PACKET (`system`) or AF_XDP (`afxdp-nonpmd`) ports; tenant MTU 1450.
 - nvo: the same lab with two nvo hosts: nvod (release build) on each, veth ports.
 
-All three have the same veth hops and the same underlay bridge, so the difference is what the
+All of them have the same veth hops and the same underlay bridge, so the difference is what the
 hosts do. Each scenario is built from scratch by `up()` and removed by the run's Inventory.
 """
 
 import json
 import pathlib
 
+from . import ovs
 from .sh import CommandFailed, in_ns, run
 
 # The lab topology of the kernel and nvo scenarios; only the host kind differs.
@@ -92,20 +96,10 @@ class Native(Scenario):
     tenant_mtu = 1500
 
     def up(self, inv, env):
-        nodes = ["ul", "h1", "h2", "c1", "c2"]
-        for node in nodes:
-            inv.add_netns(self.ns(node))
-        ul = self.ns("ul")
-        ip = lambda ns, *args: run(["ip", "-n", ns, *args])
-        ip(ul, "link", "add", "br0", "type", "bridge")
-        ip(ul, "link", "set", "br0", "up")
+        build_underlay(self, inv)
         for i in (1, 2):
             host, cont = self.ns(f"h{i}"), self.ns(f"c{i}")
-            ip(ul, "link", "add", f"u-h{i}", "mtu", "1500", "type", "veth",
-               "peer", "name", "eth0", "mtu", "1500", "netns", host)
-            ip(ul, "link", "set", f"u-h{i}", "master", "br0", "up")
             ip(host, "addr", "add", f"10.100.0.{i}/24", "dev", "eth0")
-            ip(host, "link", "set", "eth0", "up")
             run(in_ns(host, "sysctl", "-qw", "net.ipv4.ip_forward=1"))
             ip(host, "link", "add", f"c-c{i}", "mtu", "1500", "type", "veth",
                "peer", "name", "eth0", "mtu", "1500", "netns", cont)
@@ -116,6 +110,26 @@ class Native(Scenario):
             ip(cont, "route", "add", "default", "via", f"10.{i}.0.1")
         ip(self.ns("h1"), "route", "add", "10.2.0.0/24", "via", "10.100.0.2")
         ip(self.ns("h2"), "route", "add", "10.1.0.0/24", "via", "10.100.0.1")
+
+
+def ip(ns, *args):
+    return run(["ip", "-n", ns, *args])
+
+
+def build_underlay(sc, inv):
+    """The namespaces ul, h1, h2, c1, c2 of `sc`, the underlay bridge br0 in ul and a veth
+    from it to each host, whose host end is `eth0` (up, no address yet)."""
+    for node in ("ul", "h1", "h2", "c1", "c2"):
+        inv.add_netns(sc.ns(node))
+    ul = sc.ns("ul")
+    ip(ul, "link", "add", "br0", "type", "bridge")
+    ip(ul, "link", "set", "br0", "up")
+    for i in (1, 2):
+        host = sc.ns(f"h{i}")
+        ip(ul, "link", "add", f"u-h{i}", "mtu", "1500", "type", "veth",
+           "peer", "name", "eth0", "mtu", "1500", "netns", host)
+        ip(ul, "link", "set", f"u-h{i}", "master", "br0", "up")
+        ip(host, "link", "set", "eth0", "up")
 
 
 class Lab(Scenario):
@@ -169,4 +183,89 @@ class Nvo(Lab):
         return {n["name"]: n["nvod_pid"] for n in nodes if n.get("nvod_pid")}
 
 
-SCENARIOS = {cls.key: cls for cls in (Native, Kernel, Nvo)}
+class Ovs(Scenario):
+    """Open vSwitch's userspace datapath with VXLAN, per host (see ovs.py for the daemons):
+
+        c-cN (container's veth) ──┐ br-int (netdev) ── vx0 (VXLAN, VNI 100, to the peer host)
+        eth0 (underlay veth) ─────┘ br-phy (netdev), the host's underlay IP on br-phy
+
+    The underlay address sits on br-phy (a tap in netdev mode) so that OVS's tunnel routing
+    finds the underlay through a bridge of its own and sends the encapsulated frames out of
+    eth0 itself. Both veths are ports of type `port_type`. Learning (NORMAL) on both bridges."""
+
+    port_type = ""
+    server_ip = "10.0.0.2"
+    tenant_mtu = 1450
+
+    def __init__(self, run_id):
+        super().__init__(run_id)
+        self.hosts = {}
+
+    def up(self, inv, env):
+        missing = ovs.missing_tools()
+        if missing:
+            raise SetupFailed(f"Open vSwitch is not installed ({', '.join(missing)} missing): "
+                              "scripts/setup.sh installs openvswitch-switch")
+        build_underlay(self, inv)
+        try:
+            for i in (1, 2):
+                self._host(inv, env, i)
+        except ovs.OvsFailed as e:
+            raise SetupFailed(str(e)) from e
+        modes = sorted({line.rstrip(".") for h in self.hosts.values()
+                        for line in h.log_lines("XDP mode will be in use")})
+        if modes:
+            self.notes.append("XDP mode, from ovs-vswitchd's logs: " + "; ".join(modes))
+
+    def _host(self, inv, env, i):
+        host, cont, peer = self.ns(f"h{i}"), self.ns(f"c{i}"), 3 - i
+        ip(host, "link", "add", f"c-c{i}", "mtu", "1500", "type", "veth",
+           "peer", "name", "eth0", "mtu", "1500", "netns", cont)
+        ip(host, "link", "set", f"c-c{i}", "up")
+        ip(cont, "link", "set", "eth0", "mtu", str(self.tenant_mtu), "up")
+        ip(cont, "addr", "add", f"10.0.0.{i}/24", "dev", "eth0")
+        # The container's frames reach OVS through a socket with their checksums left to an
+        # offload that is not there; OVS does not complete them (PEERS.md).
+        run(in_ns(cont, "ethtool", "-K", "eth0", "tx", "off"))
+        h = ovs.OvsHost(host, env["workdir"], f"{self.key}-h{i}")
+        self.hosts[f"h{i}"] = h
+        h.start(inv)
+        h.vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev",
+                "--", "add-port", "br-phy", "eth0",
+                "--", "set", "interface", "eth0", f"type={self.port_type}")
+        ip(host, "addr", "add", f"10.100.0.{i}/24", "dev", "br-phy")
+        ip(host, "link", "set", "br-phy", "up")
+        h.vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev",
+                "--", "add-port", "br-int", f"c-c{i}",
+                "--", "set", "interface", f"c-c{i}", f"type={self.port_type}",
+                "--", "add-port", "br-int", "vx0",
+                "--", "set", "interface", "vx0", "type=vxlan",
+                f"options:remote_ip=10.100.0.{peer}", f"options:local_ip=10.100.0.{i}",
+                "options:key=100")
+        ip(host, "link", "set", "br-int", "up")
+        h.check_ports(["eth0", f"c-c{i}", "vx0"])
+
+    def daemons(self, inv):
+        return {name: h.vswitchd.pid for name, h in self.hosts.items()
+                if h.vswitchd and h.vswitchd.poll() is None}
+
+
+class OvsAfPacket(Ovs):
+    key = "ovs-afpacket"
+    port_type = "system"
+    title = "Open vSwitch userspace, AF_PACKET"
+    description = ("ovs-vswitchd 3.1 (Debian) per host, `datapath_type=netdev`, no kernel "
+                   "module; both veths as `system` ports (AF_PACKET), VXLAN VNI 100, port "
+                   "4789, underlay IP on br-phy, defaults otherwise (no userspace TSO); "
+                   "container tx checksum offload off; tenant MTU 1450")
+
+
+class OvsAfXdp(Ovs):
+    key = "ovs-afxdp"
+    port_type = "afxdp-nonpmd"
+    title = "Open vSwitch userspace, AF_XDP"
+    description = ("as ovs-afpacket, but both veths as `afxdp-nonpmd` ports (AF_XDP sockets "
+                   "polled by ovs-vswitchd's main thread, no busy-polling PMD threads)")
+
+
+SCENARIOS = {cls.key: cls for cls in (Native, Kernel, OvsAfPacket, OvsAfXdp, Nvo)}

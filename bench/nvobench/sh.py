@@ -6,6 +6,8 @@ signal half-way through a step. Nothing is removed by a broad pattern: processes
 handle we started them with, labs by name (`nvo lab down NAME`), namespaces by name.
 """
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -30,12 +32,12 @@ def tail(text, lines=3):
     return " / ".join(kept[-lines:])
 
 
-def run(cmd, timeout=60, check=True):
+def run(cmd, timeout=60, check=True, env=None):
     """Runs `cmd` (a list), capturing text output; raises CommandFailed when `check` and it
-    fails or outlives `timeout` seconds."""
+    fails or outlives `timeout` seconds. `env` replaces the environment when given."""
     cmd = [str(c) for c in cmd]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         raise CommandFailed(f"{' '.join(cmd)}: no answer within {timeout} s") from e
     if check and p.returncode != 0:
@@ -65,11 +67,22 @@ class Inventory:
         self.procs = []
         self.labs = []
         self.netns = []
+        self.markers = []
 
-    def spawn(self, cmd, **kw):
-        """Starts a background process (stdout and stderr captured as text) and records it."""
-        p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, **kw)
+    def watch(self, marker):
+        """Records a string that appears in the command line of every process the run starts
+        under a name of its own (the run's work directory in the daemons' arguments): whatever
+        still carries it after teardown is a leak, killed by its pid and reported."""
+        self.markers.append(marker)
+
+    def spawn(self, cmd, output=None, **kw):
+        """Starts a background process and records it. Its stdout and stderr are captured as
+        text, or go to the open file `output` (for daemons, whose output nobody reads: a pipe
+        would fill and block them)."""
+        out = output if output is not None else subprocess.PIPE
+        p = subprocess.Popen([str(c) for c in cmd], stdout=out,
+                             stderr=subprocess.STDOUT if output is not None else subprocess.PIPE,
+                             text=True, **kw)
         self.procs.append(p)
         return p
 
@@ -118,9 +131,30 @@ class Inventory:
                 if p.returncode != 0:
                     problems.append(f"ip netns del {ns}: {tail(p.stderr)}")
         self.netns.clear()
+        problems += self._kill_marked()
         time.sleep(0.2)
         for ns in namespaces():
             if ns.startswith(self.prefix):
                 problems.append(f"namespace {ns} was left behind; removed it")
                 run(["ip", "netns", "del", ns], check=False)
+        return problems
+
+    def _kill_marked(self):
+        """Kills (by pid) every process whose command line carries one of the markers."""
+        problems = []
+        if not self.markers:
+            return problems
+        for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if pid != os.getpid() and any(m in cmdline for m in self.markers):
+                problems.append(f"process {pid} ({cmdline.strip()[:80]}) was left behind; "
+                                "killed it")
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         return problems

@@ -66,9 +66,11 @@ def ratio(a, b):
             "lo": a["min"] / b["max"], "hi": a["max"] / b["min"]}
 
 
-# The ratios the report leads with, (numerator, denominator); the last one is context: how
-# far the kernel's VXLAN is from native on this machine, to compare with nvo's distance.
-PAIRS = [("nvo", "native"), ("nvo", "kernel"), ("kernel", "native")]
+# The ratios the report leads with, (numerator, denominator): nvo against native routing, the
+# kernel's VXLAN and Open vSwitch's userspace datapath with each port type. The last one is
+# context: how far the kernel's VXLAN is from native on this machine, to compare with nvo's.
+PAIRS = [("nvo", "native"), ("nvo", "kernel"), ("nvo", "ovs-afpacket"), ("nvo", "ovs-afxdp"),
+         ("kernel", "native")]
 
 
 def figures(samples, metric_list):
