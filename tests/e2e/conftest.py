@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import pathlib
+import select
 import subprocess
 import time
 
@@ -68,6 +69,24 @@ class Lab:
         out = self.exec(node, "ip", "-j", "neigh", "show", addr).stdout
         entries = json.loads(out or "[]")
         return entries[0].get("lladdr") if entries else None
+
+    def capture(self, host, pcap, filter_expr="udp port 4789"):
+        """Starts tcpdump on HOST's eth0 writing PCAP, each packet written at once (-U,
+        --immediate-mode); returns the process once tcpdump says it listens. Stop it with
+        SIGTERM (it flushes) and wait for it."""
+        cmd = ["tcpdump", "-i", "eth0", "--immediate-mode", "-U", "-n", "-Z", "root", "-w", str(pcap), filter_expr]
+        cap = subprocess.Popen(["ip", "netns", "exec", self.ns(host), *cmd],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        seen = ""
+        while "listening on" not in seen:
+            ready, _, _ = select.select([cap.stderr], [], [], max(0.0, deadline - time.monotonic()))
+            line = cap.stderr.readline() if ready else ""
+            if not line:
+                cap.kill()
+                raise AssertionError(f"tcpdump did not start on {host}: {seen}")
+            seen += line
+        return cap
 
     def lab_state(self):
         return json.loads((RUN / self.name / "lab.json").read_text())

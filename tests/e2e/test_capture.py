@@ -2,13 +2,13 @@
 
       red1                 red2
         |                    |
-   [ h1: nvod ]         [ h2: nvod ]      tshark captures on h1's eth0
+   [ h1: nvod ]         [ h2: nvod ]      tcpdump captures on h1's eth0, tshark decodes
          \\ eth0             / eth0
           +-- ul: bridge ---+              VNI 4711, underlay 10.100.0.0/24
 """
 
+import signal
 import subprocess
-import time
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
@@ -23,15 +23,12 @@ containers:
 def test_tshark_decodes_nvod_vxlan(lab_factory, tmp_path):
     lab = lab_factory(TOPOLOGY)
     pcap = tmp_path / "ul.pcap"
-    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns("h1"), "tshark", "-q", "-i", "eth0", "-f", "udp port 4789",
-                            "-a", "duration:6", "-w", str(pcap)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cap = lab.capture("h1", pcap)
     try:
-        time.sleep(2)  # tshark needs a moment before it captures
         lab.ping("red1", "10.0.0.2", count=5)
-        cap.wait(timeout=20)
     finally:
-        if cap.poll() is None:
-            cap.kill()
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=20)
     out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "ip.src", "-e", "udp.srcport", "-e", "vxlan.vni",
                           "-e", "icmp.type"], capture_output=True, text=True, check=True).stdout
     rows = [l.split("\t") for l in out.splitlines() if l.strip()]

@@ -10,7 +10,6 @@ off) delivers them to every host, and each host's kernel keeps them because its 
 """
 
 import itertools
-import select
 import signal
 import subprocess
 import time
@@ -40,24 +39,6 @@ def net_counters(lab, host, vni=100):
     return lab.counters(host)["networks"][str(vni)]
 
 
-def start_capture(lab, host, pcap):
-    """tcpdump of VXLAN on HOST's eth0 into PCAP, each packet read and written at once
-    (--immediate-mode, -U); returns once it listens."""
-    cmd = ["tcpdump", "-i", "eth0", "--immediate-mode", "-U", "-n", "-Z", "root", "-w", str(pcap), "udp port 4789"]
-    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns(host), *cmd],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 10
-    seen = ""
-    while "listening on" not in seen:
-        ready, _, _ = select.select([cap.stderr], [], [], max(0.0, deadline - time.monotonic()))
-        line = cap.stderr.readline() if ready else ""
-        if not line:
-            cap.kill()
-            raise AssertionError(f"tcpdump did not start on {host}: {seen}")
-        seen += line
-    return cap
-
-
 def test_flooding_by_underlay_multicast_group(lab_factory, tmp_path):
     lab = lab_factory(TOPOLOGY)
     # No IPv6 in the tenants: its router solicitations and MLD reports are flooded too, and
@@ -77,7 +58,7 @@ def test_flooding_by_underlay_multicast_group(lab_factory, tmp_path):
 
     # A broadcast frame leaves h1 once, to the group, whatever the number of remote VTEPs.
     pcap = tmp_path / "h1.pcap"
-    cap = start_capture(lab, "h1", pcap)
+    cap = lab.capture("h1", pcap)
     try:
         before = {h: net_counters(lab, h) for h in ("h1", "h2", "h3")}
         script = (

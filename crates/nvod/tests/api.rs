@@ -20,13 +20,25 @@ use nvo_api::{FdbEntry, FlushResult, Network, Port};
 use serde_json::{json, Value};
 
 /// Everything the API shows, to compare before and after a refused request.
+/// What an API call could change: configuration and static entries. Learned entries and the
+/// learned counts are left out: the veth peer's own traffic (IPv6 router solicitations, say)
+/// may teach nvod a MAC at any moment.
 fn snapshot(nvod: &Nvod) -> Value {
-    let networks: Value = nvod.get("/v1/networks");
+    let mut networks: Value = nvod.get("/v1/networks");
     let ports: Value = nvod.get("/v1/ports");
     let mut fdb = serde_json::Map::new();
-    for n in networks.as_array().unwrap() {
+    for n in networks.as_array_mut().unwrap() {
+        n.as_object_mut().unwrap().remove("learned");
         let vni = n["vni"].to_string();
-        fdb.insert(vni.clone(), nvod.get(&format!("/v1/networks/{vni}/fdb")));
+        let entries: Value = nvod.get(&format!("/v1/networks/{vni}/fdb"));
+        let static_entries: Vec<Value> = entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["origin"] == "static")
+            .cloned()
+            .collect();
+        fdb.insert(vni, Value::Array(static_entries));
     }
     json!({ "networks": networks, "ports": ports, "fdb": fdb })
 }
