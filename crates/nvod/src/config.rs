@@ -50,8 +50,8 @@ pub const DEFAULT_MULTICAST_TTL: u8 = nvo_io::DEFAULT_MULTICAST_TTL;
 /// Default log filter.
 pub const DEFAULT_LOG: &str = "info";
 
-/// Entropy source ports start here (the IANA dynamic range, RFC 6335 §6).
-pub const ENTROPY_BASE: u16 = 49152;
+/// Entropy source ports start here (nvo-io binds them from this port up).
+pub const ENTROPY_BASE: u16 = nvo_io::ENTROPY_PORT_BASE;
 
 /// Documentation addresses (RFC 5737, RFC 3849) used to ask the kernel which source address it
 /// would use for the default route; connecting a UDP socket sends nothing.
@@ -82,10 +82,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// The default tenant MTU: the underlay MTU minus the VXLAN overhead (outer IP + UDP +
-    /// VXLAN + inner Ethernet: 20+8+8+14 over IPv4, 40+8+8+14 over IPv6).
+    /// The default tenant MTU: the underlay MTU minus the VXLAN overhead.
     pub fn default_tenant_mtu(&self) -> u16 {
-        let overhead = if self.locator.is_ipv4() { 50 } else { 70 };
+        let overhead = nvo_wire::vxlan::overhead(self.locator.is_ipv6());
         self.underlay_mtu.saturating_sub(overhead)
     }
 }

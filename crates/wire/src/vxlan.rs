@@ -42,6 +42,14 @@ mod fields {
 /// Length of the VXLAN header.
 pub const HEADER_LEN: usize = fields::PAYLOAD.start;
 
+/// Bytes VXLAN adds around a tenant's IP packet, which is what a tenant MTU is measured on:
+/// outer IP (20 or 40), UDP (8), VXLAN (8) and the inner Ethernet header (14) — 50 over an IPv4
+/// underlay, 70 over IPv6 (RFC 7348 §4.3 asks for an underlay MTU that leaves room for them).
+pub const fn overhead(ipv6_underlay: bool) -> u16 {
+    let outer_ip = if ipv6_underlay { 40 } else { 20 };
+    outer_ip + 8 + HEADER_LEN as u16 + 14
+}
+
 /// Bits of the first flags byte.
 pub mod flags {
     /// G: a Group Policy ID is present (GBP).
@@ -348,6 +356,11 @@ mod tests {
                 gbp: None
             }
         );
+    }
+
+    #[test]
+    fn overhead_over_each_underlay() {
+        assert_eq!((overhead(false), overhead(true)), (50, 70));
     }
 
     #[test]

@@ -54,12 +54,9 @@ pub enum Family {
 }
 
 impl Family {
-    /// Bytes VXLAN adds to a tenant frame: outer Ethernet, IP, UDP and VXLAN headers.
+    /// Bytes VXLAN adds around a tenant's IP packet (see `nvo_wire::vxlan::overhead`).
     pub fn overhead(self) -> u16 {
-        match self {
-            Family::Ipv4 => 50,
-            Family::Ipv6 => 70,
-        }
+        nvo_wire::vxlan::overhead(self == Family::Ipv6)
     }
 }
 
