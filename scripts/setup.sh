@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything nvo's demo and tests need on a Debian machine, idempotently:
-# Debian packages (tshark, scapy, iproute2, a C toolchain) and the Rust components (rustfmt, clippy).
+# Debian packages (tshark, scapy, iproute2, nftables for STT, a C toolchain) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump build-essential pkg-config ca-certificates openvswitch-switch)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }

@@ -8,7 +8,7 @@ either of them has. A ratio one run has and the other lacks (a scenario failed o
 selected in one of them) is a disagreement; a ratio neither has is not counted, and neither
 is a metric that only one run's configuration measures (other UDP payload sizes).
 
-The ratios are recomputed from each run's figures with today's pairs (stats.PAIRS), so runs
+The ratios are recomputed from each run's figures with today's pairs (stats.ALL_PAIRS), so runs
 written by an older harness compare on the pairs they can.
 """
 
@@ -56,7 +56,7 @@ def compare(path_a, path_b):
     print("-" * len(head))
     counted = agreeing = 0
     for m in (m for m in stats.metrics(sizes) if m.ratio):
-        for num, den in stats.PAIRS:
+        for num, den in stats.ALL_PAIRS:
             key = f"{num}/{den}"
             x, y = ra.get(m.key, {}).get(key), rb.get(m.key, {}).get(key)
             v, change = verdict(x, y)

@@ -32,8 +32,9 @@ BLAST_BATCH = 64
 # fill the 4 MiB reassembly memory, and with 30 s they would starve the rest of the run and
 # the next one; with 1 s they expire while the run goes on, and a pause clears them after it.
 FRAG_TIME = 1
-# Largest UDP payload that fits the tenant MTU of 1450 unfragmented (1450 - 20 - 8).
-UNFRAGMENTED = 1422
+# IPv4 and UDP headers: the largest UDP payload a scenario carries unfragmented is its tenant
+# MTU minus this (1422 at 1450; nvod's profiles have other MTUs).
+IP_UDP = 28
 _REPLY = re.compile(r"icmp_seq=(\d+) .*time=([\d.]+) ms")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -132,7 +133,7 @@ def udp(sc, inv, blast, size, seconds):
         out, err = recv.communicate(timeout=seconds + 20)
     finally:
         inv.stop(recv)
-        if size > UNFRAGMENTED:
+        if size > sc.tenant_mtu - IP_UDP:
             time.sleep(FRAG_TIME + 0.5)
     s = json.loads(send.stdout)
     try:

@@ -3,15 +3,23 @@ regenerated from a results file). It leads with the ratios, then the machine and
 then the scenarios (failed ones with their reason), the absolute figures and the method.
 """
 
+from . import encaps, offloads
 from .stats import PAIRS, metrics
 
 # Said of a results file from the harness's first version, which had no OVS scenarios.
 OVS_ABSENT = ("Open vSwitch userspace datapath (VXLAN; AF_PACKET and AF_XDP ports)",
               "not in the harness version that made this run")
 
+# Said when no profile scenario has samples.
+PROFILES_ABSENT = ("nvo with its other encapsulation profiles (" +
+                   ", ".join(p for p, _ in encaps.PROFILES) + ")",
+                   "not selected in this run: `bench/run.py --scenarios encaps` measures them "
+                   "beside native, kernel and nvo's VXLAN")
+OFFLOADS_ABSENT = ("STT against VXLAN with offloads toggled",
+                   "a separate mode: `bench/run.py --offloads` writes "
+                   "bench/results/<stamp>-offloads.md")
+
 NOT_MEASURED = [
-    ("nvo with other encapsulations (Geneve, GRE/NVGRE, VXLAN-GPE, STT)",
-     "nvod carries only VXLAN so far (the encapsulation engine is issue 5)"),
     ("microbenchmarks (FDB lookup, pipeline ns per packet)",
      "not part of this run: bench/micro.py runs them (criterion) and writes "
      "bench/results/micro-latest.md"),
@@ -115,6 +123,8 @@ def _scenarios(doc):
     for key, sc in doc["scenarios"].items():
         status = "measured" if sc["status"] == "ok" else f"**{sc['status']}**: {sc['reason']}"
         built = f"{sc['setup_s']:.1f} s" if sc.get("setup_s") is not None else "—"
+        if sc.get("tenant_mtu") and sc["status"] == "ok":
+            built += f", tenant MTU {sc['tenant_mtu']}"
         rows.append(f"| {key} | {status} | {built} | **{sc['title']}**: {sc['description']} |")
         notes += [f"- {key}: {n}" for n in sc.get("notes", [])]
     return rows + ([""] + notes if notes else [])
@@ -217,10 +227,14 @@ def render(doc, image_prefix):
            "kernel's own distance from native, for scale.", ""]
     out += _ratio_table(doc, mlist)
     out += ["", "How to read them:", "", *READING]
+    out += encaps.render(doc, mlist)
     out += ["", "## Machine and noise", ""] + _machine(doc)
     out += ["", "## Scenarios", ""] + _scenarios(doc)
     out += ["", "Not measured in this run:", ""]
     absent = [] if any(k.startswith("ovs-") for k in doc["scenarios"]) else [OVS_ABSENT]
+    if not any(k != "nvo" for k in encaps.measured(doc)):
+        absent.append(PROFILES_ABSENT)
+    absent.append(OFFLOADS_ABSENT)
     out += [f"- {what}: {why}." for what, why in absent + NOT_MEASURED]
     if doc.get("problems"):
         out += ["", "Problems during the run:", ""] + [f"- {p}" for p in doc["problems"]]

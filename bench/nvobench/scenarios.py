@@ -33,7 +33,7 @@ hosts:
   - {{name: h1, kind: {kind}}}
   - {{name: h2, kind: {kind}}}
 networks:
-  - {{vni: 100, name: bench}}
+  - {{vni: 100, name: bench{encap}}}
 containers:
   - {{name: c1, host: h1, vni: 100, ip: 10.0.0.1/24}}
   - {{name: c2, host: h2, vni: 100, ip: 10.0.0.2/24}}
@@ -116,6 +116,11 @@ def ip(ns, *args):
     return run(["ip", "-n", ns, *args])
 
 
+def link_mtu(ns, dev):
+    out = run(["ip", "-n", ns, "-j", "link", "show", dev]).stdout
+    return json.loads(out)[0]["mtu"]
+
+
 def build_underlay(sc, inv):
     """The namespaces ul, h1, h2, c1, c2 of `sc`, the underlay bridge br0 in ul and a veth
     from it to each host, whose host end is `eth0` (up, no address yet)."""
@@ -136,13 +141,25 @@ class Lab(Scenario):
     """A scenario built by `nvo lab up` from LAB_TOPOLOGY."""
 
     kind = ""
+    # The network's encapsulation profile and its parameters (YAML), None for the default.
+    encap = None
+    params = None
     server_ip = "10.0.0.2"
     tenant_mtu = 1450
 
     def up(self, inv, env):
         path = pathlib.Path(env["workdir"]) / f"{self.name}.yaml"
-        path.write_text(LAB_TOPOLOGY.format(key=self.key, name=self.name, kind=self.kind))
+        encap = f", encap: {self.encap}" if self.encap else ""
+        encap += f", params: {self.params}" if self.params else ""
+        path.write_text(LAB_TOPOLOGY.format(key=self.key, name=self.name, kind=self.kind,
+                                            encap=encap))
         inv.lab_up(self.name, path, env["nvod"])
+        # nvod chooses the tenant MTU per profile; the containers get what it chose.
+        self.tenant_mtu = link_mtu(self.ns("c1"), "eth0")
+
+    def socket(self, host):
+        """The API socket of `host`'s nvod (the path `nvo lab` gives it)."""
+        return f"/run/nvo/lab/{self.name}/{host}.sock"
 
     def lab_status(self, inv):
         out = run([inv.nvo, "-o", "json", "lab", "status", self.name]).stdout

@@ -8,6 +8,8 @@ the least to the most favourable pairing of the two ranges (min/max .. max/min).
 
 import statistics
 
+from . import encaps
+
 
 class Metric:
     """One figure the report shows: where its samples come from and which way is better."""
@@ -71,6 +73,9 @@ def ratio(a, b):
 # context: how far the kernel's VXLAN is from native on this machine, to compare with nvo's.
 PAIRS = [("nvo", "native"), ("nvo", "kernel"), ("nvo", "ovs-afpacket"), ("nvo", "ovs-afxdp"),
          ("kernel", "native")]
+# Every ratio a run computes: the lead pairs, then each encapsulation profile against native,
+# the kernel and nvo's VXLAN (encaps.PAIRS; the ones PAIRS already has are not repeated).
+ALL_PAIRS = PAIRS + [p for p in encaps.PAIRS if p not in PAIRS]
 
 
 def figures(samples, metric_list):
@@ -85,10 +90,11 @@ def figures(samples, metric_list):
 
 
 def ratios(figs):
-    """{metric key: {"nvo/native": ratio, ...}} for every pair both of whose figures exist."""
+    """{metric key: {"nvo/native": ratio, ...}} for every pair of ALL_PAIRS; None where either
+    figure is missing."""
     out = {}
     for key, by_sc in figs.items():
-        out[key] = {f"{a}/{b}": ratio(by_sc.get(a), by_sc.get(b)) for a, b in PAIRS}
+        out[key] = {f"{a}/{b}": ratio(by_sc.get(a), by_sc.get(b)) for a, b in ALL_PAIRS}
     return out
 
 

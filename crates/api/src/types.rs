@@ -69,6 +69,12 @@ pub struct NetworkSpec {
     /// Initial flood list (remote VTEP addresses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flood: Option<Vec<IpAddr>>,
+    /// Encapsulation profile by name (default "vxlan"); `GET /v1/profiles` lists them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encap: Option<String>,
+    /// Values of the profile's parameters, e.g. {"group": 100} for vxlan-gbp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<BTreeMap<String, u64>>,
 }
 
 /// A network as nvod has it.
@@ -95,6 +101,42 @@ pub struct Network {
     /// Static FDB entries now.
     #[serde(rename = "static")]
     pub static_entries: u32,
+    /// Encapsulation profile.
+    #[serde(default)]
+    pub encap: String,
+    /// Values of the profile's parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, u64>,
+}
+
+/// The form of a user-defined encapsulation profile (`POST /v1/profiles`), also how every
+/// profile is shown.
+pub use nvo_encap::spec::ProfileSpec;
+
+/// `POST /v1/profiles/{name}/keys`: what a received key of the profile leads to — exactly one
+/// of `local` (deliver into the network with this VNI) and `forward` (relay the packet, header
+/// and payload untouched but for its hop count, to this underlay address).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyBinding {
+    /// The key bytes, hex (spaces allowed): for vxlan-gpe-nsh the SPI (3 bytes) and SI (1).
+    pub key: String,
+    /// Deliver to the local network with this VNI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<u32>,
+    /// Relay to this remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward: Option<IpAddr>,
+}
+
+/// `GET /v1/profiles`: one profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    /// Built into nvod (cannot be removed) or user-defined.
+    pub builtin: bool,
+    /// The description.
+    #[serde(flatten)]
+    pub spec: ProfileSpec,
 }
 
 /// What kind of interface a port is.
@@ -120,6 +162,32 @@ pub struct PortSpec {
     /// Interface kind (default veth).
     #[serde(default)]
     pub kind: PortKind,
+    /// Offload settings (default: large frames kept, the interface's own offloads untouched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offloads: Option<PortOffloads>,
+}
+
+/// Offload knobs of a port, so that their effect can be measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortOffloads {
+    /// Keep TSO/GSO frames from the port whole (STT carries them as one frame; other
+    /// profiles segment them in software) and hand GSO frames to the port whole (default
+    /// true). false: segment at receive and deliver only finished frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_frames: Option<bool>,
+    /// TCP segmentation offload of the interface (ethtool tso), set when nvod opens it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tso: Option<bool>,
+    /// Generic segmentation offload of the interface (ethtool gso).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gso: Option<bool>,
+    /// Generic receive offload of the interface (ethtool gro).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    /// Transmit checksum offload of the interface (ethtool tx).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_checksum: Option<bool>,
 }
 
 /// A port as nvod has it.
@@ -133,6 +201,9 @@ pub struct Port {
     pub kind: PortKind,
     /// Whether nvod has the interface open now (false while it is missing; nvod retries).
     pub up: bool,
+    /// Offload settings asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offloads: Option<PortOffloads>,
 }
 
 /// Where an FDB entry was learned or set.
@@ -223,6 +294,9 @@ pub struct Counters {
     pub ports: BTreeMap<String, BTreeMap<String, u64>>,
     /// The underlay sockets.
     pub underlay: BTreeMap<String, u64>,
+    /// STT reassembly.
+    #[serde(default)]
+    pub stt: BTreeMap<String, u64>,
 }
 
 /// The body of every error answer.

@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
-//! Three families of subcommands: the API calls of nvod (`node`, `network`, `port`, `fdb`,
-//! `flood`, `counters`; one per call, on the socket given by `--socket` or `NVO_SOCKET`),
+//! Three families of subcommands: the API calls of nvod (`node`, `network`, `profile`, `port`,
+//! `fdb`, `flood`, `counters`; one per call, on the socket given by `--socket` or `NVO_SOCKET`),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
 //! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
 //! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
@@ -22,6 +22,7 @@ use clap::{Parser, Subcommand};
 use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
 use cmd::decode::DecodeArgs;
 use cmd::lab::LabCmd;
+use cmd::profile::ProfileCmd;
 use cmd::{CliError, Format};
 
 /// nvo: multi-tenant network virtualization overlays for Linux.
@@ -45,9 +46,17 @@ enum Command {
         after_help = "Example:\n  nvo node\n  nvo --socket /run/nvo/lab/demo/h1.sock -o json node"
     )]
     Node,
-    /// List, show, create and delete networks (tenant VNIs).
+    /// List, show, create and delete networks (tenant VNIs, each with its encapsulation).
     #[command(subcommand)]
     Network(NetworkCmd),
+    /// List, show, add and delete encapsulation profiles: the tunnel protocols networks use.
+    ///
+    /// Every network carries its frames in one profile's header (`nvo network add --encap`).
+    /// Built in: vxlan, vxlan-gbp, vxlan-gpe, geneve, nvgre, overlay (nvo's routing header),
+    /// ipip, ip6ip6 and stt; `nvo profile add` teaches nvod a new UDP or IP protocol from a
+    /// file, without a rebuild.
+    #[command(subcommand)]
+    Profile(ProfileCmd),
     /// List, attach and detach ports (interfaces of a network).
     #[command(subcommand)]
     Port(PortCmd),
@@ -57,7 +66,8 @@ enum Command {
     /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).
     #[command(subcommand)]
     Flood(FloodCmd),
-    /// Show the data path's counters: drops by reason, per network, per port, underlay.
+    /// Show the data path's counters: drops by reason, per network, per port, underlay, STT
+    /// reassembly.
     #[command(
         after_help = "Example:\n  nvo counters\n  nvo counters --all\n  nvo -o json counters"
     )]
@@ -85,6 +95,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Node => cmd::api::node(&client, format)?,
         Command::Network(c) => cmd::api::network(&client, format, c)?,
+        Command::Profile(c) => cmd::profile::profile(&client, format, c)?,
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,

@@ -78,6 +78,58 @@ fn network_add_takes_every_option() {
 }
 
 #[test]
+fn network_add_takes_a_profile_and_its_parameters() {
+    let cli = parse(&[
+        "network",
+        "add",
+        "200",
+        "--encap",
+        "vxlan-gbp",
+        "--param",
+        "group=100",
+        "--param",
+        "x=0x10",
+    ]);
+    let Command::Network(NetworkCmd::Add(a)) = cli.command else {
+        panic!("{:?}", cli.command)
+    };
+    assert_eq!(a.encap.as_deref(), Some("vxlan-gbp"));
+    assert_eq!(a.params, [("group".to_owned(), 100), ("x".to_owned(), 16)]);
+    let e = refuse(&["network", "add", "1", "--param", "group"]);
+    assert!(e.contains("\"group\" is not KEY=VALUE"), "{e}");
+}
+
+#[test]
+fn profile_commands() {
+    let Command::Profile(ProfileCmd::Add { file }) =
+        parse(&["profile", "add", "--file", "p.toml"]).command
+    else {
+        panic!()
+    };
+    assert_eq!(file, PathBuf::from("p.toml"));
+    assert!(refuse(&["profile", "add", "p.toml"]).contains("--file"));
+    assert!(refuse(&["profile", "show"]).contains("NAME"));
+    let help = Cli::command()
+        .find_subcommand_mut("profile")
+        .and_then(|p| p.find_subcommand_mut("add"))
+        .map(|a| a.render_long_help().to_string())
+        .unwrap();
+    assert!(
+        help.contains("udp_port = 7777") && help.contains("[[profile]]"),
+        "{help}"
+    );
+    let help = Cli::command()
+        .find_subcommand_mut("network")
+        .and_then(|n| n.find_subcommand_mut("add"))
+        .map(|a| a.render_long_help().to_string())
+        .unwrap();
+    assert!(
+        help.contains("nvo profile list") && help.contains("--encap"),
+        "{help}"
+    );
+}
+
+#[test]
 fn vnis_outside_24_bits_are_refused() {
     assert!(refuse(&["network", "show", "0"]).contains("0 is not in 1..=16777215"));
     assert!(refuse(&["fdb", "show", "16777216"]).contains("16777216"));
@@ -136,11 +188,42 @@ fn fdb_add_needs_exactly_one_destination_and_a_real_mac() {
 
 #[test]
 fn ports_flood_and_counters() {
-    let Command::Port(PortCmd::Add { name, vni, kind }) =
-        parse(&["port", "add", "c-red1", "--vni", "100"]).command
+    let Command::Port(PortCmd::Add {
+        name,
+        vni,
+        kind,
+        no_large_frames,
+        tso,
+        ..
+    }) = parse(&["port", "add", "c-red1", "--vni", "100"]).command
     else {
         panic!()
     };
+    assert!(!no_large_frames && tso.is_none());
+    let Command::Port(PortCmd::Add {
+        no_large_frames,
+        tso,
+        gro,
+        ..
+    }) = parse(&[
+        "port",
+        "add",
+        "c-red1",
+        "--vni",
+        "100",
+        "--no-large-frames",
+        "--tso",
+        "off",
+        "--gro",
+        "on",
+    ])
+    .command
+    else {
+        panic!()
+    };
+    assert!(no_large_frames);
+    assert_eq!(tso, Some(cmd::api::Switch::Off));
+    assert_eq!(gro, Some(cmd::api::Switch::On));
     assert_eq!(
         (name.as_str(), vni, kind),
         ("c-red1", 100, cmd::api::KindArg::Veth)
@@ -223,7 +306,10 @@ fn lab_up_and_down() {
         .map(|u| u.render_long_help().to_string())
         .unwrap();
     assert!(
-        help.contains("flood: auto") && help.contains("vxlan_port: 4789"),
+        help.contains("flood: auto")
+            && help.contains("vxlan_port: 4789")
+            && help.contains("encap: vxlan")
+            && help.contains("profiles:"),
         "{help}"
     );
     assert!(refuse(&["lab", "down"]).contains("NAME|FILE"));

@@ -211,6 +211,33 @@ fn every_call_goes_to_its_path() {
             "/v1/networks/7/flood/fd00::9",
             Value::Null,
         ),
+        (
+            &[
+                "network",
+                "add",
+                "8",
+                "--encap",
+                "vxlan-gbp",
+                "--param",
+                "group=100",
+            ],
+            "POST",
+            "/v1/networks",
+            json!({"vni": 8, "encap": "vxlan-gbp", "params": {"group": 100}}),
+        ),
+        (&["profile", "list"], "GET", "/v1/profiles", Value::Null),
+        (
+            &["profile", "show", "vxlan-gpe"],
+            "GET",
+            "/v1/profiles/vxlan-gpe",
+            Value::Null,
+        ),
+        (
+            &["profile", "del", "my tun"],
+            "DELETE",
+            "/v1/profiles/my%20tun",
+            Value::Null,
+        ),
     ];
     for (args, method, path, body) in calls {
         // JSON output passes nvod's answer through without reading it (here: null).
@@ -252,6 +279,63 @@ fn flush_counters_and_fdb_render_as_tables() {
     let fake = Fake::new("fdb", 200, fdb);
     let out = stdout(&fake.nvo(&["fdb", "show", "100"]));
     assert_eq!(out, "MAC                DESTINATION  ORIGIN   AGE\n02:00:00:00:00:01  port c-red1  learned  12s\n");
+}
+
+const PROFILE_TOML: &str = r#"name = "mytun"
+udp_port = 7777
+template = "0800 0000 0000 0000"
+vni = { offset = 4, len = 3 }
+matches = [{ offset = 0, mask = "08", value = "08" }]
+params = [{ name = "tag", offset = 2, len = 2 }]
+"#;
+
+#[test]
+fn profile_add_sends_the_file_and_shows_the_answer() {
+    let answer = json!({"builtin": false, "name": "mytun", "udp_port": 7777,
+        "template": "0800 0000 0000 0000", "vni": {"offset": 4, "len": 3},
+        "matches": [{"offset": 0, "mask": "08", "value": "08"}], "payload": "ethernet",
+        "params": [{"name": "tag", "offset": 2, "len": 2}]});
+    let fake = Fake::new("profadd", 201, &answer.to_string());
+    let file = std::env::temp_dir().join(format!("nvo-cli-api-{}.toml", std::process::id()));
+    std::fs::write(&file, PROFILE_TOML).unwrap();
+    let out = stdout(&fake.nvo(&["profile", "add", "--file", file.to_str().unwrap()]));
+    let seen = fake.seen();
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("POST", "/v1/profiles")
+    );
+    let mut sent = answer.clone();
+    sent.as_object_mut().unwrap().remove("builtin");
+    assert_eq!(seen[0].body, sent);
+    assert!(
+        out.starts_with("# profile mytun, user-defined\n") && out.contains("udp_port = 7777\n"),
+        "{out}"
+    );
+
+    // A broken file fails here, naming the file and the key, and nothing is sent.
+    std::fs::write(&file, PROFILE_TOML.replace("udp_port", "udp_prot")).unwrap();
+    let o = fake.nvo(&["profile", "add", "--file", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains(file.to_str().unwrap()) && err.contains("udp_prot"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(fake.seen().len(), 1);
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn profile_list_is_a_table() {
+    let list = json!([{"builtin": true, "name": "vxlan", "udp_port": 4789,
+        "template": "0800 0000 0000 0000", "vni": {"offset": 4, "len": 3}, "payload": "ethernet"}]);
+    let fake = Fake::new("proflist", 200, &list.to_string());
+    assert_eq!(
+        stdout(&fake.nvo(&["profile", "list"])),
+        "NAME   KIND      TRANSPORT  HEADER  PAYLOAD   PARAMS\n\
+         vxlan  built-in  udp 4789        8  ethernet  -\n"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Preallocated batches for the UDP underlay: [`RecvBatch`] (what `recvmmsg` filled) and
-//! [`SendBatch`] (what `sendmmsg` will send).
+//! Preallocated batches for the underlays ([`crate::UdpUnderlay`], [`crate::RawUnderlay`]):
+//! [`RecvBatch`] (what `recvmmsg` filled) and [`SendBatch`] (what `sendmmsg` will send).
 //!
 //! Both are allocated once, bounded by their capacity, and reused: receiving into or pushing
 //! onto a batch never allocates. A batch carries at most [`MAX_BATCH`] messages, the size of the
@@ -18,6 +18,8 @@ pub const MAX_DATAGRAM: usize = 65_507;
 #[derive(Clone, Copy, Debug)]
 struct Datagram {
     src: SocketAddr,
+    /// Where the payload starts in the buffer: after the IPv4 header on a raw IPv4 socket.
+    start: usize,
     len: usize,
     /// Segment size when the kernel coalesced several datagrams (UDP GRO); 0 when not.
     segment: usize,
@@ -25,9 +27,19 @@ struct Datagram {
 
 const NO_DATAGRAM: Datagram = Datagram {
     src: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)),
+    start: 0,
     len: 0,
     segment: 0,
 };
+
+/// What a receive removes from the front of each buffer before [`RecvBatch::iter`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Strip {
+    /// Nothing: a UDP socket and a raw IPv6 socket hand over the payload alone.
+    Nothing,
+    /// The IPv4 header, `IHL` × 4 bytes: a raw IPv4 socket hands over the whole datagram.
+    Ipv4Header,
+}
 
 /// Buffers for one `recvmmsg` call: `capacity` buffers of `buf_len` bytes each.
 ///
@@ -43,6 +55,8 @@ pub struct RecvBatch {
     /// Buffers filled by the last receive, truncated ones included (they read as empty).
     len: usize,
     truncated: usize,
+    /// Raw IPv4 datagrams dropped by the last receive for an IP header that does not parse.
+    malformed: usize,
 }
 
 impl fmt::Debug for RecvBatch {
@@ -70,6 +84,7 @@ impl RecvBatch {
             datagrams: vec![NO_DATAGRAM; capacity].into_boxed_slice(),
             len: 0,
             truncated: 0,
+            malformed: 0,
         }
     }
 
@@ -98,14 +113,23 @@ impl RecvBatch {
         self.truncated
     }
 
+    /// Datagrams the last receive dropped because their IPv4 header did not parse (raw
+    /// sockets only; the kernel checked it already, so this stays 0 in practice).
+    pub fn malformed(&self) -> usize {
+        self.malformed
+    }
+
     /// Forgets what was received.
     pub fn clear(&mut self) {
         self.len = 0;
         self.truncated = 0;
+        self.malformed = 0;
     }
 
-    /// Every datagram of the last receive as (source, UDP payload), GRO buffers split into
-    /// their original datagrams. Empty datagrams are skipped.
+    /// Every datagram of the last receive as (source, payload), GRO buffers split into their
+    /// original datagrams. The payload is what follows the UDP header for a
+    /// [`crate::UdpUnderlay`], what follows the IP header (IPv4 or IPv6) for a
+    /// [`crate::RawUnderlay`], whose sources have port 0. Empty datagrams are skipped.
     pub fn iter(&self) -> RecvIter<'_> {
         RecvIter {
             batch: self,
@@ -115,8 +139,9 @@ impl RecvBatch {
     }
 
     /// Receives into the batch with one `recvmmsg(MSG_DONTWAIT)`; returns the number of
-    /// datagrams (GRO segments counted one by one). Would-block is `Ok(0)`.
-    pub(crate) fn receive(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
+    /// datagrams (GRO segments counted one by one). Would-block is `Ok(0)`. `strip` says what
+    /// precedes the payload in each buffer; it is skipped in place, not copied.
+    pub(crate) fn receive(&mut self, fd: BorrowedFd<'_>, strip: Strip) -> io::Result<usize> {
         self.clear();
         let slots = self
             .data
@@ -149,12 +174,30 @@ impl RecvBatch {
                 .and_then(|s| usize::try_from(s).ok())
                 .unwrap_or(0);
             let len = r.len.min(self.buf_len);
+            let start = match strip {
+                Strip::Nothing => 0,
+                Strip::Ipv4Header => {
+                    let data = &self.data[i * self.buf_len..][..len];
+                    let Some(header) = ipv4_header_len(data) else {
+                        self.malformed += 1;
+                        self.datagrams[i] = NO_DATAGRAM;
+                        continue;
+                    };
+                    header
+                }
+            };
+            let len = len - start;
             count += if segment > 0 {
                 len.div_ceil(segment)
             } else {
                 usize::from(len > 0)
             };
-            self.datagrams[i] = Datagram { src, len, segment };
+            self.datagrams[i] = Datagram {
+                src,
+                start,
+                len,
+                segment,
+            };
         }
         self.len = got;
         Ok(count)
@@ -166,11 +209,19 @@ impl RecvBatch {
         self.data[i * self.buf_len..][..payload.len()].copy_from_slice(payload);
         self.datagrams[i] = Datagram {
             src,
+            start: 0,
             len: payload.len(),
             segment,
         };
         self.len += 1;
     }
+}
+
+/// The length of the IPv4 header at the start of `data` (`IHL` × 4), if it is one that fits.
+fn ipv4_header_len(data: &[u8]) -> Option<usize> {
+    let first = *data.first()?;
+    let len = usize::from(first & 0x0f) * 4;
+    (first >> 4 == 4 && len >= 20 && len <= data.len()).then_some(len)
 }
 
 /// Would-block and interrupted calls: nothing to do now, try after the next poll.
@@ -206,7 +257,7 @@ impl<'a> Iterator for RecvIter<'a> {
             } else {
                 rest
             };
-            let start = self.index * self.batch.buf_len + self.offset;
+            let start = self.index * self.batch.buf_len + d.start + self.offset;
             self.offset += take;
             return Some((d.src, &self.batch.data[start..start + take]));
         }
@@ -329,6 +380,22 @@ mod tests {
         assert_eq!(got[1].1, vec![1; 100]);
         assert_eq!(got[2].1, vec![2; 50], "the last segment may be short");
         assert_eq!(got[3], (src, b"single".to_vec()));
+    }
+
+    #[test]
+    fn ipv4_headers_are_measured_or_refused() {
+        let mut header = [0u8; 24];
+        header[0] = 0x45;
+        assert_eq!(ipv4_header_len(&header), Some(20));
+        header[0] = 0x46; // one word of options
+        assert_eq!(ipv4_header_len(&header), Some(24));
+        header[0] = 0x47; // longer than the data
+        assert_eq!(ipv4_header_len(&header), None);
+        header[0] = 0x44; // shorter than the fixed header
+        assert_eq!(ipv4_header_len(&header), None);
+        header[0] = 0x65; // not version 4
+        assert_eq!(ipv4_header_len(&header), None);
+        assert_eq!(ipv4_header_len(&[]), None);
     }
 
     #[test]

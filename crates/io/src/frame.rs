@@ -8,14 +8,22 @@
 //! segment at a time into a scratch buffer, so nothing is allocated and nothing is dropped for
 //! lack of room.
 //!
+//! Keeping large frames is the reader's choice, frame by frame: [`Frames::next_frame_meta`]
+//! hands a GSO frame over whole and a partial checksum unfinished, with a [`FrameMeta`] that
+//! says so, and [`FramePort::send_meta`] gives both to the next port, whose kernel then
+//! segments (or not, if that port's peer takes large frames too). Ports without the
+//! virtio-net header only ever yield complete frames; sent to such a port, a large frame is
+//! finished in software first ([`FrameMeta::finish`]).
+//!
 //! One `FrameBatch` can serve every port in turn: ports do not own batches.
 
 use std::fmt;
 use std::io;
 use std::os::fd::AsFd;
 
+use crate::meta::FrameMeta;
 use crate::sys::MAX_BATCH;
-use crate::vnet::{self, Segmenter, VnetHdr, VNET_HDR_LEN};
+use crate::vnet::{self, Segmenter, VnetError, VnetHdr, VNET_HDR_LEN};
 
 /// Largest frame a port may hand over: a 64 KiB GSO frame plus its Ethernet and VLAN headers.
 pub const MAX_FRAME: usize = 65_535 + 18;
@@ -40,6 +48,15 @@ pub trait FramePort: AsFd + fmt::Debug {
     /// frame refused for another reason (e.g. larger than the MTU) is skipped. Returns how many
     /// were sent; `Err` only when none was and the cause was not a full queue.
     fn send_batch(&self, frames: &mut dyn Iterator<Item = &[u8]>) -> io::Result<usize>;
+    /// Sends one frame with its metadata, e.g. a GSO frame from [`Frames::next_frame_meta`].
+    /// A port with the virtio-net header writes it once with a header that says what is left
+    /// to do (the kernel takes GSO frames larger than the MTU that way). Without the header,
+    /// the frame is finished in software ([`FrameMeta::finish`], a scratch buffer per thread)
+    /// and its segments are sent one by one, stopping at the first that fails. `InvalidInput`
+    /// when the metadata does not fit the frame.
+    fn send_meta(&self, frame: &[u8], meta: &FrameMeta) -> io::Result<()> {
+        meta.finish_here(frame, &mut |f| self.send(f)).map(drop)
+    }
 }
 
 /// What the last receive into a [`FrameBatch`] and its reading dropped or changed.
@@ -55,6 +72,8 @@ pub struct FrameBatchStats {
     pub vnet_malformed: u64,
     /// Frames dropped for a GSO type nvo does not segment (UFO).
     pub gso_unsupported: u64,
+    /// GSO frames handed over whole by [`Frames::next_frame_meta`].
+    pub gso_kept: u64,
 }
 
 /// `capacity` slots of [`VNET_HDR_LEN`] + `frame_len` bytes; see the module docs.
@@ -173,9 +192,10 @@ impl FrameBatch {
     }
 }
 
-/// Reads a [`FrameBatch`]: `while let Some(frame) = frames.next_frame() { ... }`. A lending
-/// cursor rather than an `Iterator` because a GSO segment lives in the batch's scratch buffer
-/// only until the next call.
+/// Reads a [`FrameBatch`]: `while let Some(frame) = frames.next_frame() { ... }`, or
+/// `next_frame_meta` to keep large frames (see the module docs); the two may be mixed. A
+/// lending cursor rather than an `Iterator` because a GSO segment lives in the batch's scratch
+/// buffer only until the next call.
 #[derive(Debug)]
 pub struct Frames<'a> {
     batch: &'a mut FrameBatch,
@@ -188,29 +208,15 @@ impl Frames<'_> {
     /// The next frame, checksums complete, at most `gso_size` of payload per TCP/UDP segment.
     pub fn next_frame(&mut self) -> Option<&[u8]> {
         loop {
-            if let Some(seg) = self.segmenter {
-                if self.segment < seg.count() {
-                    let k = self.segment;
-                    self.segment += 1;
-                    let b = &mut *self.batch;
-                    let frame =
-                        &b.data[self.slot * b.slot_len + VNET_HDR_LEN..][..b.lens[self.slot]];
-                    if let Some(len) = seg.write(frame, k, &mut b.scratch) {
-                        return Some(&self.batch.scratch[..len]);
-                    }
-                    continue;
-                }
-                self.segmenter = None;
-                self.slot += 1;
+            if let Some(len) = self.next_segment() {
+                return Some(&self.batch.scratch[..len]);
             }
             if self.slot >= self.batch.len {
                 return None;
             }
             match self.prepare() {
                 Ok(None) => {
-                    let b = &*self.batch;
-                    let frame =
-                        &b.data[self.slot * b.slot_len + VNET_HDR_LEN..][..b.lens[self.slot]];
+                    let frame = self.batch.frame(self.slot);
                     self.slot += 1;
                     return Some(frame);
                 }
@@ -224,33 +230,113 @@ impl Frames<'_> {
         }
     }
 
+    /// The next frame as the sender handed it over, GSO frames whole and partial checksums
+    /// unfinished, with what remains to be done ([`FrameMeta::COMPLETE`] for ports without
+    /// the virtio-net header). Frames whose header does not fit are dropped and counted as by
+    /// [`Frames::next_frame`]. After a `next_frame` that started cutting a GSO frame, the
+    /// rest of its segments come first (complete).
+    pub fn next_frame_meta(&mut self) -> Option<(&[u8], FrameMeta)> {
+        if let Some(len) = self.next_segment() {
+            return Some((&self.batch.scratch[..len], FrameMeta::COMPLETE));
+        }
+        while self.slot < self.batch.len {
+            let slot = self.slot;
+            self.slot += 1;
+            if let Ok(meta) = self.inspect(slot) {
+                return Some((self.batch.frame(slot), meta));
+            }
+        }
+        None
+    }
+
+    /// Writes the next segment of the GSO frame being cut into the scratch buffer and returns
+    /// its length; `None` when no frame is being cut (any more).
+    fn next_segment(&mut self) -> Option<usize> {
+        let seg = self.segmenter?;
+        while self.segment < seg.count() {
+            let k = self.segment;
+            self.segment += 1;
+            let b = &mut *self.batch;
+            let frame = &b.data[self.slot * b.slot_len + VNET_HDR_LEN..][..b.lens[self.slot]];
+            if let Some(len) = seg.write(frame, k, &mut b.scratch) {
+                return Some(len);
+            }
+        }
+        self.segmenter = None;
+        self.slot += 1;
+        None
+    }
+
     /// Makes the current slot's frame ready: `Ok(None)` to hand it over as it is,
     /// `Ok(Some(_))` to segment it, `Err` to skip it (already counted).
     fn prepare(&mut self) -> Result<Option<Segmenter>, ()> {
-        let b = &mut *self.batch;
-        let len = b.lens[self.slot];
-        if len == 0 {
-            return Err(());
-        }
-        if !b.vnet {
+        let Some(VnetSlot { hdr, frame, stats }) = self.batch.vnet_slot(self.slot)? else {
             return Ok(None);
-        }
-        let slot = &mut b.data[self.slot * b.slot_len..][..VNET_HDR_LEN + len];
-        let (head, frame) = slot.split_at_mut(VNET_HDR_LEN);
-        let mut raw = [0; VNET_HDR_LEN];
-        raw.copy_from_slice(head);
-        let hdr = VnetHdr::parse(&raw);
+        };
         let result = if hdr.is_gso() {
             Segmenter::new(frame, &hdr).map(Some)
         } else if hdr.needs_checksum() {
-            b.stats.checksum_completed += 1;
+            stats.checksum_completed += 1;
             vnet::complete_checksum(frame, &hdr).map(|()| None)
         } else {
             Ok(None)
         };
-        result.map_err(|e| match e {
-            vnet::VnetError::Malformed => b.stats.vnet_malformed += 1,
-            vnet::VnetError::UnsupportedGso(_) => b.stats.gso_unsupported += 1,
-        })
+        result.map_err(|e| stats.count(e))
+    }
+
+    /// Reads slot `slot`'s header into a [`FrameMeta`]; `Err` to skip the frame (counted).
+    fn inspect(&mut self, slot: usize) -> Result<FrameMeta, ()> {
+        let Some(VnetSlot { hdr, frame, stats }) = self.batch.vnet_slot(slot)? else {
+            return Ok(FrameMeta::COMPLETE);
+        };
+        let meta = FrameMeta::from_vnet(&hdr, frame).map_err(|e| stats.count(e))?;
+        if meta.gso.is_some() {
+            stats.gso_kept += 1;
+        }
+        Ok(meta)
+    }
+}
+
+impl FrameBatch {
+    /// The frame in slot `slot`, after its headroom.
+    fn frame(&self, slot: usize) -> &[u8] {
+        &self.data[slot * self.slot_len + VNET_HDR_LEN..][..self.lens[slot]]
+    }
+
+    /// Slot `slot`'s virtio-net header and frame; `Ok(None)` without a header, `Err` for an
+    /// empty (dropped) slot.
+    fn vnet_slot(&mut self, slot: usize) -> Result<Option<VnetSlot<'_>>, ()> {
+        let len = self.lens[slot];
+        if len == 0 {
+            return Err(());
+        }
+        if !self.vnet {
+            return Ok(None);
+        }
+        let bytes = &mut self.data[slot * self.slot_len..][..VNET_HDR_LEN + len];
+        let (head, frame) = bytes.split_at_mut(VNET_HDR_LEN);
+        let mut raw = [0; VNET_HDR_LEN];
+        raw.copy_from_slice(head);
+        Ok(Some(VnetSlot {
+            hdr: VnetHdr::parse(&raw),
+            frame,
+            stats: &mut self.stats,
+        }))
+    }
+}
+
+/// One received frame with its virtio-net header, and the counters to charge.
+struct VnetSlot<'a> {
+    hdr: VnetHdr,
+    frame: &'a mut [u8],
+    stats: &'a mut FrameBatchStats,
+}
+
+impl FrameBatchStats {
+    fn count(&mut self, e: VnetError) {
+        match e {
+            VnetError::Malformed => self.vnet_malformed += 1,
+            VnetError::UnsupportedGso(_) => self.gso_unsupported += 1,
+        }
     }
 }

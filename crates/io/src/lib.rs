@@ -1,14 +1,20 @@
 //! nvo-io: the Linux sockets of the userspace datapath, and the only crate of nvo with
 //! `unsafe` (system calls through `libc`, all in `sys.rs` and each with a `// SAFETY:` line).
 //!
-//! - [`UdpUnderlay`]: the VXLAN underlay. One receive socket, a pool of send sockets whose
-//!   source ports carry flow entropy, `recvmmsg`/`sendmmsg` on preallocated [`RecvBatch`] and
-//!   [`SendBatch`], UDP GRO and GSO probed at bind ([`Offloads`]); underlay multicast groups
-//!   joined with [`UdpUnderlay::join`], one receive socket each.
+//! - [`UdpUnderlay`]: the VXLAN underlay (and every UDP tunnel). One receive socket, a pool of
+//!   send sockets whose source ports carry flow entropy, `recvmmsg`/`sendmmsg` on preallocated
+//!   [`RecvBatch`] and [`SendBatch`], UDP GRO and GSO probed at bind ([`Offloads`]); underlay
+//!   multicast groups joined with [`UdpUnderlay::join`], one receive socket each.
+//! - [`RawUnderlay`]: the underlay of tunnels straight on IP (GRE/NVGRE 47, IP-in-IP 4 and 41,
+//!   STT 6): one raw socket per protocol bound to the locator, the same batches, the IP header
+//!   stripped on receive and built by the kernel on send.
+//! - Both take the outer TTL, TOS and DF with `set_outer`.
 //! - [`PacketPort`] (AF_PACKET on an existing interface, e.g. the host end of a veth) and
 //!   [`TapPort`] (a TAP device nvo creates): [`FramePort`]s that receive into a shared
 //!   [`FrameBatch`], which finishes partial checksums and segments GSO frames when the port
-//!   uses the virtio-net header.
+//!   uses the virtio-net header — or, read with [`Frames::next_frame_meta`], hands GSO frames
+//!   over whole with their [`FrameMeta`], for [`FramePort::send_meta`] to pass on.
+//! - [`ethtool`]: per-interface offload switches (TSO, GSO, GRO, TX checksum, scatter-gather).
 //! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
 //! - [`netns`]: namespaces for tests and labs (create, enter from a thread).
 //!
@@ -23,10 +29,14 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+pub mod ethtool;
 mod frame;
+mod meta;
 pub mod netns;
+mod outer;
 mod packet;
 mod poll;
+mod raw;
 mod sys;
 mod tap;
 mod udp;
@@ -34,8 +44,10 @@ mod vnet;
 
 pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
+pub use meta::{FrameMeta, Gso, GsoKind};
 pub use packet::PacketPort;
 pub use poll::{EventFd, Poller};
+pub use raw::{RawStats, RawUnderlay, MAX_RAW_PACKET};
 pub use sys::MAX_BATCH;
 pub use tap::{TapOffloads, TapPort};
 pub use udp::{

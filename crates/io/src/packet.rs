@@ -13,6 +13,9 @@
 //!   of up to 64 KiB; the virtio-net header says so, and [`crate::FrameBatch`] finishes or
 //!   segments them. Without it, the container must turn those offloads off on its end
 //!   (`ethtool -K eth0 tx off tso off gso off`), or nvo forwards broken frames.
+//!   [`FramePort::send_meta`] writes a header that asks the kernel to segment or checksum: a
+//!   GSO frame larger than the MTU is accepted that way (`packet_snd` checks the size only of
+//!   frames without GSO).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -20,6 +23,7 @@ use std::sync::Once;
 
 use crate::batch::is_transient;
 use crate::frame::{FrameBatch, FramePort};
+use crate::meta::FrameMeta;
 use crate::sys::{self, RawAddr, RecvSlot, SendMsg, MAX_BATCH};
 use crate::vnet::VNET_HDR_NONE;
 
@@ -169,6 +173,27 @@ impl FramePort for PacketPort {
         match self.send_batch(&mut one)? {
             0 => Err(io::ErrorKind::WouldBlock.into()),
             _ => Ok(()),
+        }
+    }
+
+    fn send_meta(&self, frame: &[u8], meta: &FrameMeta) -> io::Result<()> {
+        if !self.vnet {
+            return meta.finish_here(frame, &mut |f| self.send(f)).map(drop);
+        }
+        let head = meta.vnet_header(frame)?;
+        let msg = SendMsg {
+            head: &head,
+            data: frame,
+            addr: None,
+            control: None,
+        };
+        loop {
+            match sys::sendmmsg(self.fd.as_fd(), std::iter::once(msg)) {
+                Ok(0) => return Err(io::ErrorKind::WouldBlock.into()),
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 

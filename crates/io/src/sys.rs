@@ -28,6 +28,7 @@ pub(crate) const UDP_GRO: c_int = 104;
 pub(crate) const SIOCGIFFLAGS: c_ulong = 0x8913;
 pub(crate) const SIOCSIFFLAGS: c_ulong = 0x8914;
 pub(crate) const SIOCGIFMTU: c_ulong = 0x8921;
+pub(crate) const SIOCETHTOOL: c_ulong = 0x8946;
 
 /// Turns a -1 return into the `errno` error.
 fn cvt(ret: c_int) -> io::Result<c_int> {
@@ -529,6 +530,30 @@ pub(crate) fn ifreq_flags(ifr: &libc::ifreq) -> c_short {
 pub(crate) fn ifreq_mtu(ifr: &libc::ifreq) -> c_int {
     // SAFETY: every bit pattern is a valid c_int; SIOCGIFMTU wrote this member.
     unsafe { ifr.ifr_ifru.ifru_mtu }
+}
+
+/// `struct ethtool_value` (`include/uapi/linux/ethtool.h`): a command and one u32.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct EthtoolValue {
+    pub(crate) cmd: u32,
+    pub(crate) data: u32,
+}
+
+/// SIOCETHTOOL on interface `name` with an `ethtool_value` command; the kernel may write
+/// `value.data` (the G* commands).
+pub(crate) fn ethtool_value(
+    fd: BorrowedFd<'_>,
+    name: &str,
+    value: &mut EthtoolValue,
+) -> io::Result<()> {
+    let mut ifr = ifreq(name)?;
+    ifr.ifr_ifru.ifru_data = ptr::from_mut(value).cast();
+    let ifr: *mut libc::ifreq = &mut ifr;
+    // SAFETY: `ifr` points to a live ifreq whose data pointer points to `value`, a live
+    // ethtool_value; the legacy ethtool_value commands read and write only that struct.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), SIOCETHTOOL, ifr) })?;
+    Ok(())
 }
 
 /// An ioctl whose argument is a pointer to an int (TUNGETFEATURES, TUNSETVNETHDRSZ).

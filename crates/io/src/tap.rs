@@ -16,7 +16,9 @@
 //! partial), so the kernel finishes every frame before handing it over.
 //!
 //! Frames nvo writes carry an all-zero virtio-net header (checksums complete, no GSO): the
-//! offloads change nothing on that side.
+//! offloads change nothing on that side. [`FramePort::send_meta`] writes a header that asks
+//! for segmentation or a checksum instead: the reader of the device (the kernel's stack) takes
+//! one GSO frame, whatever TUNSETOFFLOAD says (that concerns frames towards nvo).
 //!
 //! A TAP device has no `recvmmsg`: a batch is one `read` per frame until the queue is empty.
 
@@ -28,6 +30,7 @@ use std::sync::Once;
 
 use crate::batch::is_transient;
 use crate::frame::{FrameBatch, FramePort};
+use crate::meta::FrameMeta;
 use crate::sys::{self, MAX_BATCH};
 use crate::vnet::{VNET_HDR_LEN, VNET_HDR_NONE};
 
@@ -237,6 +240,14 @@ impl FramePort for TapPort {
     fn send(&self, frame: &[u8]) -> io::Result<()> {
         let head: &[u8] = if self.vnet { &VNET_HDR_NONE } else { &[] };
         sys::writev2(self.fd.as_fd(), head, frame).map(drop)
+    }
+
+    fn send_meta(&self, frame: &[u8], meta: &FrameMeta) -> io::Result<()> {
+        if !self.vnet {
+            return meta.finish_here(frame, &mut |f| self.send(f)).map(drop);
+        }
+        let head = meta.vnet_header(frame)?;
+        sys::writev2(self.fd.as_fd(), &head, frame).map(drop)
     }
 
     fn send_batch(&self, frames: &mut dyn Iterator<Item = &[u8]>) -> io::Result<usize> {

@@ -25,7 +25,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
 
-use crate::batch::{is_transient, RecvBatch, SendBatch, SendEntry, MAX_DATAGRAM};
+use crate::batch::{is_transient, RecvBatch, SendBatch, SendEntry, Strip, MAX_DATAGRAM};
+use crate::outer;
 use crate::sys::{self, ControlBuf, RawAddr, SendMsg, MAX_BATCH};
 
 mod multicast;
@@ -193,6 +194,20 @@ impl UdpUnderlay {
         self.source_ports[usize::from(entropy) % self.source_ports.len()]
     }
 
+    /// Sets the outer IP header of unicast datagrams on every send socket (the pool and the
+    /// receive socket): TTL / hop limit, TOS / traffic class, and DF (`true`: never fragmented,
+    /// a datagram larger than the path MTU is refused; `false`: the kernel fragments). `None`
+    /// leaves a field as it is (kernel defaults: route TTL, TOS 0, path MTU discovery per
+    /// `ip_no_pmtu_disc`). TTL 0 is refused. Multicast datagrams take their TTL from
+    /// [`UdpUnderlay::set_multicast_ttl`] instead. See `outer.rs` for the socket options.
+    pub fn set_outer(&self, ttl: Option<u8>, tos: Option<u8>, df: Option<bool>) -> io::Result<()> {
+        let ipv6 = self.local.is_ipv6();
+        for fd in self.send_fds() {
+            outer::set_outer(fd, ipv6, ttl, tos, df)?;
+        }
+        Ok(())
+    }
+
     /// Offloads in force now.
     pub fn offloads(&self) -> Offloads {
         Offloads {
@@ -249,7 +264,7 @@ impl UdpUnderlay {
                 ),
             ));
         }
-        let count = batch.receive(fd)?;
+        let count = batch.receive(fd, Strip::Nothing)?;
         if batch.truncated() > 0 {
             self.counters
                 .recv_truncated

@@ -27,12 +27,12 @@ pub const VNET_HDR_LEN: usize = 10;
 /// A header that asks for nothing: sent before frames whose checksums are complete.
 pub(crate) const VNET_HDR_NONE: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
-const F_NEEDS_CSUM: u8 = 1;
-const GSO_NONE: u8 = 0;
-const GSO_TCPV4: u8 = 1;
-const GSO_TCPV6: u8 = 4;
-const GSO_UDP_L4: u8 = 5;
-const GSO_ECN: u8 = 0x80;
+pub(crate) const F_NEEDS_CSUM: u8 = 1;
+pub(crate) const GSO_NONE: u8 = 0;
+pub(crate) const GSO_TCPV4: u8 = 1;
+pub(crate) const GSO_TCPV6: u8 = 4;
+pub(crate) const GSO_UDP_L4: u8 = 5;
+pub(crate) const GSO_ECN: u8 = 0x80;
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
@@ -55,6 +55,7 @@ pub(crate) enum VnetError {
 pub(crate) struct VnetHdr {
     pub(crate) flags: u8,
     pub(crate) gso_type: u8,
+    pub(crate) hdr_len: u16,
     pub(crate) gso_size: u16,
     pub(crate) csum_start: u16,
     pub(crate) csum_offset: u16,
@@ -66,6 +67,7 @@ impl VnetHdr {
         VnetHdr {
             flags: b[0],
             gso_type: b[1],
+            hdr_len: u16_at(2),
             gso_size: u16_at(4),
             csum_start: u16_at(6),
             csum_offset: u16_at(8),
@@ -80,11 +82,11 @@ impl VnetHdr {
         self.flags & F_NEEDS_CSUM != 0
     }
 
-    #[cfg(test)]
     pub(crate) fn emit(&self) -> [u8; VNET_HDR_LEN] {
         let mut b = [0; VNET_HDR_LEN];
         b[0] = self.flags;
         b[1] = self.gso_type;
+        b[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
         b[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
         b[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
         b[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
@@ -193,6 +195,34 @@ impl Segmenter {
     /// How many segments the frame yields.
     pub(crate) fn count(&self) -> usize {
         self.segments
+    }
+
+    /// Length of the headers copied to every segment (Ethernet, IP, TCP or UDP).
+    pub(crate) fn headers(&self) -> usize {
+        self.headers
+    }
+
+    /// Where the TCP or UDP checksum field sits, from the L4 header.
+    pub(crate) fn checksum_offset(&self) -> u16 {
+        if self.tcp {
+            16
+        } else {
+            6
+        }
+    }
+
+    /// Puts the pseudo-header sum of the whole frame in its L4 checksum field, as the kernel
+    /// leaves a `CHECKSUM_PARTIAL` GSO frame (`~tcp_v4_check(len, ...)`): a frame coalesced by
+    /// GRO carries its first segment's checksum instead, which a kernel that segments it again
+    /// would start from.
+    pub(crate) fn set_partial_checksum(&self, frame: &mut [u8]) {
+        let l4_len = frame.len() - self.l4;
+        let mut acc = self.pseudo_header_sum(frame, l4_len);
+        while acc >> 16 != 0 {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        let field = self.l4 + usize::from(self.checksum_offset());
+        frame[field..field + 2].copy_from_slice(&(acc as u16).to_be_bytes());
     }
 
     /// Writes segment `k` of `frame` into `out` and returns its length, or `None` when `out`
@@ -342,6 +372,7 @@ mod tests {
                 gso_size: 1400,
                 csum_start: l4 as u16,
                 csum_offset: 16,
+                ..VnetHdr::default()
             };
             let seg = Segmenter::new(&frame, &hdr).unwrap();
             assert_eq!(seg.count(), 3);
@@ -408,6 +439,7 @@ mod tests {
         let ok = VnetHdr {
             flags: F_NEEDS_CSUM,
             gso_type: GSO_TCPV4,
+            hdr_len: 54,
             gso_size: 40,
             csum_start: 34,
             csum_offset: 16,

@@ -15,6 +15,9 @@ use std::net::IpAddr;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::Arc;
 
+use nvo_encap::engine::{EngineError, Target};
+use nvo_encap::profile::Profile;
+use nvo_encap::stt::ReassemblyCounters;
 use nvo_io::{EventFd, UnderlayStats};
 use nvo_pipeline::{
     Counters, FdbDest, FdbView, FlushScope, Mac, NetworkSpec, NetworkView, PortId, TableError, Vni,
@@ -32,10 +35,14 @@ pub enum Command {
     /// Adds a network with its initial flood list, all or nothing; joins its underlay
     /// multicast group (if it floods to one and is the group's first network).
     AddNetwork {
-        /// The network.
+        /// The network (its `profile` is filled in from `encap`).
         spec: NetworkSpec,
         /// Its flood list.
         flood: Vec<IpAddr>,
+        /// The name of its encapsulation profile.
+        encap: String,
+        /// Values of the profile's parameters for this network.
+        params: Vec<(String, u64)>,
     },
     /// Removes a network (refused while ports are attached); leaves its multicast group if it
     /// was the group's last network.
@@ -50,6 +57,8 @@ pub enum Command {
         name: String,
         /// Interface kind.
         kind: PortKindState,
+        /// Offload settings.
+        offloads: nvo_api::PortOffloads,
         /// Refuse (rather than retry every second) when the interface cannot be opened now:
         /// true for an API request, false when restoring the state at start.
         must_open: bool,
@@ -74,6 +83,27 @@ pub enum Command {
     PortsUp,
     /// A snapshot of the counters.
     Counters,
+    /// Adds a user-defined encapsulation profile.
+    AddProfile(Box<Profile>),
+    /// Removes a user-defined profile (refused while a network uses it).
+    RemoveProfile(String),
+    /// Binds a raw key of a profile (NSH: SPI and SI) to a local network or a next hop.
+    BindKey {
+        /// Profile name.
+        profile: String,
+        /// Key bytes.
+        key: Vec<u8>,
+        /// Where it leads.
+        target: Target,
+    },
+    /// Removes a key binding.
+    UnbindKey {
+        /// Profile name.
+        profile: String,
+        /// Key bytes.
+        key: Vec<u8>,
+    },
+
     /// Stops the datapath thread.
     Stop,
 }
@@ -91,8 +121,8 @@ pub enum Reply {
     Networks(Vec<NetworkView>),
     /// (port, interface open) for every port.
     PortsUp(Vec<(PortId, bool)>),
-    /// The pipeline's counters and the underlay sockets' own.
-    Counters(Box<Counters>, UnderlayStats),
+    /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
+    Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
 }
 
 /// Why the datapath refused a command.
@@ -137,6 +167,23 @@ pub enum DatapathError {
         group: IpAddr,
         /// The bound.
         max: usize,
+    },
+    /// The engine refused a profile or a binding.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The network names a profile the engine does not have.
+    #[error(
+        "no encapsulation profile named {0:?}; GET /v1/profiles lists them (vxlan, vxlan-gbp, \
+         vxlan-gpe, geneve, nvgre, overlay, ipip, ip6ip6, stt and the user-defined ones)"
+    )]
+    UnknownProfile(String),
+    /// The socket of a profile's transport could not be opened.
+    #[error("cannot open the underlay {transport} on the locator: {source}")]
+    Transport {
+        /// "udp port N" or "ip protocol N".
+        transport: String,
+        /// What the kernel said.
+        source: std::io::Error,
     },
     /// The datapath thread is gone (it stopped or failed; its log says why).
     #[error("the datapath thread has stopped; restart nvod (its log says why)")]

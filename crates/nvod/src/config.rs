@@ -8,7 +8,13 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
+use nvo_encap::spec::ProfileSpec;
+use nvo_encap::stt::ReassemblyLimits;
 use serde::Deserialize;
+
+use crate::datapath::underlays::Outer;
 
 /// The text `nvod --help` shows after the options: every configuration key.
 pub const KEYS_HELP: &str = "\
@@ -33,6 +39,18 @@ Configuration file (TOML, every key optional):
   multicast_ttl = 8                TTL (IPv4) or hop limit (IPv6) of what networks with a
                                    multicast BUM group flood to it, 1 to 255; 1 keeps the
                                    group on the locator's link
+  outer_ttl = 64                   TTL (IPv4) or hop limit (IPv6) of every tunnel packet
+                                   nvod sends, 1 to 255 (default: the kernel's, 64)
+  outer_tos = 0                    TOS (IPv4) or traffic class (IPv6) of every tunnel
+                                   packet, 0 to 255 (default 0)
+  outer_df = true                  set Don't Fragment on outer IPv4 packets (default: the
+                                   kernel's path-MTU discovery setting)
+  stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
+                                   1073741824; the least recently used frame is evicted first
+  stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
+  [[profile]]                      a user-defined encapsulation profile (repeatable); the
+                                   keys are those of POST /v1/profiles (docs/openapi.yaml),
+                                   e.g. name, udp_port, template, vni, matches
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvod=debug\"; RUST_LOG
                                    overrides it";
@@ -59,7 +77,7 @@ const PROBE_V4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 const PROBE_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
 
 /// The configuration with every default resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// 32-bit overlay node ID.
     pub node_id: u32,
@@ -79,15 +97,18 @@ pub struct Config {
     pub multicast_ttl: u8,
     /// Log filter.
     pub log: String,
+    /// TTL, TOS and DF of the outer IP header.
+    pub outer: Outer,
+    /// Bounds of STT reassembly.
+    pub stt_reassembly: ReassemblyLimits,
+    /// User-defined profiles from the file, added at start before the state is restored.
+    pub profiles: Vec<ProfileSpec>,
 }
 
-impl Config {
-    /// The default tenant MTU: the underlay MTU minus the VXLAN overhead.
-    pub fn default_tenant_mtu(&self) -> u16 {
-        let overhead = nvo_wire::vxlan::overhead(self.locator.is_ipv6());
-        self.underlay_mtu.saturating_sub(overhead)
-    }
-}
+/// Default bytes of STT frames in reassembly.
+pub const DEFAULT_STT_REASSEMBLY_BYTES: usize = 16 << 20;
+/// Default lifetime of an incomplete STT frame, seconds.
+pub const DEFAULT_STT_REASSEMBLY_TIMEOUT_S: u64 = 30;
 
 /// The file as written: every key optional, unknown keys refused.
 #[derive(Debug, Default, Deserialize)]
@@ -102,6 +123,13 @@ struct ConfigFile {
     entropy_ports: Option<u16>,
     multicast_ttl: Option<u8>,
     log: Option<String>,
+    outer_ttl: Option<u8>,
+    outer_tos: Option<u8>,
+    outer_df: Option<bool>,
+    stt_reassembly_bytes: Option<usize>,
+    stt_reassembly_timeout_s: Option<u64>,
+    #[serde(default)]
+    profile: Vec<ProfileSpec>,
 }
 
 /// Why the configuration cannot be used.
@@ -242,6 +270,34 @@ fn resolve(
     if log.trim().is_empty() {
         return Err(bad("log", "\"\"", "must be a level such as info or debug"));
     }
+    if file.outer_ttl == Some(0) {
+        return Err(bad("outer_ttl", 0, "must be 1 to 255"));
+    }
+    let stt_bytes = file
+        .stt_reassembly_bytes
+        .unwrap_or(DEFAULT_STT_REASSEMBLY_BYTES);
+    if !(1 << 16..=1 << 30).contains(&stt_bytes) {
+        return Err(bad(
+            "stt_reassembly_bytes",
+            stt_bytes,
+            "must be 65536 to 1073741824",
+        ));
+    }
+    let stt_timeout = file
+        .stt_reassembly_timeout_s
+        .unwrap_or(DEFAULT_STT_REASSEMBLY_TIMEOUT_S);
+    if !(1..=3600).contains(&stt_timeout) {
+        return Err(bad(
+            "stt_reassembly_timeout_s",
+            stt_timeout,
+            "must be 1 to 3600",
+        ));
+    }
+    let stt_reassembly = ReassemblyLimits {
+        max_bytes: stt_bytes,
+        timeout: Duration::from_secs(stt_timeout),
+        ..ReassemblyLimits::default()
+    };
     Ok(Config {
         node_id,
         locator,
@@ -252,6 +308,13 @@ fn resolve(
         entropy_ports,
         multicast_ttl,
         log,
+        outer: Outer {
+            ttl: file.outer_ttl,
+            tos: file.outer_tos,
+            df: file.outer_df,
+        },
+        stt_reassembly,
+        profiles: file.profile,
     })
 }
 
@@ -300,7 +363,10 @@ mod tests {
         assert_eq!(c.node_id, u32::from(Ipv4Addr::new(192, 0, 2, 7)));
         assert_eq!(c.vxlan_port, 4789);
         assert_eq!(c.underlay_mtu, 1500);
-        assert_eq!(c.default_tenant_mtu(), 1450);
+        assert_eq!(c.outer, Outer::default());
+        assert_eq!(c.stt_reassembly.max_bytes, 16 << 20);
+        assert_eq!(c.stt_reassembly.timeout, Duration::from_secs(30));
+        assert!(c.profiles.is_empty());
         assert_eq!(c.api_socket, PathBuf::from("/run/nvo/nvod.sock"));
         assert_eq!(c.state_dir, PathBuf::from("/var/lib/nvo"));
         assert_eq!(c.entropy_ports, 16);
@@ -313,13 +379,27 @@ mod tests {
         let c = resolve_text(
             "node_id = 7\nlocator = \"fd00::1\"\nvxlan_port = 8472\nunderlay_mtu = 9000\n\
              api_socket = \"/tmp/x.sock\"\nstate_dir = \"/tmp/s\"\nentropy_ports = 4\nlog = \"debug\"\n\
-             multicast_ttl = 1\n",
+             multicast_ttl = 1\nouter_ttl = 9\nouter_tos = 184\nouter_df = true\n\
+             stt_reassembly_bytes = 1048576\nstt_reassembly_timeout_s = 2\n\
+             [[profile]]\nname = \"ntun\"\nudp_port = 7777\ntemplate = \"4e56 0100 0000 0000\"\n\
+             vni = { offset = 4, len = 3 }\npayload = \"ethernet\"\n",
         )
         .unwrap();
+        assert_eq!(
+            c.outer,
+            Outer {
+                ttl: Some(9),
+                tos: Some(184),
+                df: Some(true)
+            }
+        );
+        assert_eq!(c.stt_reassembly.max_bytes, 1 << 20);
+        assert_eq!(c.stt_reassembly.timeout, Duration::from_secs(2));
+        assert_eq!(c.profiles.len(), 1);
+        assert_eq!(c.profiles[0].name, "ntun");
         assert_eq!(c.node_id, 7);
         assert_eq!(c.locator, "fd00::1".parse::<IpAddr>().unwrap());
         assert_eq!(c.vxlan_port, 8472);
-        assert_eq!(c.default_tenant_mtu(), 8930);
         assert_eq!(c.api_socket, PathBuf::from("/tmp/x.sock"));
         assert_eq!(c.state_dir, PathBuf::from("/tmp/s"));
         assert_eq!(c.entropy_ports, 4);

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use nvo_api as api;
+use nvo_encap::engine::{Engine, EngineError};
 use nvo_pipeline::{FdbDest, FlushScope, PortId, Vni};
 
 use crate::command::{Command, Datapath, DatapathError, Reply};
@@ -22,6 +23,7 @@ use crate::convert::{self, ValueError};
 use crate::state::{State, StateError, Store};
 
 mod ops;
+mod profiles;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +86,9 @@ impl From<DatapathError> for Failure {
             DatapathError::Gone | DatapathError::Busy => Kind::Unavailable,
             DatapathError::Open { .. } | DatapathError::NoInterface(_) => Kind::BadRequest,
             DatapathError::TooManyGroups { .. } => Kind::Conflict,
-            DatapathError::Join { .. } => Kind::Internal,
+            DatapathError::Join { .. } | DatapathError::Transport { .. } => Kind::Internal,
+            DatapathError::UnknownProfile(_) => Kind::BadRequest,
+            DatapathError::Engine(e) => engine_kind(e),
             DatapathError::Table(t) => match t {
                 T::NoSuchNetwork(_) | T::NoSuchPort(_) | T::NoSuchEntry { .. } => Kind::NotFound,
                 T::NoSuchFlood { .. } => Kind::NotFound,
@@ -111,6 +115,9 @@ pub struct Control {
     /// at every start.
     port_ids: BTreeMap<String, PortId>,
     next_port: u32,
+    /// The profiles, as the datapath's engine has them: names, transports and header lengths
+    /// for checks and defaults here (the datapath's engine does the per-packet work).
+    profiles: Engine,
 }
 
 impl Control {
@@ -130,6 +137,7 @@ impl Control {
             datapath,
             port_ids: BTreeMap::new(),
             next_port: 1,
+            profiles: Engine::new(Default::default()),
         }
     }
 
@@ -138,14 +146,28 @@ impl Control {
     /// FDB entries. A refusal here means the state file asks for more than the tables hold.
     pub async fn restore(&mut self) -> Result<(), Failure> {
         let state = self.state.clone();
+        let from_config = self.config.profiles.clone();
+        for spec in from_config.iter().chain(state.profiles.values()) {
+            self.install_profile(spec)
+                .await
+                .map_err(|e| restore_failure(&format!("profile {:?}", spec.name), e.message))?;
+        }
         for (&vni, net) in &state.networks {
             let vni = Vni(vni);
-            let spec = convert::pipeline_spec(vni, net);
-            let flood = net.flood.clone();
             self.datapath
-                .call(Command::AddNetwork { spec, flood })
+                .call(convert::add_network(vni, net))
                 .await
                 .map_err(|e| restore_failure(&format!("network {vni}"), e))?;
+        }
+        for (profile, keys) in &state.keys {
+            for (hex, target) in keys {
+                let command = profiles::bind_command(profile, hex, *target)
+                    .map_err(|e| restore_failure(&format!("key {hex} of {profile}"), e.message))?;
+                self.datapath
+                    .call(command)
+                    .await
+                    .map_err(|e| restore_failure(&format!("key {hex} of {profile}"), e))?;
+            }
         }
         for (name, port) in &state.ports {
             let id = self.new_port_id(name);
@@ -154,6 +176,7 @@ impl Control {
                 vni: Vni(port.vni),
                 name: name.clone(),
                 kind: port.kind,
+                offloads: port.offloads.unwrap_or_default(),
                 must_open: false,
             };
             self.datapath
@@ -249,7 +272,20 @@ impl Control {
     }
 }
 
-fn restore_failure(what: &str, e: DatapathError) -> Failure {
+/// The status of an engine refusal.
+fn engine_kind(e: &EngineError) -> Kind {
+    match e {
+        EngineError::UnknownProfile(_) | EngineError::UnknownId(_) => Kind::NotFound,
+        EngineError::DuplicateName(_)
+        | EngineError::InUse { .. }
+        | EngineError::TableFull { .. }
+        | EngineError::TransportTaken { .. }
+        | EngineError::KeyTaken { .. } => Kind::Conflict,
+        _ => Kind::BadRequest,
+    }
+}
+
+fn restore_failure(what: &str, e: impl std::fmt::Display) -> Failure {
     Failure::new(
         Kind::Internal,
         format!("restoring {what} from the state file: {e}"),

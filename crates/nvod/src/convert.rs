@@ -8,7 +8,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use nvo_api as api;
-use nvo_pipeline::{BumMode, Limits, Mac, NetworkSpec, Vni};
+use nvo_encap::engine::Engine;
+use nvo_encap::profile::{Payload, Profile, Transport};
+use nvo_pipeline::{BumMode, Limits, Mac, NetworkSpec, ProfileTag, Vni};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -19,6 +21,8 @@ pub const MIN_MTU: u16 = 576;
 /// Largest tenant MTU nvod accepts at all (the pipeline's own bound); the underlay usually
 /// bounds it lower, see [`check_network_mtu`].
 pub const MAX_MTU: u16 = NetworkSpec::MAX_MTU;
+/// The profile of a network that names none.
+pub const DEFAULT_ENCAP: &str = "vxlan";
 /// Longest interface name: IFNAMSIZ (16) minus the terminating NUL.
 pub const MAX_IFNAME: usize = 15;
 
@@ -108,37 +112,131 @@ pub fn check_mtu(mtu: u16) -> Result<(), ValueError> {
     }
 }
 
-/// Checks a network's MTU against the underlay: a larger frame would not fit in one underlay
-/// packet, and every one of them would be fragmented.
-pub fn check_network_mtu(mtu: u16, config: &Config) -> Result<(), String> {
-    let max = config.default_tenant_mtu();
-    let family = if config.locator.is_ipv4() {
-        "50 bytes of VXLAN over IPv4"
-    } else {
-        "70 bytes of VXLAN over IPv6"
+/// The bytes a profile adds in front of a tenant frame on the wire: outer IP, UDP when the
+/// profile runs over UDP, the tunnel header (its minimum length) and the inner Ethernet header.
+pub fn overhead(profile: &Profile, ipv6: bool) -> u16 {
+    let ip = if ipv6 { 40 } else { 20 };
+    let transport = match profile.transport {
+        Transport::Udp(_) => 8,
+        Transport::Ip(6) => STT_SEGMENT_HEADER,
+        Transport::Ip(_) => 0,
     };
+    let header = u16::try_from(profile.template.len()).unwrap_or(u16::MAX);
+    let inner = match profile.payload {
+        Payload::Ethernet => 14,
+        _ => 0,
+    };
+    ip + transport + header.saturating_add(inner)
+}
+
+/// STT's TCP-like segment header.
+const STT_SEGMENT_HEADER: u16 = 20;
+
+/// Checks a network's MTU against the underlay: a larger frame would not fit in one underlay
+/// packet, and every one of them would be fragmented. STT cuts frames into segments itself,
+/// so an STT network may have any MTU up to [`MAX_MTU`].
+pub fn check_network_mtu(mtu: u16, profile: &Profile, config: &Config) -> Result<(), String> {
+    if profile.transport == Transport::Ip(6) {
+        return if (MIN_MTU..=MAX_MTU).contains(&mtu) {
+            Ok(())
+        } else {
+            Err(format!(
+                "mtu {mtu} is out of range; use {MIN_MTU}..={MAX_MTU}"
+            ))
+        };
+    }
+    let ipv6 = config.locator.is_ipv6();
+    let overhead = overhead(profile, ipv6);
+    let max = config.underlay_mtu.saturating_sub(overhead);
     if !(MIN_MTU..=max).contains(&mtu) {
         return Err(format!(
-            "mtu {mtu} does not fit: the underlay MTU is {} and VXLAN takes {family}; use \
-             {MIN_MTU}..={max}, or raise underlay_mtu in nvod's config if the underlay allows",
-            config.underlay_mtu
+            "mtu {mtu} does not fit: the underlay MTU is {} and {} takes {overhead} bytes over \
+             {}; use {MIN_MTU}..={max}, or raise underlay_mtu in nvod's config if the underlay \
+             allows",
+            config.underlay_mtu,
+            profile.name,
+            if ipv6 { "IPv6" } else { "IPv4" },
         ));
     }
     Ok(())
 }
 
+/// Checks a network's profile parameters: each must be one the profile has, with a value that
+/// fits its field.
+pub fn check_params(profile: &Profile, params: &BTreeMap<String, u64>) -> Result<(), String> {
+    for (name, &value) in params {
+        let Some(param) = profile.params.iter().find(|p| &p.name == name) else {
+            let known: Vec<&str> = profile.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "profile {} has no parameter {name:?}; its parameters are {known:?}",
+                profile.name
+            ));
+        };
+        let bits = 8 * u32::from(param.field.len);
+        if bits < 64 && value >> bits != 0 {
+            return Err(format!(
+                "parameter {name} = {value} does not fit in {} bytes of profile {}",
+                param.field.len, profile.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Resolves an API network spec into the state's form (defaults filled in), checking every
-/// field that can be checked without the tables.
-pub fn network_state(spec: &api::NetworkSpec, config: &Config) -> Result<NetworkState, String> {
+/// field that can be checked without the tables. `profiles` is the catalog the names resolve in.
+pub fn network_state(
+    spec: &api::NetworkSpec,
+    config: &Config,
+    profiles: &Engine,
+) -> Result<NetworkState, String> {
     check_vni(spec.vni).map_err(|e| e.to_string())?;
-    let mtu = spec.mtu.unwrap_or_else(|| config.default_tenant_mtu());
-    check_network_mtu(mtu, config)?;
+    let encap = spec
+        .encap
+        .clone()
+        .unwrap_or_else(|| DEFAULT_ENCAP.to_owned());
+    let profile = profiles
+        .id(&encap)
+        .and_then(|id| profiles.profile(id))
+        .ok_or_else(|| {
+            let names: Vec<&str> = profiles.profiles().map(|(_, p)| p.name.as_str()).collect();
+            format!("encap {encap:?} is not a profile of this node; use one of {names:?}")
+        })?;
+    if profile.payload != Payload::Ethernet {
+        return Err(format!(
+            "encap {encap} carries {:?} payloads; networks are Ethernet networks, and L3 networks \
+             are not implemented yet",
+            profile.payload
+        ));
+    }
+    let mut params = spec.params.clone().unwrap_or_default();
+    check_params(profile, &params)?;
+    // A profile that names the sending node (the overlay header's source node ID) gets this
+    // node's ID unless the request says otherwise.
+    if profile.params.iter().any(|p| p.name == "src_node") {
+        params
+            .entry("src_node".to_owned())
+            .or_insert(u64::from(config.node_id));
+    }
+    let mtu = match spec.mtu {
+        Some(mtu) => mtu,
+        None => config
+            .underlay_mtu
+            .saturating_sub(overhead(profile, config.locator.is_ipv6())),
+    };
+    check_network_mtu(mtu, profile, config)?;
     let bum = match spec.bum.unwrap_or_default() {
         api::Bum::HeadEnd => BumState::HeadEnd,
         api::Bum::Multicast { group } => {
             if !group.is_multicast() {
                 return Err(format!(
                     "bum group {group} is not a multicast address; use e.g. 239.1.1.1 or ff0e::1"
+                ));
+            }
+            if profile.transport != Transport::Udp(nvo_wire::ports::VXLAN) {
+                return Err(format!(
+                    "bum by multicast group works with vxlan and vxlan-gbp only, not with \
+                     {encap}; use head-end replication (a flood list)"
                 ));
             }
             check_family(group, config, "bum group")?;
@@ -176,6 +274,8 @@ pub fn network_state(spec: &api::NetworkSpec, config: &Config) -> Result<Network
         ageing_s,
         flood,
         fdb: BTreeMap::new(),
+        encap,
+        params,
     })
 }
 
@@ -220,6 +320,18 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         },
         max_learned: net.max_learned,
         ageing: Duration::from_secs(u64::from(net.ageing_s)),
+        // The datapath resolves `net.encap` into the engine's profile id.
+        profile: ProfileTag::VXLAN,
+    }
+}
+
+/// The datapath command that adds a stored network.
+pub fn add_network(vni: Vni, net: &NetworkState) -> crate::command::Command {
+    crate::command::Command::AddNetwork {
+        spec: pipeline_spec(vni, net),
+        flood: net.flood.clone(),
+        encap: net.encap.clone(),
+        params: net.params.iter().map(|(k, &v)| (k.clone(), v)).collect(),
     }
 }
 
@@ -244,6 +356,8 @@ pub fn api_network(
         ports,
         learned: u32::try_from(counts.0).unwrap_or(u32::MAX),
         static_entries: u32::try_from(counts.1).unwrap_or(u32::MAX),
+        encap: net.encap.clone(),
+        params: net.params.clone(),
     }
 }
 
@@ -292,6 +406,9 @@ mod tests {
             entropy_ports: 16,
             multicast_ttl: 8,
             log: "info".into(),
+            outer: Default::default(),
+            stt_reassembly: Default::default(),
+            profiles: Vec::new(),
         }
     }
 
@@ -330,7 +447,7 @@ mod tests {
             vni: 100,
             ..Default::default()
         };
-        let n = network_state(&spec, &c).unwrap();
+        let n = network_state(&spec, &c, &Engine::new(Default::default())).unwrap();
         assert_eq!(
             (n.mtu, n.learning, n.max_learned, n.ageing_s),
             (1450, true, 4096, 300)
@@ -340,13 +457,19 @@ mod tests {
             mtu: Some(1451),
             ..Default::default()
         };
-        assert!(network_state(&too_big, &c).unwrap_err().contains("1451"));
+        assert!(
+            network_state(&too_big, &c, &Engine::new(Default::default()))
+                .unwrap_err()
+                .contains("1451")
+        );
         let v6 = api::NetworkSpec {
             vni: 100,
             flood: Some(vec!["fd00::1".parse().unwrap()]),
             ..Default::default()
         };
-        assert!(network_state(&v6, &c).unwrap_err().contains("fd00::1"));
+        assert!(network_state(&v6, &c, &Engine::new(Default::default()))
+            .unwrap_err()
+            .contains("fd00::1"));
         let dup = api::NetworkSpec {
             vni: 100,
             flood: Some(vec![
@@ -355,7 +478,9 @@ mod tests {
             ]),
             ..Default::default()
         };
-        assert!(network_state(&dup, &c).unwrap_err().contains("twice"));
+        assert!(network_state(&dup, &c, &Engine::new(Default::default()))
+            .unwrap_err()
+            .contains("twice"));
         let group = api::NetworkSpec {
             vni: 100,
             bum: Some(api::Bum::Multicast {
@@ -363,7 +488,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert!(network_state(&group, &c)
+        assert!(network_state(&group, &c, &Engine::new(Default::default()))
             .unwrap_err()
             .contains("not a multicast"));
     }

@@ -14,6 +14,7 @@ use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use nvo_encap::spec::ProfileSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::convert;
@@ -31,6 +32,22 @@ pub struct State {
     pub networks: BTreeMap<u32, NetworkState>,
     /// Ports by interface name.
     pub ports: BTreeMap<String, PortState>,
+    /// User-defined encapsulation profiles added through the API, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, ProfileSpec>,
+    /// Key bindings (NSH service paths) by profile name, then by key in lowercase hex.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub keys: BTreeMap<String, BTreeMap<String, KeyTarget>>,
+}
+
+/// Where a bound key leads, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KeyTarget {
+    /// Delivered into the local network with this VNI.
+    Local(u32),
+    /// Relayed to this remote.
+    Forward(IpAddr),
 }
 
 impl Default for State {
@@ -39,6 +56,8 @@ impl Default for State {
             version: FORMAT_VERSION,
             networks: BTreeMap::new(),
             ports: BTreeMap::new(),
+            profiles: BTreeMap::new(),
+            keys: BTreeMap::new(),
         }
     }
 }
@@ -62,6 +81,16 @@ pub struct NetworkState {
     pub flood: Vec<IpAddr>,
     /// Static FDB entries by MAC (lowercase, colon-separated).
     pub fdb: BTreeMap<String, StaticDest>,
+    /// The encapsulation profile's name (files written before profiles existed: vxlan).
+    #[serde(default = "default_encap")]
+    pub encap: String,
+    /// Values of the profile's parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, u64>,
+}
+
+fn default_encap() -> String {
+    crate::convert::DEFAULT_ENCAP.to_owned()
 }
 
 /// BUM handling as stored.
@@ -95,6 +124,9 @@ pub struct PortState {
     pub vni: u32,
     /// Its kind.
     pub kind: PortKindState,
+    /// Its offload settings (the API's form: every field optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offloads: Option<nvo_api::PortOffloads>,
 }
 
 /// Port kinds as stored.
@@ -306,6 +338,8 @@ mod tests {
                 ageing_s: 300,
                 flood: vec!["192.0.2.9".parse().unwrap()],
                 fdb,
+                encap: "geneve".to_owned(),
+                params: BTreeMap::new(),
             },
         );
         s.ports.insert(
@@ -313,6 +347,7 @@ mod tests {
             PortState {
                 vni: 100,
                 kind: PortKindState::Veth,
+                offloads: None,
             },
         );
         s

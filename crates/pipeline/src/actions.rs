@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use crate::{DropReason, PortId, Vni};
+use crate::{DropReason, PortId, ProfileTag, Vni};
 
 /// One thing to do with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,8 +22,9 @@ pub enum Action {
         /// The port.
         port: PortId,
     },
-    /// Send the frame to a remote VTEP (or the network's multicast group) inside a VXLAN header
-    /// carrying `vni`; the datapath writes the header with `nvo_wire::vxlan`.
+    /// Send the frame to a remote VTEP (or the network's multicast group) inside the tunnel
+    /// header of the network's `profile`, carrying `vni`; the datapath builds the header (nvod:
+    /// with the `nvo-encap` engine).
     Encap {
         /// The underlay destination address.
         remote: IpAddr,
@@ -32,6 +33,8 @@ pub enum Action {
         /// A hash of the inner flow (MACs, IPs, ports): picks the outer UDP source port so that
         /// the underlay spreads flows (RFC 7348 §5) without reordering any one of them.
         entropy: u16,
+        /// The network's encapsulation profile.
+        profile: ProfileTag,
     },
     /// Send the first `len` bytes of `Pipeline::scratch()` out of `port`: a frame the pipeline
     /// built, valid until the next call into the pipeline.

@@ -98,6 +98,9 @@ pub struct UnderlayCounters {
     pub tx_bytes: u64,
     /// Packets the datapath failed to send or to queue.
     pub tx_errors: u64,
+    /// Packets relayed to a next hop without decapsulation (their sends are counted in
+    /// `tx_packets` too).
+    pub relayed: u64,
 }
 
 /// A snapshot of every counter.

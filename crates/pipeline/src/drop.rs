@@ -44,11 +44,21 @@ pub enum DropReason {
     TxError = 11,
     /// The datapath had no room to queue a frame for sending (reported through `count_tx`).
     QueueFull = 12,
+    /// A packet on a tunnel transport (UDP port or IP protocol) whose header no profile on that
+    /// transport accepts, or that is shorter than the header it announces.
+    MalformedTunnel = 13,
+    /// A tunnelled frame for a VNI whose network uses another encapsulation profile.
+    ProfileMismatch = 14,
+    /// An STT segment the reassembler refused (bad checksum, overlap, expired, evicted, too
+    /// large: the reassembly counters say which).
+    SttReassembly = 15,
+    /// A packet to relay whose hop count (NSH service index, overlay TTL) ran out.
+    HopLimit = 16,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 16] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -61,6 +71,10 @@ impl DropReason {
         DropReason::RemoteToRemote,
         DropReason::TxError,
         DropReason::QueueFull,
+        DropReason::MalformedTunnel,
+        DropReason::ProfileMismatch,
+        DropReason::SttReassembly,
+        DropReason::HopLimit,
     ];
 
     /// How many reasons there are.
@@ -96,6 +110,10 @@ impl DropReason {
             DropReason::RemoteToRemote => "remote_to_remote",
             DropReason::TxError => "tx_error",
             DropReason::QueueFull => "queue_full",
+            DropReason::MalformedTunnel => "malformed_tunnel",
+            DropReason::ProfileMismatch => "profile_mismatch",
+            DropReason::SttReassembly => "stt_reassembly",
+            DropReason::HopLimit => "hop_limit",
         }
     }
 }
@@ -124,12 +142,13 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(13), None);
+        assert_eq!(DropReason::from_code(17), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
         assert_eq!(DropReason::RemoteToRemote.code(), 10);
         assert_eq!(DropReason::QueueFull.code(), 12);
+        assert_eq!(DropReason::SttReassembly.code(), 15);
     }
 
     #[test]

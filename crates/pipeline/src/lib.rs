@@ -57,7 +57,8 @@ pub use drop::DropReason;
 pub use error::TableError;
 pub use fdb::FdbView;
 pub use network::NetworkView;
-pub use pipeline::Pipeline;
+pub use pipeline::{Decapsulated, Pipeline};
 pub use types::{
-    BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin, PortId, Vni,
+    BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin, PortId,
+    ProfileTag, Vni,
 };

@@ -46,6 +46,7 @@ impl Network {
             ports: self.ports.clone(),
             learned: self.fdb.learned(),
             static_entries: self.fdb.statics(),
+            profile: s.profile,
         }
     }
 }
@@ -75,4 +76,6 @@ pub struct NetworkView {
     /// How many static FDB entries the network holds; serialised as `static`.
     #[serde(rename = "static")]
     pub static_entries: usize,
+    /// The encapsulation profile.
+    pub profile: crate::ProfileTag,
 }

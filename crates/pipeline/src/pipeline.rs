@@ -32,7 +32,7 @@ use crate::fdb::Learned;
 use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::network::Network;
-use crate::{BumMode, DropReason, FdbDest, Limits, Mac, PortId, Vni};
+use crate::{BumMode, DropReason, FdbDest, Limits, Mac, PortId, ProfileTag, Vni};
 
 /// A port in the pipeline's table.
 #[derive(Debug)]
@@ -79,6 +79,21 @@ impl Pipeline {
 
     /// Decides what happens to `frame`, received on `port` at `now`. Clears `actions` first.
     pub fn from_port(&mut self, port: PortId, frame: &[u8], now: Instant, actions: &mut Actions) {
+        self.from_port_gso(port, frame, frame.len(), now, actions);
+    }
+
+    /// [`Pipeline::from_port`] for a frame the port handed over whole although the sender
+    /// asked for segmentation (a TSO/GSO frame): `segment_len` is the length of the largest
+    /// frame it will be cut into, which is what the network's MTU is checked against. The
+    /// datapath segments it (or carries it whole, as STT does) when it performs the actions.
+    pub fn from_port_gso(
+        &mut self,
+        port: PortId,
+        frame: &[u8],
+        segment_len: usize,
+        now: Instant,
+        actions: &mut Actions,
+    ) {
         actions.clear();
         let Pipeline {
             networks,
@@ -110,7 +125,7 @@ impl Pipeline {
         }
 
         // The MTU counts from the IP header: the L2 header (with its 802.1Q tag) comes on top.
-        if frame.len() > usize::from(net.spec.mtu) + eth.header_len() {
+        if segment_len > usize::from(net.spec.mtu) + eth.header_len() {
             if let Some(len) = icmp::too_big_reply(frame, &eth, net.spec.mtu, scratch) {
                 actions.push(Action::Reply { port, len });
             }
@@ -133,6 +148,7 @@ impl Pipeline {
                     remote,
                     vni,
                     entropy,
+                    profile: net.spec.profile,
                 });
             }
             None => {
@@ -146,7 +162,8 @@ impl Pipeline {
 
     /// Decides what happens to a VXLAN packet's UDP payload received from the underlay address
     /// `src` at `now`. Clears `actions` first. `Deliver` actions refer to the inner frame,
-    /// `&udp_payload[nvo_wire::vxlan::HEADER_LEN..]`.
+    /// `&udp_payload[nvo_wire::vxlan::HEADER_LEN..]`. The VXLAN-only entry point; datapaths with
+    /// several profiles decapsulate first and call [`Pipeline::from_decapsulated`].
     pub fn from_underlay(
         &mut self,
         src: IpAddr,
@@ -155,34 +172,85 @@ impl Pipeline {
         actions: &mut Actions,
     ) {
         actions.clear();
-        let Pipeline {
-            networks,
-            drops,
-            underlay,
-            ..
-        } = self;
-        underlay.rx_packets += 1;
-        underlay.rx_bytes += udp_payload.len() as u64;
+        self.underlay.rx_packets += 1;
+        self.underlay.rx_bytes += udp_payload.len() as u64;
         let Ok(vxlan) = VxlanPacket::new_checked(udp_payload) else {
-            return reject(drops, None, DropReason::MalformedVxlan, actions);
+            return reject(&mut self.drops, None, DropReason::MalformedVxlan, actions);
         };
         if !vxlan.vni_valid() {
-            return reject(drops, None, DropReason::VxlanFlags, actions);
+            return reject(&mut self.drops, None, DropReason::VxlanFlags, actions);
         }
-        let Some(net) = networks.get_mut(&Vni(vxlan.vni())) else {
+        // draft-smith-vxlan-group-policy §2.1: with the D bit set the receiver must not learn.
+        let decap = Decapsulated {
+            src,
+            vni: Vni(vxlan.vni()),
+            profile: ProfileTag::VXLAN,
+            dont_learn: vxlan.gbp() && vxlan.dont_learn(),
+        };
+        self.deliver_inner(decap, vxlan.payload(), now, actions);
+    }
+
+    /// Counts a packet the datapath received on a tunnel transport but could not decapsulate
+    /// (no profile accepted its header): one `reason` drop and one underlay packet.
+    pub fn drop_underlay(&mut self, len: usize, reason: DropReason, actions: &mut Actions) {
+        actions.clear();
+        self.underlay.rx_packets += 1;
+        self.underlay.rx_bytes += len as u64;
+        reject(&mut self.drops, None, reason, actions);
+    }
+
+    /// Counts a packet the datapath relays to a next hop as it is (an NSH service path hop):
+    /// one underlay packet in, one relayed. The send is reported with `count_tx` as usual.
+    pub fn count_relayed(&mut self, len: usize) {
+        self.underlay.rx_packets += 1;
+        self.underlay.rx_bytes += len as u64;
+        self.underlay.relayed += 1;
+    }
+
+    /// Decides what happens to `inner`, a frame the datapath took out of a tunnel header of
+    /// `decap.profile` carrying `decap.vni`, sent from `decap.src`. `outer_len` is the length
+    /// of the tunnel packet, for the underlay byte counter. Clears `actions` first; `Deliver`
+    /// actions refer to `inner`. The network must use that profile (`profile_mismatch`).
+    pub fn from_decapsulated(
+        &mut self,
+        decap: Decapsulated,
+        outer_len: usize,
+        inner: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) {
+        actions.clear();
+        self.underlay.rx_packets += 1;
+        self.underlay.rx_bytes += outer_len as u64;
+        self.deliver_inner(decap, inner, now, actions);
+    }
+
+    /// The common part of the receive path, once the tunnel header is off.
+    fn deliver_inner(
+        &mut self,
+        decap: Decapsulated,
+        inner: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) {
+        let Pipeline {
+            networks, drops, ..
+        } = self;
+        let Some(net) = networks.get_mut(&decap.vni) else {
             return reject(drops, None, DropReason::UnknownVni, actions);
         };
+        if net.spec.profile != decap.profile {
+            return reject(drops, None, DropReason::ProfileMismatch, actions);
+        }
         net.counters.rx_underlay_frames += 1;
-        let Some(eth) = Eth::parse(vxlan.payload()) else {
+        let Some(eth) = Eth::parse(inner) else {
             return reject(drops, None, DropReason::MalformedFrame, actions);
         };
         if !eth.src.is_unicast() {
             return reject(drops, None, DropReason::InvalidSourceMac, actions);
         }
-        // draft-smith-vxlan-group-policy §2.1: with the D bit set the receiver must not learn.
-        let dont_learn = vxlan.gbp() && vxlan.dont_learn();
-        if net.spec.learning && !dont_learn {
-            learn(net, eth.src, FdbDest::Remote(src), now);
+        if net.spec.learning && !decap.dont_learn {
+            learn(net, eth.src, FdbDest::Remote(decap.src), now);
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {
@@ -201,6 +269,19 @@ impl Pipeline {
             }
         }
     }
+}
+
+/// What the datapath learned from a tunnel header it took off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decapsulated {
+    /// The underlay address the packet came from.
+    pub src: IpAddr,
+    /// The VNI (or context) the header carried.
+    pub vni: Vni,
+    /// The profile that accepted the header.
+    pub profile: ProfileTag,
+    /// The header asked the receiver not to learn the inner source (GBP's D bit).
+    pub dont_learn: bool,
 }
 
 /// Learns `src` behind `dest` and counts what happened.
@@ -234,12 +315,13 @@ fn flood_from_port(
     if remotes.is_empty() {
         return;
     }
-    let (vni, entropy) = (net.spec.vni, frame::entropy(frame, eth));
+    let (vni, entropy, profile) = (net.spec.vni, frame::entropy(frame, eth), net.spec.profile);
     for &remote in remotes {
         actions.push(Action::Encap {
             remote,
             vni,
             entropy,
+            profile,
         });
     }
     net.counters.encap_flood += remotes.len() as u64;

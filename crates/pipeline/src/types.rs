@@ -50,6 +50,20 @@ impl fmt::Display for Vni {
     }
 }
 
+/// The encapsulation profile a network uses, as an opaque number the datapath chose (nvod uses
+/// the engine's profile index; `nvo-encap` registers `vxlan` first, so 0 is VXLAN). The
+/// pipeline only copies it into `Action::Encap` and checks it on decapsulated frames.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct ProfileTag(pub u16);
+
+impl ProfileTag {
+    /// VXLAN (RFC 7348), the default.
+    pub const VXLAN: ProfileTag = ProfileTag(0);
+}
+
 /// The identifier of a local port (a veth or TAP the datapath opened). The datapath chooses the
 /// numbers; the pipeline only compares them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -210,6 +224,8 @@ pub struct NetworkSpec {
     pub max_learned: u32,
     /// How long a learned entry lives without a frame from its MAC.
     pub ageing: Duration,
+    /// The encapsulation profile of the network's tunnelled frames.
+    pub profile: ProfileTag,
 }
 
 impl NetworkSpec {
@@ -234,6 +250,7 @@ impl NetworkSpec {
             bum: BumMode::HeadEnd,
             max_learned: NetworkSpec::DEFAULT_MAX_LEARNED,
             ageing: NetworkSpec::DEFAULT_AGEING,
+            profile: ProfileTag::VXLAN,
         }
     }
 }

@@ -182,6 +182,7 @@ impl Model {
                 remote: r,
                 vni,
                 entropy: 0,
+                profile: nvo_pipeline::ProfileTag::VXLAN,
             }],
             None => {
                 let mut out: Vec<Action> = self
@@ -195,6 +196,7 @@ impl Model {
                     remote: remote(i),
                     vni,
                     entropy: 0,
+                    profile: nvo_pipeline::ProfileTag::VXLAN,
                 }));
                 if out.is_empty() {
                     out.push(Action::Drop(DropReason::NoDestination));

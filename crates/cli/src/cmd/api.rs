@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use clap::{Args, Subcommand, ValueEnum};
 use nvo_api::{
     Bum, Client, ClientError, Counters, FdbAdd, FdbEntry, FloodAdd, FlushRequest, FlushScope,
-    Network, NetworkSpec, NodeInfo, Port, PortKind, PortSpec,
+    Network, NetworkSpec, NodeInfo, Port, PortKind, PortOffloads, PortSpec,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -40,14 +40,25 @@ pub enum NetworkCmd {
         #[arg(value_parser = vni_parser())]
         vni: u32,
     },
-    /// Create a network (a tenant virtual network, one VXLAN VNI).
+    /// Create a network (a tenant virtual network, one VNI).
     ///
-    /// Unset options take nvod's defaults: MTU = underlay MTU minus the VXLAN overhead (50 over
-    /// IPv4, 70 over IPv6), learning on, head-end replication to the --flood remotes, 4096
-    /// learned MACs at most, 300 s ageing. Fails if the VNI exists.
+    /// A network's frames travel in the tunnel protocol of its encapsulation profile, --encap:
+    /// vxlan (the default), vxlan-gbp, vxlan-gpe, geneve, nvgre, overlay, stt, ipip, ip6ip6, or
+    /// a profile added with `nvo profile add` (`nvo profile list` shows them all). Some
+    /// profiles take parameters, values written into every header the network sends: --param
+    /// group=100 for vxlan-gbp's group policy ID, dst_node/src_node/ttl for overlay; `nvo
+    /// profile show NAME` lists a profile's parameters. Every host of a network must use the
+    /// same profile.
+    ///
+    /// Unset options take nvod's defaults: MTU = underlay MTU minus the profile's overhead
+    /// (50 bytes for VXLAN over IPv4, 70 over IPv6), learning on, head-end replication to the
+    /// --flood remotes, 4096 learned MACs at most, 300 s ageing. Fails if the VNI exists.
     #[command(
         after_help = "Example:\n  nvo network add 100 --flood 192.0.2.2 --flood 192.0.2.3\n  \
-                      nvo network add 200 --no-learning --multicast 239.1.1.1"
+                      nvo network add 200 --no-learning --multicast 239.1.1.1\n  \
+                      nvo network add 300 --encap geneve --flood 192.0.2.2\n  \
+                      nvo network add 400 --encap vxlan-gbp --param group=100 --flood 192.0.2.2\n  \
+                      nvo profile list"
     )]
     Add(NetworkAddArgs),
     /// Delete a network; refused while ports are attached (delete them first).
@@ -84,6 +95,35 @@ pub struct NetworkAddArgs {
     /// A remote VTEP that receives a copy of every flooded frame (repeatable).
     #[arg(long, value_name = "IP")]
     pub flood: Vec<IpAddr>,
+    /// Encapsulation profile (default vxlan; `nvo profile list` shows them).
+    #[arg(long, value_name = "NAME")]
+    pub encap: Option<String>,
+    /// A parameter of the profile, decimal or 0x-prefixed hex (repeatable), e.g. group=100.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, u64)>,
+}
+
+/// Parses `--param KEY=VALUE`: a non-empty key and an unsigned decimal or 0x-hex value.
+pub fn parse_param(text: &str) -> Result<(String, u64), String> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(format!("{text:?} is not KEY=VALUE (e.g. group=100)"));
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("{text:?} has no parameter name before '='"));
+    }
+    let value = value.trim();
+    let parsed = match value
+        .strip_prefix("0x")
+        .or_else(|| value.strip_prefix("0X"))
+    {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => value.parse(),
+    };
+    let value = parsed.map_err(|_| {
+        format!("parameter {key}: {value:?} is not an unsigned number (decimal or 0x hex)")
+    })?;
+    Ok((key.to_owned(), value))
 }
 
 /// Port kinds as typed on the command line.
@@ -107,7 +147,8 @@ pub enum PortCmd {
     /// pair whose other end is in a container); a tap port is a TAP device nvod creates. If the
     /// interface is missing, the port is kept and nvod opens it when it appears.
     #[command(
-        after_help = "Example:\n  nvo port add c-red1 --vni 100\n  nvo port add vm1 --vni 100 --kind tap"
+        after_help = "Example:\n  nvo port add c-red1 --vni 100\n  nvo port add vm1 --vni 100 --kind tap\n  \
+                      nvo port add c-red1 --vni 100 --no-large-frames --tso off --gro off"
     )]
     Add {
         /// Interface name (at most 15 bytes).
@@ -118,6 +159,22 @@ pub enum PortCmd {
         /// Interface kind.
         #[arg(long, value_enum, default_value_t = KindArg::Veth)]
         kind: KindArg,
+        /// Segment TSO/GSO frames from the port at once and deliver only finished frames to it
+        /// (default: keep them whole; STT then carries a 64 KiB frame as one STT frame).
+        #[arg(long)]
+        no_large_frames: bool,
+        /// Set the interface's TCP segmentation offload (ethtool tso) when nvod opens it.
+        #[arg(long, value_enum, value_name = "on|off")]
+        tso: Option<Switch>,
+        /// Set the interface's generic segmentation offload (ethtool gso).
+        #[arg(long, value_enum, value_name = "on|off")]
+        gso: Option<Switch>,
+        /// Set the interface's generic receive offload (ethtool gro).
+        #[arg(long, value_enum, value_name = "on|off")]
+        gro: Option<Switch>,
+        /// Set the interface's transmit checksum offload (ethtool tx).
+        #[arg(long, value_enum, value_name = "on|off")]
+        tx_checksum: Option<Switch>,
     },
     /// Detach a port (its learned MAC addresses go with it).
     #[command(after_help = "Example:\n  nvo port del c-red1")]
@@ -216,8 +273,9 @@ pub struct CountersArgs {
     pub all: bool,
 }
 
-/// Percent-encodes a path segment (interface names may hold characters a URL reserves).
-fn segment(s: &str) -> String {
+/// Percent-encodes a path segment (interface and profile names may hold characters a URL
+/// reserves).
+pub(super) fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~:@".contains(&b) {
@@ -230,7 +288,7 @@ fn segment(s: &str) -> String {
 }
 
 /// Prints an answer: nvod's JSON as is, or its typed form through `text`.
-fn show<T: DeserializeOwned>(
+pub(super) fn show<T: DeserializeOwned>(
     format: Format,
     answer: Value,
     text: impl FnOnce(&T) -> String,
@@ -247,7 +305,7 @@ fn show<T: DeserializeOwned>(
 }
 
 /// Prints the answer to a change: a confirmation line, or nvod's JSON when it sent any.
-fn done(format: Format, answer: Value, message: String) -> Result<(), CliError> {
+pub(super) fn done(format: Format, answer: Value, message: String) -> Result<(), CliError> {
     match format {
         Format::Text => println!("{message}"),
         Format::Json if !answer.is_null() => print_json(&answer)?,
@@ -295,7 +353,18 @@ pub fn network_spec(args: NetworkAddArgs) -> NetworkSpec {
         max_learned: args.max_learned,
         ageing_s: args.ageing,
         flood: (!args.flood.is_empty()).then_some(args.flood),
+        encap: args.encap,
+        params: (!args.params.is_empty()).then(|| args.params.into_iter().collect()),
     }
+}
+
+/// An offload switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// Turn it on.
+    On,
+    /// Turn it off.
+    Off,
 }
 
 /// `nvo port ...`.
@@ -304,12 +373,35 @@ pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliErro
         PortCmd::List => show(format, client.get("/v1/ports")?, |p: &Vec<Port>| {
             view::ports(p).to_string()
         }),
-        PortCmd::Add { name, vni, kind } => {
+        PortCmd::Add {
+            name,
+            vni,
+            kind,
+            no_large_frames,
+            tso,
+            gso,
+            gro,
+            tx_checksum,
+        } => {
             let kind = match kind {
                 KindArg::Veth => PortKind::Veth,
                 KindArg::Tap => PortKind::Tap,
             };
-            let answer = client.post("/v1/ports", &PortSpec { name, vni, kind })?;
+            let on = |s: Option<Switch>| s.map(|s| s == Switch::On);
+            let offloads = PortOffloads {
+                large_frames: no_large_frames.then_some(false),
+                tso: on(tso),
+                gso: on(gso),
+                gro: on(gro),
+                tx_checksum: on(tx_checksum),
+            };
+            let spec = PortSpec {
+                name,
+                vni,
+                kind,
+                offloads: (offloads != PortOffloads::default()).then_some(offloads),
+            };
+            let answer = client.post("/v1/ports", &spec)?;
             show(format, answer, |p: &Port| {
                 view::ports(std::slice::from_ref(p)).to_string()
             })
@@ -424,6 +516,8 @@ mod tests {
             max_learned: None,
             ageing: None,
             flood: vec![],
+            encap: None,
+            params: vec![],
         });
         assert_eq!(serde_json::to_string(&spec).unwrap(), r#"{"vni":100}"#);
         let spec = network_spec(NetworkAddArgs {
@@ -434,13 +528,31 @@ mod tests {
             max_learned: Some(10),
             ageing: Some(60),
             flood: vec!["192.0.2.2".parse().unwrap()],
+            encap: Some("vxlan-gbp".into()),
+            params: vec![("group".into(), 100)],
         });
         assert_eq!(
             serde_json::to_value(&spec).unwrap(),
             serde_json::json!({"vni": 7, "mtu": 1400, "learning": false,
                 "bum": {"mode": "multicast", "group": "239.1.1.1"},
-                "max_learned": 10, "ageing_s": 60, "flood": ["192.0.2.2"]})
+                "max_learned": 10, "ageing_s": 60, "flood": ["192.0.2.2"],
+                "encap": "vxlan-gbp", "params": {"group": 100}})
         );
+    }
+
+    #[test]
+    fn params_are_key_equals_unsigned_value() {
+        assert_eq!(parse_param("group=100"), Ok(("group".into(), 100)));
+        assert_eq!(parse_param("spi=0x2a"), Ok(("spi".into(), 42)));
+        for (bad, want) in [
+            ("group", "not KEY=VALUE"),
+            ("=5", "no parameter name"),
+            ("group=-1", "\"-1\" is not an unsigned number"),
+            ("group=0xzz", "\"0xzz\""),
+        ] {
+            let e = parse_param(bad).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

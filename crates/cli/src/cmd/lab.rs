@@ -11,8 +11,9 @@ use crate::lab::{down, status, up};
 
 const UP_LONG: &str = "\
 Build a lab from a topology file: the underlay, hosts and containers as network namespaces on
-this machine, an nvod in each nvo host (configured through its API), and the Linux kernel's
-VXLAN device and a bridge per network in each kernel host.
+this machine, an nvod in each nvo host (configured through its API: profiles, then networks,
+then ports), and the Linux kernel's VXLAN device and a bridge per network in each kernel host.
+Each container's eth0 gets its network's MTU as its host's nvod chose it.
 
 Everything made is written down as it is made in /run/nvo/lab/NAME/lab.json, so `nvo lab down`
 removes it all. If a step fails, what was made is removed again (unless --keep-on-failure) and
@@ -26,18 +27,23 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
     family: ipv4              # ipv4 | ipv6: the address family tunnels use
     ipv4: 10.100.0.0/24       # host i (0-based, in order) gets the (i+1)th address
     ipv6: fd00:100::/64       # host i gets ::(i+1); eth0 has both
-    mtu: 1500                 # tenant MTU = this - 50 (ipv4) or - 70 (ipv6)
+    mtu: 1500                 # tenant MTU = this - the profile's overhead
   hosts:                      # required
     - name: h1                # required
       kind: nvo               # nvo (runs nvod) | kernel (Linux VXLAN device + bridge)
       vxlan_port: 4789        # 8472: the kernel's old default
       learning: true          # kernel hosts only (default: the network's)
+      nvod: {outer_ttl: 64}   # nvo hosts only: extra nvod config keys (outer_ttl, outer_tos,
+                              # outer_df, stt_reassembly_bytes, stt_reassembly_timeout_s)
   networks:                   # created on every host
     - vni: 100                # required, 1..16777215
       name: red               # a label
       flood: auto             # auto: other hosts with a container in it | [h2, h3] | []
       learning: true
-      mtu: 1450               # default from the underlay
+      encap: vxlan            # profile: a built-in (nvo profile list) or one of profiles:;
+                              # kernel hosts speak vxlan only
+      params: {}              # the profile's parameters, e.g. {group: 100} for vxlan-gbp
+      mtu: 1450               # default: nvod's (underlay - the profile's overhead)
       multicast: 239.1.1.1    # optional: flood to this underlay group instead of a flood list
   containers:
     - name: red1              # required
@@ -46,6 +52,11 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
       ip: 10.0.0.1/24         # required
       ipv6: fd10::1/64        # optional
       mac: 02:00:00:64:00:01  # default: 02, the VNI, the container's ordinal
+  profiles:                   # user-defined profiles, given to every nvod before the networks
+    - name: mytun             # keys as in `nvo profile add --help`
+      udp_port: 7777
+      template: '0800 0000 0000 0000'
+      vni: {offset: 4, len: 3}
 
 Needs root, ip and sysctl; bridge and ethtool too for kernel hosts.";
 

@@ -5,7 +5,10 @@
 pub mod api;
 pub mod decode;
 pub mod lab;
+pub mod profile;
 mod view;
+
+use std::path::PathBuf;
 
 use clap::ValueEnum;
 use serde::Serialize;
@@ -30,6 +33,22 @@ pub enum CliError {
     /// A lab could not be built, found or removed.
     #[error(transparent)]
     Lab(#[from] LabError),
+    /// A file named on the command line could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file named on the command line is not what the command takes.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it, on one line.
+        message: String,
+    },
     /// An answer could not be printed as JSON.
     #[error("cannot write json: {0}")]
     Json(#[from] serde_json::Error),

@@ -1,9 +1,14 @@
 //! Text views of the API's answers: what `nvo` prints without `-o json`. Listings are aligned
-//! tables with one row per object; a single object is a key/value listing.
+//! tables with one row per object; a single object is a key/value listing, except a profile,
+//! shown as the TOML `nvo profile add` reads.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use nvo_api::{Bum, Counters, FdbEntry, Network, NodeInfo, Origin, Port, PortKind};
+use nvo_api::{
+    Bum, Counters, FdbEntry, Network, NodeInfo, Origin, Port, PortKind, ProfileInfo, ProfileSpec,
+};
+use nvo_encap::spec::HeaderLenSpec;
 
 use crate::table::{list, pairs, yes_no, Table};
 
@@ -40,18 +45,39 @@ pub fn node(n: &NodeInfo) -> Table {
     ])
 }
 
-/// `nvo network list`.
+/// A network's profile name; an nvod from before profiles sends none, and spoke only VXLAN.
+fn encap_name(n: &Network) -> &str {
+    if n.encap.is_empty() {
+        "vxlan"
+    } else {
+        &n.encap
+    }
+}
+
+/// Profile parameters as `k=v,k=v`, or "-".
+fn params(p: &BTreeMap<String, u64>) -> String {
+    let items: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    list(&items)
+}
+
+/// `nvo network list`: the profile with its parameters in brackets, `vxlan-gbp(group=100)`.
 pub fn networks(nets: &[Network]) -> Table {
     let mut t = Table::new(&[
-        "VNI", "MTU", "LEARNING", "BUM", "FLOOD", "PORTS", "LEARNED", "STATIC",
+        "VNI", "ENCAP", "MTU", "LEARNING", "BUM", "FLOOD", "PORTS", "LEARNED", "STATIC",
     ])
     .right(0)
-    .right(1)
-    .right(6)
-    .right(7);
+    .right(2)
+    .right(7)
+    .right(8);
     for n in nets {
+        let encap = if n.params.is_empty() {
+            encap_name(n).to_owned()
+        } else {
+            format!("{}({})", encap_name(n), params(&n.params))
+        };
         t.row([
             n.vni.to_string(),
+            encap,
             n.mtu.to_string(),
             yes_no(n.learning),
             bum(&n.bum),
@@ -68,6 +94,8 @@ pub fn networks(nets: &[Network]) -> Table {
 pub fn network(n: &Network) -> Table {
     pairs([
         ("vni", n.vni.to_string()),
+        ("encap", encap_name(n).to_owned()),
+        ("params", params(&n.params)),
         ("mtu", n.mtu.to_string()),
         ("learning", yes_no(n.learning)),
         ("bum", bum(&n.bum)),
@@ -78,6 +106,65 @@ pub fn network(n: &Network) -> Table {
         ("learned", n.learned.to_string()),
         ("static", n.static_entries.to_string()),
     ])
+}
+
+/// A profile's outer transport: `udp 4789` or `ip 47`.
+fn transport(p: &ProfileSpec) -> String {
+    match (p.udp_port, p.ip_protocol) {
+        (Some(port), _) => format!("udp {port}"),
+        (None, Some(proto)) => format!("ip {proto}"),
+        (None, None) => "-".to_owned(),
+    }
+}
+
+/// A profile's header length in bytes; `8+` when it varies (options, as Geneve's).
+fn header_len(p: &ProfileSpec) -> String {
+    match p.header_len {
+        Some(HeaderLenSpec::Fixed(len)) => len.to_string(),
+        Some(HeaderLenSpec::Field(f)) => format!("{}+", f.base),
+        None => {
+            let digits = p.template.chars().filter(|c| !c.is_whitespace()).count();
+            (digits / 2).to_string()
+        }
+    }
+}
+
+/// `nvo profile list`.
+pub fn profiles(profiles: &[ProfileInfo]) -> Table {
+    let mut t = Table::new(&["NAME", "KIND", "TRANSPORT", "HEADER", "PAYLOAD", "PARAMS"]).right(3);
+    for p in profiles {
+        let names: Vec<&str> = p.spec.params.iter().map(|q| q.name.as_str()).collect();
+        t.row([
+            p.spec.name.clone(),
+            if p.builtin { "built-in" } else { "user" }.to_owned(),
+            transport(&p.spec),
+            header_len(&p.spec),
+            p.spec.payload.to_string(),
+            list(&names),
+        ]);
+    }
+    t
+}
+
+/// `nvo profile show` and `add`: the profile as TOML, the form `nvo profile add` reads, so a
+/// built-in can be copied as the start of a new profile.
+pub fn profile(p: &ProfileInfo) -> String {
+    let kind = if p.builtin {
+        "built into nvod"
+    } else {
+        "user-defined"
+    };
+    let body = toml::to_string(&p.spec).unwrap_or_else(|e| {
+        format!(
+            "# (cannot be shown as TOML: {e})
+"
+        )
+    });
+    format!(
+        "# profile {}, {kind}
+{body}",
+        p.spec.name
+    )
 }
 
 /// `nvo port list` and `add`.
@@ -125,7 +212,8 @@ pub fn flood(remotes: &[IpAddr]) -> Table {
     t
 }
 
-/// `nvo counters`: one row per counter, grouped by what it counts; zeros hidden unless `all`.
+/// `nvo counters`: one row per counter, grouped by what it counts (underlay, networks, ports,
+/// STT reassembly, drops by reason); zeros hidden unless `all`.
 pub fn counters(c: &Counters, all: bool) -> String {
     let mut t = Table::new(&["SCOPE", "NAME", "COUNTER", "VALUE"]).right(3);
     let mut hidden = 0usize;
@@ -153,6 +241,9 @@ pub fn counters(c: &Counters, all: bool) -> String {
         for (k, v) in counters {
             add("port", port.clone(), k, *v);
         }
+    }
+    for (k, v) in &c.stt {
+        add("stt", "-".to_owned(), k, *v);
     }
     for (reason, v) in &c.drops {
         add("drop", "-".to_owned(), reason, *v);
@@ -188,6 +279,8 @@ mod tests {
             ports: vec!["c-red1".into()],
             learned: 2,
             static_entries: 0,
+            encap: "vxlan".into(),
+            params: BTreeMap::new(),
         }
     }
 
@@ -201,17 +294,99 @@ mod tests {
         };
         other.flood.clear();
         other.ports.clear();
+        other.encap = "vxlan-gbp".into();
+        other.params.insert("group".into(), 100);
         let text = networks(&[net(), other]).to_string();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("VNI   MTU  LEARNING  BUM"), "{text}");
-        assert_eq!(lines[1], "100  1450  yes       head-end             10.100.0.2,10.100.0.3  c-red1        2       0");
         assert!(
-            lines[2].starts_with("200  1450  no        multicast 239.1.1.1  -  "),
+            lines[0].starts_with("VNI  ENCAP                  MTU  LEARNING  BUM"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "100  vxlan                 1450  yes       head-end             10.100.0.2,10.100.0.3  c-red1        2       0");
+        assert!(
+            lines[2]
+                .starts_with("200  vxlan-gbp(group=100)  1450  no        multicast 239.1.1.1  -  "),
             "{text}"
         );
         // Right-aligned numbers line up on their last digit.
         assert_eq!(lines[0].find("STATIC").map(|i| i + 6), Some(lines[1].len()));
+    }
+
+    #[test]
+    fn network_show_names_the_profile_and_its_params() {
+        let mut n = net();
+        let text = network(&n).to_string();
+        assert!(
+            text.contains("encap        vxlan\nparams       -\n"),
+            "{text}"
+        );
+        n.encap = "overlay".into();
+        n.params = BTreeMap::from([("dst_node".into(), 2), ("src_node".into(), 1)]);
+        let text = network(&n).to_string();
+        assert!(
+            text.contains("encap        overlay\nparams       dst_node=2,src_node=1\n"),
+            "{text}"
+        );
+        // An nvod from before profiles sends no encap: it spoke VXLAN only.
+        n.encap.clear();
+        assert!(network(&n).to_string().contains("encap        vxlan\n"));
+    }
+
+    fn builtin(name: &str) -> ProfileInfo {
+        let p = nvo_encap::builtin::all()
+            .into_iter()
+            .find(|p| p.name == name)
+            .unwrap();
+        ProfileInfo {
+            builtin: true,
+            spec: ProfileSpec::from(&p),
+        }
+    }
+
+    #[test]
+    fn profile_list_shows_transport_header_payload_and_params() {
+        let user: ProfileInfo = serde_json::from_value(serde_json::json!({
+            "builtin": false, "name": "mytun", "udp_port": 7777,
+            "template": "0800 0000 0000 0000", "vni": {"offset": 4, "len": 3},
+            "params": [{"name": "tag", "offset": 2, "len": 2}]
+        }))
+        .unwrap();
+        let all = [
+            builtin("vxlan-gbp"),
+            builtin("geneve"),
+            builtin("nvgre"),
+            user,
+        ];
+        let text = profiles(&all).to_string();
+        assert_eq!(
+            text,
+            "NAME       KIND      TRANSPORT  HEADER  PAYLOAD   PARAMS\n\
+             vxlan-gbp  built-in  udp 4789        8  ethernet  group\n\
+             geneve     built-in  udp 6081       8+  ethernet  -\n\
+             nvgre      built-in  ip 47           8  ethernet  -\n\
+             mytun      user      udp 7777        8  ethernet  tag\n"
+        );
+    }
+
+    #[test]
+    fn a_profile_shows_as_toml_that_reads_back() {
+        for name in [
+            "vxlan",
+            "vxlan-gbp",
+            "vxlan-gpe",
+            "geneve",
+            "nvgre",
+            "overlay",
+            "stt",
+        ] {
+            let p = builtin(name);
+            let text = profile(&p);
+            let head = format!("# profile {name}, built into nvod\n");
+            assert!(text.starts_with(&head), "{text}");
+            let back: ProfileSpec = toml::from_str(&text).unwrap();
+            assert_eq!(back, p.spec, "{text}");
+        }
     }
 
     #[test]
@@ -250,17 +425,23 @@ mod tests {
             BTreeMap::from([("rx_frames".into(), 5), ("tx_frames".into(), 0)]),
         );
         c.underlay.insert("rx_packets".into(), 9);
+        c.stt.insert("frames_reassembled".into(), 4);
+        c.stt.insert("evicted".into(), 0);
+        c.drops.insert("profile_mismatch".into(), 1);
         let text = counters(&c, false);
         assert_eq!(
             text,
-            "SCOPE     NAME  COUNTER       VALUE\n\
-             underlay  -     rx_packets        9\n\
-             network   100   rx_frames         5\n\
-             drop      -     mtu_exceeded      2\n\
-             (2 zero counters hidden; --all shows them)\n"
+            "SCOPE     NAME  COUNTER             VALUE\n\
+             underlay  -     rx_packets              9\n\
+             network   100   rx_frames               5\n\
+             stt       -     frames_reassembled      4\n\
+             drop      -     mtu_exceeded            2\n\
+             drop      -     profile_mismatch        1\n\
+             (3 zero counters hidden; --all shows them)\n"
         );
         let all = counters(&c, true);
-        assert_eq!(all.lines().count(), 6);
+        assert_eq!(all.lines().count(), 9);
+        assert!(all.contains("stt       -     evicted"), "{all}");
         assert!(all.contains("no_network"));
         assert_eq!(counters(&Counters::default(), false), "");
     }
@@ -286,6 +467,7 @@ mod tests {
             vni: 100,
             kind: PortKind::Veth,
             up: true,
+            offloads: None,
         };
         assert_eq!(
             ports(&[p]).to_string(),

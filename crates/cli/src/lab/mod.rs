@@ -9,11 +9,12 @@
 //!  ══ is a veth pair; the host end of each container's pair is a port of its VTEP
 //! ```
 //!
-//! `topology` parses and checks the YAML, `plan` computes every name and address, `up` builds
+//! `topology` parses and checks the YAML (`encap` its profiles), `plan` computes every name and address, `up` builds
 //! the lab while `record` writes down each thing as it is made (lab.json), `down` removes what
 //! the record lists, `status` reads the records; `sys` runs `ip`, `bridge` and `ethtool`.
 
 pub mod down;
+pub mod encap;
 pub mod plan;
 pub mod record;
 pub mod status;
@@ -93,6 +94,28 @@ pub enum LabError {
     Api {
         /// The host.
         host: String,
+        /// The client's error.
+        source: nvo_api::ClientError,
+    },
+    /// nvod refused a profile of the topology.
+    #[error("nvod on {host} refused profile {profile}: {source}")]
+    Profile {
+        /// The host.
+        host: String,
+        /// The profile's name.
+        profile: String,
+        /// The client's error.
+        source: nvo_api::ClientError,
+    },
+    /// nvod refused a network of the topology.
+    #[error("nvod on {host} refused network {vni} (encap {encap}): {source}")]
+    Network {
+        /// The host.
+        host: String,
+        /// The network.
+        vni: u32,
+        /// Its profile.
+        encap: String,
         /// The client's error.
         source: nvo_api::ClientError,
     },

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use crate::addr::{Cidr, Mac};
-use crate::lab::topology::{container_mac, Family, HostKind, Topology, UNDERLAY_NODE};
+use crate::lab::topology::{container_mac, Family, HostKind, NvodExtras, Topology, UNDERLAY_NODE};
 
 /// Where labs keep their state, one directory per lab.
 pub const RUN_ROOT: &str = "/run/nvo/lab";
@@ -27,6 +27,8 @@ pub struct HostPlan {
     pub kind: HostKind,
     /// Kernel hosts: learning override.
     pub learning: Option<bool>,
+    /// nvo hosts: extra keys of nvod's configuration.
+    pub nvod: NvodExtras,
     /// VXLAN UDP port.
     pub vxlan_port: u16,
     /// nvod's node ID: the host's 1-based position.
@@ -58,8 +60,16 @@ pub struct NetworkPlan {
     pub name: Option<String>,
     /// Learning.
     pub learning: bool,
-    /// Tenant MTU.
-    pub mtu: u16,
+    /// The encapsulation profile's name.
+    pub encap: String,
+    /// The profile's parameters.
+    pub params: BTreeMap<String, u64>,
+    /// Tenant MTU when the topology sets one; otherwise each nvod picks it from the profile's
+    /// overhead, and `up` reads it back for the containers' eth0.
+    pub mtu: Option<u16>,
+    /// Tenant MTU on kernel hosts (VXLAN): the topology's, or the underlay's minus VXLAN's
+    /// overhead.
+    pub kernel_mtu: u16,
     /// Ageing time of learned entries, when the topology sets it.
     pub ageing_s: Option<u32>,
     /// Learning limit, when the topology sets it.
@@ -98,8 +108,6 @@ pub struct ContainerPlan {
     pub mac: Mac,
     /// The veth end in the host namespace (the nvod port or the bridge port).
     pub port: String,
-    /// eth0's MTU: the network's.
-    pub mtu: u16,
 }
 
 /// Everything a lab is made of.
@@ -178,7 +186,10 @@ impl Plan {
                     vni: n.vni,
                     name: n.name.clone(),
                     learning: n.learning,
-                    mtu: topo.tenant_mtu(n),
+                    encap: n.encap().to_owned(),
+                    params: n.params.clone(),
+                    mtu: n.mtu,
+                    kernel_mtu: topo.vxlan_tenant_mtu(n),
                     ageing_s: n.ageing_s,
                     max_learned: n.max_learned,
                     multicast: n.multicast,
@@ -189,9 +200,12 @@ impl Plan {
         let mut ports: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
         let mut containers = Vec::new();
         for (i, c) in topo.containers.iter().enumerate() {
-            let mtu = networks.iter().find(|n| n.vni == c.vni).map(|n| n.mtu);
-            let mtu = mtu
-                .ok_or_else(|| format!("container {}: vni {} is not in networks", c.name, c.vni))?;
+            if !networks.iter().any(|n| n.vni == c.vni) {
+                return Err(format!(
+                    "container {}: vni {} is not in networks",
+                    c.name, c.vni
+                ));
+            }
             containers.push(ContainerPlan {
                 name: c.name.clone(),
                 ns: namespace(&topo.name, &c.name),
@@ -202,7 +216,6 @@ impl Plan {
                 ipv6: c.ipv6,
                 mac: container_mac(c, i),
                 port: ifname("c-", &c.name, ports.entry(c.host.as_str()).or_default()),
-                mtu,
             });
         }
         Ok(Plan {
@@ -259,6 +272,7 @@ fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, String> 
             ns: namespace(&topo.name, &h.name),
             kind: h.kind,
             learning: h.learning,
+            nvod: h.nvod,
             vxlan_port: h.vxlan_port,
             node_id: u32::try_from(i + 1).unwrap_or(u32::MAX),
             ipv4,

@@ -9,9 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 
+use nvo_api::ProfileSpec;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use super::encap;
 use crate::addr::{Cidr, Mac};
 
 /// Longest lab, host or container name (namespaces are `nvo-<lab>-<node>`).
@@ -117,6 +119,56 @@ pub struct HostDef {
     /// Kernel hosts only: learn from traffic (default: the network's `learning`).
     #[serde(default)]
     pub learning: Option<bool>,
+    /// nvo hosts only: extra keys of nvod's configuration file.
+    #[serde(default)]
+    pub nvod: NvodExtras,
+}
+
+/// `nvod:` of an nvo host: optional keys written into its nvod's configuration file (nvod's
+/// `--help` explains each); absent keys take nvod's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvodExtras {
+    /// TTL / hop limit of every tunnel packet, 1 to 255.
+    pub outer_ttl: Option<u8>,
+    /// TOS / traffic class of every tunnel packet.
+    pub outer_tos: Option<u8>,
+    /// Don't Fragment on outer IPv4 packets.
+    pub outer_df: Option<bool>,
+    /// Most bytes of STT frames held in reassembly, 65536 to 1073741824.
+    pub stt_reassembly_bytes: Option<u64>,
+    /// Seconds an incomplete STT frame is kept, 1 to 3600.
+    pub stt_reassembly_timeout_s: Option<u64>,
+}
+
+impl NvodExtras {
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        *self == NvodExtras::default()
+    }
+
+    /// The same bounds nvod applies, checked before any namespace is made.
+    fn validate(&self, host: &str) -> Result<(), String> {
+        let at = |key: &str, value: u64, range: &str| {
+            Err(format!(
+                "host {host}: nvod.{key} {value} is outside {range}"
+            ))
+        };
+        if self.outer_ttl == Some(0) {
+            return at("outer_ttl", 0, "1..=255");
+        }
+        if let Some(b) = self.stt_reassembly_bytes {
+            if !(1 << 16..=1 << 30).contains(&b) {
+                return at("stt_reassembly_bytes", b, "65536..=1073741824");
+            }
+        }
+        if let Some(t) = self.stt_reassembly_timeout_s {
+            if !(1..=3600).contains(&t) {
+                return at("stt_reassembly_timeout_s", t, "1..=3600");
+            }
+        }
+        Ok(())
+    }
 }
 
 fn default_vxlan_port() -> u16 {
@@ -193,6 +245,19 @@ pub struct NetworkDef {
     /// each host of a flood list (head-end replication).
     #[serde(default)]
     pub multicast: Option<IpAddr>,
+    /// The encapsulation profile: a built-in's name or one of `profiles:` (default vxlan).
+    #[serde(default)]
+    pub encap: Option<String>,
+    /// Values of the profile's parameters, e.g. {group: 100} for vxlan-gbp.
+    #[serde(default)]
+    pub params: BTreeMap<String, u64>,
+}
+
+impl NetworkDef {
+    /// The profile's name, the default resolved.
+    pub fn encap(&self) -> &str {
+        self.encap.as_deref().unwrap_or(encap::DEFAULT)
+    }
 }
 
 /// `containers:` — tenant systems, one namespace each with an eth0.
@@ -232,6 +297,9 @@ pub struct Topology {
     /// Tenant systems.
     #[serde(default)]
     pub containers: Vec<ContainerDef>,
+    /// User-defined encapsulation profiles, given to every nvo host before the networks.
+    #[serde(default)]
+    pub profiles: Vec<ProfileSpec>,
 }
 
 /// Checks a lab, host or container name: letters, digits, `-` and `_`, starting with a letter or
@@ -268,12 +336,13 @@ impl Topology {
         Ok(topo)
     }
 
-    /// The tenant MTU of a network.
-    pub fn tenant_mtu(&self, net: &NetworkDef) -> u16 {
+    /// The tenant MTU of a network on a kernel host (VXLAN): the topology's, else the
+    /// default. nvo hosts choose their own when the topology gives none, from the profile.
+    pub fn vxlan_tenant_mtu(&self, net: &NetworkDef) -> u16 {
         net.mtu.unwrap_or(self.default_tenant_mtu())
     }
 
-    /// Underlay MTU minus the encapsulation overhead.
+    /// Underlay MTU minus the VXLAN overhead.
     pub fn default_tenant_mtu(&self) -> u16 {
         self.underlay
             .mtu
@@ -285,8 +354,12 @@ impl Topology {
         check_name("lab", &self.name)?;
         self.validate_underlay()?;
         self.validate_nodes()?;
+        encap::validate_profiles(&self.profiles)?;
         self.validate_networks()?;
         self.validate_containers()?;
+        for n in &self.networks {
+            encap::validate_network(self, n)?;
+        }
         self.validate_ports()
     }
 
@@ -342,6 +415,13 @@ impl Topology {
                     h.name
                 ));
             }
+            if h.kind == HostKind::Kernel && !h.nvod.is_empty() {
+                return Err(format!(
+                    "host {}: nvod is for kind: nvo hosts; a kernel host runs no nvod",
+                    h.name
+                ));
+            }
+            h.nvod.validate(&h.name)?;
         }
         Ok(())
     }
@@ -356,12 +436,34 @@ impl Topology {
             if !vnis.insert(n.vni) {
                 return Err(format!("network vni {} is defined twice", n.vni));
             }
-            if let Some(mtu) = n.mtu {
+            // The VXLAN overhead is known here; other profiles' is nvod's to check.
+            let vxlan = encap::on_vxlan_port(n.encap());
+            if let Some(mtu) = n.mtu.filter(|_| vxlan) {
                 if !(68..=tenant_max).contains(&mtu) {
                     return Err(format!(
                         "network {}: mtu {mtu} is outside 68..={tenant_max} (underlay mtu minus {} bytes of VXLAN)",
                         n.vni,
                         self.underlay.family.overhead()
+                    ));
+                }
+            }
+            // STT cuts frames into segments itself: its networks may be larger than the
+            // underlay (nvod takes up to 65481).
+            let max = if n.encap() == "stt" {
+                65481
+            } else {
+                self.underlay.mtu
+            };
+            if let Some(mtu) = n.mtu.filter(|_| !vxlan) {
+                if !(68..=max).contains(&mtu) {
+                    return Err(format!(
+                        "network {}: mtu {mtu} is outside 68..={max} ({})",
+                        n.vni,
+                        if max == self.underlay.mtu {
+                            "the underlay mtu"
+                        } else {
+                            "stt segments larger frames"
+                        }
                     ));
                 }
             }
@@ -456,21 +558,15 @@ impl Topology {
     }
 
     /// Hosts that exchange a network's traffic must agree on the VXLAN port: both ends of a
-    /// VXLAN tunnel send to and listen on one port.
+    /// VXLAN tunnel send to and listen on one port. Other profiles have their own transport.
     fn validate_ports(&self) -> Result<(), String> {
-        for n in &self.networks {
+        for n in self
+            .networks
+            .iter()
+            .filter(|n| encap::on_vxlan_port(n.encap()))
+        {
             let mut first: Option<&HostDef> = None;
-            let flood = self.flood_hosts(n);
-            let has_container = |h: &HostDef| {
-                self.containers
-                    .iter()
-                    .any(|c| c.vni == n.vni && c.host == h.name)
-            };
-            for h in self
-                .hosts
-                .iter()
-                .filter(|h| flood.contains(&h.name) || has_container(h))
-            {
+            for h in self.member_hosts(n) {
                 match first {
                     Some(f) if f.vxlan_port != h.vxlan_port => {
                         return Err(format!(
@@ -484,6 +580,22 @@ impl Topology {
             }
         }
         Ok(())
+    }
+
+    /// The hosts that take part in a network: those with a container in it and those it
+    /// floods to.
+    pub fn member_hosts(&self, n: &NetworkDef) -> Vec<&HostDef> {
+        let flood = self.flood_hosts(n);
+        self.hosts
+            .iter()
+            .filter(|h| {
+                flood.contains(&h.name)
+                    || self
+                        .containers
+                        .iter()
+                        .any(|c| c.vni == n.vni && c.host == h.name)
+            })
+            .collect()
     }
 
     /// The hosts a network floods between (before excluding the sender), in host order.

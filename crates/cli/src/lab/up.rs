@@ -5,16 +5,20 @@
 //!    addresses are usable at once), lo up;
 //! 3. nvod on every nvo host, started together, then each waited for until `GET /v1/node`
 //!    answers; kernel hosts get a VXLAN device and a bridge per network instead;
-//! 4. the networks, through each nvod's API, with the flood list of the plan or the network's
-//!    multicast group (kernel hosts: `bridge fdb append` per flood remote, or `group` on the
-//!    VXLAN device);
-//! 5. the containers: namespace, veth pair (eth0 inside with its MAC, addresses and the
-//!    network's MTU; checksum offload off on kernel hosts), and the host end attached as a
-//!    port (nvo) or to the bridge (kernel).
+//! 4. the topology's user-defined profiles, POSTed to every nvod;
+//! 5. the networks, through each nvod's API, with their profile and parameters and the flood
+//!    list of the plan or the network's multicast group (kernel hosts: `bridge fdb append` per
+//!    flood remote, or `group` on the VXLAN device; they make only VXLAN networks, validation
+//!    keeps them out of the others). Unless the topology sets a network's MTU, nvod picks it
+//!    from the profile's overhead, and the MTU it answers with is the one its containers get;
+//! 6. the containers: namespace, veth pair (eth0 inside with its MAC, addresses and the
+//!    network's MTU on that host; checksum offload off on kernel hosts), and the host end
+//!    attached as a port (nvo) or to the bridge (kernel).
 //!
 //! Each namespace and process goes into lab.json as it is made. On failure `up` removes what it
 //! made (unless `--keep-on-failure`) and reports the first failure.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -22,14 +26,20 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nvo_api::{Bum, Client, NetworkSpec, NodeInfo, PortKind, PortSpec};
+use nvo_api::{
+    Bum, Client, Network, NetworkSpec, NodeInfo, PortKind, PortSpec, ProfileInfo, ProfileSpec,
+};
 
 use super::down::teardown;
+use super::encap::on_vxlan_port;
 use super::plan::{ContainerPlan, HostPlan, Plan, RUN_ROOT, UNDERLAY_BRIDGE};
 use super::record::{LabRecord, ProcessRecord, Recorder, RECORD_FILE};
 use super::sys::{self, bridge, exec_in, ip, run};
-use super::topology::{HostKind, Topology, TopologyError};
+use super::topology::{HostKind, NvodExtras, Topology, TopologyError};
 use super::LabError;
+
+/// Each network's tenant MTU on each host, by (host, VNI): what its containers' eth0 gets.
+type Mtus = BTreeMap<(String, u32), u16>;
 
 /// How long nvod gets to answer its API after start.
 const API_WAIT: Duration = Duration::from_secs(10);
@@ -62,7 +72,7 @@ pub fn load(file: &Path) -> Result<(Topology, Plan), LabError> {
 
 /// Builds the lab; returns its record.
 pub fn up(opts: &UpOptions) -> Result<LabRecord, LabError> {
-    let (_, plan) = load(&opts.file)?;
+    let (topo, plan) = load(&opts.file)?;
     preflight(&plan)?;
     let nvod = if plan.hosts.iter().any(|h| h.kind == HostKind::Nvo) {
         Some(find_nvod(opts.nvod.as_deref())?)
@@ -74,7 +84,7 @@ pub fn up(opts: &UpOptions) -> Result<LabRecord, LabError> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let mut rec = Recorder::create(&plan.run_dir, LabRecord::new(&plan, &topology, now))?;
-    match build(&plan, &mut rec, nvod.as_deref()) {
+    match build(&plan, &topo.profiles, &mut rec, nvod.as_deref()) {
         Ok(()) => {
             rec.complete()?;
             Ok(rec.record)
@@ -151,7 +161,12 @@ pub fn find_nvod(explicit: Option<&Path>) -> Result<PathBuf, LabError> {
     sys::which("nvod").ok_or(LabError::NvodMissing { beside: dir })
 }
 
-fn build(plan: &Plan, rec: &mut Recorder, nvod: Option<&Path>) -> Result<(), LabError> {
+fn build(
+    plan: &Plan,
+    profiles: &[ProfileSpec],
+    rec: &mut Recorder,
+    nvod: Option<&Path>,
+) -> Result<(), LabError> {
     underlay(plan, rec)?;
     for h in &plan.hosts {
         host(plan, h, rec)?;
@@ -164,15 +179,23 @@ fn build(plan: &Plan, rec: &mut Recorder, nvod: Option<&Path>) -> Result<(), Lab
     }
     for (h, child) in &mut daemons {
         wait_api(h, child)?;
+        add_profiles(h, profiles)?;
     }
+    let mut mtus = Mtus::new();
     for h in &plan.hosts {
         match h.kind {
-            HostKind::Nvo => nvo_networks(plan, h)?,
-            HostKind::Kernel => kernel_networks(plan, h)?,
+            HostKind::Nvo => nvo_networks(plan, h, &mut mtus)?,
+            HostKind::Kernel => kernel_networks(plan, h, &mut mtus)?,
         }
     }
     for c in &plan.containers {
-        container(plan, c, rec)?;
+        let Some(&mtu) = mtus.get(&(c.host.clone(), c.vni)) else {
+            return Err(LabError::Command {
+                command: format!("create container {}", c.name),
+                message: format!("host {} has no network {}", c.host, c.vni),
+            });
+        };
+        container(plan, c, rec, mtu)?;
     }
     Ok(())
 }
@@ -234,7 +257,21 @@ pub fn nvod_config(plan: &Plan, h: &HostPlan) -> String {
         mtu = plan.underlay_mtu,
         socket = quote(&h.socket.to_string_lossy()),
         state = quote(&h.state_dir.to_string_lossy()),
-    )
+    ) + &nvod_extras(&h.nvod)
+}
+
+/// The `nvod:` keys of a host, one `key = value` line each.
+fn nvod_extras(x: &NvodExtras) -> String {
+    let lines = [
+        x.outer_ttl.map(|v| format!("outer_ttl = {v}")),
+        x.outer_tos.map(|v| format!("outer_tos = {v}")),
+        x.outer_df.map(|v| format!("outer_df = {v}")),
+        x.stt_reassembly_bytes
+            .map(|v| format!("stt_reassembly_bytes = {v}")),
+        x.stt_reassembly_timeout_s
+            .map(|v| format!("stt_reassembly_timeout_s = {v}")),
+    ];
+    lines.into_iter().flatten().map(|l| l + "\n").collect()
 }
 
 fn start_nvod(
@@ -306,32 +343,57 @@ fn wait_api(h: &HostPlan, child: &mut Child) -> Result<(), LabError> {
     })
 }
 
-fn nvo_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
+/// Gives an nvod the topology's user-defined profiles.
+fn add_profiles(h: &HostPlan, profiles: &[ProfileSpec]) -> Result<(), LabError> {
     let client = Client::new(&h.socket);
-    for n in &plan.networks {
-        let spec = NetworkSpec {
-            vni: n.vni,
-            mtu: Some(n.mtu),
-            learning: Some(n.learning),
-            ageing_s: n.ageing_s,
-            max_learned: n.max_learned,
-            flood: Some(n.flood_for(&h.name).to_vec()),
-            bum: n.multicast.map(|group| Bum::Multicast { group }),
-        };
+    for p in profiles {
         client
-            .post::<_, serde_json::Value>("/v1/networks", &spec)
-            .map_err(|source| LabError::Api {
+            .post::<_, ProfileInfo>("/v1/profiles", p)
+            .map_err(|source| LabError::Profile {
                 host: h.name.clone(),
+                profile: p.name.clone(),
                 source,
             })?;
     }
     Ok(())
 }
 
-fn kernel_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
-    let (ns, port, local) = (&h.ns, h.vxlan_port, h.locator);
+/// Creates the networks on an nvo host; each one's MTU is what nvod answers with.
+fn nvo_networks(plan: &Plan, h: &HostPlan, mtus: &mut Mtus) -> Result<(), LabError> {
+    let client = Client::new(&h.socket);
     for n in &plan.networks {
-        let (vni, mtu) = (n.vni, n.mtu);
+        let spec = NetworkSpec {
+            vni: n.vni,
+            mtu: n.mtu,
+            learning: Some(n.learning),
+            ageing_s: n.ageing_s,
+            max_learned: n.max_learned,
+            flood: Some(n.flood_for(&h.name).to_vec()),
+            bum: n.multicast.map(|group| Bum::Multicast { group }),
+            encap: Some(n.encap.clone()),
+            params: (!n.params.is_empty()).then(|| n.params.clone()),
+        };
+        let made: Network =
+            client
+                .post("/v1/networks", &spec)
+                .map_err(|source| LabError::Network {
+                    host: h.name.clone(),
+                    vni: n.vni,
+                    encap: n.encap.clone(),
+                    source,
+                })?;
+        mtus.insert((h.name.clone(), n.vni), made.mtu);
+    }
+    Ok(())
+}
+
+/// Creates a VXLAN device and a bridge per VXLAN network on a kernel host.
+fn kernel_networks(plan: &Plan, h: &HostPlan, mtus: &mut Mtus) -> Result<(), LabError> {
+    let (ns, port, local) = (&h.ns, h.vxlan_port, h.locator);
+    // Validation keeps kernel hosts out of every network of another profile.
+    for n in plan.networks.iter().filter(|n| on_vxlan_port(&n.encap)) {
+        let (vni, mtu) = (n.vni, n.kernel_mtu);
+        mtus.insert((h.name.clone(), vni), mtu);
         let learning = if h.learning.unwrap_or(n.learning) {
             ""
         } else {
@@ -361,7 +423,7 @@ fn kernel_networks(plan: &Plan, h: &HostPlan) -> Result<(), LabError> {
     Ok(())
 }
 
-fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder) -> Result<(), LabError> {
+fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Result<(), LabError> {
     let Some(host) = plan.host(&c.host) else {
         let message = format!("no host {}", c.host);
         return Err(LabError::Command {
@@ -370,7 +432,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder) -> Result<(), L
         });
     };
     add_namespace(rec, &c.ns)?;
-    let (ns, host_ns, port, mtu) = (&c.ns, &c.host_ns, &c.port, c.mtu);
+    let (ns, host_ns, port) = (&c.ns, &c.host_ns, &c.port);
     ip(
         host_ns,
         &format!("link add {port} mtu {mtu} type veth peer name eth0 mtu {mtu} netns {ns}"),
@@ -397,6 +459,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder) -> Result<(), L
                 name: port.clone(),
                 vni: c.vni,
                 kind: PortKind::Veth,
+                offloads: None,
             };
             Client::new(&host.socket)
                 .post::<_, serde_json::Value>("/v1/ports", &spec)
@@ -425,6 +488,19 @@ mod tests {
              node_id = 2\nlocator = \"fd00:100::2\"\nvxlan_port = 8472\nunderlay_mtu = 1500\n\
              api_socket = \"/run/nvo/lab/demo6/h2.sock\"\nstate_dir = \"/run/nvo/lab/demo6/h2.state\"\n\
              log = \"info\"\n"
+        );
+        let yaml = "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 9, outer_df: false, stt_reassembly_timeout_s: 5}}]\n";
+        let plan = Plan::new(
+            &Topology::parse("t.yaml", yaml).unwrap(),
+            Path::new("/run/nvo/lab"),
+        )
+        .unwrap();
+        let config = nvod_config(&plan, &plan.hosts[0]);
+        assert!(
+            config.ends_with(
+                "log = \"info\"\nouter_ttl = 9\nouter_df = false\nstt_reassembly_timeout_s = 5\n"
+            ),
+            "{config}"
         );
     }
 

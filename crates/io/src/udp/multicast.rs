@@ -145,7 +145,7 @@ impl UdpUnderlay {
 
     /// Every socket that may send: the pool, and the receive socket (it sends when the pool is
     /// empty; setting it too keeps the rule simple).
-    fn send_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+    pub(super) fn send_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
         std::iter::once(self.recv.as_fd()).chain(self.senders.iter().map(|s| s.as_fd()))
     }
 

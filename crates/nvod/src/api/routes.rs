@@ -40,6 +40,13 @@ pub fn router(control: Shared) -> Router {
         .route("/v1/ports", get(ports).post(add_port))
         .route("/v1/ports/{name}", axum::routing::delete(delete_port))
         .route("/v1/counters", get(counters))
+        .route("/v1/profiles", get(profiles).post(add_profile))
+        .route("/v1/profiles/{name}", get(profile).delete(delete_profile))
+        .route("/v1/profiles/{name}/keys", get(keys).post(bind_key))
+        .route(
+            "/v1/profiles/{name}/keys/{key}",
+            axum::routing::delete(unbind_key),
+        )
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -146,4 +153,55 @@ async fn flood_delete(
 
 async fn counters(State(c): State<Shared>) -> Answer<Json<api::Counters>> {
     Ok(Json(c.lock().await.counters().await?))
+}
+
+async fn profiles(State(c): State<Shared>) -> Json<Vec<api::ProfileInfo>> {
+    Json(c.lock().await.profiles())
+}
+
+async fn profile(
+    State(c): State<Shared>,
+    Params(name): Params<String>,
+) -> Answer<Json<api::ProfileInfo>> {
+    Ok(Json(c.lock().await.profile(&name)?))
+}
+
+async fn add_profile(
+    State(c): State<Shared>,
+    Body(spec): Body<api::ProfileSpec>,
+) -> Created<api::ProfileInfo> {
+    let info = c.lock().await.add_profile(spec).await?;
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+async fn delete_profile(
+    State(c): State<Shared>,
+    Params(name): Params<String>,
+) -> Answer<StatusCode> {
+    c.lock().await.delete_profile(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn keys(
+    State(c): State<Shared>,
+    Params(name): Params<String>,
+) -> Answer<Json<Vec<api::KeyBinding>>> {
+    Ok(Json(c.lock().await.keys(&name)?))
+}
+
+async fn bind_key(
+    State(c): State<Shared>,
+    Params(name): Params<String>,
+    Body(binding): Body<api::KeyBinding>,
+) -> Created<api::KeyBinding> {
+    let bound = c.lock().await.bind_key(&name, binding).await?;
+    Ok((StatusCode::CREATED, Json(bound)))
+}
+
+async fn unbind_key(
+    State(c): State<Shared>,
+    Params((name, key)): Params<(String, String)>,
+) -> Answer<StatusCode> {
+    c.lock().await.unbind_key(&name, &key).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

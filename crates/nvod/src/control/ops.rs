@@ -65,7 +65,8 @@ impl Control {
         &mut self,
         spec: api::NetworkSpec,
     ) -> Result<api::Network, Failure> {
-        let net = convert::network_state(&spec, &self.config).map_err(Failure::bad)?;
+        let net =
+            convert::network_state(&spec, &self.config, &self.profiles).map_err(Failure::bad)?;
         let vni = Vni(spec.vni);
         if self.state.networks.contains_key(&vni.0) {
             return Err(Failure::new(
@@ -78,13 +79,11 @@ impl Control {
         }
         let mut new = self.state.clone();
         new.networks.insert(vni.0, net.clone());
-        let command = Command::AddNetwork {
-            spec: convert::pipeline_spec(vni, &net),
-            flood: net.flood.clone(),
-        };
+        let command = convert::add_network(vni, &net);
         self.commit(new, command).await?;
         log::info!(
-            "network {vni} created: mtu {}, learning {}, bum by {}, flood list {:?}",
+            "network {vni} created: encap {}, mtu {}, learning {}, bum by {}, flood list {:?}",
+            net.encap,
             net.mtu,
             net.learning,
             net.bum,
@@ -105,6 +104,20 @@ impl Control {
                     "network {vni} still has port(s) {} attached; delete them first \
                      (DELETE /v1/ports/NAME)",
                     ports.join(", ")
+                ),
+            ));
+        }
+        let bound = self.state.keys.iter().find_map(|(profile, keys)| {
+            keys.iter()
+                .find(|(_, t)| **t == crate::state::KeyTarget::Local(vni.0))
+                .map(|(hex, _)| (profile.clone(), hex.clone()))
+        });
+        if let Some((profile, hex)) = bound {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "network {vni} is the target of key {hex} of profile {profile}; unbind it \
+                     first (DELETE /v1/profiles/{profile}/keys/{hex})"
                 ),
             ));
         }
@@ -135,6 +148,7 @@ impl Control {
                     .and_then(|id| up.get(id))
                     .copied()
                     .unwrap_or(false),
+                offloads: port.offloads,
             })
             .collect())
     }
@@ -155,14 +169,21 @@ impl Control {
         }
         let kind = convert::port_kind(spec.kind);
         let mut new = self.state.clone();
-        new.ports
-            .insert(spec.name.clone(), PortState { vni: vni.0, kind });
+        new.ports.insert(
+            spec.name.clone(),
+            PortState {
+                vni: vni.0,
+                kind,
+                offloads: spec.offloads,
+            },
+        );
         let id = self.new_port_id(&spec.name);
         let command = Command::AddPort {
             id,
             vni,
             name: spec.name.clone(),
             kind,
+            offloads: spec.offloads.unwrap_or_default(),
             must_open: true,
         };
         if let Err(e) = self.commit(new, command).await {
@@ -175,6 +196,7 @@ impl Control {
             vni: vni.0,
             kind: spec.kind,
             up: true,
+            offloads: spec.offloads,
         })
     }
 
@@ -426,8 +448,8 @@ impl Control {
 
     /// `GET /v1/counters`.
     pub async fn counters(&self) -> Result<api::Counters, Failure> {
-        let (counters, sockets) = match self.query(Command::Counters).await? {
-            Reply::Counters(c, s) => (c, s),
+        let (counters, sockets, stt) = match self.query(Command::Counters).await? {
+            Reply::Counters(c, s, t) => (c, s, t),
             other => return Err(unexpected(other)),
         };
         let mut underlay = convert::counter_map(&counters.underlay);
@@ -454,6 +476,7 @@ impl Control {
                 })
                 .collect(),
             underlay,
+            stt: convert::counter_map(&stt),
         })
     }
 }

@@ -9,39 +9,41 @@ use std::io;
 use std::path::Path;
 use std::time::Instant;
 
-use nvo_pipeline::{BumMode, PortId, Vni};
+use std::net::IpAddr;
 
-use super::forward::Forwarder;
+use nvo_encap::engine::Target;
+use nvo_encap::profile::ProfileId;
+use nvo_pipeline::{BumMode, NetworkSpec, PortId, ProfileTag, Vni};
+
+use super::forward::{Core, Forwarder};
 use super::ports::{self, Port};
+use super::underlays;
 use crate::command::{Command, DatapathError, Reply};
 use crate::state::PortKindState;
 
 /// Runs one command (everything but `Stop`, which the loop handles).
 pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply, DatapathError> {
-    let pipeline = &mut fwd.pipeline;
+    let core = &mut fwd.core;
+    let pipeline = &mut core.pipeline;
     Ok(match command {
-        Command::AddNetwork { spec, flood } => {
-            pipeline.add_network(spec)?;
-            // The network is new and empty: removing it cannot fail, and undoes it all.
-            for remote in flood {
-                if let Err(e) = pipeline.flood_add(spec.vni, remote) {
-                    let _ = pipeline.remove_network(spec.vni);
-                    return Err(e.into());
-                }
-            }
-            if let BumMode::Multicast(group) = spec.bum {
-                if let Err(e) = fwd.groups.add(&mut fwd.underlay, group) {
-                    let _ = pipeline.remove_network(spec.vni);
-                    return Err(e);
-                }
-            }
+        Command::AddNetwork {
+            spec,
+            flood,
+            encap,
+            params,
+        } => {
+            add_network(core, spec, flood, &encap, &params)?;
             Reply::Done
         }
         Command::RemoveNetwork(vni) => {
-            let bum = pipeline.network(vni)?.bum;
+            let view = pipeline.network(vni)?;
             pipeline.remove_network(vni)?;
-            if let BumMode::Multicast(group) = bum {
-                fwd.groups.remove(&mut fwd.underlay, group);
+            core.engine
+                .unbind_local(ProfileId(view.profile.0), view.vni.0);
+            if let BumMode::Multicast(group) = view.bum {
+                if let Some(vxlan) = core.underlays.vxlan() {
+                    core.groups.remove(vxlan, group);
+                }
             }
             Reply::Done
         }
@@ -50,14 +52,15 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             vni,
             name,
             kind,
+            offloads,
             must_open,
         } => {
-            add_port(fwd, id, vni, name, kind, must_open)?;
+            add_port(core, id, vni, name, kind, offloads, must_open)?;
             Reply::Done
         }
         Command::RemovePort(id) => {
             pipeline.remove_port(id)?;
-            fwd.ports.remove(id);
+            core.ports.remove(id);
             Reply::Done
         }
         Command::FdbAddStatic(vni, mac, dest) => {
@@ -80,23 +83,125 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         }
         Command::Networks => Reply::Networks(pipeline.networks()),
         Command::PortsUp => {
-            Reply::PortsUp(fwd.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
+            Reply::PortsUp(core.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
         }
-        Command::Counters => Reply::Counters(Box::new(pipeline.counters()), fwd.underlay.stats()),
+        Command::Counters => Reply::Counters(
+            Box::new(pipeline.counters()),
+            core.underlays.stats(),
+            fwd.reassembler.counters(),
+        ),
+        Command::AddProfile(profile) => {
+            core.engine.add_profile(*profile)?;
+            Reply::Done
+        }
+        Command::RemoveProfile(name) => {
+            core.engine.remove_profile(&name)?;
+            Reply::Done
+        }
+        Command::BindKey {
+            profile,
+            key,
+            target,
+        } => {
+            let id = core
+                .engine
+                .id(&profile)
+                .ok_or(DatapathError::UnknownProfile(profile))?;
+            if let Target::Forward { .. } = target {
+                let transport = core.engine.profile(id).map(|p| p.transport);
+                if let Some(transport) = transport {
+                    core.underlays.ensure(transport).map_err(|source| {
+                        DatapathError::Transport {
+                            transport: underlays::describe(transport),
+                            source,
+                        }
+                    })?;
+                }
+            }
+            core.engine.bind_key(id, &key, target)?;
+            Reply::Done
+        }
+        Command::UnbindKey { profile, key } => {
+            if let Some(id) = core.engine.id(&profile) {
+                core.engine.unbind_key(id, &key);
+            }
+            Reply::Done
+        }
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Reply::Done,
     })
 }
 
+/// Adds a network, all or nothing: the profile's socket (opened if it is the first network on
+/// its transport), the tables with the flood list, the engine's key, the multicast group.
+fn add_network(
+    core: &mut Core,
+    mut spec: NetworkSpec,
+    flood: Vec<IpAddr>,
+    encap: &str,
+    params: &[(String, u64)],
+) -> Result<(), DatapathError> {
+    let profile = core
+        .engine
+        .id(encap)
+        .ok_or_else(|| DatapathError::UnknownProfile(encap.to_owned()))?;
+    let transport = core
+        .engine
+        .profile(profile)
+        .map(|p| p.transport)
+        .ok_or_else(|| DatapathError::UnknownProfile(encap.to_owned()))?;
+    core.underlays
+        .ensure(transport)
+        .map_err(|source| DatapathError::Transport {
+            transport: underlays::describe(transport),
+            source,
+        })?;
+    spec.profile = ProfileTag(profile.0);
+    let pipeline = &mut core.pipeline;
+    pipeline.add_network(spec)?;
+    // The network is new and empty: removing it cannot fail, and undoes it all.
+    for remote in flood {
+        if let Err(e) = pipeline.flood_add(spec.vni, remote) {
+            let _ = pipeline.remove_network(spec.vni);
+            return Err(e.into());
+        }
+    }
+    // A profile keyed by the VNI finds the network by it; one keyed by something else (NSH's
+    // service path) gets its keys bound through the API, and the network only its params.
+    let key_is_vni = core.engine.profile(profile).is_some_and(|p| p.key_is_vni());
+    let bound = if key_is_vni {
+        core.engine.bind_local(profile, spec.vni.0, params)
+    } else {
+        core.engine.set_params(profile, spec.vni.0, None, params)
+    };
+    if let Err(e) = bound {
+        let _ = pipeline.remove_network(spec.vni);
+        return Err(e.into());
+    }
+    if let BumMode::Multicast(group) = spec.bum {
+        let joined = match core.underlays.vxlan() {
+            Some(vxlan) => core.groups.add(vxlan, group),
+            None => Ok(()),
+        };
+        if let Err(e) = joined {
+            let _ = pipeline.remove_network(spec.vni);
+            core.engine.unbind_local(profile, spec.vni.0);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 fn add_port(
-    fwd: &mut Forwarder,
+    fwd: &mut Core,
     id: PortId,
     vni: Vni,
     name: String,
     kind: PortKindState,
+    offloads: nvo_api::PortOffloads,
     must_open: bool,
 ) -> Result<(), DatapathError> {
-    let io = match ports::open(&name, kind) {
+    let io = match ports::open(&name, kind, &offloads) {
         Ok(io) => Some(io),
         Err(e) if must_open => return Err(open_error(name, kind, e)),
         Err(e) => {
@@ -110,6 +215,8 @@ fn add_port(
         name,
         kind,
         vni,
+        large: offloads.large_frames.unwrap_or(true),
+        offloads,
         io,
     });
     Ok(())

@@ -1,90 +1,263 @@
-//! The hot path: hand each received frame or datagram to the pipeline and perform the actions
-//! it returns.
+//! The hot path: hand each received frame or tunnel packet to the engine and the pipeline, and
+//! perform the actions the pipeline returns.
 //!
-//! - `Deliver` sends the frame (for a datagram: the inner frame after the VXLAN header) out of
-//!   a local port;
-//! - `Encap` writes an 8-byte VXLAN header (`nvo_wire::vxlan`) and queues header + frame in the
-//!   underlay's [`SendBatch`], to (remote, vxlan_port), the entropy choosing the source port;
-//! - `Reply` sends the frame the pipeline built in its scratch buffer out of a port;
-//! - `Drop` has been counted by the pipeline already.
+//! ```text
+//!  port frame ──────────────────────────────► pipeline.from_port ──┐
+//!  underlay packet (transport T, src) ──► engine.decap(T) ──► pipeline.from_decapsulated
+//!     raw IP 6: STT segment ──► reassembler ──► (whole STT frame) ──┘       │
+//!                                                                           ▼ actions
+//!   Deliver  → the frame (for a packet: the inner frame) out of a local port
+//!   Encap    → engine.header(profile, vni, remote, entropy) (a cached template, patched)
+//!              → queued on the profile's underlay socket; STT frames are first cut into
+//!              segments (nvo_encap::stt::Segmenter)
+//!   Reply    → the pipeline's scratch frame out of a port
+//!   Drop     → counted by the pipeline already
+//! ```
 //!
-//! The caller flushes the send batch after each receive batch. Every send is reported back with
+//! The caller flushes the send queues after each receive batch. Every send is reported back with
 //! `Pipeline::count_tx`, so a failed send is a `tx_error` (or `queue_full`) drop like any other.
-//! Nothing here allocates, locks or logs: the buffers are sized once at start.
+//! Nothing here allocates, locks or logs once the buffers have grown to their working size.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-
-use nvo_io::{SendBatch, UdpUnderlay};
-use nvo_pipeline::{Action, Actions, Pipeline, PortId, TxOutcome, TxTarget, Vni};
-use nvo_wire::vxlan::{VxlanPacket, VxlanRepr, HEADER_LEN};
 use std::time::Instant;
+
+use nvo_encap::engine::{DecapError, Engine, Target};
+use nvo_encap::profile::{Payload, ProfileId, Transport};
+use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttMeta};
+use nvo_io::{FrameMeta, Gso, GsoKind};
+use nvo_pipeline::{
+    Action, Actions, Decapsulated, DropReason, Pipeline, PortId, ProfileTag, TxOutcome, TxTarget,
+    Vni,
+};
+use nvo_wire::ports;
 
 use super::groups::Groups;
 use super::ports::Ports;
+use super::underlays::Underlays;
 
-/// Everything a frame needs on its way through: the tables, the ports, the underlay and the
-/// reusable buffers.
+/// IP protocol 6: STT's segments look like TCP.
+pub const STT: Transport = Transport::Ip(6);
+/// The TCP-like header in front of every STT segment.
+const STT_SEGMENT_HEADER: usize = 20;
+
+/// Everything but the STT reassembler, so that a reassembled frame (borrowed from the
+/// reassembler) can go through the rest.
 #[derive(Debug)]
-pub struct Forwarder {
+pub struct Core {
     /// The tables.
     pub pipeline: Pipeline,
     /// The ports.
     pub ports: Ports,
     /// The underlay sockets.
-    pub underlay: UdpUnderlay,
-    /// The multicast groups the underlay has joined.
+    pub underlays: Underlays,
+    /// The multicast groups the VXLAN socket has joined.
     pub groups: Groups,
-    vxlan_port: u16,
+    /// Profiles, key table, header templates.
+    pub engine: Engine,
+    /// Cuts STT frames into segments.
+    pub segmenter: Segmenter,
+    /// The underlay MTU, for the size of STT segments.
+    pub underlay_mtu: u16,
     actions: Actions,
-    batch: SendBatch,
-    /// Length of each datagram queued in `batch`, for `count_tx` (capacity = batch capacity).
-    queued: Vec<usize>,
+    /// An STT frame (header + inner frame) put together before segmentation.
+    stt_frame: Vec<u8>,
+    /// A packet being relayed, with its hop count decremented.
+    relay_buf: Vec<u8>,
+    /// Where GSO frames are cut into segments for profiles that need them.
+    finish_scratch: Vec<u8>,
+}
+
+/// The forwarder: the core and the STT reassembler.
+#[derive(Debug)]
+pub struct Forwarder {
+    /// Tables, ports, sockets, engine.
+    pub core: Core,
+    /// Reassembles STT frames from their segments.
+    pub reassembler: Reassembler,
 }
 
 impl Forwarder {
-    /// A forwarder around the tables and the underlay.
-    pub fn new(pipeline: Pipeline, underlay: UdpUnderlay, vxlan_port: u16) -> Forwarder {
-        let batch = SendBatch::default();
-        let queued = Vec::with_capacity(batch.capacity());
+    /// A forwarder around the tables, the underlay and the engine.
+    pub fn new(
+        pipeline: Pipeline,
+        underlays: Underlays,
+        engine: Engine,
+        reassembler: Reassembler,
+        underlay_mtu: u16,
+    ) -> Forwarder {
         Forwarder {
-            pipeline,
-            ports: Ports::default(),
-            underlay,
-            groups: Groups::default(),
-            vxlan_port,
-            // Room for the fan-out of a full flood list plus every local port of a network;
-            // it grows (rarely) beyond that.
-            actions: Actions::with_capacity(512),
-            batch,
-            queued,
+            core: Core {
+                pipeline,
+                ports: Ports::default(),
+                underlays,
+                groups: Groups::default(),
+                engine,
+                segmenter: Segmenter::new(first_frame_id()),
+                underlay_mtu,
+                // Room for the fan-out of a full flood list plus every local port of a network;
+                // it grows (rarely) beyond that.
+                actions: Actions::with_capacity(512),
+                stt_frame: Vec::with_capacity(usize::from(u16::MAX)),
+                relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
+                finish_scratch: vec![0; nvo_io::MAX_FRAME],
+            },
+            reassembler,
         }
     }
 
-    /// A frame received on a local port.
-    pub fn port_frame(&mut self, port: PortId, frame: &[u8], now: Instant) {
-        self.pipeline.from_port(port, frame, now, &mut self.actions);
-        self.perform(frame);
+    /// A frame received on a local port, with what its sender left to do: a TSO/GSO frame
+    /// stays whole through the pipeline (its MTU check is on the segments it will become) and is
+    /// cut up only where it has to be — not for STT, which carries it whole, nor for a port
+    /// with the virtio-net header, which takes it whole.
+    pub fn port_frame(&mut self, port: PortId, frame: &[u8], meta: FrameMeta, now: Instant) {
+        let core = &mut self.core;
+        let segment_len = segment_len(frame, &meta);
+        core.pipeline
+            .from_port_gso(port, frame, segment_len, now, &mut core.actions);
+        core.perform(frame, &meta);
     }
 
-    /// A UDP payload received on the VXLAN port from `src` (sent to the locator or to a joined
-    /// group: the pipeline treats both alike).
-    pub fn underlay_datagram(&mut self, src: IpAddr, payload: &[u8], now: Instant) {
+    /// A packet received on the underlay socket at position `at` from `src`: the bytes after
+    /// the UDP header, or after the IP header for a raw socket.
+    pub fn underlay_packet(&mut self, at: usize, src: IpAddr, packet: &[u8], now: Instant) {
+        let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
+            return;
+        };
+        if transport != STT {
+            return self.core.decap(transport, src, packet, packet.len(), now);
+        }
+        // A raw TCP socket sees every TCP segment to the locator; only port 7471 is STT.
+        if packet.get(2..4) != Some(&ports::STT.to_be_bytes()[..]) {
+            return;
+        }
+        let locator = self.core.underlays.locator();
+        match self.reassembler.push(src, locator, packet, now) {
+            Ok(Some(frame)) => self.core.decap(STT, src, frame, frame.len(), now),
+            Ok(None) => {}
+            Err(_) => {
+                let core = &mut self.core;
+                core.pipeline.drop_underlay(
+                    packet.len(),
+                    DropReason::SttReassembly,
+                    &mut core.actions,
+                );
+            }
+        }
+    }
+
+    /// Sends what is queued on every underlay socket.
+    pub fn flush(&mut self) {
+        self.core.flush();
+    }
+}
+
+impl Core {
+    /// Takes the tunnel header off `packet` and forwards the inner frame.
+    fn decap(
+        &mut self,
+        transport: Transport,
+        src: IpAddr,
+        packet: &[u8],
+        outer_len: usize,
+        now: Instant,
+    ) {
+        let decap = match self.engine.decap(transport, packet) {
+            Ok(decap) => decap,
+            Err(e) => {
+                let reason = decap_drop(transport, e);
+                return self
+                    .pipeline
+                    .drop_underlay(outer_len, reason, &mut self.actions);
+            }
+        };
+        let vni = match (decap.target, decap.payload) {
+            (Target::Local { vni }, Payload::Ethernet) => vni,
+            (Target::Forward { remote }, _) => {
+                return self.relay(transport, decap.profile, remote, packet, outer_len)
+            }
+            // L3 payloads are not in the userspace datapath yet: the header was well formed
+            // but there is nothing to do with what it carries.
+            _ => {
+                return self.pipeline.drop_underlay(
+                    outer_len,
+                    DropReason::ProfileMismatch,
+                    &mut self.actions,
+                )
+            }
+        };
+        let inner = packet.get(decap.header_len..).unwrap_or_default();
+        let d = Decapsulated {
+            src,
+            vni: Vni(vni),
+            profile: ProfileTag(decap.profile.0),
+            dont_learn: decap.dont_learn,
+        };
         self.pipeline
-            .from_underlay(src, payload, now, &mut self.actions);
-        // Deliver actions refer to the inner frame, after the VXLAN header.
-        let inner = payload.get(HEADER_LEN..).unwrap_or_default();
-        self.perform(inner);
+            .from_decapsulated(d, outer_len, inner, now, &mut self.actions);
+        // STT says what the sender's TSO left undone (MSS, partial checksum): the frame is
+        // delivered whole with that, and the port (or its kernel) finishes it.
+        let meta = if transport == STT {
+            stt_delivery_meta(packet, inner.len())
+        } else {
+            FrameMeta::COMPLETE
+        };
+        self.perform(inner, &meta);
     }
 
-    /// Performs the actions of the last pipeline call on `frame`.
-    fn perform(&mut self, frame: &[u8]) {
+    /// Relays a packet whose key leads to a next hop: the same header and payload, with the
+    /// profile's hop count (NSH SI) decremented, on the same transport to `remote`. Never
+    /// decapsulated.
+    fn relay(
+        &mut self,
+        transport: Transport,
+        profile: ProfileId,
+        remote: IpAddr,
+        packet: &[u8],
+        outer_len: usize,
+    ) {
+        let Some(at) = self.underlays.find(transport) else {
+            return self
+                .pipeline
+                .drop_underlay(outer_len, DropReason::TxError, &mut self.actions);
+        };
+        self.relay_buf.clear();
+        self.relay_buf.extend_from_slice(packet);
+        if self.engine.relay(profile, &mut self.relay_buf).is_err() {
+            return self
+                .pipeline
+                .drop_underlay(outer_len, DropReason::HopLimit, &mut self.actions);
+        }
+        self.pipeline.count_relayed(outer_len);
+        let port = self.underlays.at(at).map_or(0, |u| u.port);
+        // The same flow keeps the same source port: entropy from the first bytes after the
+        // header, which hold the inner addresses.
+        let entropy = flow_hash(packet);
+        let dst = SocketAddr::new(remote, port);
+        queue(
+            &mut self.underlays,
+            &mut self.pipeline,
+            at,
+            dst,
+            entropy,
+            &[],
+            &self.relay_buf,
+        );
+    }
+
+    /// Performs the actions of the last pipeline call on `frame`, which `meta` may say is a
+    /// GSO frame or has a partial checksum.
+    fn perform(&mut self, frame: &[u8], meta: &FrameMeta) {
         for i in 0..self.actions.len() {
             match self.actions.as_slice()[i] {
                 Action::Deliver { port } => {
-                    let outcome = outcome(self.ports.send(port, frame));
+                    let sent = if meta.is_complete() {
+                        self.ports.send(port, frame)
+                    } else {
+                        self.ports.send_meta(port, frame, meta)
+                    };
                     self.pipeline
-                        .count_tx(TxTarget::Port(port), frame.len(), outcome);
+                        .count_tx(TxTarget::Port(port), frame.len(), outcome(sent));
                 }
                 Action::Reply { port, len } => {
                     let reply = self.pipeline.scratch().get(..len).unwrap_or_default();
@@ -95,67 +268,296 @@ impl Forwarder {
                     remote,
                     vni,
                     entropy,
-                } => self.encap(remote, vni, entropy, frame),
+                    profile,
+                } => {
+                    let profile = ProfileId(profile.0);
+                    let stt = self
+                        .engine
+                        .profile(profile)
+                        .is_some_and(|p| p.transport == STT);
+                    if meta.is_complete() || stt {
+                        self.encap(remote, vni, entropy, profile, frame, meta);
+                    } else {
+                        self.encap_segments(remote, vni, entropy, profile, frame, meta);
+                    }
+                }
                 Action::Drop(_) => {}
             }
         }
     }
 
-    /// Queues one VXLAN datagram, flushing first when the batch is full.
-    fn encap(&mut self, remote: IpAddr, vni: Vni, entropy: u16, frame: &[u8]) {
-        let mut header = [0u8; HEADER_LEN];
-        let repr = VxlanRepr {
-            vni: vni.0,
-            gbp: None,
-        };
-        if repr
-            .emit(&mut VxlanPacket::new_unchecked(&mut header[..]))
-            .is_err()
-        {
-            let len = HEADER_LEN + frame.len();
+    /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished
+    /// (segmented, checksums completed) in software first.
+    fn encap_segments(
+        &mut self,
+        remote: IpAddr,
+        vni: Vni,
+        entropy: u16,
+        profile: ProfileId,
+        frame: &[u8],
+        meta: &FrameMeta,
+    ) {
+        // Taken out for the duration so that the closure can borrow the rest of `self`; a
+        // `Vec` moves without allocating.
+        let mut scratch = std::mem::take(&mut self.finish_scratch);
+        let finished = meta.finish(frame, &mut scratch, &mut |segment| {
+            self.encap(remote, vni, entropy, profile, segment, &FrameMeta::COMPLETE);
+            Ok(())
+        });
+        self.finish_scratch = scratch;
+        if finished.is_err() {
             self.pipeline
-                .count_tx(TxTarget::Underlay, len, TxOutcome::Failed);
-            return;
-        }
-        let dst = SocketAddr::new(remote, self.vxlan_port);
-        let len = HEADER_LEN + frame.len();
-        if self.queued.len() < self.queued.capacity()
-            && self.batch.push(dst, entropy, &header, frame)
-        {
-            self.queued.push(len);
-            return;
-        }
-        self.flush();
-        if self.batch.push(dst, entropy, &header, frame) {
-            self.queued.push(len);
-        } else {
-            // Larger than a datagram can be, or than the whole batch slab.
-            self.pipeline
-                .count_tx(TxTarget::Underlay, len, TxOutcome::QueueFull);
+                .count_tx(TxTarget::Underlay, frame.len(), TxOutcome::Failed);
         }
     }
 
-    /// Sends what is queued for the underlay and reports each datagram.
+    /// Queues `frame` for `remote` inside the profile's header, on the profile's socket. Only
+    /// STT takes an unfinished frame (`meta`): its header tells the receiver what is left.
+    fn encap(
+        &mut self,
+        remote: IpAddr,
+        vni: Vni,
+        entropy: u16,
+        profile: ProfileId,
+        frame: &[u8],
+        meta: &FrameMeta,
+    ) {
+        let socket = self
+            .engine
+            .profile(profile)
+            .and_then(|p| self.underlays.find(p.transport));
+        let header = self
+            .engine
+            .header(profile, vni.0, remote, entropy, frame.len());
+        let (Some(at), Ok(header)) = (socket, header) else {
+            return self
+                .pipeline
+                .count_tx(TxTarget::Underlay, frame.len(), TxOutcome::Failed);
+        };
+        let Some(underlay) = self.underlays.at(at) else {
+            return;
+        };
+        if underlay.transport != STT {
+            let dst = SocketAddr::new(remote, underlay.port);
+            return queue(
+                &mut self.underlays,
+                &mut self.pipeline,
+                at,
+                dst,
+                entropy,
+                header,
+                frame,
+            );
+        }
+        // STT: one frame (STT header + inner frame) cut into TCP-like segments that fit the
+        // underlay MTU; the source port carries the entropy.
+        self.stt_frame.clear();
+        self.stt_frame.extend_from_slice(header);
+        if let Ok(offload) = stt_header(u64::from(vni.0), stt_meta(frame, meta)) {
+            // The engine's template has the context ID; the offload fields are per frame.
+            for at in [1, 2, 4, 5, 6, 7] {
+                if let (Some(b), Some(&v)) = (self.stt_frame.get_mut(at), offload.get(at)) {
+                    *b = v;
+                }
+            }
+        }
+        self.stt_frame.extend_from_slice(frame);
+        let ip = if remote.is_ipv4() { 20 } else { 40 };
+        let max_payload = usize::from(self.underlay_mtu).saturating_sub(ip + STT_SEGMENT_HEADER);
+        let src_port = ENTROPY_SPORT_BASE | (entropy & 0x3fff);
+        let local = self.underlays.locator();
+        let segments =
+            match self
+                .segmenter
+                .segment(&self.stt_frame, local, remote, src_port, max_payload)
+            {
+                Ok(segments) => segments,
+                Err(_) => {
+                    return self.pipeline.count_tx(
+                        TxTarget::Underlay,
+                        self.stt_frame.len(),
+                        TxOutcome::Failed,
+                    )
+                }
+            };
+        let dst = SocketAddr::new(remote, 0);
+        for segment in segments {
+            queue(
+                &mut self.underlays,
+                &mut self.pipeline,
+                at,
+                dst,
+                entropy,
+                &[],
+                segment,
+            );
+        }
+    }
+
+    /// Sends what is queued on every socket and reports each datagram.
     ///
     /// `send_batch` says how many datagrams the kernel took, not which: the first `sent` queued
     /// lengths are counted as sent and the rest as failed, which is exact for the counts and
     /// close for the bytes.
     pub fn flush(&mut self) {
-        if self.batch.is_empty() {
-            return;
+        for at in 0..self.underlays.len() {
+            flush_one(&mut self.underlays, &mut self.pipeline, at);
         }
-        let sent = self.underlay.send_batch(&self.batch).unwrap_or(0);
-        for (i, &len) in self.queued.iter().enumerate() {
-            let outcome = if i < sent {
-                TxOutcome::Sent
-            } else {
-                TxOutcome::Failed
-            };
-            self.pipeline.count_tx(TxTarget::Underlay, len, outcome);
-        }
-        self.batch.clear();
-        self.queued.clear();
     }
+}
+
+/// The first STT frame ID: from the clock, so that a restarted nvod does not reuse the IDs of
+/// frames a receiver may still hold in reassembly.
+fn first_frame_id() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32).rotate_left(16))
+        .unwrap_or(0)
+}
+
+/// STT source ports (entropy) are taken from the dynamic range, as Open vSwitch does.
+const ENTROPY_SPORT_BASE: u16 = 0xc000;
+
+/// Queues one datagram on the socket at `at`, flushing it first when its batch is full.
+fn queue(
+    underlays: &mut Underlays,
+    pipeline: &mut Pipeline,
+    at: usize,
+    dst: SocketAddr,
+    entropy: u16,
+    header: &[u8],
+    payload: &[u8],
+) {
+    let len = header.len() + payload.len();
+    let Some(u) = underlays.at_mut(at) else {
+        return;
+    };
+    if u.queued.len() < u.queued.capacity() && u.batch.push(dst, entropy, header, payload) {
+        u.queued.push(len);
+        return;
+    }
+    flush_one(underlays, pipeline, at);
+    let Some(u) = underlays.at_mut(at) else {
+        return;
+    };
+    if u.batch.push(dst, entropy, header, payload) {
+        u.queued.push(len);
+    } else {
+        // Larger than a datagram can be, or than the whole batch slab.
+        pipeline.count_tx(TxTarget::Underlay, len, TxOutcome::QueueFull);
+    }
+}
+
+/// Sends the queue of the socket at `at`.
+fn flush_one(underlays: &mut Underlays, pipeline: &mut Pipeline, at: usize) {
+    let Some(u) = underlays.at_mut(at) else {
+        return;
+    };
+    if u.batch.is_empty() {
+        return;
+    }
+    let sent = u.send_queued().unwrap_or(0);
+    for (i, &len) in u.queued.iter().enumerate() {
+        let outcome = if i < sent {
+            TxOutcome::Sent
+        } else {
+            TxOutcome::Failed
+        };
+        pipeline.count_tx(TxTarget::Underlay, len, outcome);
+    }
+    u.batch.clear();
+    u.queued.clear();
+}
+
+/// The drop reason of a packet the engine could not take apart. VXLAN keeps the reasons it
+/// had before the engine: `malformed_vxlan` for a short packet, `vxlan_flags` for an I flag
+/// that is clear.
+fn decap_drop(transport: Transport, e: DecapError) -> DropReason {
+    let vxlan = transport == Transport::Udp(ports::VXLAN);
+    match e {
+        DecapError::UnknownKey => DropReason::UnknownVni,
+        DecapError::Truncated if vxlan => DropReason::MalformedVxlan,
+        DecapError::NoMatch if vxlan => DropReason::VxlanFlags,
+        _ => DropReason::MalformedTunnel,
+    }
+}
+
+/// The length of the largest frame a GSO frame becomes: its headers (up to the end of the L4
+/// header) plus one segment; a complete frame's own length.
+fn segment_len(frame: &[u8], meta: &FrameMeta) -> usize {
+    let (Some(gso), Some((start, _))) = (meta.gso, meta.csum) else {
+        return frame.len();
+    };
+    let l4 = usize::from(start);
+    let l4_len = match gso.kind {
+        GsoKind::Udp => 8,
+        GsoKind::Tcp4 | GsoKind::Tcp6 => frame
+            .get(l4 + 12)
+            .map_or(20, |&offset| usize::from(offset >> 4) * 4),
+    };
+    (l4 + l4_len + usize::from(gso.size)).min(frame.len())
+}
+
+/// The STT header's offload fields for a frame from a port (draft-davie-stt-08 §3.1, as Open
+/// vSwitch fills them): the MSS of a TSO frame, and where the partial checksum's L4 header is.
+fn stt_meta(frame: &[u8], meta: &FrameMeta) -> SttMeta {
+    let ipv4 = frame.get(12..14) == Some(&[0x08, 0x00][..]);
+    let mut m = SttMeta {
+        ipv4,
+        ..SttMeta::default()
+    };
+    if let Some((start, offset)) = meta.csum {
+        if let Ok(l4) = u8::try_from(start) {
+            m.csum_partial = Some(l4);
+            m.tcp = offset == 16;
+        }
+    }
+    if let Some(gso) = meta.gso {
+        if m.csum_partial.is_some() {
+            m.mss = gso.size;
+        }
+    }
+    if m.csum_partial.is_none() {
+        m.ipv4 = false;
+    }
+    m
+}
+
+/// What an STT header asks of the receiver, as the port's metadata: TSO with its MSS when the
+/// frame is larger than one segment, and the partial checksum to finish.
+fn stt_delivery_meta(stt_frame: &[u8], inner_len: usize) -> FrameMeta {
+    let Ok(packet) = nvo_wire::stt::SttPacket::new_checked(stt_frame) else {
+        return FrameMeta::COMPLETE;
+    };
+    if !packet.checksum_partial() {
+        return FrameMeta::COMPLETE;
+    }
+    let start = u16::from(packet.l4_offset());
+    let tcp = packet.tcp();
+    let csum = Some((start, if tcp { 16 } else { 6 }));
+    let mss = packet.mss();
+    let gso =
+        (tcp && mss > 0 && inner_len > usize::from(start) + 20 + usize::from(mss)).then(|| Gso {
+            kind: if packet.ipv4() {
+                GsoKind::Tcp4
+            } else {
+                GsoKind::Tcp6
+            },
+            size: mss,
+            ecn: false,
+        });
+    FrameMeta { gso, csum }
+}
+
+/// A 16-bit FNV-1a hash of the bytes after a 16-byte tunnel header (inner MACs, IP addresses
+/// and ports), for the source port of relayed packets: one flow keeps one port.
+fn flow_hash(packet: &[u8]) -> u16 {
+    let inner = packet.get(16..packet.len().min(80)).unwrap_or(packet);
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in inner {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    (h ^ (h >> 16)) as u16
 }
 
 /// How a port send went, in the pipeline's terms.

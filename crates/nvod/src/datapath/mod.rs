@@ -2,24 +2,27 @@
 //! poll loop.
 //!
 //! ```text
-//!  poll([command eventfd, underlay receive socket, group 1, ..., port 1, port 2, ...],
+//!  poll([command eventfd, underlay socket 1, ..., group 1, ..., port 1, port 2, ...],
 //!       timeout ≤ 1 s)
-//!    underlay or group socket readable → recv_batch → from_underlay per datagram → actions
+//!    underlay or group socket readable → recv_batch → decap + pipeline per packet → actions
 //!                                        → flush
 //!    port readable     → recv_batch → from_port per frame       → actions → flush
 //!    eventfd readable  → run every queued command, reply on its oneshot
-//!    every second      → age learned entries, retry ports that are down
+//!    every second      → age learned entries and STT reassemblies, retry ports that are down
 //! ```
 //!
 //! Commands run after the frames of the same wake-up, so the poll indices of that round stay
 //! valid; the poll set is rebuilt whenever the set of open ports or joined multicast groups
-//! changed. A group socket receives what other VTEPs flood to a group this node joined for one
+//! changed. The underlay sockets are the VXLAN socket and one per other tunnel transport a
+//! network uses (see `underlays`). A group socket receives what other VTEPs flood to a group this node joined for one
 //! of its networks (see `groups`).
 
 mod commands;
 mod forward;
 mod groups;
 mod ports;
+mod stt_guard;
+pub mod underlays;
 
 use std::io;
 use std::os::fd::AsFd;
@@ -28,12 +31,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nvo_io::{EventFd, FrameBatch, Poller, RecvBatch, UdpUnderlay};
+use nvo_encap::engine::Engine;
+use nvo_encap::stt::Reassembler;
+use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
 use nvo_pipeline::{Limits, Pipeline};
 
 use crate::command::{Command, Datapath, Request};
 use crate::config::Config;
 use forward::Forwarder;
+use underlays::Underlays;
 
 /// How often learned entries are aged and down ports retried.
 const TICK: Duration = Duration::from_secs(1);
@@ -105,12 +111,28 @@ pub fn start(config: &Config) -> Result<Started, StartError> {
             source,
         })?;
     let offloads = underlay.offloads();
+    underlay
+        .set_outer(config.outer.ttl, config.outer.tos, config.outer.df)
+        .map_err(|source| StartError::Underlay {
+            locator: config.locator,
+            port: config.vxlan_port,
+            source,
+        })?;
     let wake = Arc::new(EventFd::new().map_err(StartError::Thread)?);
     let (handle, commands) = Datapath::channel(wake.clone());
+    let underlays = Underlays::new(
+        underlay,
+        config.locator,
+        config.vxlan_port,
+        config.entropy_ports,
+        config.outer,
+    );
     let fwd = Forwarder::new(
         Pipeline::new(Limits::default()),
-        underlay,
-        config.vxlan_port,
+        underlays,
+        Engine::new(Default::default()),
+        Reassembler::new(config.stt_reassembly),
+        config.underlay_mtu,
     );
     let thread = std::thread::Builder::new()
         .name("nvod-datapath".to_owned())
@@ -132,13 +154,19 @@ struct Loop {
     commands: Receiver<Request>,
     wake: Arc<EventFd>,
     poller: Poller,
-    /// `Ports::generation()` and `Groups::generation()` the poll set was built for.
-    polled: Option<(u64, u64)>,
-    /// Joined groups in the poll set, polled in the underlay's group order after the first two.
+    /// `Ports::generation()`, `Groups::generation()` and `Underlays::generation()` the poll
+    /// set was built for.
+    polled: Option<(u64, u64, u64)>,
+    /// Underlay sockets in the poll set, in the underlays' order after the eventfd.
+    polled_underlays: usize,
+    /// Joined groups in the poll set, polled in the VXLAN socket's group order after the
+    /// underlay sockets.
     polled_groups: usize,
     /// Position in the port list of each polled port, in poll order after the groups.
     polled_ports: Vec<usize>,
     recv: RecvBatch,
+    /// Raw sockets' batch: an IP datagram can be 64 KiB (GRO-coalesced or reassembled).
+    raw_recv: RecvBatch,
     frames: FrameBatch,
     next_tick: Instant,
     last_error_log: Option<Instant>,
@@ -146,16 +174,23 @@ struct Loop {
 
 impl Loop {
     fn new(fwd: Forwarder, commands: Receiver<Request>, wake: Arc<EventFd>) -> Loop {
-        let recv = fwd.underlay.new_recv_batch(BATCH);
+        // The VXLAN socket's batch fits every socket: GRO-sized buffers when GRO is on, a
+        // jumbo frame otherwise; raw sockets never coalesce.
+        let recv = match fwd.core.underlays.vxlan_ref() {
+            Some(u) => u.new_recv_batch(BATCH),
+            None => RecvBatch::new(BATCH, nvo_io::MAX_DATAGRAM),
+        };
         Loop {
             fwd,
             commands,
             wake,
             poller: Poller::with_capacity(64),
             polled: None,
+            polled_underlays: 0,
             polled_groups: 0,
             polled_ports: Vec::new(),
             recv,
+            raw_recv: RecvBatch::new(BATCH, nvo_io::MAX_RAW_PACKET),
             frames: FrameBatch::default(),
             next_tick: Instant::now() + TICK,
             last_error_log: None,
@@ -173,15 +208,18 @@ impl Loop {
                 return;
             }
             let now = Instant::now();
-            if self.poller.is_ready(1) {
-                self.underlay(now, None);
-            }
-            for g in 0..self.polled_groups {
-                if self.poller.is_ready(2 + g) {
-                    self.underlay(now, Some(g));
+            for at in 0..self.polled_underlays {
+                if self.poller.is_ready(1 + at) {
+                    self.underlay(now, at, None);
                 }
             }
-            let first_port = 2 + self.polled_groups;
+            let first_group = 1 + self.polled_underlays;
+            for g in 0..self.polled_groups {
+                if self.poller.is_ready(first_group + g) {
+                    self.underlay(now, 0, Some(g));
+                }
+            }
+            let first_port = first_group + self.polled_groups;
             for k in 0..self.polled_ports.len() {
                 if self.poller.is_ready(first_port + k) {
                     self.port(self.polled_ports[k], now);
@@ -192,28 +230,41 @@ impl Loop {
                 return;
             }
             if now >= self.next_tick {
-                self.fwd.pipeline.age(now);
-                self.fwd.ports.retry();
+                self.fwd.core.pipeline.age(now);
+                self.fwd.reassembler.expire(now);
+                self.fwd.core.ports.retry();
                 self.next_tick = now + TICK;
             }
         }
     }
 
-    fn generations(&self) -> (u64, u64) {
-        (self.fwd.ports.generation(), self.fwd.groups.generation())
+    fn generations(&self) -> (u64, u64, u64) {
+        let core = &self.fwd.core;
+        (
+            core.ports.generation(),
+            core.groups.generation(),
+            core.underlays.generation(),
+        )
     }
 
     fn rebuild_poll_set(&mut self) {
         self.poller.clear();
         self.poller.add(AsFd::as_fd(&*self.wake));
-        self.poller.add(self.fwd.underlay.as_fd());
+        let core = &self.fwd.core;
+        self.polled_underlays = 0;
+        for u in core.underlays.iter() {
+            self.poller.add(u.as_fd());
+            self.polled_underlays += 1;
+        }
         self.polled_groups = 0;
-        for fd in self.fwd.underlay.group_fds() {
-            self.poller.add(fd);
-            self.polled_groups += 1;
+        if let Some(vxlan) = core.underlays.vxlan_ref() {
+            for fd in vxlan.group_fds() {
+                self.poller.add(fd);
+                self.polled_groups += 1;
+            }
         }
         self.polled_ports.clear();
-        for (at, port) in self.fwd.ports.iter().enumerate() {
+        for (at, port) in core.ports.iter().enumerate() {
             if let Some(io) = &port.io {
                 self.poller.add(io.as_fd());
                 self.polled_ports.push(at);
@@ -223,12 +274,26 @@ impl Loop {
     }
 
     /// Receives and forwards what an underlay socket holds, a bounded number of batches: the
-    /// unicast socket (`group` None) or the socket of the `group`th joined group.
-    fn underlay(&mut self, now: Instant, group: Option<usize>) {
+    /// socket at `at` (`group` None) or the socket of the VXLAN socket's `group`th joined group.
+    fn underlay(&mut self, now: Instant, at: usize, group: Option<usize>) {
         for _ in 0..UNDERLAY_ROUNDS {
-            let received = match group {
-                None => self.fwd.underlay.recv_batch(&mut self.recv),
-                Some(g) => self.fwd.underlay.recv_group_batch(g, &mut self.recv),
+            let underlays = &self.fwd.core.underlays;
+            let raw = group.is_none()
+                && underlays
+                    .at(at)
+                    .is_some_and(|u| matches!(u.socket, underlays::Socket::Raw(_)));
+            let batch = if raw {
+                &mut self.raw_recv
+            } else {
+                &mut self.recv
+            };
+            let received = match (group, underlays.vxlan_ref()) {
+                (None, _) => match underlays.at(at) {
+                    Some(u) => u.recv_batch(batch),
+                    None => return,
+                },
+                (Some(g), Some(vxlan)) => vxlan.recv_group_batch(g, batch),
+                (Some(_), None) => return,
             };
             match received {
                 Ok(0) => return,
@@ -238,8 +303,9 @@ impl Loop {
                     return;
                 }
             }
-            for (src, payload) in self.recv.iter() {
-                self.fwd.underlay_datagram(src.ip(), payload, now);
+            let batch = if raw { &self.raw_recv } else { &self.recv };
+            for (src, payload) in batch.iter() {
+                self.fwd.underlay_packet(at, src.ip(), payload, now);
             }
             self.fwd.flush();
         }
@@ -247,7 +313,7 @@ impl Loop {
 
     /// Receives and forwards one batch from the port at position `at`.
     fn port(&mut self, at: usize, now: Instant) {
-        let Some(port) = self.fwd.ports.at(at) else {
+        let Some(port) = self.fwd.core.ports.at(at) else {
             return;
         };
         let id = port.id;
@@ -265,13 +331,20 @@ impl Loop {
                 return
             }
             Err(e) => {
-                self.fwd.ports.failed(at, &e);
+                self.fwd.core.ports.failed(at, &e);
                 return;
             }
         }
+        let large = self.fwd.core.ports.large_at(at);
         let mut frames = self.frames.frames();
-        while let Some(frame) = frames.next_frame() {
-            self.fwd.port_frame(id, frame, now);
+        if large {
+            while let Some((frame, meta)) = frames.next_frame_meta() {
+                self.fwd.port_frame(id, frame, meta, now);
+            }
+        } else {
+            while let Some(frame) = frames.next_frame() {
+                self.fwd.port_frame(id, frame, FrameMeta::COMPLETE, now);
+            }
         }
     }
 

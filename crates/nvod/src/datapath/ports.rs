@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::io;
 
-use nvo_io::{FramePort, PacketPort, TapPort};
+use nvo_io::ethtool::{self, Offload};
+use nvo_io::{FrameMeta, FramePort, PacketPort, TapPort};
 use nvo_pipeline::{PortId, Vni};
 
 use crate::state::PortKindState;
@@ -24,6 +25,10 @@ pub struct Port {
     pub kind: PortKindState,
     /// Its network (kept for the log line when it comes up).
     pub vni: Vni,
+    /// Whether TSO/GSO frames stay whole, from it and to it.
+    pub large: bool,
+    /// The interface offloads to set when it is opened.
+    pub offloads: nvo_api::PortOffloads,
     /// The open interface; `None` while it is down.
     pub io: Option<Box<dyn FramePort + Send>>,
 }
@@ -47,12 +52,36 @@ fn ifindex(name: &str) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Opens (veth) or creates (tap) the interface of a port.
-pub fn open(name: &str, kind: PortKindState) -> io::Result<Box<dyn FramePort + Send>> {
-    Ok(match kind {
+/// Opens (veth) or creates (tap) the interface of a port, and sets the offloads asked for.
+pub fn open(
+    name: &str,
+    kind: PortKindState,
+    offloads: &nvo_api::PortOffloads,
+) -> io::Result<Box<dyn FramePort + Send>> {
+    let port: Box<dyn FramePort + Send> = match kind {
         PortKindState::Veth => Box::new(PacketPort::open(name)?),
         PortKindState::Tap => Box::new(TapPort::create(name, true)?),
-    })
+    };
+    let knobs = [
+        (Offload::Tso, offloads.tso),
+        (Offload::Gso, offloads.gso),
+        (Offload::Gro, offloads.gro),
+        (Offload::TxChecksum, offloads.tx_checksum),
+    ];
+    for (feature, on) in knobs {
+        if let Some(on) = on {
+            ethtool::set_offload(name, feature, on).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot turn {feature} {} on {name}: {e}",
+                        if on { "on" } else { "off" }
+                    ),
+                )
+            })?;
+        }
+    }
+    Ok(port)
 }
 
 impl Ports {
@@ -100,6 +129,29 @@ impl Ports {
         port.send(frame)
     }
 
+    /// Sends a frame with offload metadata (a GSO frame, a partial checksum) out of a port.
+    pub fn send_meta(&self, id: PortId, frame: &[u8], meta: &FrameMeta) -> io::Result<()> {
+        let port = self
+            .index
+            .get(&id)
+            .and_then(|&at| self.list.get(at))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        let io = port
+            .io
+            .as_ref()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))?;
+        if port.large {
+            io.send_meta(frame, meta)
+        } else {
+            meta.finish_here(frame, &mut |f| io.send(f)).map(drop)
+        }
+    }
+
+    /// Whether the port at position `at` keeps TSO/GSO frames whole.
+    pub fn large_at(&self, at: usize) -> bool {
+        self.list.get(at).is_some_and(|p| p.large)
+    }
+
     /// Handles a receive error on the port at `at`. A socket reports ENETDOWN once when its
     /// link goes down, and keeps working when it comes back up; but when the interface is
     /// deleted the socket is unbound for good. So the port is closed (and retried every
@@ -126,7 +178,7 @@ impl Ports {
     pub fn retry(&mut self) {
         let mut changed = false;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
-            if let Ok(io) = open(&port.name, port.kind) {
+            if let Ok(io) = open(&port.name, port.kind, &port.offloads) {
                 log::info!("port {} (network {}) is up", port.name, port.vni);
                 port.io = Some(io);
                 changed = true;

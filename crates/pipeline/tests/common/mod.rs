@@ -80,10 +80,16 @@ pub fn plain(actions: &Actions) -> Vec<Action> {
     actions
         .iter()
         .map(|a| match *a {
-            Action::Encap { remote, vni, .. } => Action::Encap {
+            Action::Encap {
+                remote,
+                vni,
+                profile,
+                ..
+            } => Action::Encap {
                 remote,
                 vni,
                 entropy: 0,
+                profile,
             },
             other => other,
         })
@@ -99,5 +105,6 @@ pub fn encap(remote: IpAddr, vni: Vni) -> Action {
         remote,
         vni,
         entropy: 0,
+        profile: nvo_pipeline::ProfileTag::VXLAN,
     }
 }

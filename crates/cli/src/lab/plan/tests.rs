@@ -49,7 +49,11 @@ fn demo_plans_two_tenants_with_one_subnet_on_three_hosts() {
     assert_eq!(p.hosts[2].node_id, 3);
     // Every network floods to the two other hosts, each with a container in it.
     for n in &p.networks {
-        assert_eq!(n.mtu, 1450);
+        // nvod picks the MTU from the profile; kernel hosts use VXLAN's.
+        assert_eq!(
+            (n.mtu, n.kernel_mtu, n.encap.as_str()),
+            (None, 1450, "vxlan")
+        );
         let f: Vec<String> = n.flood_for("h1").iter().map(|a| a.to_string()).collect();
         assert_eq!(f, ["10.100.0.2", "10.100.0.3"]);
         assert_eq!(n.flood_for("h3").len(), 2);
@@ -74,11 +78,8 @@ fn demo6_tunnels_over_ipv6_with_a_smaller_tenant_mtu() {
         "10.100.0.1/24",
         "eth0 has both families"
     );
-    assert!(p.networks.iter().all(|n| n.mtu == 1430));
-    assert!(p
-        .containers
-        .iter()
-        .all(|c| c.mtu == 1430 && c.ipv6.is_some()));
+    assert!(p.networks.iter().all(|n| n.kernel_mtu == 1430));
+    assert!(p.containers.iter().all(|c| c.ipv6.is_some()));
     assert_eq!(
         p.networks[0]
             .flood_for("h2")
@@ -257,4 +258,134 @@ fn a_multicast_group_must_fit_the_underlay_and_exclude_flood_lists() {
     }
     let e = error("name: t\nhosts: [{name: h1}]\nnetworks: [{vni: 1, multicast: nope}]\n");
     assert!(e.contains("multicast"), "{e}");
+}
+
+#[test]
+fn encaps_example_has_one_network_per_ethernet_profile_and_a_user_defined_one() {
+    let t = example("encaps.yaml");
+    let p = plan(&t);
+    let encaps: Vec<&str> = p.networks.iter().map(|n| n.encap.as_str()).collect();
+    assert_eq!(
+        encaps,
+        [
+            "vxlan",
+            "vxlan-gbp",
+            "vxlan-gpe",
+            "geneve",
+            "nvgre",
+            "overlay",
+            "stt",
+            "demotun"
+        ]
+    );
+    assert_eq!(t.profiles.len(), 1);
+    assert_eq!(t.profiles[0].udp_port, Some(7777));
+    assert_eq!(p.networks[1].params.get("group"), Some(&100));
+    assert!(p.networks.iter().all(|n| n.mtu.is_none()));
+    // Two containers per network, one on each host, flooding to each other.
+    for n in &p.networks {
+        let on = |h: &str| {
+            p.containers
+                .iter()
+                .filter(|c| c.vni == n.vni && c.host == h)
+                .count()
+        };
+        assert_eq!((on("h1"), on("h2")), (1, 1), "network {}", n.vni);
+        assert_eq!(n.flood_for("h1"), ["10.100.0.2".parse::<IpAddr>().unwrap()]);
+    }
+}
+
+#[test]
+fn a_network_names_its_profile_and_parameters() {
+    let yaml = BASE.replace(
+        "{vni: 100}",
+        "{vni: 100, encap: vxlan-gbp, params: {group: 65535}, mtu: 1400}",
+    );
+    let p = plan(&Topology::parse("t.yaml", &yaml).unwrap());
+    let n = &p.networks[0];
+    assert_eq!(
+        (n.encap.as_str(), n.mtu, n.kernel_mtu),
+        ("vxlan-gbp", Some(1400), 1400)
+    );
+    assert_eq!(n.params.get("group"), Some(&65535));
+    // A non-VXLAN profile's MTU is bounded by the underlay's only; nvod knows its overhead.
+    let yaml = BASE.replace("{vni: 100}", "{vni: 100, encap: stt, mtu: 1460}");
+    assert!(Topology::parse("t.yaml", &yaml).is_ok());
+}
+
+#[test]
+fn nvod_extras_go_to_nvo_hosts_only_and_within_nvods_bounds() {
+    let yaml = "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 9, outer_df: true}}]\n";
+    let p = plan(&Topology::parse("t.yaml", yaml).unwrap());
+    assert_eq!(
+        (p.hosts[0].nvod.outer_ttl, p.hosts[0].nvod.outer_df),
+        (Some(9), Some(true))
+    );
+    for (yaml, want) in [
+        (
+            "name: t\nhosts: [{name: k1, kind: kernel, nvod: {outer_ttl: 9}}]\n",
+            "host k1: nvod is for kind: nvo hosts",
+        ),
+        (
+            "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 0}}]\n",
+            "host h1: nvod.outer_ttl 0 is outside 1..=255",
+        ),
+        (
+            "name: t\nhosts: [{name: h1, nvod: {stt_reassembly_bytes: 10}}]\n",
+            "nvod.stt_reassembly_bytes 10 is outside",
+        ),
+        (
+            "name: t\nhosts: [{name: h1, nvod: {stt_reassembly_timeout_s: 0}}]\n",
+            "nvod.stt_reassembly_timeout_s 0",
+        ),
+        ("name: t\nhosts: [{name: h1, nvod: {ttl: 3}}]\n", "ttl"),
+    ] {
+        let e = error(yaml);
+        assert!(e.contains(want), "wanted {want:?} in: {e}");
+    }
+}
+
+#[test]
+fn profiles_and_encaps_are_checked_before_anything_is_made() {
+    let mytun = "profiles: [{name: mytun, udp_port: 7777, template: '0800 0000 0000 0000', vni: {offset: 4, len: 3}, params: [{name: tag, offset: 2, len: 1}]}]\n";
+    let ok = format!(
+        "{}{mytun}",
+        BASE.replace("{vni: 100}", "{vni: 100, encap: mytun, params: {tag: 255}}")
+    );
+    assert!(Topology::parse("t.yaml", &ok).is_ok(), "{}", error(&ok));
+    let with = |network: &str, profiles: &str| {
+        format!("{}{profiles}", BASE.replace("{vni: 100}", network))
+    };
+    let kernel = "name: t\nhosts: [{name: h1}, {name: k1, kind: kernel}]\nnetworks: [{vni: 100, encap: geneve}]\ncontainers:\n  - {name: a, host: h1, vni: 100, ip: 10.0.0.1/24}\n  - {name: b, host: k1, vni: 100, ip: 10.0.0.2/24}\n";
+    let cases: Vec<(String, &str)> = vec![
+        (with("{vni: 100, encap: vxlan-bgp}", ""), "network 100: encap \"vxlan-bgp\" is neither a built-in profile nor in profiles (known: vxlan, vxlan-gbp"),
+        (with("{vni: 100, encap: vxlan-gbp, params: {grp: 1}}", ""), "encap vxlan-gbp has no parameter \"grp\" (its parameters: group)"),
+        (with("{vni: 100, params: {group: 1}}", ""), "encap vxlan has no parameter \"group\" (its parameters: none)"),
+        (with("{vni: 100, encap: mytun, params: {tag: 256}}", mytun), "parameter tag = 256 does not fit its 1 bytes (at most 255)"),
+        (with("{vni: 100, encap: geneve, mtu: 1501}", ""), "mtu 1501 is outside 68..=1500 (the underlay mtu)"),
+        (with("{vni: 100}", "profiles: [{name: geneve, udp_port: 1, template: '00'}]\n"), "\"geneve\" is the name of a built-in profile"),
+        (with("{vni: 100}", "profiles: [{name: a, udp_port: 1, template: '00'}, {name: a, udp_port: 2, template: '00'}]\n"), "profiles: \"a\" is defined twice"),
+        (with("{vni: 100}", "profiles: [{name: a, template: '00'}]\n"), "profiles: profile a: give exactly one of udp_port and ip_protocol"),
+        (with("{vni: 100}", "profiles: [{name: a, udp_port: 1, template: 'xyz'}]\n"), "\"xyz\" is not hex"),
+        (with("{vni: 100}", "profiles: [{name: a, udp_port: 1, colour: red}]\n"), "colour"),
+        (kernel.to_owned(), "network 100: host k1 is kind: kernel, whose VXLAN device speaks encap vxlan only, not geneve"),
+    ];
+    for (yaml, want) in cases {
+        let e = error(&yaml);
+        assert!(e.contains(want), "for\n{yaml}\nwanted {want:?} in: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // A kernel host outside a non-VXLAN network is fine: it does not make that network.
+    let apart = kernel.replace(
+        "{name: b, host: k1, vni: 100",
+        "{name: b, host: h1, vni: 100",
+    );
+    assert!(
+        Topology::parse("t.yaml", &apart).is_ok(),
+        "{}",
+        error(&apart)
+    );
+    // Different VXLAN ports matter only to VXLAN networks.
+    let ports = "name: t\nhosts: [{name: a}, {name: b, vxlan_port: 8472}]\nnetworks: [{vni: 1, encap: geneve}]\ncontainers: [{name: x, host: a, vni: 1, ip: 10.0.0.1/24}, {name: y, host: b, vni: 1, ip: 10.0.0.2/24}]\n";
+    assert!(Topology::parse("t.yaml", ports).is_ok(), "{}", error(ports));
 }

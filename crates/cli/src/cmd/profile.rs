@@ -1,0 +1,195 @@
+//! `nvo profile list|show|add|del`: nvod's encapsulation profiles (docs/design/encap.md).
+//!
+//! A profile is a tunnel protocol as data: the outer transport, the header template, where the
+//! VNI, the receive key and the flow entropy sit. nvod ships the built-ins; `add` gives it a
+//! user-defined one from a file, TOML or JSON by the file's extension, in the form of
+//! `POST /v1/profiles` (`nvo_api::ProfileSpec`). The file is parsed and the profile checked
+//! here (`ProfileSpec::to_profile`, the same rules nvod applies), so a mistake is reported with
+//! the file's name before anything is sent.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use nvo_api::{Client, ProfileInfo, ProfileSpec};
+use serde_json::Value;
+
+use super::api::{done, segment, show};
+use super::{view, CliError, Format};
+
+/// The `profile add` help: a whole user-defined profile, every key explained.
+const ADD_AFTER_HELP: &str = r#"Example:
+  nvo profile add --file mytun.toml
+  nvo network add 500 --encap mytun --flood 192.0.2.2
+
+A user-defined profile in TOML (JSON takes the same keys), here an 8-byte header on UDP port
+7777 that nvo does not ship: a flags byte that must have bit 0x08 set, a 24-bit VNI in bytes
+4..7 and a 16-bit tag parameter in bytes 2..4:
+
+  name = "mytun"                       # required, unique; networks name it with --encap
+  udp_port = 7777                      # the outer transport: udp_port, or ip_protocol = 99
+  template = "0800 0000 0000 0000"     # the header as sent, hex (spaces allowed); the VNI,
+                                       # entropy and params are written over it
+  vni = { offset = 4, len = 3 }        # where the VNI goes (big-endian, len 1 to 8 bytes)
+  # key = { offset = 4, len = 3 }      # receive lookup key (default: the vni field)
+  # entropy = { offset = 7, len = 1 }  # where per-flow entropy goes, if the header has room
+  matches = [{ offset = 0, mask = "08", value = "08" }]   # must hold on receive
+  # header_len = 8                     # default: the template's length; or variable:
+                                       # { offset = 0, mask = 63, scale = 4, base = 8 }
+  payload = "ethernet"                 # ethernet | ipv4 | ipv6 | nsh
+  # payload_field = { offset = 3, len = 1, ethernet = 3, ipv4 = 1, ipv6 = 2 }
+  params = [{ name = "tag", offset = 2, len = 2 }]        # --param tag=7 sets it per network
+  # patches = [{ kind = "length", offset = 2, len = 2, adjust = 0 },
+  #            { kind = "sequence", offset = 4, len = 4 }]
+  # dont_learn = { offset = 1, mask = "40", value = "40" } # receiver must not learn
+
+`nvo profile show vxlan` prints a built-in in this form: a starting point for a new one.
+Profiles can also be given to nvod at start, as [[profile]] tables in its configuration file."#;
+
+/// `nvo profile ...`
+#[derive(Debug, Subcommand)]
+pub enum ProfileCmd {
+    /// List the encapsulation profiles: built-in and user-defined, with their transport,
+    /// header length, payload and parameters.
+    #[command(after_help = "Example:\n  nvo profile list\n  nvo -o json profile list")]
+    List,
+    /// Show one profile in full, in the TOML form `nvo profile add` reads.
+    #[command(
+        after_help = "Example:\n  nvo profile show vxlan-gbp\n  nvo -o json profile show geneve"
+    )]
+    Show {
+        /// The profile's name.
+        name: String,
+    },
+    /// Add a user-defined profile (a tunnel protocol nvo does not ship) from a TOML or JSON
+    /// file; networks then use it with `nvo network add VNI --encap NAME`. nvod keeps it across
+    /// restarts. Fails if the name is taken.
+    #[command(after_help = ADD_AFTER_HELP)]
+    Add {
+        /// The profile, TOML (.toml) or JSON (.json).
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Delete a user-defined profile; refused for built-ins and profiles from nvod's
+    /// configuration file, and while a network uses it.
+    #[command(after_help = "Example:\n  nvo profile del mytun")]
+    Del {
+        /// The profile's name.
+        name: String,
+    },
+}
+
+/// Runs `nvo profile ...`.
+pub fn profile(client: &Client, format: Format, cmd: ProfileCmd) -> Result<(), CliError> {
+    match cmd {
+        ProfileCmd::List => show(
+            format,
+            client.get("/v1/profiles")?,
+            |p: &Vec<ProfileInfo>| view::profiles(p).to_string(),
+        ),
+        ProfileCmd::Show { name } => show(
+            format,
+            client.get(&format!("/v1/profiles/{}", segment(&name)))?,
+            view::profile,
+        ),
+        ProfileCmd::Add { file } => {
+            let spec = read_spec(&file)?;
+            let answer = client.post("/v1/profiles", &spec)?;
+            show(format, answer, view::profile)
+        }
+        ProfileCmd::Del { name } => {
+            client.delete(&format!("/v1/profiles/{}", segment(&name)))?;
+            done(format, Value::Null, format!("deleted profile {name}"))
+        }
+    }
+}
+
+/// Reads a profile file, TOML or JSON by its extension, and checks the profile it describes.
+pub fn read_spec(path: &Path) -> Result<ProfileSpec, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let bad = |message: String| CliError::File {
+        path: path.to_owned(),
+        message: message.replace(['\r', '\n'], " ").trim().to_owned(),
+    };
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let spec: ProfileSpec = match ext.to_ascii_lowercase().as_str() {
+        "toml" => toml::from_str(&text).map_err(|e| bad(e.to_string()))?,
+        "json" => serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?,
+        other => {
+            return Err(bad(format!(
+                "extension {other:?} is neither .toml nor .json; name the file after its format"
+            )))
+        }
+    };
+    spec.to_profile().map_err(|e| bad(e.to_string()))?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("nvo-cli-profile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The TOML lines of the `profile add` help, comments and indentation removed.
+    fn help_example() -> String {
+        ADD_AFTER_HELP
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("name ="))
+            .take_while(|l| !l.trim().is_empty())
+            .map(|l| l.split('#').next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_help_example_is_a_valid_profile() {
+        let spec = read_spec(&write("help.toml", &help_example())).unwrap();
+        assert_eq!((spec.name.as_str(), spec.udp_port), ("mytun", Some(7777)));
+        assert_eq!(spec.params.len(), 1);
+    }
+
+    #[test]
+    fn toml_and_json_read_alike() {
+        let toml = read_spec(&write("a.toml", &help_example())).unwrap();
+        let json = serde_json::to_string(&toml).unwrap();
+        assert_eq!(read_spec(&write("a.JSON", &json)).unwrap(), toml);
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_the_fault() {
+        let e = read_spec(&write("x.yaml", "name: x"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("x.yaml") && e.contains("\"yaml\""), "{e}");
+        let e = read_spec(&write("b.toml", "name = \"b\"\nudp_port = 1\ncolour = 3\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("b.toml") && e.contains("colour"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        let e = read_spec(&write("c.toml", "name = \"c\"\ntemplate = \"00\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exactly one of udp_port and ip_protocol"), "{e}");
+        let e = read_spec(&write(
+            "d.toml",
+            "name = \"d\"\nudp_port = 1\ntemplate = \"0g\"\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("\"0g\""), "{e}");
+        let e = read_spec(Path::new("/nonexistent/p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read /nonexistent/p.toml"), "{e}");
+    }
+}

@@ -1,0 +1,252 @@
+//! The underlay sockets: one per tunnel transport some network uses, each with its own send
+//! batch.
+//!
+//! ```text
+//!  index 0   UDP vxlan_port (always bound; its group sockets receive multicast BUM)
+//!  index 1.. opened the first time a network needs the transport, kept until nvod stops:
+//!            UDP 4790 (vxlan-gpe), UDP 6081 (geneve), UDP 60002 (overlay), UDP <user port>,
+//!            raw IP 47 (nvgre), raw IP 4/41 (ipip/ip6ip6), raw IP 6 (stt)
+//! ```
+//!
+//! The engine names transports as its profiles do; the built-in VXLAN profiles say UDP 4789,
+//! which is `vxlan_port` here (8472 for a node that talks to old Linux VTEPs). A raw socket
+//! receives every packet of its protocol sent to the locator; the kernel builds the outer IP
+//! header of what it sends, with the TTL, TOS and DF the node's config asks for.
+
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use nvo_encap::profile::Transport;
+use nvo_io::{RawUnderlay, RecvBatch, SendBatch, UdpUnderlay, UnderlayStats};
+use nvo_wire::ports;
+
+use super::stt_guard::RstGuard;
+
+/// The node-wide outer IP header settings, applied to every underlay socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Outer {
+    /// Outer TTL / hop limit (None: the kernel's default).
+    pub ttl: Option<u8>,
+    /// Outer TOS / traffic class (None: 0).
+    pub tos: Option<u8>,
+    /// Set DF on outer IPv4 packets (None: the kernel's path-MTU default).
+    pub df: Option<bool>,
+}
+
+/// A socket of one transport.
+#[derive(Debug)]
+pub enum Socket {
+    /// A UDP port.
+    Udp(UdpUnderlay),
+    /// A raw IP protocol.
+    Raw(RawUnderlay),
+}
+
+/// One underlay socket with its send queue.
+#[derive(Debug)]
+pub struct Underlay {
+    /// The transport as the engine names it (VXLAN: UDP 4789 whatever `vxlan_port` is).
+    pub transport: Transport,
+    /// The UDP port datagrams go to (0 for raw sockets).
+    pub port: u16,
+    /// The socket.
+    pub socket: Socket,
+    /// Datagrams queued for the next flush.
+    pub batch: SendBatch,
+    /// Length of each queued datagram, for `count_tx` (capacity = batch capacity).
+    pub queued: Vec<usize>,
+}
+
+impl Underlay {
+    fn new(transport: Transport, port: u16, socket: Socket) -> Underlay {
+        let batch = SendBatch::default();
+        let queued = Vec::with_capacity(batch.capacity());
+        Underlay {
+            transport,
+            port,
+            socket,
+            batch,
+            queued,
+        }
+    }
+
+    /// Receives a batch.
+    pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        match &self.socket {
+            Socket::Udp(u) => u.recv_batch(batch),
+            Socket::Raw(r) => r.recv_batch(batch),
+        }
+    }
+
+    /// Sends the queued batch; how many datagrams the kernel took.
+    pub fn send_queued(&self) -> io::Result<usize> {
+        match &self.socket {
+            Socket::Udp(u) => u.send_batch(&self.batch),
+            Socket::Raw(r) => r.send_batch(&self.batch),
+        }
+    }
+
+    /// The receive descriptor, for the poll set.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        match &self.socket {
+            Socket::Udp(u) => u.as_fd(),
+            Socket::Raw(r) => r.as_fd(),
+        }
+    }
+
+    fn stats(&self) -> UnderlayStats {
+        match &self.socket {
+            Socket::Udp(u) => u.stats(),
+            Socket::Raw(r) => {
+                let s = r.stats();
+                UnderlayStats {
+                    // A raw IPv4 datagram whose header does not parse is lost like a truncated
+                    // one: counted with them.
+                    recv_truncated: s.recv_truncated + s.recv_malformed,
+                    send_would_block: s.send_would_block,
+                    send_errors: s.send_errors,
+                    ..UnderlayStats::default()
+                }
+            }
+        }
+    }
+}
+
+/// Every open underlay socket; index 0 is the VXLAN socket.
+#[derive(Debug)]
+pub struct Underlays {
+    list: Vec<Underlay>,
+    locator: IpAddr,
+    entropy_ports: u16,
+    outer: Outer,
+    /// Bumped when a socket is opened: the poll set changed.
+    generation: u64,
+    /// While an STT socket is open: the kernel's resets to STT segments are dropped.
+    stt_guard: Option<RstGuard>,
+}
+
+impl Underlays {
+    /// Wraps the bound VXLAN socket.
+    pub fn new(
+        vxlan: UdpUnderlay,
+        locator: IpAddr,
+        vxlan_port: u16,
+        entropy_ports: u16,
+        outer: Outer,
+    ) -> Underlays {
+        Underlays {
+            list: vec![Underlay::new(
+                Transport::Udp(ports::VXLAN),
+                vxlan_port,
+                Socket::Udp(vxlan),
+            )],
+            locator,
+            entropy_ports,
+            outer,
+            generation: 0,
+            stt_guard: None,
+        }
+    }
+
+    /// The VXLAN socket (multicast groups are joined on it). Index 0 is made a UDP socket in
+    /// `new` and never replaced, so this is always `Some`.
+    pub fn vxlan(&mut self) -> Option<&mut UdpUnderlay> {
+        match &mut self.list.first_mut()?.socket {
+            Socket::Udp(u) => Some(u),
+            Socket::Raw(_) => None,
+        }
+    }
+
+    /// The VXLAN socket, shared.
+    pub fn vxlan_ref(&self) -> Option<&UdpUnderlay> {
+        match &self.list.first()?.socket {
+            Socket::Udp(u) => Some(u),
+            Socket::Raw(_) => None,
+        }
+    }
+
+    /// The position of the socket for `transport`, if open.
+    pub fn find(&self, transport: Transport) -> Option<usize> {
+        self.list.iter().position(|u| u.transport == transport)
+    }
+
+    /// The socket for `transport`, opened now if it is not yet.
+    pub fn ensure(&mut self, transport: Transport) -> io::Result<usize> {
+        if let Some(at) = self.find(transport) {
+            return Ok(at);
+        }
+        let (port, socket) = match transport {
+            Transport::Udp(port) => {
+                let u = UdpUnderlay::bind(self.locator, port, self.entropy_ports)?;
+                u.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
+                (port, Socket::Udp(u))
+            }
+            Transport::Ip(protocol) => {
+                if protocol == 6 && self.stt_guard.is_none() {
+                    self.stt_guard = Some(RstGuard::install()?);
+                }
+                let r = RawUnderlay::bind(self.locator, protocol)?;
+                r.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
+                (0, Socket::Raw(r))
+            }
+        };
+        log::info!("underlay {} open on {}", describe(transport), self.locator);
+        self.list.push(Underlay::new(transport, port, socket));
+        self.generation += 1;
+        Ok(self.list.len() - 1)
+    }
+
+    /// The socket at `at`.
+    pub fn at(&self, at: usize) -> Option<&Underlay> {
+        self.list.get(at)
+    }
+
+    /// The socket at `at`, to queue on.
+    pub fn at_mut(&mut self, at: usize) -> Option<&mut Underlay> {
+        self.list.get_mut(at)
+    }
+
+    /// How many sockets are open.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Every socket.
+    pub fn iter(&self) -> impl Iterator<Item = &Underlay> {
+        self.list.iter()
+    }
+
+    /// Changes whenever a socket is opened.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The locator the sockets are bound to.
+    pub fn locator(&self) -> IpAddr {
+        self.locator
+    }
+
+    /// The sum of every socket's counters.
+    pub fn stats(&self) -> UnderlayStats {
+        let mut sum = UnderlayStats::default();
+        for u in &self.list {
+            let s = u.stats();
+            sum.recv_truncated += s.recv_truncated;
+            sum.send_would_block += s.send_would_block;
+            sum.send_errors += s.send_errors;
+            sum.gso_fallbacks += s.gso_fallbacks;
+            sum.multicast_joins += s.multicast_joins;
+            sum.multicast_leaves += s.multicast_leaves;
+        }
+        sum
+    }
+}
+
+/// "udp port 4789" / "ip protocol 47", for logs and errors.
+pub fn describe(transport: Transport) -> String {
+    match transport {
+        Transport::Udp(port) => format!("udp port {port}"),
+        Transport::Ip(protocol) => format!("ip protocol {protocol}"),
+    }
+}
