@@ -1,27 +1,36 @@
 #!/usr/bin/python3
 """nvo's benchmark harness: nvo side by side with native routing, the kernel's VXLAN and Open vSwitch.
 
-    bench/run.py [--quick | --full] [--reps N] [--only native,kernel,ovs-afpacket,ovs-afxdp,nvo]
-                 [--no-build]
+    bench/run.py [--quick | --full] [--reps N] [--scenarios LIST] [--no-build]
+    bench/run.py --offloads [--quick | --full] [--reps N] [--no-build]
     bench/run.py --render RESULTS.json
     bench/run.py --compare A.json B.json
 
-(`make bench` and `make bench-full`.) Needs root. One run:
+LIST is comma-separated scenario names or groups: `default` (native, kernel, ovs-afpacket,
+ovs-afxdp, nvo: what `make bench` runs), `encaps` (native, kernel and nvo with every Ethernet
+profile nvod ships: nvo, nvo-vxlan-gbp, nvo-vxlan-gpe, nvo-geneve, nvo-nvgre, nvo-overlay,
+nvo-stt), `all`. (`make bench` and `make bench-full`.) Needs root. One run:
 
 1. builds the release binaries (`cargo build --release --bins`: nvo, nvod, nvo-blast);
-2. builds every scenario from scratch on network namespaces (bench/nvobench/scenarios.py),
-   and checks that each passes traffic;
+2. builds every scenario from scratch on network namespaces (bench/nvobench/scenarios.py,
+   encaps.py for the profiles), and checks that each passes traffic;
 3. measures TCP throughput (1 and 4 streams) with its CPU cost, UDP packet rate and
    throughput per payload size (nvo-blast), and RTT with jitter (ping), each repeated, the
    scenarios taken in rotating order; then nvod's memory;
 4. tears everything down (also on an exception or Ctrl-C/SIGTERM) and checks nothing is left;
 5. writes bench/results/<UTC timestamp>.{json,md} and <timestamp>-*.png, and copies them to
-   latest.json, latest.md and latest-*.png.
+   latest.json, latest.md and latest-*.png (only for a run of the default scenarios or more:
+   a run of fewer does not replace latest.*).
+
+`--offloads` is the other kind of run: STT against VXLAN, single-stream TCP and its CPU
+cost, under a matrix of offload toggles (bench/nvobench/offloads.py); it writes
+bench/results/<stamp>-offloads.{json,md,png} and never latest.*.
 
 `--compare` measures nothing: it says whether two runs agree on every ratio within the noise
 each states (bench/nvobench/compare.py defines it) and exits 0 when they do, 1 when not.
 
-Quick mode takes about 5 minutes on 2 cores (after the build); full mode about 35.
+Quick mode takes about 5 minutes on 2 cores (after the build) for the default scenarios,
+about 9 for `encaps`, 4 for `--offloads`; full mode about 35 for the default scenarios.
 """
 
 import argparse
@@ -40,8 +49,9 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nvobench import compare, measure, plots, report, stats  # noqa: E402
-from nvobench.scenarios import SCENARIOS, SetupFailed  # noqa: E402
+from nvobench import compare, encaps, measure, offloads, offloads_report, plots, report, stats  # noqa: E402,E501
+from nvobench import scenarios as base  # noqa: E402
+from nvobench.scenarios import SetupFailed  # noqa: E402
 from nvobench.sh import CommandFailed, Interrupted, Inventory, log, namespaces, run  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -53,6 +63,9 @@ MODES = {
              "udp_sizes": [64, 128, 256, 512, 1024, 1400, 4096, 8900]},
 }
 TOOLS = ["ip", "iperf3", "ping", "ss", "ethtool", "sysctl", "bridge"]
+SCENARIOS = base.SCENARIOS | {cls.key: cls for cls in encaps.SCENARIOS}
+GROUPS = {"default": list(base.SCENARIOS), "encaps": ["native", "kernel", *encaps.KEYS],
+          "all": list(SCENARIOS)}
 
 
 def parse_args():
@@ -63,8 +76,13 @@ def parse_args():
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="5 repetitions, 10 s TCP, UDP at 8 sizes up to 8900 bytes")
     p.add_argument("--reps", type=int, help="repetitions (at least 3 for the report's medians)")
-    p.add_argument("--only", default=",".join(SCENARIOS),
-                   help="comma-separated scenarios to run (default: all)")
+    p.add_argument("--scenarios", "--only", dest="only", default="default",
+                   help="comma-separated scenarios or groups to run: "
+                        f"{', '.join(GROUPS)} (groups), {', '.join(SCENARIOS)} "
+                        "(default: default)")
+    p.add_argument("--offloads", action="store_true",
+                   help="the offload study instead: STT against VXLAN, TCP 1 stream, with "
+                        "offloads toggled (writes <stamp>-offloads.*)")
     p.add_argument("--sizes", help="comma-separated UDP payload sizes instead of the mode's")
     p.add_argument("--no-build", action="store_true", help="use target/release as it is")
     p.add_argument("--results", default=str(ROOT / "bench" / "results"),
@@ -76,10 +94,13 @@ def parse_args():
                         "noise? exit status 0 if so, 1 if not")
     args = p.parse_args()
     args.mode = args.mode or "quick"
-    args.only = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in args.only if s not in SCENARIOS]
+    names = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SCENARIOS and s not in GROUPS]
     if unknown:
-        p.error(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SCENARIOS)}")
+        p.error(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(GROUPS)}, "
+                f"{', '.join(SCENARIOS)}")
+    chosen = {k for n in names for k in GROUPS.get(n, [n])}
+    args.only = [k for k in SCENARIOS if k in chosen]
     return args
 
 
@@ -195,9 +216,19 @@ def measure_all(cfg, inv, env, scenarios, doc):
     for sc in live:
         if sc.key == "nvo":
             doc["nvod_memory"] = nvod_memory(sc, inv)
+        elif sc.key in encaps.KEYS:
+            doc.setdefault("nvod_memory_profiles", {})[sc.key] = nvod_memory(sc, inv)
         elif hasattr(sc, "hosts"):
             doc.setdefault("ovs_memory", {})[sc.key] = {
                 name: h.rss_kib() for name, h in sc.hosts.items()}
+
+
+def measure_offloads(cfg, inv, env, scenarios, doc):
+    for sc in scenarios:
+        build_scenario(sc, inv, env)
+    live = [sc for sc in scenarios if sc.status == "ok"]
+    doc["states"] = {}
+    offloads.study(live, inv, cfg, doc, log)
 
 
 def write_results(doc, results, latest=True):
@@ -231,53 +262,64 @@ def write_results(doc, results, latest=True):
     return results / f"{stamp}.md"
 
 
+def write_offloads(doc, results):
+    """<stamp>-offloads.{json,md,png}; never latest.*."""
+    results.mkdir(parents=True, exist_ok=True)
+    name = f"{doc['stamp']}-offloads"
+    doc["figures"] = offloads.figures(doc)
+    why = plots.available()
+    doc["plots"] = []
+    if why:
+        doc["plots_missing"] = why
+    else:
+        offloads_report.plot(results / f"{name}.png", doc)
+        doc["plots"].append("offloads")
+    (results / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (results / f"{name}.md").write_text(offloads_report.render(doc, name))
+    return results / f"{name}.md"
+
+
 def summary_lines(doc):
-    mlist = stats.metrics(doc["config"]["udp_sizes"])
+    mlist = [m for m in stats.metrics(doc["config"]["udp_sizes"]) if m.ratio]
+    cell = lambda r: f"{r['ratio']:.2f}" if r else "—"
     keys = [f"{a}/{b}" for a, b in stats.PAIRS]
     lines = [f"  {'':36} " + "  ".join(f"{k:>16}" for k in keys)]
-    for m in (m for m in mlist if m.ratio):
+    for m in mlist:
         r = doc["ratios"][m.key]
-        cell = lambda k: f"{r[k]['ratio']:.2f}" if r.get(k) else "—"
-        lines.append(f"  {m.label:36} " + "  ".join(f"{cell(k):>16}" for k in keys))
+        lines.append(f"  {m.label:36} " + "  ".join(f"{cell(r.get(k)):>16}" for k in keys))
+    profiles = encaps.measured(doc)
+    if any(k != "nvo" for k in profiles):
+        for b in (b for b in encaps.BASES if doc["samples"].get(b)):
+            lines += ["", f"  each nvo profile ÷ {b}",
+                      f"  {'':36} " + "  ".join(f"{encaps.LABELS[k]:>9}" for k in profiles)]
+            for m in mlist:
+                r = doc["ratios"][m.key]
+                lines.append(f"  {m.label:36} " + "  ".join(
+                    f"{'1' if k == b else cell(r.get(f'{k}/{b}')):>9}" for k in profiles))
     return lines
+
+
+def offloads_summary(doc):
+    return offloads_report.table(doc) + [""] + offloads_report.meaning(doc)
 
 
 def on_signal(signum, _frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
-def main():
-    args = parse_args()
-    if args.compare:
-        try:
-            agreeing, counted = compare.compare(*args.compare)
-        except (OSError, ValueError, KeyError) as e:
-            sys.exit(f"bench: cannot compare: {e}")
-        return 0 if counted and agreeing == counted else 1
-    if args.render:
-        path = pathlib.Path(args.render)
-        doc = json.loads(path.read_text())
-        print(write_results(doc, path.parent, latest=False))
-        return 0
-    preflight()
-    cfg = dict(MODES[args.mode])
-    if args.reps:
-        cfg["reps"] = args.reps
-    if args.sizes:
-        cfg["udp_sizes"] = sorted({int(x) for x in args.sizes.split(",")})
-    if not args.no_build:
-        build()
-    for binary in ("nvo", "nvod", "nvo-blast"):
-        if not (RELEASE / binary).is_file():
-            sys.exit(f"bench: {RELEASE / binary} is missing: run cargo build --release --bins")
-    run_id = f"bench{os.getpid()}"
+def render_again(path):
+    doc = json.loads(path.read_text())
+    if doc.get("kind") == "offloads":
+        return write_offloads(doc, path.parent)
+    return write_results(doc, path.parent, latest=False)
+
+
+def session(cfg, scenarios, work, doc):
+    """Runs `work(cfg, inv, env, scenarios, doc)` with the run's inventory, and tears down
+    whatever it made, also on a signal; exits when interrupted."""
+    run_id = doc["run_id"]
     inv = Inventory(RELEASE / "nvo", f"nvo-{run_id}-")
-    started = datetime.datetime.now(datetime.timezone.utc)
-    doc = {"schema": 1, "mode": args.mode, "stamp": started.strftime("%Y%m%dT%H%M%SZ"),
-           "started_utc": started.strftime("%Y-%m-%d %H:%M:%S UTC"), "config": cfg,
-           "git": git_info(), "machine": machine_info(inv.prefix), "samples": {},
-           "problems": []}
-    scenarios = [SCENARIOS[k](run_id) for k in SCENARIOS if k in args.only]
+    doc["machine"] = machine_info(inv.prefix)
     workdir = tempfile.mkdtemp(prefix=f"nvo-{run_id}-")
     # The OVS daemons carry the work directory in their arguments: anything still carrying
     # it after teardown is a leak (killed by pid, reported).
@@ -288,7 +330,7 @@ def main():
     t0 = time.monotonic()
     interrupted = None
     try:
-        measure_all(cfg, inv, env, scenarios, doc)
+        work(cfg, inv, env, scenarios, doc)
     except Interrupted as e:
         interrupted = e
     finally:
@@ -309,18 +351,63 @@ def main():
     doc["machine"]["loadavg_end"] = loadavg()
     doc["scenarios"] = {sc.key: {"title": sc.title, "description": sc.description,
                                  "status": sc.status, "reason": sc.reason, "notes": sc.notes,
-                                 "setup_s": sc.setup_s} for sc in scenarios}
+                                 "setup_s": sc.setup_s, "tenant_mtu": sc.tenant_mtu}
+                        for sc in scenarios}
+
+
+def main():
+    args = parse_args()
+    if args.compare:
+        try:
+            agreeing, counted = compare.compare(*args.compare)
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"bench: cannot compare: {e}")
+        return 0 if counted and agreeing == counted else 1
+    if args.render:
+        print(render_again(pathlib.Path(args.render)))
+        return 0
+    preflight()
+    cfg = dict(MODES[args.mode])
+    if args.reps:
+        cfg["reps"] = args.reps
+    if args.sizes:
+        cfg["udp_sizes"] = sorted({int(x) for x in args.sizes.split(",")})
+    if not args.no_build:
+        build()
+    for binary in ("nvo", "nvod", "nvo-blast"):
+        if not (RELEASE / binary).is_file():
+            sys.exit(f"bench: {RELEASE / binary} is missing: run cargo build --release --bins")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    doc = {"schema": 1, "mode": args.mode, "stamp": started.strftime("%Y%m%dT%H%M%SZ"),
+           "started_utc": started.strftime("%Y-%m-%d %H:%M:%S UTC"), "config": cfg,
+           "git": git_info(), "samples": {}, "problems": [], "run_id": f"bench{os.getpid()}"}
+    if args.offloads:
+        return main_offloads(args, cfg, doc)
+    scenarios = [SCENARIOS[k](doc["run_id"]) for k in args.only]
+    session(cfg, scenarios, measure_all, doc)
     for key, cls in SCENARIOS.items():
         if key not in doc["scenarios"]:
             doc["scenarios"][key] = {"title": cls.title, "description": cls.description,
-                                     "status": "skipped", "reason": "not selected (--only)",
+                                     "status": "skipped", "reason": "not selected (--scenarios)",
                                      "notes": [], "setup_s": None}
-    path = write_results(doc, pathlib.Path(args.results))
+    # latest.* is the newest run of at least the default scenarios, never a partial one.
+    latest = set(GROUPS["default"]) <= set(args.only)
+    path = write_results(doc, pathlib.Path(args.results), latest=latest)
     print(f"\nnvo benchmark, {args.mode} run: ratios of medians (details in {path})")
     print("\n".join(summary_lines(doc)))
     for key, sc in doc["scenarios"].items():
-        if sc["status"] != "ok":
+        if sc["status"] not in ("ok", "skipped"):
             print(f"  {key}: {sc['status']}: {sc['reason']}")
+    return 1 if any(sc.status != "ok" for sc in scenarios) else 0
+
+
+def main_offloads(args, cfg, doc):
+    doc["kind"] = "offloads"
+    scenarios = [SCENARIOS[k](doc["run_id"]) for k in offloads.PROFILES]
+    session(cfg, scenarios, measure_offloads, doc)
+    path = write_offloads(doc, pathlib.Path(args.results))
+    print(f"\nnvo offload study, {args.mode}: STT against VXLAN (details in {path})")
+    print("\n".join(offloads_summary(doc)))
     return 1 if any(sc.status != "ok" for sc in scenarios) else 0
 
 

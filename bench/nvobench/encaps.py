@@ -69,7 +69,7 @@ def render(doc, mlist):
     mtus = [doc["scenarios"].get(k, {}).get("tenant_mtu") for k in keys]
     out += ["| | " + heads + " |", "|---|" + "---|" * len(keys),
             "| tenant MTU | " + " | ".join(str(m or "?") for m in mtus) + " |"]
-    for base in BASES:
+    for base in (b for b in BASES if doc["samples"].get(b)):
         out += ["", f"**÷ {base}**" + (" (nvo's own VXLAN)" if base == "nvo" else ""), "",
                 "| metric | better | " + heads + " |", "|---|---|" + "---|" * len(keys)]
         for m in (m for m in mlist if m.ratio):

@@ -8,7 +8,9 @@ median, its error bar the min..max of the repetitions.
 """
 
 COLORS = {"native": "#7f7f7f", "kernel": "#1f77b4", "ovs-afpacket": "#2ca02c",
-          "ovs-afxdp": "#9467bd", "nvo": "#ff7f0e"}
+          "ovs-afxdp": "#9467bd", "nvo": "#ff7f0e", "nvo-vxlan-gbp": "#ffbb78",
+          "nvo-vxlan-gpe": "#d62728", "nvo-geneve": "#8c564b", "nvo-nvgre": "#e377c2",
+          "nvo-overlay": "#bcbd22", "nvo-stt": "#17becf"}
 
 
 def available():

@@ -3,7 +3,7 @@ regenerated from a results file). It leads with the ratios, then the machine and
 then the scenarios (failed ones with their reason), the absolute figures and the method.
 """
 
-from . import encaps, offloads
+from . import encaps
 from .stats import PAIRS, metrics
 
 # Said of a results file from the harness's first version, which had no OVS scenarios.

@@ -75,6 +75,21 @@ pub struct NetworkSpec {
     /// Values of the profile's parameters, e.g. {"group": 100} for vxlan-gbp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<BTreeMap<String, u64>>,
+    /// An L3 network: its tunnels carry the containers' IPv4 packets (vxlan-gpe with next
+    /// protocol IPv4, ipip), nvod is their gateway (answers ARP) and routes by prefix
+    /// (`/v1/networks/{vni}/routes`). Default: true for ipip, false otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l3: Option<bool>,
+}
+
+/// `POST /v1/networks/{vni}/routes`: an IPv4 prefix of an L3 network behind a remote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// The prefix, "10.0.0.2/32".
+    pub prefix: String,
+    /// The remote tunnel end.
+    pub remote: IpAddr,
 }
 
 /// A network as nvod has it.
@@ -107,6 +122,15 @@ pub struct Network {
     /// Values of the profile's parameters.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, u64>,
+    /// An L3 network.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub l3: bool,
+    /// An L3 network's gateway MAC (what its containers' ARP requests are answered with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_mac: Option<String>,
+    /// An L3 network's routes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteSpec>,
 }
 
 /// The form of a user-defined encapsulation profile (`POST /v1/profiles`), also how every

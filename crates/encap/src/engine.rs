@@ -231,6 +231,14 @@ pub enum EngineError {
         /// The largest value.
         max: u64,
     },
+    /// A network asked for a payload its profile cannot announce.
+    #[error("profile {profile} cannot carry {payload:?} payloads")]
+    PayloadNotCarried {
+        /// The profile.
+        profile: String,
+        /// The payload.
+        payload: Payload,
+    },
 }
 
 /// The engine's counters.
@@ -255,6 +263,9 @@ pub struct Engine {
     order: Vec<(Transport, Vec<ProfileId>)>,
     keys: KeyTable,
     params: HashMap<ParamKey, Vec<(usize, u64)>>,
+    /// Networks that send another payload than their profile's default (an L3 network on
+    /// vxlan-gpe announces IPv4), by (profile, vni).
+    payloads: HashMap<(ProfileId, u32), Payload>,
     templates: TemplateCache,
 }
 
@@ -267,6 +278,7 @@ impl Engine {
             order: Vec::new(),
             keys: KeyTable::new(limits.max_keys),
             params: HashMap::new(),
+            payloads: HashMap::new(),
             templates: TemplateCache::new(limits.max_templates),
         };
         for profile in builtin::all() {
@@ -469,6 +481,7 @@ impl Engine {
         }
         self.params
             .retain(|(p, v, _), _| !(*p == profile && *v == vni));
+        self.payloads.remove(&(profile, vni));
         self.templates
             .invalidate(|(p, v, _)| *p == profile && *v == vni);
     }
@@ -595,6 +608,11 @@ impl Engine {
             .and_then(Option::as_ref)
             .ok_or(EngineError::UnknownId(profile))?;
         let params = &self.params;
+        let payload = self
+            .payloads
+            .get(&(profile, vni))
+            .copied()
+            .unwrap_or(p.payload);
         let template = self
             .templates
             .get_or_try_insert((profile, vni, remote), || {
@@ -602,7 +620,7 @@ impl Engine {
                 let empty = Vec::new();
                 let network = params.get(&(profile, vni, None)).unwrap_or(&empty);
                 let dest = params.get(&(profile, vni, Some(remote))).unwrap_or(&empty);
-                Ok::<_, EngineError>(Template::build(p, vni, &[network, dest]))
+                Ok::<_, EngineError>(Template::build(p, vni, payload, &[network, dest]))
             })?;
         template
             .patch(p, entropy, inner_len)
@@ -627,6 +645,44 @@ impl Engine {
         let key = (profile, vni, remote);
         self.check_param_room(&key, &values)?;
         self.store_params(key, values);
+        Ok(())
+    }
+
+    /// Sets what network `vni` on `profile` carries when it is not the profile's default: the
+    /// payload field of its headers announces it (vxlan-gpe: Next Protocol 1 for IPv4). A
+    /// profile without a payload field carries only its own payload. Drops the network's
+    /// templates.
+    pub fn set_payload(
+        &mut self,
+        profile: ProfileId,
+        vni: u32,
+        payload: Payload,
+    ) -> Result<(), EngineError> {
+        let p = self.get(profile)?;
+        let carries = payload == p.payload
+            || p.payload_field
+                .is_some_and(|pf| pf.value(payload).is_some());
+        if !carries {
+            return Err(EngineError::PayloadNotCarried {
+                profile: p.name.clone(),
+                payload,
+            });
+        }
+        if payload == p.payload {
+            self.payloads.remove(&(profile, vni));
+        } else {
+            if self.payloads.len() >= self.limits.max_keys
+                && !self.payloads.contains_key(&(profile, vni))
+            {
+                return Err(EngineError::TableFull {
+                    table: "payload",
+                    limit: self.limits.max_keys,
+                });
+            }
+            self.payloads.insert((profile, vni), payload);
+        }
+        self.templates
+            .invalidate(|&(p, v, _)| p == profile && v == vni);
         Ok(())
     }
 

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use crate::profile::{Patch, Profile, ProfileId};
+use crate::profile::{Patch, Payload, Profile, ProfileId};
 
 /// Parameter values as (index into `Profile::params`, value), checked to fit their fields.
 pub type ParamValues = [(usize, u64)];
@@ -39,13 +39,18 @@ pub struct Template {
 impl Template {
     /// Builds the header of `vni` on `profile` with `layers` of parameter values applied in
     /// order. The profile is validated and `vni` fits its field (the caller checked).
-    pub fn build(profile: &Profile, vni: u32, layers: &[&ParamValues]) -> Template {
+    pub fn build(
+        profile: &Profile,
+        vni: u32,
+        payload: Payload,
+        layers: &[&ParamValues],
+    ) -> Template {
         let mut bytes = profile.template.clone();
         if let Some(field) = profile.vni {
             field.write(&mut bytes, vni.into());
         }
         if let Some(pf) = profile.payload_field {
-            if let Some(value) = pf.value(profile.payload) {
+            if let Some(value) = pf.value(payload) {
                 pf.field.write(&mut bytes, value);
             }
         }

@@ -77,6 +77,10 @@ pub enum Command {
     FloodAdd(Vni, IpAddr),
     /// Removes a remote from a flood list.
     FloodRemove(Vni, IpAddr),
+    /// Adds or replaces a route of an L3 network.
+    RouteAdd(Vni, std::net::Ipv4Addr, u8, IpAddr),
+    /// Removes a route of an L3 network.
+    RouteRemove(Vni, std::net::Ipv4Addr, u8),
     /// Views of every network (for the learned/static counts).
     Networks,
     /// Which ports have their interface open.

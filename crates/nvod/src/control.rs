@@ -24,6 +24,7 @@ use crate::state::{State, StateError, Store};
 
 mod ops;
 mod profiles;
+mod routes;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +159,15 @@ impl Control {
                 .call(convert::add_network(vni, net))
                 .await
                 .map_err(|e| restore_failure(&format!("network {vni}"), e))?;
+        }
+        for (&vni, net) in &state.networks {
+            for (prefix, &remote) in &net.routes {
+                let (addr, len) = convert::parse_prefix(prefix).map_err(Failure::bad)?;
+                self.datapath
+                    .call(Command::RouteAdd(Vni(vni), addr, len, remote))
+                    .await
+                    .map_err(|e| restore_failure(&format!("network {vni} route {prefix}"), e))?;
+            }
         }
         for (profile, keys) in &state.keys {
             for (hex, target) in keys {

@@ -202,10 +202,23 @@ pub fn network_state(
             let names: Vec<&str> = profiles.profiles().map(|(_, p)| p.name.as_str()).collect();
             format!("encap {encap:?} is not a profile of this node; use one of {names:?}")
         })?;
-    if profile.payload != Payload::Ethernet {
+    let carries = |payload: Payload| {
+        profile.payload == payload
+            || profile
+                .payload_field
+                .is_some_and(|pf| pf.value(payload).is_some())
+    };
+    let l3 = spec.l3.unwrap_or(profile.payload == Payload::Ipv4);
+    if l3 && !carries(Payload::Ipv4) {
         return Err(format!(
-            "encap {encap} carries {:?} payloads; networks are Ethernet networks, and L3 networks \
-             are not implemented yet",
+            "encap {encap} cannot carry IPv4 packets, so it cannot serve an l3 network; use \
+             vxlan-gpe or ipip"
+        ));
+    }
+    if !l3 && !carries(Payload::Ethernet) {
+        return Err(format!(
+            "encap {encap} carries {:?} packets, not Ethernet frames; create the network with \
+             \"l3\": true (an IPv4 network routed by prefix)",
             profile.payload
         ));
     }
@@ -276,7 +289,34 @@ pub fn network_state(
         fdb: BTreeMap::new(),
         encap,
         params,
+        l3,
+        routes: BTreeMap::new(),
     })
+}
+
+/// The gateway MAC of L3 network `vni`: locally administered, 02:6e:76 ("nv") + the VNI.
+pub fn gateway_mac(vni: Vni) -> Mac {
+    let [_, a, b, c] = vni.0.to_be_bytes();
+    Mac([0x02, 0x6e, 0x76, a, b, c])
+}
+
+/// Parses "a.b.c.d/len" into a prefix with its host bits zero.
+pub fn parse_prefix(text: &str) -> Result<(std::net::Ipv4Addr, u8), String> {
+    let bad = || format!("prefix {text:?} is not an IPv4 prefix like 10.0.0.0/24");
+    let (addr, len) = text.split_once('/').ok_or_else(bad)?;
+    let addr: std::net::Ipv4Addr = addr.parse().map_err(|_| bad())?;
+    let len: u8 = len.parse().map_err(|_| bad())?;
+    if len > 32 {
+        return Err(bad());
+    }
+    let mask = nvo_pipeline::l3::mask(len);
+    if u32::from(addr) & !mask != 0 {
+        return Err(format!(
+            "prefix {text} has host bits set; use {}/{len}",
+            std::net::Ipv4Addr::from(u32::from(addr) & mask)
+        ));
+    }
+    Ok((addr, len))
 }
 
 /// Checks that a remote VTEP address can be sent to from this node's locator.
@@ -322,6 +362,7 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         ageing: Duration::from_secs(u64::from(net.ageing_s)),
         // The datapath resolves `net.encap` into the engine's profile id.
         profile: ProfileTag::VXLAN,
+        l3_gateway: net.l3.then(|| gateway_mac(vni)),
     }
 }
 
@@ -358,6 +399,16 @@ pub fn api_network(
         static_entries: u32::try_from(counts.1).unwrap_or(u32::MAX),
         encap: net.encap.clone(),
         params: net.params.clone(),
+        l3: net.l3,
+        gateway_mac: net.l3.then(|| gateway_mac(Vni(vni)).to_string()),
+        routes: net
+            .routes
+            .iter()
+            .map(|(prefix, &remote)| api::RouteSpec {
+                prefix: prefix.clone(),
+                remote,
+            })
+            .collect(),
     }
 }
 

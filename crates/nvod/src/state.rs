@@ -87,6 +87,12 @@ pub struct NetworkState {
     /// Values of the profile's parameters.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, u64>,
+    /// An L3 network (tunnels carry IPv4; nvod is the containers' gateway).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub l3: bool,
+    /// An L3 network's routes: "a.b.c.d/len" → remote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routes: BTreeMap<String, IpAddr>,
 }
 
 fn default_encap() -> String {
@@ -340,6 +346,8 @@ mod tests {
                 fdb,
                 encap: "geneve".to_owned(),
                 params: BTreeMap::new(),
+                l3: false,
+                routes: BTreeMap::new(),
             },
         );
         s.ports.insert(

@@ -130,14 +130,20 @@ fn fdb_and_flood(nvod: &Nvod) {
     assert_eq!(nvod.get::<Network>("/v1/networks/100").static_entries, 2);
     nvod.delete("/v1/networks/100/fdb/02:00:00:00:00:01");
     assert_eq!(nvod.get::<Vec<FdbEntry>>("/v1/networks/100/fdb").len(), 1);
-    let flushed: FlushResult =
-        nvod.post("/v1/networks/100/fdb/flush", &json!({"scope": "learned"}));
-    assert_eq!(
-        flushed.flushed, 0,
-        "no learned entries, the static one stays"
+    // The veth peer's own traffic (IPv6 neighbour discovery) may have taught an entry by now:
+    // a learned flush removes only those, and the static entry stays.
+    let _: FlushResult = nvod.post("/v1/networks/100/fdb/flush", &json!({"scope": "learned"}));
+    assert!(
+        nvod.get::<Vec<FdbEntry>>("/v1/networks/100/fdb")
+            .iter()
+            .any(|e| e.mac == "02:00:00:00:00:02" && e.origin == nvo_api::Origin::Static),
+        "the static entry stays"
     );
     let flushed: FlushResult = nvod.post("/v1/networks/100/fdb/flush", &json!({"scope": "all"}));
-    assert_eq!(flushed.flushed, 1);
+    assert!(
+        flushed.flushed >= 1,
+        "the static entry and any newly learned one"
+    );
     assert!(nvod.get::<Vec<FdbEntry>>("/v1/networks/100/fdb").is_empty());
     assert!(
         !state_file(nvod).contains("02:00:00:00:00:02"),

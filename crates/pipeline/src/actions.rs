@@ -36,6 +36,20 @@ pub enum Action {
         /// The network's encapsulation profile.
         profile: ProfileTag,
     },
+    /// Send the IP packet in the frame, `&frame[offset..]` (the Ethernet header off), to a
+    /// remote inside the tunnel header of an L3 network's `profile`.
+    EncapL3 {
+        /// The underlay destination address.
+        remote: IpAddr,
+        /// The VNI to put in the header.
+        vni: Vni,
+        /// A hash of the inner flow.
+        entropy: u16,
+        /// The network's encapsulation profile.
+        profile: ProfileTag,
+        /// Where the IP packet starts in the frame.
+        offset: usize,
+    },
     /// Send the first `len` bytes of `Pipeline::scratch()` out of `port`: a frame the pipeline
     /// built, valid until the next call into the pipeline.
     Reply {

@@ -71,6 +71,62 @@ impl Pipeline {
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);
+            net.l3.forget_port(port);
+        }
+        Ok(())
+    }
+
+    /// Adds (or replaces) a route of an L3 network: `prefix/len` → `remote`.
+    pub fn route_add(
+        &mut self,
+        vni: Vni,
+        prefix: std::net::Ipv4Addr,
+        len: u8,
+        remote: IpAddr,
+    ) -> Result<(), TableError> {
+        let net = self.network_mut(vni)?;
+        if net.spec.l3_gateway.is_none() {
+            return Err(TableError::NotL3(vni));
+        }
+        if len > 32 || u32::from(prefix) & !crate::l3::mask(len) != 0 {
+            return Err(TableError::InvalidPrefix { prefix, len });
+        }
+        if !is_unicast_ip(remote) {
+            return Err(TableError::InvalidRemote(remote));
+        }
+        let routes = &mut net.l3.routes;
+        if let Some(r) = routes
+            .iter_mut()
+            .find(|r| r.prefix == prefix && r.len == len)
+        {
+            r.remote = remote;
+            return Ok(());
+        }
+        if routes.len() >= crate::l3::MAX_ROUTES {
+            return Err(full("route", crate::l3::MAX_ROUTES));
+        }
+        routes.push(crate::l3::Route {
+            prefix,
+            len,
+            remote,
+        });
+        Ok(())
+    }
+
+    /// Removes a route of an L3 network.
+    pub fn route_remove(
+        &mut self,
+        vni: Vni,
+        prefix: std::net::Ipv4Addr,
+        len: u8,
+    ) -> Result<(), TableError> {
+        let net = self.network_mut(vni)?;
+        let before = net.l3.routes.len();
+        net.l3
+            .routes
+            .retain(|r| !(r.prefix == prefix && r.len == len));
+        if net.l3.routes.len() == before {
+            return Err(TableError::NoSuchRoute { vni, prefix, len });
         }
         Ok(())
     }

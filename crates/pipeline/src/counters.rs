@@ -68,6 +68,10 @@ pub struct NetworkCounters {
     pub learn_limit: u64,
     /// Learned entries removed by ageing.
     pub aged: u64,
+    /// ARP requests an L3 network's gateway answered.
+    pub arp_replies: u64,
+    /// ARP requests an L3 network's gateway sent for a destination no container had announced.
+    pub arp_requests: u64,
 }
 
 /// What happened on one port.

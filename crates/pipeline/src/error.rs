@@ -111,4 +111,25 @@ pub enum TableError {
         /// The remote.
         remote: IpAddr,
     },
+    /// A route on a network that is not an L3 network.
+    #[error("network {0} is not an l3 network; routes belong to l3 networks")]
+    NotL3(Vni),
+    /// A prefix with host bits set or a length above 32.
+    #[error("prefix {prefix}/{len} is invalid; use a network address and a length of 0 to 32")]
+    InvalidPrefix {
+        /// The prefix.
+        prefix: std::net::Ipv4Addr,
+        /// Its length.
+        len: u8,
+    },
+    /// `route_remove` for a route the network does not have.
+    #[error("network {vni} has no route {prefix}/{len}")]
+    NoSuchRoute {
+        /// The network.
+        vni: Vni,
+        /// The prefix.
+        prefix: std::net::Ipv4Addr,
+        /// Its length.
+        len: u8,
+    },
 }

@@ -45,6 +45,7 @@ mod fdb;
 mod frame;
 mod hash;
 mod icmp;
+pub mod l3;
 mod network;
 mod pipeline;
 mod types;

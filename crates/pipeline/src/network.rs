@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::counters::NetworkCounters;
 use crate::fdb::{serialize_secs, Fdb};
+use crate::l3::{L3Tables, Route};
 use crate::{BumMode, NetworkSpec, PortId, Vni};
 
 /// A network in the pipeline's table.
@@ -20,6 +21,8 @@ pub(crate) struct Network {
     /// Head-end replication list, in the order remotes were added.
     pub(crate) flood: Vec<IpAddr>,
     pub(crate) counters: NetworkCounters,
+    /// Routes and neighbours of an L3 network (empty otherwise).
+    pub(crate) l3: L3Tables,
 }
 
 impl Network {
@@ -30,6 +33,7 @@ impl Network {
             ports: Vec::new(),
             flood: Vec::new(),
             counters: NetworkCounters::default(),
+            l3: L3Tables::default(),
         }
     }
 
@@ -47,6 +51,9 @@ impl Network {
             learned: self.fdb.learned(),
             static_entries: self.fdb.statics(),
             profile: s.profile,
+            l3_gateway: s.l3_gateway,
+            routes: self.l3.routes.clone(),
+            neighbours: self.l3.neighbours.len(),
         }
     }
 }
@@ -78,4 +85,17 @@ pub struct NetworkView {
     pub static_entries: usize,
     /// The encapsulation profile.
     pub profile: crate::ProfileTag,
+    /// The gateway MAC of an L3 network.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l3_gateway: Option<crate::Mac>,
+    /// An L3 network's routes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<Route>,
+    /// How many containers an L3 network knows (IP → port, MAC).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub neighbours: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

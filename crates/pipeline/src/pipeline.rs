@@ -31,6 +31,7 @@ use crate::counters::{DropCounters, PortCounters, UnderlayCounters};
 use crate::fdb::Learned;
 use crate::frame::{self, Eth};
 use crate::icmp;
+use crate::l3;
 use crate::network::Network;
 use crate::{BumMode, DropReason, FdbDest, Limits, Mac, PortId, ProfileTag, Vni};
 
@@ -62,7 +63,9 @@ impl Pipeline {
             ports: Default::default(),
             drops: DropCounters::default(),
             underlay: UnderlayCounters::default(),
-            scratch: vec![0; icmp::SCRATCH_LEN].into_boxed_slice(),
+            // Big enough for an ICMP error and for an L3 network's largest packet with an
+            // Ethernet header in front.
+            scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
         }
     }
 
@@ -119,6 +122,14 @@ impl Pipeline {
         };
         if !eth.src.is_unicast() {
             return reject(drops, Some(pc), DropReason::InvalidSourceMac, actions);
+        }
+        if let Some(gw) = net.spec.l3_gateway {
+            return match l3::from_port(net, gw, port, frame, &eth, scratch, actions) {
+                l3::PortVerdict::Done => {}
+                l3::PortVerdict::NoDestination => {
+                    reject(drops, Some(pc), DropReason::NoDestination, actions)
+                }
+            };
         }
         if net.spec.learning {
             learn(net, eth.src, FdbDest::Port(port), now);
@@ -225,6 +236,41 @@ impl Pipeline {
         self.deliver_inner(decap, inner, now, actions);
     }
 
+    /// Decides what happens to `packet`, an IPv4 packet the datapath took out of a tunnel of
+    /// `decap.profile` for L3 network `decap.vni`. Clears `actions` first; a delivery is a
+    /// `Reply` with the frame built in the scratch buffer.
+    pub fn from_decapsulated_ip(
+        &mut self,
+        decap: Decapsulated,
+        outer_len: usize,
+        packet: &[u8],
+        actions: &mut Actions,
+    ) {
+        actions.clear();
+        self.underlay.rx_packets += 1;
+        self.underlay.rx_bytes += outer_len as u64;
+        let Pipeline {
+            networks,
+            drops,
+            scratch,
+            ..
+        } = self;
+        let Some(net) = networks.get_mut(&decap.vni) else {
+            return reject(drops, None, DropReason::UnknownVni, actions);
+        };
+        let Some(gw) = net
+            .spec
+            .l3_gateway
+            .filter(|_| net.spec.profile == decap.profile)
+        else {
+            return reject(drops, None, DropReason::ProfileMismatch, actions);
+        };
+        net.counters.rx_underlay_frames += 1;
+        if l3::from_underlay(net, gw, packet, scratch, actions).is_none() {
+            reject(drops, None, DropReason::NoDestination, actions);
+        }
+    }
+
     /// The common part of the receive path, once the tunnel header is off.
     fn deliver_inner(
         &mut self,
@@ -239,7 +285,7 @@ impl Pipeline {
         let Some(net) = networks.get_mut(&decap.vni) else {
             return reject(drops, None, DropReason::UnknownVni, actions);
         };
-        if net.spec.profile != decap.profile {
+        if net.spec.profile != decap.profile || net.spec.l3_gateway.is_some() {
             return reject(drops, None, DropReason::ProfileMismatch, actions);
         }
         net.counters.rx_underlay_frames += 1;

@@ -226,6 +226,9 @@ pub struct NetworkSpec {
     pub ageing: Duration,
     /// The encapsulation profile of the network's tunnelled frames.
     pub profile: ProfileTag,
+    /// Set for an L3 network (its tunnels carry IPv4 packets, not frames): the MAC of the
+    /// gateway nvod plays for its containers. See the `l3` module.
+    pub l3_gateway: Option<Mac>,
 }
 
 impl NetworkSpec {
@@ -251,6 +254,7 @@ impl NetworkSpec {
             max_learned: NetworkSpec::DEFAULT_MAX_LEARNED,
             ageing: NetworkSpec::DEFAULT_AGEING,
             profile: ProfileTag::VXLAN,
+            l3_gateway: None,
         }
     }
 }

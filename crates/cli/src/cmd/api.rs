@@ -101,6 +101,10 @@ pub struct NetworkAddArgs {
     /// A parameter of the profile, decimal or 0x-prefixed hex (repeatable), e.g. group=100.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, u64)>,
+    /// An L3 network: tunnels carry the containers' IPv4 packets (vxlan-gpe, ipip), nvod
+    /// answers their ARP requests as their gateway and routes by prefix (`nvo route add`).
+    #[arg(long)]
+    pub l3: bool,
 }
 
 /// Parses `--param KEY=VALUE`: a non-empty key and an unsigned decimal or 0x-hex value.
@@ -355,6 +359,7 @@ pub fn network_spec(args: NetworkAddArgs) -> NetworkSpec {
         flood: (!args.flood.is_empty()).then_some(args.flood),
         encap: args.encap,
         params: (!args.params.is_empty()).then(|| args.params.into_iter().collect()),
+        l3: args.l3.then_some(true),
     }
 }
 
@@ -518,6 +523,7 @@ mod tests {
             flood: vec![],
             encap: None,
             params: vec![],
+            l3: false,
         });
         assert_eq!(serde_json::to_string(&spec).unwrap(), r#"{"vni":100}"#);
         let spec = network_spec(NetworkAddArgs {
@@ -530,6 +536,7 @@ mod tests {
             flood: vec!["192.0.2.2".parse().unwrap()],
             encap: Some("vxlan-gbp".into()),
             params: vec![("group".into(), 100)],
+            l3: false,
         });
         assert_eq!(
             serde_json::to_value(&spec).unwrap(),

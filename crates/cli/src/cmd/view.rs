@@ -281,6 +281,9 @@ mod tests {
             static_entries: 0,
             encap: "vxlan".into(),
             params: BTreeMap::new(),
+            l3: false,
+            gateway_mac: None,
+            routes: Vec::new(),
         }
     }
 

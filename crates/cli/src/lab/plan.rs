@@ -64,6 +64,8 @@ pub struct NetworkPlan {
     pub encap: String,
     /// The profile's parameters.
     pub params: BTreeMap<String, u64>,
+    /// An L3 network (None: nvod's default for the profile).
+    pub l3: Option<bool>,
     /// Tenant MTU when the topology sets one; otherwise each nvod picks it from the profile's
     /// overhead, and `up` reads it back for the containers' eth0.
     pub mtu: Option<u16>,
@@ -188,6 +190,7 @@ impl Plan {
                     learning: n.learning,
                     encap: n.encap().to_owned(),
                     params: n.params.clone(),
+                    l3: n.l3,
                     mtu: n.mtu,
                     kernel_mtu: topo.vxlan_tenant_mtu(n),
                     ageing_s: n.ageing_s,

@@ -251,6 +251,10 @@ pub struct NetworkDef {
     /// Values of the profile's parameters, e.g. {group: 100} for vxlan-gbp.
     #[serde(default)]
     pub params: BTreeMap<String, u64>,
+    /// An L3 network (nvo hosts only): tunnels carry the containers' IPv4 packets, nvod
+    /// answers their ARP requests and routes by prefix (routes are added through the API).
+    #[serde(default)]
+    pub l3: Option<bool>,
 }
 
 impl NetworkDef {

@@ -372,6 +372,7 @@ fn nvo_networks(plan: &Plan, h: &HostPlan, mtus: &mut Mtus) -> Result<(), LabErr
             bum: n.multicast.map(|group| Bum::Multicast { group }),
             encap: Some(n.encap.clone()),
             params: (!n.params.is_empty()).then(|| n.params.clone()),
+            l3: n.l3,
         };
         let made: Network =
             client

@@ -40,6 +40,11 @@ pub fn router(control: Shared) -> Router {
         .route("/v1/ports", get(ports).post(add_port))
         .route("/v1/ports/{name}", axum::routing::delete(delete_port))
         .route("/v1/counters", get(counters))
+        .route("/v1/networks/{vni}/routes", get(routes).post(route_add))
+        .route(
+            "/v1/networks/{vni}/routes/{addr}/{len}",
+            axum::routing::delete(route_delete),
+        )
         .route("/v1/profiles", get(profiles).post(add_profile))
         .route("/v1/profiles/{name}", get(profile).delete(delete_profile))
         .route("/v1/profiles/{name}/keys", get(keys).post(bind_key))
@@ -203,5 +208,29 @@ async fn unbind_key(
     Params((name, key)): Params<(String, String)>,
 ) -> Answer<StatusCode> {
     c.lock().await.unbind_key(&name, &key).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn routes(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+) -> Answer<Json<Vec<api::RouteSpec>>> {
+    Ok(Json(c.lock().await.routes(&vni)?))
+}
+
+async fn route_add(
+    State(c): State<Shared>,
+    Params(vni): Params<String>,
+    Body(route): Body<api::RouteSpec>,
+) -> Created<api::RouteSpec> {
+    let added = c.lock().await.route_add(&vni, route).await?;
+    Ok((StatusCode::CREATED, Json(added)))
+}
+
+async fn route_delete(
+    State(c): State<Shared>,
+    Params((vni, addr, len)): Params<(String, String, String)>,
+) -> Answer<StatusCode> {
+    c.lock().await.route_delete(&vni, &addr, &len).await?;
     Ok(StatusCode::NO_CONTENT)
 }

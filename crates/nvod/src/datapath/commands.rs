@@ -81,6 +81,14 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             pipeline.flood_remove(vni, remote)?;
             Reply::Done
         }
+        Command::RouteAdd(vni, prefix, len, remote) => {
+            pipeline.route_add(vni, prefix, len, remote)?;
+            Reply::Done
+        }
+        Command::RouteRemove(vni, prefix, len) => {
+            pipeline.route_remove(vni, prefix, len)?;
+            Reply::Done
+        }
         Command::Networks => Reply::Networks(pipeline.networks()),
         Command::PortsUp => {
             Reply::PortsUp(core.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
@@ -157,8 +165,15 @@ fn add_network(
             source,
         })?;
     spec.profile = ProfileTag(profile.0);
+    if spec.l3_gateway.is_some() {
+        core.engine
+            .set_payload(profile, spec.vni.0, nvo_encap::profile::Payload::Ipv4)?;
+    }
     let pipeline = &mut core.pipeline;
-    pipeline.add_network(spec)?;
+    if let Err(e) = pipeline.add_network(spec) {
+        core.engine.unbind_local(profile, spec.vni.0);
+        return Err(e.into());
+    }
     // The network is new and empty: removing it cannot fail, and undoes it all.
     for remote in flood {
         if let Err(e) = pipeline.flood_add(spec.vni, remote) {

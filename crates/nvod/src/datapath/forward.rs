@@ -173,6 +173,18 @@ impl Core {
         };
         let vni = match (decap.target, decap.payload) {
             (Target::Local { vni }, Payload::Ethernet) => vni,
+            (Target::Local { vni }, Payload::Ipv4) => {
+                let d = Decapsulated {
+                    src,
+                    vni: Vni(vni),
+                    profile: ProfileTag(decap.profile.0),
+                    dont_learn: decap.dont_learn,
+                };
+                let inner = packet.get(decap.header_len..).unwrap_or_default();
+                self.pipeline
+                    .from_decapsulated_ip(d, outer_len, inner, &mut self.actions);
+                return self.perform(inner, &FrameMeta::COMPLETE);
+            }
             (Target::Forward { remote }, _) => {
                 return self.relay(transport, decap.profile, remote, packet, outer_len)
             }
@@ -278,7 +290,25 @@ impl Core {
                     if meta.is_complete() || stt {
                         self.encap(remote, vni, entropy, profile, frame, meta);
                     } else {
-                        self.encap_segments(remote, vni, entropy, profile, frame, meta);
+                        self.encap_segments(remote, vni, entropy, profile, frame, meta, 0);
+                    }
+                }
+                Action::EncapL3 {
+                    remote,
+                    vni,
+                    entropy,
+                    profile,
+                    offset,
+                } => {
+                    // An L3 network's frames come from a port: the IP packet after the
+                    // Ethernet header goes into the tunnel (segmented first when it is a GSO
+                    // frame: the L3 path does not carry offload metadata).
+                    let profile = ProfileId(profile.0);
+                    if meta.is_complete() {
+                        let packet = frame.get(offset..).unwrap_or_default();
+                        self.encap(remote, vni, entropy, profile, packet, meta);
+                    } else {
+                        self.encap_segments(remote, vni, entropy, profile, frame, meta, offset);
                     }
                 }
                 Action::Drop(_) => {}
@@ -287,7 +317,9 @@ impl Core {
     }
 
     /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished
-    /// (segmented, checksums completed) in software first.
+    /// (segmented, checksums completed) in software first; each segment goes from `offset`
+    /// (0 for a frame, the L3 header for an L3 network's packet).
+    #[allow(clippy::too_many_arguments)]
     fn encap_segments(
         &mut self,
         remote: IpAddr,
@@ -296,11 +328,13 @@ impl Core {
         profile: ProfileId,
         frame: &[u8],
         meta: &FrameMeta,
+        offset: usize,
     ) {
         // Taken out for the duration so that the closure can borrow the rest of `self`; a
         // `Vec` moves without allocating.
         let mut scratch = std::mem::take(&mut self.finish_scratch);
         let finished = meta.finish(frame, &mut scratch, &mut |segment| {
+            let segment = segment.get(offset..).unwrap_or_default();
             self.encap(remote, vni, entropy, profile, segment, &FrameMeta::COMPLETE);
             Ok(())
         });
