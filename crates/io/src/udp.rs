@@ -229,6 +229,27 @@ impl UdpUnderlay {
         }
     }
 
+    /// Turns UDP GSO off for good (it stays off if the kernel lacked it): every datagram is
+    /// its own message. A knob for measuring what GSO is worth.
+    pub fn disable_gso(&self) {
+        self.gso.store(false, Relaxed);
+    }
+
+    /// Turns UDP GRO off on the receive socket: the kernel hands over datagrams one by one.
+    /// Receive batches made before keep working (they are larger than needed).
+    pub fn disable_gro(&mut self) -> io::Result<()> {
+        if self.gro {
+            sys::setsockopt(
+                self.recv.as_fd(),
+                libc::SOL_UDP,
+                sys::UDP_GRO,
+                &0 as &libc::c_int,
+            )?;
+            self.gro = false;
+        }
+        Ok(())
+    }
+
     /// A receive batch sized for this underlay: [`MAX_DATAGRAM`] buffers with GRO (a coalesced
     /// buffer holds up to 64 KiB), [`PLAIN_RECV_BUF`] without.
     pub fn new_recv_batch(&self, capacity: usize) -> RecvBatch {

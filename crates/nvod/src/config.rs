@@ -45,6 +45,10 @@ Configuration file (TOML, every key optional):
                                    packet, 0 to 255 (default 0)
   outer_df = true                  set Don't Fragment on outer IPv4 packets (default: the
                                    kernel's path-MTU discovery setting)
+  udp_gro = true                   receive tunnel datagrams coalesced (UDP GRO) when the
+                                   kernel can; false turns it off (to measure its effect)
+  udp_gso = true                   send runs of equal datagrams as one message (UDP GSO)
+                                   when the kernel can; false turns it off
   stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
                                    1073741824; the least recently used frame is evicted first
   stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
@@ -97,7 +101,7 @@ pub struct Config {
     pub multicast_ttl: u8,
     /// Log filter.
     pub log: String,
-    /// TTL, TOS and DF of the outer IP header.
+    /// TTL, TOS and DF of the outer IP header, and the UDP offload switches.
     pub outer: Outer,
     /// Bounds of STT reassembly.
     pub stt_reassembly: ReassemblyLimits,
@@ -128,6 +132,8 @@ struct ConfigFile {
     outer_df: Option<bool>,
     stt_reassembly_bytes: Option<usize>,
     stt_reassembly_timeout_s: Option<u64>,
+    udp_gro: Option<bool>,
+    udp_gso: Option<bool>,
     #[serde(default)]
     profile: Vec<ProfileSpec>,
 }
@@ -312,6 +318,8 @@ fn resolve(
             ttl: file.outer_ttl,
             tos: file.outer_tos,
             df: file.outer_df,
+            no_gro: file.udp_gro == Some(false),
+            no_gso: file.udp_gso == Some(false),
         },
         stt_reassembly,
         profiles: file.profile,
@@ -390,7 +398,9 @@ mod tests {
             Outer {
                 ttl: Some(9),
                 tos: Some(184),
-                df: Some(true)
+                df: Some(true),
+                no_gro: false,
+                no_gso: false,
             }
         );
         assert_eq!(c.stt_reassembly.max_bytes, 1 << 20);

@@ -139,6 +139,10 @@ pub struct NvodExtras {
     pub stt_reassembly_bytes: Option<u64>,
     /// Seconds an incomplete STT frame is kept, 1 to 3600.
     pub stt_reassembly_timeout_s: Option<u64>,
+    /// UDP GRO on nvod's underlay sockets (false turns it off).
+    pub udp_gro: Option<bool>,
+    /// UDP GSO on nvod's underlay sockets (false turns it off).
+    pub udp_gso: Option<bool>,
 }
 
 impl NvodExtras {

@@ -270,6 +270,8 @@ fn nvod_extras(x: &NvodExtras) -> String {
             .map(|v| format!("stt_reassembly_bytes = {v}")),
         x.stt_reassembly_timeout_s
             .map(|v| format!("stt_reassembly_timeout_s = {v}")),
+        x.udp_gro.map(|v| format!("udp_gro = {v}")),
+        x.udp_gso.map(|v| format!("udp_gso = {v}")),
     ];
     lines.into_iter().flatten().map(|l| l + "\n").collect()
 }

@@ -97,12 +97,12 @@ impl Started {
 
 /// Binds the underlay and starts the datapath thread with empty tables.
 pub fn start(config: &Config) -> Result<Started, StartError> {
-    let underlay = UdpUnderlay::bind(config.locator, config.vxlan_port, config.entropy_ports)
+    let mut underlay = UdpUnderlay::bind(config.locator, config.vxlan_port, config.entropy_ports)
         .map_err(|source| StartError::Underlay {
-            locator: config.locator,
-            port: config.vxlan_port,
-            source,
-        })?;
+        locator: config.locator,
+        port: config.vxlan_port,
+        source,
+    })?;
     underlay
         .set_multicast_ttl(config.multicast_ttl)
         .map_err(|source| StartError::Underlay {
@@ -110,6 +110,13 @@ pub fn start(config: &Config) -> Result<Started, StartError> {
             port: config.vxlan_port,
             source,
         })?;
+    underlays::apply_offloads(&mut underlay, &config.outer).map_err(|source| {
+        StartError::Underlay {
+            locator: config.locator,
+            port: config.vxlan_port,
+            source,
+        }
+    })?;
     let offloads = underlay.offloads();
     underlay
         .set_outer(config.outer.ttl, config.outer.tos, config.outer.df)

@@ -23,9 +23,14 @@ use nvo_wire::ports;
 
 use super::stt_guard::RstGuard;
 
-/// The node-wide outer IP header settings, applied to every underlay socket.
+/// The node-wide outer IP header settings and UDP offload switches, applied to every underlay
+/// socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Outer {
+    /// Turn UDP GRO off on every UDP socket.
+    pub no_gro: bool,
+    /// Turn UDP GSO off on every UDP socket.
+    pub no_gso: bool,
     /// Outer TTL / hop limit (None: the kernel's default).
     pub ttl: Option<u8>,
     /// Outer TOS / traffic class (None: 0).
@@ -178,8 +183,9 @@ impl Underlays {
         }
         let (port, socket) = match transport {
             Transport::Udp(port) => {
-                let u = UdpUnderlay::bind(self.locator, port, self.entropy_ports)?;
+                let mut u = UdpUnderlay::bind(self.locator, port, self.entropy_ports)?;
                 u.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
+                apply_offloads(&mut u, &self.outer)?;
                 (port, Socket::Udp(u))
             }
             Transport::Ip(protocol) => {
@@ -241,6 +247,17 @@ impl Underlays {
         }
         sum
     }
+}
+
+/// Turns off the UDP offloads the config turns off.
+pub fn apply_offloads(u: &mut UdpUnderlay, outer: &Outer) -> io::Result<()> {
+    if outer.no_gso {
+        u.disable_gso();
+    }
+    if outer.no_gro {
+        u.disable_gro()?;
+    }
+    Ok(())
 }
 
 /// "udp port 4789" / "ip protocol 47", for logs and errors.
