@@ -128,6 +128,12 @@ impl Cidr {
         (n <= last).then(|| self.make((value & !host_mask) | n))
     }
 
+    /// The prefix's network address: the address with its host bits cleared.
+    pub fn network(&self) -> IpAddr {
+        let (value, host_mask) = self.split();
+        self.make(value & !host_mask)
+    }
+
     /// Whether the address is usable by a host: not the network or broadcast address of an
     /// IPv4 prefix shorter than /31.
     pub fn is_host_address(&self) -> bool {
@@ -236,6 +242,15 @@ mod tests {
         assert_eq!(c.nth(1), None);
         let c: Cidr = "::/0".parse().unwrap();
         assert!(c.nth(u128::MAX).is_some());
+    }
+
+    #[test]
+    fn network_addresses_clear_the_host_bits() {
+        let net = |s: &str| s.parse::<Cidr>().unwrap().network().to_string();
+        assert_eq!(net("10.1.2.3/24"), "10.1.2.0");
+        assert_eq!(net("10.1.2.3/32"), "10.1.2.3");
+        assert_eq!(net("10.1.2.3/0"), "0.0.0.0");
+        assert_eq!(net("fd00::1:5/112"), "fd00::1:0");
     }
 
     #[test]
