@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
-//! Three families of subcommands: the API calls of nvod (`node`, `network`, `profile`, `port`,
-//! `fdb`, `flood`, `counters`; one per call, on the socket given by `--socket` or `NVO_SOCKET`),
+//! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
+//! `port`, `fdb`, `flood`, `counters`; one per call, on the socket given by `--socket` or `NVO_SOCKET`),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
 //! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
 //! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
@@ -23,6 +23,7 @@ use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
 use cmd::decode::DecodeArgs;
 use cmd::lab::LabCmd;
 use cmd::profile::ProfileCmd;
+use cmd::route::RouteCmd;
 use cmd::{CliError, Format};
 
 /// nvo: multi-tenant network virtualization overlays for Linux.
@@ -49,12 +50,16 @@ enum Command {
     /// List, show, create and delete networks (tenant VNIs, each with its encapsulation).
     #[command(subcommand)]
     Network(NetworkCmd),
+    /// List, add and delete the routes of an L3 network (IPv4 prefix -> remote tunnel end).
+    #[command(subcommand)]
+    Route(RouteCmd),
     /// List, show, add and delete encapsulation profiles: the tunnel protocols networks use.
     ///
     /// Every network carries its frames in one profile's header (`nvo network add --encap`).
     /// Built in: vxlan, vxlan-gbp, vxlan-gpe, geneve, nvgre, overlay (nvo's routing header),
-    /// ipip, ip6ip6 and stt; `nvo profile add` teaches nvod a new UDP or IP protocol from a
-    /// file, without a rebuild.
+    /// ipip, ip6ip6, stt and vxlan-gpe-nsh; `nvo profile add` teaches nvod a new UDP or IP
+    /// protocol from a file, without a rebuild. A keyed profile (vxlan-gpe-nsh, keyed by NSH
+    /// service path and index) delivers or relays by key: `nvo profile bind`.
     #[command(subcommand)]
     Profile(ProfileCmd),
     /// List, attach and detach ports (interfaces of a network).
@@ -95,6 +100,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Node => cmd::api::node(&client, format)?,
         Command::Network(c) => cmd::api::network(&client, format, c)?,
+        Command::Route(c) => cmd::route::route(&client, format, c)?,
         Command::Profile(c) => cmd::profile::profile(&client, format, c)?,
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,

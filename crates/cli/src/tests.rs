@@ -243,6 +243,96 @@ fn ports_flood_and_counters() {
 }
 
 #[test]
+fn route_commands_take_an_ipv4_prefix() {
+    let Command::Route(RouteCmd::Add {
+        vni,
+        prefix,
+        remote,
+    }) = parse(&[
+        "route",
+        "add",
+        "100",
+        "10.1.0.0/16",
+        "--remote",
+        "192.0.2.2",
+    ])
+    .command
+    else {
+        panic!()
+    };
+    assert_eq!((vni, prefix.to_string()), (100, "10.1.0.0/16".to_owned()));
+    assert_eq!(remote, "192.0.2.2".parse::<std::net::IpAddr>().unwrap());
+    let Command::Route(RouteCmd::Del { prefix, .. }) =
+        parse(&["route", "del", "100", "10.0.0.2/32"]).command
+    else {
+        panic!()
+    };
+    assert_eq!((prefix.addr.to_string(), prefix.len), ("10.0.0.2".into(), 32));
+    assert!(matches!(
+        parse(&["route", "list", "7"]).command,
+        Command::Route(RouteCmd::List { vni: 7 })
+    ));
+    assert!(refuse(&["route", "add", "100", "10.1.0.0/16"]).contains("--remote"));
+    assert!(refuse(&["route", "add", "100", "10.1.2.0/16", "--remote", "192.0.2.2"])
+        .contains("host bits set; use 10.1.0.0/16"));
+    assert!(refuse(&["route", "del", "100", "fd00::/64"]).contains("not an IPv4 prefix"));
+    assert!(refuse(&["route", "list", "0"]).contains("0 is not in 1..=16777215"));
+}
+
+#[test]
+fn key_bindings_need_exactly_one_target() {
+    let Command::Profile(ProfileCmd::Bind {
+        name,
+        key,
+        local,
+        forward,
+    }) = parse(&[
+        "profile",
+        "bind",
+        "vxlan-gpe-nsh",
+        "00:00:0A:FF",
+        "--forward",
+        "192.0.2.3",
+    ])
+    .command
+    else {
+        panic!()
+    };
+    assert_eq!((name.as_str(), key.as_str(), local), ("vxlan-gpe-nsh", "00000aff", None));
+    assert_eq!(forward, Some("192.0.2.3".parse().unwrap()));
+    let Command::Profile(ProfileCmd::Bind { local, .. }) =
+        parse(&["profile", "bind", "vxlan-gpe-nsh", "00000afe", "--local", "100"]).command
+    else {
+        panic!()
+    };
+    assert_eq!(local, Some(100));
+    assert!(refuse(&["profile", "bind", "p", "00000aff"]).contains("--local"));
+    assert!(refuse(&[
+        "profile",
+        "bind",
+        "p",
+        "00000aff",
+        "--local",
+        "1",
+        "--forward",
+        "192.0.2.3"
+    ])
+    .contains("cannot be used with"));
+    assert!(refuse(&["profile", "bind", "p", "0aff0", "--local", "1"]).contains("not 1 to 8 bytes"));
+    assert!(refuse(&["profile", "bind", "p", "01", "--local", "0"]).contains("0 is not in"));
+    let Command::Profile(ProfileCmd::Unbind { key, .. }) =
+        parse(&["profile", "unbind", "vxlan-gpe-nsh", "00 00 0a ff"]).command
+    else {
+        panic!()
+    };
+    assert_eq!(key, "00000aff");
+    assert!(matches!(
+        parse(&["profile", "keys", "vxlan-gpe-nsh"]).command,
+        Command::Profile(ProfileCmd::Keys { .. })
+    ));
+}
+
+#[test]
 fn global_options_go_anywhere() {
     let cli = parse(&["network", "list", "-o", "json", "--socket", "/tmp/x.sock"]);
     assert_eq!(cli.output, Format::Json);

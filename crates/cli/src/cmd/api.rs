@@ -23,7 +23,7 @@ use crate::addr::Mac;
 /// Largest VNI: the field is 24 bits (RFC 7348 section 5).
 const VNI_MAX: i64 = 0xff_ffff;
 
-fn vni_parser() -> clap::builder::RangedI64ValueParser<u32> {
+pub(super) fn vni_parser() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=VNI_MAX)
 }
 

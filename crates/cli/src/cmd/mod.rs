@@ -6,6 +6,7 @@ pub mod api;
 pub mod decode;
 pub mod lab;
 pub mod profile;
+pub mod route;
 mod view;
 
 use std::path::PathBuf;

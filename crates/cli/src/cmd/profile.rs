@@ -1,4 +1,5 @@
-//! `nvo profile list|show|add|del`: nvod's encapsulation profiles (docs/design/encap.md).
+//! `nvo profile list|show|add|del|keys|bind|unbind`: nvod's encapsulation profiles
+//! (docs/design/encap.md) and the key bindings of keyed profiles.
 //!
 //! A profile is a tunnel protocol as data: the outer transport, the header template, where the
 //! VNI, the receive key and the flow entropy sit. nvod ships the built-ins; `add` gives it a
@@ -6,14 +7,21 @@
 //! `POST /v1/profiles` (`nvo_api::ProfileSpec`). The file is parsed and the profile checked
 //! here (`ProfileSpec::to_profile`, the same rules nvod applies), so a mistake is reported with
 //! the file's name before anything is sent.
+//!
+//! A keyed profile (vxlan-gpe-nsh: NSH service paths, keyed by SPI and SI) looks a received
+//! packet up by its key rather than a VNI; `bind` says where a key leads, a local network or
+//! a remote the packet is relayed to (`/v1/profiles/{name}/keys`). Keys are hex, checked and
+//! written in one form (lowercase, no separators) here, so `unbind` names the key as nvod
+//! lists it.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use nvo_api::{Client, ProfileInfo, ProfileSpec};
+use nvo_api::{Client, KeyBinding, ProfileInfo, ProfileSpec};
 use serde_json::Value;
 
-use super::api::{done, segment, show};
+use super::api::{done, segment, show, vni_parser};
 use super::{view, CliError, Format};
 
 /// The `profile add` help: a whole user-defined profile, every key explained.
@@ -76,6 +84,68 @@ pub enum ProfileCmd {
         /// The profile's name.
         name: String,
     },
+    /// List the keys bound on a keyed profile (vxlan-gpe-nsh) and where each leads.
+    #[command(after_help = "Example:\n  nvo profile keys vxlan-gpe-nsh")]
+    Keys {
+        /// The profile's name.
+        name: String,
+    },
+    /// Bind a key of a keyed profile: packets received with it are delivered into a local
+    /// network (--local VNI) or relayed, header kept but for its hop count, to a remote
+    /// (--forward IP). Replaces the key's binding if it has one.
+    ///
+    /// For vxlan-gpe-nsh the key is the NSH service path: the SPI (3 bytes) then the service
+    /// index (1 byte), in hex; a relayed packet's SI is decremented, and one whose SI runs out
+    /// is dropped (drop reason hop_limit).
+    #[command(after_help = BIND_AFTER_HELP)]
+    #[command(group(clap::ArgGroup::new("target").required(true).args(["local", "forward"])))]
+    Bind {
+        /// The profile's name.
+        name: String,
+        /// The key, hex: 1 to 8 bytes, spaces or colons allowed between bytes.
+        #[arg(value_parser = parse_key)]
+        key: String,
+        /// Deliver into the local network with this VNI.
+        #[arg(long, value_name = "VNI", value_parser = vni_parser())]
+        local: Option<u32>,
+        /// Relay to this remote (underlay address).
+        #[arg(long, value_name = "IP")]
+        forward: Option<IpAddr>,
+    },
+    /// Remove a key's binding; packets with the key are then dropped.
+    #[command(after_help = "Example:\n  nvo profile unbind vxlan-gpe-nsh 00000aff")]
+    Unbind {
+        /// The profile's name.
+        name: String,
+        /// The key, hex, as listed by `nvo profile keys`.
+        #[arg(value_parser = parse_key)]
+        key: String,
+    },
+}
+
+/// The `profile bind` examples: a service path of two hops.
+const BIND_AFTER_HELP: &str = "Example:
+  nvo profile bind vxlan-gpe-nsh 00000aff --forward 192.0.2.3   # SPI 10, SI 255: relay
+  nvo profile bind vxlan-gpe-nsh 00000afe --local 100           # SPI 10, SI 254: deliver
+  nvo profile keys vxlan-gpe-nsh";
+
+/// Parses a key: 1 to 8 bytes of hex, whitespace or colons allowed between the digits, as nvod
+/// reads it; answers it lowercase without separators, the form nvod lists and `unbind` names.
+pub fn parse_key(text: &str) -> Result<String, String> {
+    let digits: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != ':')
+        .collect();
+    let valid = !digits.is_empty()
+        && digits.len().is_multiple_of(2)
+        && digits.len() <= 16
+        && digits.chars().all(|c| c.is_ascii_hexdigit());
+    if !valid {
+        return Err(format!(
+            "key {text:?} is not 1 to 8 bytes of hex (e.g. 00000aff: SPI 10, SI 255)"
+        ));
+    }
+    Ok(digits.to_ascii_lowercase())
 }
 
 /// Runs `nvo profile ...`.
@@ -99,6 +169,44 @@ pub fn profile(client: &Client, format: Format, cmd: ProfileCmd) -> Result<(), C
         ProfileCmd::Del { name } => {
             client.delete(&format!("/v1/profiles/{}", segment(&name)))?;
             done(format, Value::Null, format!("deleted profile {name}"))
+        }
+        ProfileCmd::Keys { name } => {
+            let answer = client.get(&format!("/v1/profiles/{}/keys", segment(&name)))?;
+            show(format, answer, |k: &Vec<KeyBinding>| {
+                view::keys(&name, k).to_string()
+            })
+        }
+        ProfileCmd::Bind {
+            name,
+            key,
+            local,
+            forward,
+        } => {
+            let target = match (local, forward) {
+                (Some(vni), _) => format!("local network {vni}"),
+                (None, Some(ip)) => format!("forward {ip}"),
+                (None, None) => String::new(),
+            };
+            let body = KeyBinding {
+                key: key.clone(),
+                local,
+                forward,
+            };
+            let answer: Value =
+                client.post(&format!("/v1/profiles/{}/keys", segment(&name)), &body)?;
+            done(
+                format,
+                answer,
+                format!("profile {name}: key {key} -> {target}"),
+            )
+        }
+        ProfileCmd::Unbind { name, key } => {
+            client.delete(&format!("/v1/profiles/{}/keys/{key}", segment(&name)))?;
+            done(
+                format,
+                Value::Null,
+                format!("profile {name}: key {key} unbound"),
+            )
         }
     }
 }
@@ -149,6 +257,18 @@ mod tests {
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    #[test]
+    fn keys_are_hex_bytes_written_one_way() {
+        assert_eq!(parse_key("00000AFF").unwrap(), "00000aff");
+        assert_eq!(parse_key("00 00 0a ff").unwrap(), "00000aff");
+        assert_eq!(parse_key("00:00:0a:ff").unwrap(), "00000aff");
+        assert_eq!(parse_key("0102030405060708").unwrap().len(), 16);
+        for bad in ["", "abc", "0g", "010203040506070809", " : "] {
+            let e = parse_key(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
     }
 
     #[test]

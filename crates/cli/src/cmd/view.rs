@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use nvo_api::{
-    Bum, Counters, FdbEntry, Network, NodeInfo, Origin, Port, PortKind, ProfileInfo, ProfileSpec,
+    Bum, Counters, FdbEntry, KeyBinding, Network, NodeInfo, Origin, Port, PortKind,
+    PortOffloads, ProfileInfo, ProfileSpec, RouteSpec,
 };
 use nvo_encap::spec::HeaderLenSpec;
 
@@ -60,7 +61,8 @@ fn params(p: &BTreeMap<String, u64>) -> String {
     list(&items)
 }
 
-/// `nvo network list`: the profile with its parameters in brackets, `vxlan-gbp(group=100)`.
+/// `nvo network list`: the profile with its parameters in brackets, `vxlan-gbp(group=100)`,
+/// and an L3 network marked ` l3` after it.
 pub fn networks(nets: &[Network]) -> Table {
     let mut t = Table::new(&[
         "VNI", "ENCAP", "MTU", "LEARNING", "BUM", "FLOOD", "PORTS", "LEARNED", "STATIC",
@@ -70,11 +72,14 @@ pub fn networks(nets: &[Network]) -> Table {
     .right(7)
     .right(8);
     for n in nets {
-        let encap = if n.params.is_empty() {
+        let mut encap = if n.params.is_empty() {
             encap_name(n).to_owned()
         } else {
             format!("{}({})", encap_name(n), params(&n.params))
         };
+        if n.l3 {
+            encap.push_str(" l3");
+        }
         t.row([
             n.vni.to_string(),
             encap,
@@ -90,12 +95,27 @@ pub fn networks(nets: &[Network]) -> Table {
     t
 }
 
-/// `nvo network show` and `add`.
+/// `nvo network show` and `add`; an L3 network adds its gateway MAC and its routes, one a
+/// line.
 pub fn network(n: &Network) -> Table {
-    pairs([
+    let mut items = vec![
         ("vni", n.vni.to_string()),
         ("encap", encap_name(n).to_owned()),
         ("params", params(&n.params)),
+        ("l3", yes_no(n.l3)),
+    ];
+    if n.l3 {
+        items.push(("gateway_mac", n.gateway_mac.clone().unwrap_or_else(|| "-".into())));
+        let routes: Vec<String> = n.routes.iter().map(route).collect();
+        match routes.split_first() {
+            None => items.push(("routes", "-".to_owned())),
+            Some((first, rest)) => {
+                items.push(("routes", first.clone()));
+                items.extend(rest.iter().map(|r| ("", r.clone())));
+            }
+        }
+    }
+    items.extend([
         ("mtu", n.mtu.to_string()),
         ("learning", yes_no(n.learning)),
         ("bum", bum(&n.bum)),
@@ -105,7 +125,59 @@ pub fn network(n: &Network) -> Table {
         ("ageing", format!("{} s", n.ageing_s)),
         ("learned", n.learned.to_string()),
         ("static", n.static_entries.to_string()),
-    ])
+    ]);
+    pairs(items)
+}
+
+/// One route on one line: `10.0.0.0/24 via 192.0.2.2`.
+fn route(r: &RouteSpec) -> String {
+    format!("{} via {}", r.prefix, r.remote)
+}
+
+/// `nvo route list`.
+pub fn routes(routes: &[RouteSpec]) -> Table {
+    let mut t = Table::new(&["PREFIX", "REMOTE"]);
+    for r in routes {
+        t.row([r.prefix.clone(), r.remote.to_string()]);
+    }
+    t
+}
+
+/// A key's SPI and SI when the profile is vxlan-gpe-nsh, whose 4-byte key is the NSH service
+/// path header's SPI (3 bytes) and SI (1 byte), RFC 8300 section 2.3.
+fn spi_si(profile: &str, key: &str) -> Option<(u32, u8)> {
+    if profile != nvo_encap::builtin::names::VXLAN_GPE_NSH || key.len() != 8 {
+        return None;
+    }
+    let value = u32::from_str_radix(key, 16).ok()?;
+    Some((value >> 8, (value & 0xff) as u8))
+}
+
+/// `nvo profile keys`: each key and where it leads; vxlan-gpe-nsh's keys with their SPI and SI.
+pub fn keys(profile: &str, keys: &[KeyBinding]) -> Table {
+    let nsh = profile == nvo_encap::builtin::names::VXLAN_GPE_NSH;
+    let mut t = if nsh {
+        Table::new(&["KEY", "SPI", "SI", "DESTINATION"]).right(1).right(2)
+    } else {
+        Table::new(&["KEY", "DESTINATION"])
+    };
+    for k in keys {
+        let dest = match (k.local, k.forward) {
+            (Some(vni), _) => format!("local network {vni}"),
+            (None, Some(ip)) => format!("forward {ip}"),
+            (None, None) => "-".to_owned(),
+        };
+        let mut row = vec![k.key.clone()];
+        if nsh {
+            match spi_si(profile, &k.key) {
+                Some((spi, si)) => row.extend([spi.to_string(), si.to_string()]),
+                None => row.extend(["-".to_owned(), "-".to_owned()]),
+            }
+        }
+        row.push(dest);
+        t.row(row);
+    }
+    t
 }
 
 /// A profile's outer transport: `udp 4789` or `ip 47`.
@@ -167,20 +239,56 @@ pub fn profile(p: &ProfileInfo) -> String {
     )
 }
 
-/// `nvo port list` and `add`.
+/// A port's offload settings as one cell, `no-large-frames,tso=off,gro=on`; "-" when it asked
+/// for none (nvod's defaults).
+fn offloads(o: Option<&PortOffloads>) -> String {
+    let Some(o) = o else {
+        return "-".to_owned();
+    };
+    let mut items = Vec::new();
+    match o.large_frames {
+        Some(true) => items.push("large-frames".to_owned()),
+        Some(false) => items.push("no-large-frames".to_owned()),
+        None => {}
+    }
+    for (name, value) in [
+        ("tso", o.tso),
+        ("gso", o.gso),
+        ("gro", o.gro),
+        ("tx-checksum", o.tx_checksum),
+    ] {
+        if let Some(on) = value {
+            items.push(format!("{name}={}", if on { "on" } else { "off" }));
+        }
+    }
+    list(&items)
+}
+
+/// `nvo port list` and `add`; an OFFLOADS column only when some port set one.
 pub fn ports(ports: &[Port]) -> Table {
-    let mut t = Table::new(&["NAME", "VNI", "KIND", "UP"]).right(1);
+    let any_offloads = ports
+        .iter()
+        .any(|p| p.offloads.is_some_and(|o| o != PortOffloads::default()));
+    let mut header = vec!["NAME", "VNI", "KIND", "UP"];
+    if any_offloads {
+        header.push("OFFLOADS");
+    }
+    let mut t = Table::new(&header).right(1);
     for p in ports {
         let kind = match p.kind {
             PortKind::Veth => "veth",
             PortKind::Tap => "tap",
         };
-        t.row([
+        let mut row = vec![
             p.name.clone(),
             p.vni.to_string(),
             kind.to_owned(),
             yes_no(p.up),
-        ]);
+        ];
+        if any_offloads {
+            row.push(offloads(p.offloads.as_ref()));
+        }
+        t.row(row);
     }
     t
 }

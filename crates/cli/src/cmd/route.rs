@@ -1,0 +1,154 @@
+//! `nvo route list|add|del`: the IPv4 routes of an L3 network (`nvo network add --l3`), each a
+//! prefix of the tenant's addresses and the remote tunnel end it is behind
+//! (`/v1/networks/{vni}/routes`).
+//!
+//! A prefix is checked here as nvod checks it (IPv4, no host bits set), so a typo fails with
+//! clap's usage message before anything is sent. `del` names the route by its prefix, which
+//! the API takes as two path segments: `DELETE /v1/networks/{vni}/routes/{addr}/{len}`.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+
+use clap::Subcommand;
+use nvo_api::{Client, RouteSpec};
+use serde_json::Value;
+
+use super::api::{done, show, vni_parser};
+use super::{view, CliError, Format};
+use crate::addr::Cidr;
+
+/// An IPv4 prefix with its host bits clear, `10.0.0.0/24`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// The network address.
+    pub addr: Ipv4Addr,
+    /// The prefix length, 0 to 32.
+    pub len: u8,
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// Parses a route's prefix: IPv4 (L3 networks carry IPv4 only) and no host bits set, the
+/// rules nvod applies, with the corrected prefix in the message when host bits are set.
+pub fn parse_prefix(text: &str) -> Result<Prefix, String> {
+    let cidr: Cidr = text.parse().map_err(|e| format!("{e}"))?;
+    let IpAddr::V4(addr) = cidr.addr else {
+        return Err(format!(
+            "{text:?} is not an IPv4 prefix; routes of an l3 network are IPv4, like 10.0.0.0/24"
+        ));
+    };
+    let network = cidr.network();
+    if network != cidr.addr {
+        return Err(format!(
+            "prefix {text} has host bits set; use {network}/{}",
+            cidr.prefix
+        ));
+    }
+    Ok(Prefix {
+        addr,
+        len: cidr.prefix,
+    })
+}
+
+/// `nvo route ...`
+#[derive(Debug, Subcommand)]
+pub enum RouteCmd {
+    /// List an L3 network's routes: each prefix and the remote it is behind.
+    #[command(after_help = "Example:\n  nvo route list 100\n  nvo -o json route list 100")]
+    List {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+    },
+    /// Route a prefix of an L3 network to a remote tunnel end; replaces the route with the
+    /// same prefix. The network must have been created with `nvo network add --l3`.
+    #[command(after_help = "Example:\n  nvo network add 100 --encap vxlan-gpe --l3\n  \
+                      nvo route add 100 10.0.0.2/32 --remote 192.0.2.2\n  \
+                      nvo route add 100 10.1.0.0/16 --remote 192.0.2.3")]
+    Add {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// The IPv4 prefix, like 10.0.0.0/24 (host bits clear).
+        #[arg(value_parser = parse_prefix)]
+        prefix: Prefix,
+        /// The remote tunnel end (underlay address) the prefix is behind.
+        #[arg(long, value_name = "IP")]
+        remote: IpAddr,
+    },
+    /// Delete an L3 network's route to a prefix.
+    #[command(after_help = "Example:\n  nvo route del 100 10.1.0.0/16")]
+    Del {
+        /// The network's VNI.
+        #[arg(value_parser = vni_parser())]
+        vni: u32,
+        /// The route's prefix, as listed.
+        #[arg(value_parser = parse_prefix)]
+        prefix: Prefix,
+    },
+}
+
+/// Runs `nvo route ...`.
+pub fn route(client: &Client, format: Format, cmd: RouteCmd) -> Result<(), CliError> {
+    match cmd {
+        RouteCmd::List { vni } => {
+            let answer = client.get(&format!("/v1/networks/{vni}/routes"))?;
+            show(format, answer, |r: &Vec<RouteSpec>| view::routes(r).to_string())
+        }
+        RouteCmd::Add {
+            vni,
+            prefix,
+            remote,
+        } => {
+            let body = RouteSpec {
+                prefix: prefix.to_string(),
+                remote,
+            };
+            let answer: Value = client.post(&format!("/v1/networks/{vni}/routes"), &body)?;
+            done(
+                format,
+                answer,
+                format!("network {vni}: route {prefix} via {remote}"),
+            )
+        }
+        RouteCmd::Del { vni, prefix } => {
+            client.delete(&format!(
+                "/v1/networks/{vni}/routes/{}/{}",
+                prefix.addr, prefix.len
+            ))?;
+            done(
+                format,
+                Value::Null,
+                format!("network {vni}: route {prefix} deleted"),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_ipv4_with_host_bits_clear() {
+        let p = parse_prefix("10.0.0.0/24").unwrap();
+        assert_eq!((p.addr, p.len), (Ipv4Addr::new(10, 0, 0, 0), 24));
+        assert_eq!(p.to_string(), "10.0.0.0/24");
+        assert_eq!(parse_prefix("10.0.0.2/32").unwrap().len, 32);
+        assert_eq!(parse_prefix("0.0.0.0/0").unwrap().len, 0);
+        for (bad, want) in [
+            ("10.0.0.1/24", "host bits set; use 10.0.0.0/24"),
+            ("10.0.0.0", "ADDRESS/PREFIX"),
+            ("10.0.0.0/33", "longer than the address"),
+            ("fd00::/64", "not an IPv4 prefix"),
+            ("ten/8", "not an IP address"),
+        ] {
+            let e = parse_prefix(bad).unwrap_err();
+            assert!(e.contains(want) && e.contains(bad), "{bad}: {e}");
+        }
+    }
+}
