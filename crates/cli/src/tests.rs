@@ -267,14 +267,24 @@ fn route_commands_take_an_ipv4_prefix() {
     else {
         panic!()
     };
-    assert_eq!((prefix.addr.to_string(), prefix.len), ("10.0.0.2".into(), 32));
+    assert_eq!(
+        (prefix.addr.to_string(), prefix.len),
+        ("10.0.0.2".into(), 32)
+    );
     assert!(matches!(
         parse(&["route", "list", "7"]).command,
         Command::Route(RouteCmd::List { vni: 7 })
     ));
     assert!(refuse(&["route", "add", "100", "10.1.0.0/16"]).contains("--remote"));
-    assert!(refuse(&["route", "add", "100", "10.1.2.0/16", "--remote", "192.0.2.2"])
-        .contains("host bits set; use 10.1.0.0/16"));
+    assert!(refuse(&[
+        "route",
+        "add",
+        "100",
+        "10.1.2.0/16",
+        "--remote",
+        "192.0.2.2"
+    ])
+    .contains("host bits set; use 10.1.0.0/16"));
     assert!(refuse(&["route", "del", "100", "fd00::/64"]).contains("not an IPv4 prefix"));
     assert!(refuse(&["route", "list", "0"]).contains("0 is not in 1..=16777215"));
 }
@@ -298,10 +308,20 @@ fn key_bindings_need_exactly_one_target() {
     else {
         panic!()
     };
-    assert_eq!((name.as_str(), key.as_str(), local), ("vxlan-gpe-nsh", "00000aff", None));
+    assert_eq!(
+        (name.as_str(), key.as_str(), local),
+        ("vxlan-gpe-nsh", "00000aff", None)
+    );
     assert_eq!(forward, Some("192.0.2.3".parse().unwrap()));
-    let Command::Profile(ProfileCmd::Bind { local, .. }) =
-        parse(&["profile", "bind", "vxlan-gpe-nsh", "00000afe", "--local", "100"]).command
+    let Command::Profile(ProfileCmd::Bind { local, .. }) = parse(&[
+        "profile",
+        "bind",
+        "vxlan-gpe-nsh",
+        "00000afe",
+        "--local",
+        "100",
+    ])
+    .command
     else {
         panic!()
     };

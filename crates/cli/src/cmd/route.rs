@@ -66,9 +66,11 @@ pub enum RouteCmd {
     },
     /// Route a prefix of an L3 network to a remote tunnel end; replaces the route with the
     /// same prefix. The network must have been created with `nvo network add --l3`.
-    #[command(after_help = "Example:\n  nvo network add 100 --encap vxlan-gpe --l3\n  \
+    #[command(
+        after_help = "Example:\n  nvo network add 100 --encap vxlan-gpe --l3\n  \
                       nvo route add 100 10.0.0.2/32 --remote 192.0.2.2\n  \
-                      nvo route add 100 10.1.0.0/16 --remote 192.0.2.3")]
+                      nvo route add 100 10.1.0.0/16 --remote 192.0.2.3"
+    )]
     Add {
         /// The network's VNI.
         #[arg(value_parser = vni_parser())]
@@ -97,7 +99,9 @@ pub fn route(client: &Client, format: Format, cmd: RouteCmd) -> Result<(), CliEr
     match cmd {
         RouteCmd::List { vni } => {
             let answer = client.get(&format!("/v1/networks/{vni}/routes"))?;
-            show(format, answer, |r: &Vec<RouteSpec>| view::routes(r).to_string())
+            show(format, answer, |r: &Vec<RouteSpec>| {
+                view::routes(r).to_string()
+            })
         }
         RouteCmd::Add {
             vni,

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use nvo_api::{
-    Bum, Counters, FdbEntry, KeyBinding, Network, NodeInfo, Origin, Port, PortKind,
-    PortOffloads, ProfileInfo, ProfileSpec, RouteSpec,
+    Bum, Counters, FdbEntry, KeyBinding, Network, NodeInfo, Origin, Port, PortKind, PortOffloads,
+    ProfileInfo, ProfileSpec, RouteSpec,
 };
 use nvo_encap::spec::HeaderLenSpec;
 
@@ -105,7 +105,10 @@ pub fn network(n: &Network) -> Table {
         ("l3", yes_no(n.l3)),
     ];
     if n.l3 {
-        items.push(("gateway_mac", n.gateway_mac.clone().unwrap_or_else(|| "-".into())));
+        items.push((
+            "gateway_mac",
+            n.gateway_mac.clone().unwrap_or_else(|| "-".into()),
+        ));
         let routes: Vec<String> = n.routes.iter().map(route).collect();
         match routes.split_first() {
             None => items.push(("routes", "-".to_owned())),
@@ -157,7 +160,9 @@ fn spi_si(profile: &str, key: &str) -> Option<(u32, u8)> {
 pub fn keys(profile: &str, keys: &[KeyBinding]) -> Table {
     let nsh = profile == nvo_encap::builtin::names::VXLAN_GPE_NSH;
     let mut t = if nsh {
-        Table::new(&["KEY", "SPI", "SI", "DESTINATION"]).right(1).right(2)
+        Table::new(&["KEY", "SPI", "SI", "DESTINATION"])
+            .right(1)
+            .right(2)
     } else {
         Table::new(&["KEY", "DESTINATION"])
     };
@@ -442,6 +447,129 @@ mod tests {
         // An nvod from before profiles sends no encap: it spoke VXLAN only.
         n.encap.clear();
         assert!(network(&n).to_string().contains("encap        vxlan\n"));
+    }
+
+    #[test]
+    fn l3_networks_show_their_gateway_and_routes() {
+        let mut n = net();
+        assert!(network(&n).to_string().contains(
+            "l3           no
+mtu"
+        ));
+        assert!(!network(&n).to_string().contains("gateway_mac"));
+        n.encap = "vxlan-gpe".into();
+        n.l3 = true;
+        n.gateway_mac = Some("02:00:00:00:00:fe".into());
+        let text = network(&n).to_string();
+        assert!(
+            text.contains(
+                "l3           yes
+gateway_mac  02:00:00:00:00:fe
+routes       -
+"
+            ),
+            "{text}"
+        );
+        n.routes = vec![
+            RouteSpec {
+                prefix: "10.0.0.2/32".into(),
+                remote: "192.0.2.2".parse().unwrap(),
+            },
+            RouteSpec {
+                prefix: "10.1.0.0/16".into(),
+                remote: "fd00::3".parse().unwrap(),
+            },
+        ];
+        let text = network(&n).to_string();
+        assert!(
+            text.contains(
+                "routes       10.0.0.2/32 via 192.0.2.2
+             10.1.0.0/16 via fd00::3
+mtu"
+            ),
+            "{text}"
+        );
+        let list = networks(&[n.clone(), net()]).to_string();
+        let lines: Vec<&str> = list.lines().collect();
+        assert!(lines[1].starts_with("100  vxlan-gpe l3  1450"), "{list}");
+        assert!(lines[2].starts_with("100  vxlan         1450"), "{list}");
+        assert_eq!(
+            routes(&n.routes).to_string(),
+            "PREFIX       REMOTE
+10.0.0.2/32  192.0.2.2
+10.1.0.0/16  fd00::3
+"
+        );
+    }
+
+    #[test]
+    fn nsh_keys_show_their_service_path() {
+        let bindings = vec![
+            KeyBinding {
+                key: "00000aff".into(),
+                local: None,
+                forward: Some("192.0.2.3".parse().unwrap()),
+            },
+            KeyBinding {
+                key: "ffffff01".into(),
+                local: Some(100),
+                forward: None,
+            },
+            KeyBinding {
+                key: "0a".into(),
+                local: Some(7),
+                forward: None,
+            },
+        ];
+        assert_eq!(
+            keys("vxlan-gpe-nsh", &bindings).to_string(),
+            "KEY            SPI   SI  DESTINATION
+             00000aff        10  255  forward 192.0.2.3
+             ffffff01  16777215    1  local network 100
+             0a               -    -  local network 7
+"
+        );
+        assert_eq!(
+            keys("mytun", &bindings[..1]).to_string(),
+            "KEY       DESTINATION
+00000aff  forward 192.0.2.3
+"
+        );
+    }
+
+    #[test]
+    fn port_offloads_show_only_when_set() {
+        let plain = Port {
+            name: "c-red1".into(),
+            vni: 100,
+            kind: PortKind::Veth,
+            up: true,
+            offloads: Some(PortOffloads::default()),
+        };
+        assert_eq!(
+            ports(std::slice::from_ref(&plain)).to_string(),
+            "NAME    VNI  KIND  UP
+c-red1  100  veth  yes
+"
+        );
+        let tuned = Port {
+            name: "c-red2".into(),
+            offloads: Some(PortOffloads {
+                large_frames: Some(false),
+                tso: Some(false),
+                gso: None,
+                gro: Some(true),
+                tx_checksum: Some(false),
+            }),
+            ..plain.clone()
+        };
+        assert_eq!(
+            ports(&[plain, tuned]).to_string(),
+            "NAME    VNI  KIND  UP   OFFLOADS
+             c-red1  100  veth  yes  -
+             c-red2  100  veth  yes  no-large-frames,tso=off,gro=on,tx-checksum=off
+"
+        );
     }
 
     fn builtin(name: &str) -> ProfileInfo {
