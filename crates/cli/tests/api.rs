@@ -238,6 +238,86 @@ fn every_call_goes_to_its_path() {
             "/v1/profiles/my%20tun",
             Value::Null,
         ),
+        (
+            &["network", "add", "9", "--encap", "vxlan-gpe", "--l3"],
+            "POST",
+            "/v1/networks",
+            json!({"vni": 9, "encap": "vxlan-gpe", "l3": true}),
+        ),
+        (
+            &[
+                "port",
+                "add",
+                "c-y",
+                "--vni",
+                "9",
+                "--no-large-frames",
+                "--gso",
+                "off",
+                "--tx-checksum",
+                "on",
+            ],
+            "POST",
+            "/v1/ports",
+            json!({"name": "c-y", "vni": 9, "kind": "veth",
+                "offloads": {"large_frames": false, "gso": false, "tx_checksum": true}}),
+        ),
+        (
+            &["route", "list", "9"],
+            "GET",
+            "/v1/networks/9/routes",
+            Value::Null,
+        ),
+        (
+            &["route", "add", "9", "10.0.0.0/24", "--remote", "192.0.2.2"],
+            "POST",
+            "/v1/networks/9/routes",
+            json!({"prefix": "10.0.0.0/24", "remote": "192.0.2.2"}),
+        ),
+        (
+            &["route", "del", "9", "10.0.0.2/32"],
+            "DELETE",
+            "/v1/networks/9/routes/10.0.0.2/32",
+            Value::Null,
+        ),
+        (
+            &["profile", "keys", "vxlan-gpe-nsh"],
+            "GET",
+            "/v1/profiles/vxlan-gpe-nsh/keys",
+            Value::Null,
+        ),
+        (
+            &[
+                "profile",
+                "bind",
+                "vxlan-gpe-nsh",
+                "00 00 0A FF",
+                "--local",
+                "9",
+            ],
+            "POST",
+            "/v1/profiles/vxlan-gpe-nsh/keys",
+            json!({"key": "00000aff", "local": 9}),
+        ),
+        (
+            &[
+                "profile",
+                "bind",
+                "vxlan-gpe-nsh",
+                "00000afe",
+                "--forward",
+                "fd00::3",
+            ],
+            "POST",
+            "/v1/profiles/vxlan-gpe-nsh/keys",
+            json!({"key": "00000afe", "forward": "fd00::3"}),
+        ),
+        (
+            &["profile", "unbind", "vxlan-gpe-nsh", "00:00:0a:ff"],
+            "DELETE",
+            "/v1/profiles/vxlan-gpe-nsh/keys/00000aff",
+            Value::Null,
+        ),
     ];
     for (args, method, path, body) in calls {
         // JSON output passes nvod's answer through without reading it (here: null).
@@ -336,6 +416,105 @@ fn profile_list_is_a_table() {
         "NAME   KIND      TRANSPORT  HEADER  PAYLOAD   PARAMS\n\
          vxlan  built-in  udp 4789        8  ethernet  -\n"
     );
+}
+
+#[test]
+fn routes_and_keys_render_as_tables() {
+    let routes = json!([{"prefix": "10.0.0.2/32", "remote": "192.0.2.2"},
+        {"prefix": "10.1.0.0/16", "remote": "192.0.2.3"}]);
+    let fake = Fake::new("routes", 200, &routes.to_string());
+    assert_eq!(
+        stdout(&fake.nvo(&["route", "list", "100"])),
+        "PREFIX       REMOTE\n10.0.0.2/32  192.0.2.2\n10.1.0.0/16  192.0.2.3\n"
+    );
+
+    let fake = Fake::new(
+        "routeadd",
+        201,
+        r#"{"prefix": "10.1.0.0/16", "remote": "192.0.2.3"}"#,
+    );
+    let args = [
+        "route",
+        "add",
+        "100",
+        "10.1.0.0/16",
+        "--remote",
+        "192.0.2.3",
+    ];
+    assert_eq!(
+        stdout(&fake.nvo(&args)),
+        "network 100: route 10.1.0.0/16 via 192.0.2.3\n"
+    );
+    let out = stdout(&fake.nvo(&[&["-o", "json"], &args[..]].concat()));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"prefix": "10.1.0.0/16", "remote": "192.0.2.3"})
+    );
+
+    let keys = json!([{"key": "00000aff", "forward": "192.0.2.3"},
+        {"key": "00000afe", "local": 100}]);
+    let fake = Fake::new("keys", 200, &keys.to_string());
+    assert_eq!(
+        stdout(&fake.nvo(&["profile", "keys", "vxlan-gpe-nsh"])),
+        "KEY       SPI   SI  DESTINATION\n\
+         00000aff   10  255  forward 192.0.2.3\n\
+         00000afe   10  254  local network 100\n"
+    );
+
+    let l3 = json!({"vni": 100, "mtu": 1450, "learning": true, "bum": {"mode": "head_end"},
+        "max_learned": 4096, "ageing_s": 300, "flood": [], "ports": [], "learned": 0,
+        "static": 0, "encap": "ipip", "l3": true, "gateway_mac": "02:00:00:00:00:fe",
+        "routes": [{"prefix": "10.0.0.2/32", "remote": "192.0.2.2"}]});
+    let fake = Fake::new("l3show", 200, &l3.to_string());
+    let out = stdout(&fake.nvo(&["network", "show", "100"]));
+    assert!(
+        out.contains("l3           yes\ngateway_mac  02:00:00:00:00:fe\nroutes       10.0.0.2/32 via 192.0.2.2\n"),
+        "{out}"
+    );
+    let fake = Fake::new("l3list", 200, &json!([l3]).to_string());
+    let out = stdout(&fake.nvo(&["network", "list"]));
+    assert!(
+        out.lines().nth(1).unwrap().starts_with("100  ipip l3  "),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_refused_route_is_one_line_and_a_bad_prefix_is_never_sent() {
+    let fake = Fake::new(
+        "routeerr",
+        400,
+        r#"{"error":"network 100 is not an l3 network; routes belong to networks created with \"l3\": true"}"#,
+    );
+    let out = fake.nvo(&[
+        "route",
+        "add",
+        "100",
+        "10.0.0.0/24",
+        "--remote",
+        "192.0.2.2",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("nvo: network 100 is not an l3 network") && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = fake.nvo(&[
+        "route",
+        "add",
+        "100",
+        "10.0.0.1/24",
+        "--remote",
+        "192.0.2.2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("host bits set; use 10.0.0.0/24"));
+    let out = fake.nvo(&["profile", "unbind", "vxlan-gpe-nsh", "xyz"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(fake.seen().len(), 1, "only the first call reached nvod");
 }
 
 #[test]

@@ -39,10 +39,12 @@ Configuration file (TOML, every key optional):
   multicast_ttl = 8                TTL (IPv4) or hop limit (IPv6) of what networks with a
                                    multicast BUM group flood to it, 1 to 255; 1 keeps the
                                    group on the locator's link
-  outer_ttl = 64                   TTL (IPv4) or hop limit (IPv6) of every tunnel packet
-                                   nvod sends, 1 to 255 (default: the kernel's, 64)
+  outer_ttl = 64                   TTL (IPv4) or hop limit (IPv6) of every tunnel packet,
+                                   1 to 255, or \"inherit\": the inner packet's (default: the
+                                   kernel's, 64)
   outer_tos = 0                    TOS (IPv4) or traffic class (IPv6) of every tunnel
-                                   packet, 0 to 255 (default 0)
+                                   packet, 0 to 255, or \"inherit\": the inner packet's DSCP
+                                   and ECN (RFC 6040 normal mode; default 0)
   outer_df = true                  set Don't Fragment on outer IPv4 packets (default: the
                                    kernel's path-MTU discovery setting)
   udp_gro = true                   receive tunnel datagrams coalesced (UDP GRO) when the
@@ -127,8 +129,8 @@ struct ConfigFile {
     entropy_ports: Option<u16>,
     multicast_ttl: Option<u8>,
     log: Option<String>,
-    outer_ttl: Option<u8>,
-    outer_tos: Option<u8>,
+    outer_ttl: Option<OuterSetting>,
+    outer_tos: Option<OuterSetting>,
     outer_df: Option<bool>,
     stt_reassembly_bytes: Option<usize>,
     stt_reassembly_timeout_s: Option<u64>,
@@ -212,6 +214,31 @@ fn parse(text: &str) -> Result<ConfigFile, String> {
     })
 }
 
+/// An outer header value as written: a number, or a word ("inherit").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum OuterSetting {
+    Fixed(u8),
+    Word(String),
+}
+
+/// (fixed value, inherit) of an outer header key.
+fn outer_setting(
+    key: &'static str,
+    value: Option<OuterSetting>,
+) -> Result<(Option<u8>, bool), ConfigError> {
+    match value {
+        None => Ok((None, false)),
+        Some(OuterSetting::Fixed(v)) => Ok((Some(v), false)),
+        Some(OuterSetting::Word(w)) if w == "inherit" => Ok((None, true)),
+        Some(OuterSetting::Word(w)) => Err(bad(
+            key,
+            format!("{w:?}"),
+            "must be a number 0 to 255 or \"inherit\"",
+        )),
+    }
+}
+
 fn bad(key: &'static str, value: impl fmt::Display, reason: &'static str) -> ConfigError {
     ConfigError::Value {
         key,
@@ -276,9 +303,11 @@ fn resolve(
     if log.trim().is_empty() {
         return Err(bad("log", "\"\"", "must be a level such as info or debug"));
     }
-    if file.outer_ttl == Some(0) {
-        return Err(bad("outer_ttl", 0, "must be 1 to 255"));
+    let (ttl, inherit_ttl) = outer_setting("outer_ttl", file.outer_ttl)?;
+    if ttl == Some(0) {
+        return Err(bad("outer_ttl", 0, "must be 1 to 255 or \"inherit\""));
     }
+    let (tos, inherit_tos) = outer_setting("outer_tos", file.outer_tos)?;
     let stt_bytes = file
         .stt_reassembly_bytes
         .unwrap_or(DEFAULT_STT_REASSEMBLY_BYTES);
@@ -315,8 +344,10 @@ fn resolve(
         multicast_ttl,
         log,
         outer: Outer {
-            ttl: file.outer_ttl,
-            tos: file.outer_tos,
+            ttl,
+            tos,
+            inherit_ttl,
+            inherit_tos,
             df: file.outer_df,
             no_gro: file.udp_gro == Some(false),
             no_gso: file.udp_gso == Some(false),
@@ -387,7 +418,7 @@ mod tests {
         let c = resolve_text(
             "node_id = 7\nlocator = \"fd00::1\"\nvxlan_port = 8472\nunderlay_mtu = 9000\n\
              api_socket = \"/tmp/x.sock\"\nstate_dir = \"/tmp/s\"\nentropy_ports = 4\nlog = \"debug\"\n\
-             multicast_ttl = 1\nouter_ttl = 9\nouter_tos = 184\nouter_df = true\n\
+             multicast_ttl = 1\nouter_ttl = 9\nouter_tos = \"inherit\"\nouter_df = true\n\
              stt_reassembly_bytes = 1048576\nstt_reassembly_timeout_s = 2\n\
              [[profile]]\nname = \"ntun\"\nudp_port = 7777\ntemplate = \"4e56 0100 0000 0000\"\n\
              vni = { offset = 4, len = 3 }\npayload = \"ethernet\"\n",
@@ -397,8 +428,10 @@ mod tests {
             c.outer,
             Outer {
                 ttl: Some(9),
-                tos: Some(184),
+                tos: None,
                 df: Some(true),
+                inherit_ttl: false,
+                inherit_tos: true,
                 no_gro: false,
                 no_gso: false,
             }
@@ -442,6 +475,12 @@ mod tests {
         assert!(e.contains("multicast_ttl") && e.contains("256"), "{e}");
         let e = resolve_text("node_id = 0\n").unwrap_err();
         assert!(e.contains("node_id"), "{e}");
+        let e = resolve_text("outer_ttl = \"copy\"\n").unwrap_err();
+        assert!(e.contains("outer_ttl") && e.contains("copy"), "{e}");
+        let e = resolve_text("outer_ttl = 0\n").unwrap_err();
+        assert!(e.contains("outer_ttl"), "{e}");
+        let e = resolve_text("stt_reassembly_bytes = 10\n").unwrap_err();
+        assert!(e.contains("stt_reassembly_bytes") && e.contains("10"), "{e}");
     }
 
     #[test]

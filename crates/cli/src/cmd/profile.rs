@@ -90,9 +90,11 @@ pub enum ProfileCmd {
         /// The profile's name.
         name: String,
     },
-    /// Bind a key of a keyed profile: packets received with it are delivered into a local
-    /// network (--local VNI) or relayed, header kept but for its hop count, to a remote
-    /// (--forward IP). Replaces the key's binding if it has one.
+    /// Bind a key of a keyed profile to a local network or a remote to relay to.
+    ///
+    /// Packets received with the key are delivered into a local network (--local VNI) or
+    /// relayed, header kept but for its hop count, to a remote (--forward IP). Replaces the
+    /// key's binding if it has one.
     ///
     /// For vxlan-gpe-nsh the key is the NSH service path: the SPI (3 bytes) then the service
     /// index (1 byte), in hex; a relayed packet's SI is decremented, and one whose SI runs out
@@ -123,10 +125,13 @@ pub enum ProfileCmd {
     },
 }
 
-/// The `profile bind` examples: a service path of two hops.
+/// The `profile bind` examples: service path 10 through two hosts, the first relaying (its SI
+/// goes from 255 to 254 on the way), the second delivering.
 const BIND_AFTER_HELP: &str = "Example:
-  nvo profile bind vxlan-gpe-nsh 00000aff --forward 192.0.2.3   # SPI 10, SI 255: relay
-  nvo profile bind vxlan-gpe-nsh 00000afe --local 100           # SPI 10, SI 254: deliver
+  # on the first host: SPI 10, SI 255 is relayed to 192.0.2.3
+  nvo profile bind vxlan-gpe-nsh 00000aff --forward 192.0.2.3
+  # on 192.0.2.3: SPI 10, SI 254 is delivered into network 100
+  nvo profile bind vxlan-gpe-nsh 00000afe --local 100
   nvo profile keys vxlan-gpe-nsh";
 
 /// Parses a key: 1 to 8 bytes of hex, whitespace or colons allowed between the digits, as nvod

@@ -64,8 +64,11 @@ pub enum RouteCmd {
         #[arg(value_parser = vni_parser())]
         vni: u32,
     },
-    /// Route a prefix of an L3 network to a remote tunnel end; replaces the route with the
-    /// same prefix. The network must have been created with `nvo network add --l3`.
+    /// Route a prefix of an L3 network to a remote tunnel end.
+    ///
+    /// Replaces the route with the same prefix. The network must have been created with `nvo
+    /// network add --l3`; packets of its containers to an address the prefix holds are sent to
+    /// the remote, and the longest matching prefix wins.
     #[command(
         after_help = "Example:\n  nvo network add 100 --encap vxlan-gpe --l3\n  \
                       nvo route add 100 10.0.0.2/32 --remote 192.0.2.2\n  \

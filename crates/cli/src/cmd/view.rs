@@ -452,22 +452,14 @@ mod tests {
     #[test]
     fn l3_networks_show_their_gateway_and_routes() {
         let mut n = net();
-        assert!(network(&n).to_string().contains(
-            "l3           no
-mtu"
-        ));
+        assert!(network(&n).to_string().contains("l3           no\nmtu"));
         assert!(!network(&n).to_string().contains("gateway_mac"));
         n.encap = "vxlan-gpe".into();
         n.l3 = true;
         n.gateway_mac = Some("02:00:00:00:00:fe".into());
         let text = network(&n).to_string();
         assert!(
-            text.contains(
-                "l3           yes
-gateway_mac  02:00:00:00:00:fe
-routes       -
-"
-            ),
+            text.contains("l3           yes\ngateway_mac  02:00:00:00:00:fe\nroutes       -\n"),
             "{text}"
         );
         n.routes = vec![
@@ -483,9 +475,7 @@ routes       -
         let text = network(&n).to_string();
         assert!(
             text.contains(
-                "routes       10.0.0.2/32 via 192.0.2.2
-             10.1.0.0/16 via fd00::3
-mtu"
+                "routes       10.0.0.2/32 via 192.0.2.2\n             10.1.0.0/16 via fd00::3\nmtu"
             ),
             "{text}"
         );
@@ -495,10 +485,7 @@ mtu"
         assert!(lines[2].starts_with("100  vxlan         1450"), "{list}");
         assert_eq!(
             routes(&n.routes).to_string(),
-            "PREFIX       REMOTE
-10.0.0.2/32  192.0.2.2
-10.1.0.0/16  fd00::3
-"
+            "PREFIX       REMOTE\n10.0.0.2/32  192.0.2.2\n10.1.0.0/16  fd00::3\n"
         );
     }
 
@@ -523,17 +510,14 @@ mtu"
         ];
         assert_eq!(
             keys("vxlan-gpe-nsh", &bindings).to_string(),
-            "KEY            SPI   SI  DESTINATION
-             00000aff        10  255  forward 192.0.2.3
-             ffffff01  16777215    1  local network 100
-             0a               -    -  local network 7
-"
+            "KEY            SPI   SI  DESTINATION\n\
+             00000aff        10  255  forward 192.0.2.3\n\
+             ffffff01  16777215    1  local network 100\n\
+             0a               -    -  local network 7\n"
         );
         assert_eq!(
             keys("mytun", &bindings[..1]).to_string(),
-            "KEY       DESTINATION
-00000aff  forward 192.0.2.3
-"
+            "KEY       DESTINATION\n00000aff  forward 192.0.2.3\n"
         );
     }
 
@@ -548,9 +532,7 @@ mtu"
         };
         assert_eq!(
             ports(std::slice::from_ref(&plain)).to_string(),
-            "NAME    VNI  KIND  UP
-c-red1  100  veth  yes
-"
+            "NAME    VNI  KIND  UP\nc-red1  100  veth  yes\n"
         );
         let tuned = Port {
             name: "c-red2".into(),
@@ -565,10 +547,9 @@ c-red1  100  veth  yes
         };
         assert_eq!(
             ports(&[plain, tuned]).to_string(),
-            "NAME    VNI  KIND  UP   OFFLOADS
-             c-red1  100  veth  yes  -
-             c-red2  100  veth  yes  no-large-frames,tso=off,gro=on,tx-checksum=off
-"
+            "NAME    VNI  KIND  UP   OFFLOADS\n\
+             c-red1  100  veth  yes  -\n\
+             c-red2  100  veth  yes  no-large-frames,tso=off,gro=on,tx-checksum=off\n"
         );
     }
 

@@ -37,6 +37,10 @@ pub struct Outer {
     pub tos: Option<u8>,
     /// Set DF on outer IPv4 packets (None: the kernel's path-MTU default).
     pub df: Option<bool>,
+    /// Copy each inner packet's TTL / hop limit into its tunnel packet.
+    pub inherit_ttl: bool,
+    /// Copy each inner packet's TOS / traffic class (DSCP and ECN) into its tunnel packet.
+    pub inherit_tos: bool,
 }
 
 /// A socket of one transport.
