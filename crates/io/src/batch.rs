@@ -10,6 +10,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::BorrowedFd;
 
+use crate::outer::OuterValues;
 use crate::sys::{self, AddrBuf, ControlBuf, Received, RecvSlot, MAX_BATCH};
 
 /// Largest UDP payload of one IPv4 datagram (65535 − 20 − 8); also the GSO/GRO buffer size.
@@ -272,10 +273,13 @@ pub(crate) struct SendEntry {
     pub(crate) entropy: u16,
     pub(crate) start: usize,
     pub(crate) len: usize,
+    /// Outer TOS / TTL of this datagram alone; `ttl: Some(0)` already turned into `None`.
+    pub(crate) outer: OuterValues,
 }
 
-/// Datagrams to send with one [`crate::UdpUnderlay::send_batch`]: each is a header and a
-/// payload copied into one preallocated slab, with its destination and flow entropy.
+/// Datagrams to send with one [`crate::UdpUnderlay::send_batch`] (or
+/// [`crate::RawUnderlay::send_batch`]): each is a header and a payload copied into one
+/// preallocated slab, with its destination, flow entropy and optional outer TOS / TTL.
 #[derive(Debug)]
 pub struct SendBatch {
     slab: Box<[u8]>,
@@ -306,8 +310,23 @@ impl SendBatch {
     /// Queues `header` followed by `payload` as one UDP payload to `dst`; `entropy` picks the
     /// source socket (`entropy % sockets`) and so the outer source port. Returns false, queuing
     /// nothing, when the batch is full, the slab has no room, or the datagram would be larger
-    /// than [`MAX_DATAGRAM`].
+    /// than [`MAX_DATAGRAM`]. The outer TOS and TTL are the socket's.
     pub fn push(&mut self, dst: SocketAddr, entropy: u16, header: &[u8], payload: &[u8]) -> bool {
+        self.push_outer(dst, entropy, OuterValues::default(), header, payload)
+    }
+
+    /// As [`SendBatch::push`], with outer TOS / TTL values for this datagram alone (inherited
+    /// from its inner packet, say); a `None` field, or `ttl: Some(0)`, keeps the socket's
+    /// setting. They travel as control messages of the datagram's `sendmsg` (see `outer.rs`);
+    /// UDP GSO coalesces only neighbours with equal values.
+    pub fn push_outer(
+        &mut self,
+        dst: SocketAddr,
+        entropy: u16,
+        outer: OuterValues,
+        header: &[u8],
+        payload: &[u8],
+    ) -> bool {
         let len = header.len() + payload.len();
         if self.entries.len() >= self.capacity
             || len > MAX_DATAGRAM
@@ -324,6 +343,10 @@ impl SendBatch {
             entropy,
             start,
             len,
+            outer: OuterValues {
+                tos: outer.tos,
+                ttl: outer.ttl.filter(|&t| t > 0),
+            },
         });
         true
     }

@@ -8,7 +8,8 @@
 //! - [`RawUnderlay`]: the underlay of tunnels straight on IP (GRE/NVGRE 47, IP-in-IP 4 and 41,
 //!   STT 6): one raw socket per protocol bound to the locator, the same batches, the IP header
 //!   stripped on receive and built by the kernel on send.
-//! - Both take the outer TTL, TOS and DF with `set_outer`.
+//! - Both take the outer TTL, TOS and DF with `set_outer`, and a TOS / TTL per datagram
+//!   ([`OuterValues`], [`SendBatch::push_outer`]) for tunnels that inherit them.
 //! - [`PacketPort`] (AF_PACKET on an existing interface, e.g. the host end of a veth) and
 //!   [`TapPort`] (a TAP device nvo creates): [`FramePort`]s that receive into a shared
 //!   [`FrameBatch`], which finishes partial checksums and segments GSO frames when the port
@@ -45,6 +46,7 @@ mod vnet;
 pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
 pub use meta::{FrameMeta, Gso, GsoKind};
+pub use outer::OuterValues;
 pub use packet::PacketPort;
 pub use poll::{EventFd, Poller};
 pub use raw::{RawStats, RawUnderlay, MAX_RAW_PACKET};

@@ -15,11 +15,55 @@
 //!
 //! The TTL of datagrams to a multicast group is a different option (`IP_MULTICAST_TTL`), see
 //! [`crate::UdpUnderlay::set_multicast_ttl`].
+//!
+//! Those are per socket. A tunnel that inherits its outer TOS or TTL from the inner packet
+//! (RFC 6040 §4.1 normal mode copies the ECN field; RFC 2983 the DSCP) needs a value per
+//! datagram instead: [`OuterValues`], pushed with [`crate::SendBatch::push_outer`] and sent as
+//! control messages of that datagram's `sendmsg`, which override the socket options for it alone
+//! (`ip_cmsg_send` / `ip6_datagram_send_ctl`, UDP and raw sockets alike):
+//!
+//! ```text
+//!             IPv4 socket                          IPv6 socket
+//!   tos       IP_TOS cmsg (int)                    IPV6_TCLASS cmsg (int)
+//!   ttl       IP_TTL cmsg (int, 1..=255)           IPV6_HOPLIMIT cmsg (int)
+//! ```
+//!
+//! Unlike the socket options, a TTL control message also overrides the multicast TTL / hop
+//! limit ([`crate::UdpUnderlay::set_multicast_ttl`]) for a datagram to a group.
 
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use crate::sys;
+use crate::sys::{self, ControlBuf};
+
+/// Outer IP header values for one datagram, taken for instance from its inner packet; `None`
+/// keeps the socket's setting ([`crate::UdpUnderlay::set_outer`], else the kernel default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OuterValues {
+    /// TOS / traffic class: DSCP in the upper six bits, ECN in the lower two.
+    pub tos: Option<u8>,
+    /// TTL / hop limit. `Some(0)` counts as `None`: such a datagram would never leave the host
+    /// (and IPv4 refuses it).
+    pub ttl: Option<u8>,
+}
+
+/// Appends the control messages for `values` to `buf` at byte `at` (for an IPv6 socket when
+/// `ipv6`); returns the end of what is written. `buf` has room for them after a `UDP_SEGMENT`.
+pub(crate) fn put_cmsgs(buf: &mut ControlBuf, at: usize, ipv6: bool, values: OuterValues) -> usize {
+    let (level, tos_type, ttl_type) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, libc::IPV6_HOPLIMIT)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_TOS, libc::IP_TTL)
+    };
+    let mut end = at;
+    if let Some(tos) = values.tos {
+        end = sys::cmsg_put_int(buf, end, level, tos_type, libc::c_int::from(tos));
+    }
+    if let Some(ttl) = values.ttl.filter(|&t| t > 0) {
+        end = sys::cmsg_put_int(buf, end, level, ttl_type, libc::c_int::from(ttl));
+    }
+    end
+}
 
 /// Applies the fields that are `Some` to `fd` (an IPv6 socket when `ipv6`); `None` leaves the
 /// field as it is. A TTL of 0 is refused (`InvalidInput`): such a datagram never leaves the host.

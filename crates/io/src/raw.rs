@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::batch::{is_transient, RecvBatch, SendBatch, Strip};
 use crate::outer;
-use crate::sys::{self, RawAddr, SendMsg, MAX_BATCH};
+use crate::sys::{self, ControlBuf, RawAddr, SendMsg, MAX_BATCH};
 
 /// Largest datagram one raw receive buffer must hold: an IPv4 datagram with its header (the
 /// kernel reassembles fragments and may deliver GRO-coalesced TCP up to this size).
@@ -164,7 +164,8 @@ impl RawUnderlay {
     }
 
     /// Sends every datagram of the batch as the payload of one IP datagram to its destination
-    /// (the port and the entropy of each entry are ignored: one socket, no ports), with
+    /// (the port and the entropy of each entry are ignored: one socket, no ports; its outer
+    /// values, [`SendBatch::push_outer`], go with it as control messages), with
     /// `sendmmsg` calls of up to [`MAX_BATCH`]. Returns the number accepted by the kernel. A
     /// full socket buffer (EAGAIN) drops the rest; any other error drops the datagram that
     /// caused it and sending goes on. Drops are counted in [`RawUnderlay::stats`]; `Err` only
@@ -172,15 +173,26 @@ impl RawUnderlay {
     pub fn send_batch(&self, batch: &SendBatch) -> io::Result<usize> {
         let entries = batch.entries();
         let slab = batch.slab();
+        let ipv6 = self.local.is_ipv6();
+        let mut controls = [ControlBuf::EMPTY; MAX_BATCH];
+        let mut control_lens = [0usize; MAX_BATCH];
         let (mut pos, mut sent, mut error) = (0, 0, None);
         while pos < entries.len() {
-            let msgs = entries[pos..].iter().take(MAX_BATCH).map(|e| SendMsg {
-                head: &[],
-                data: &slab[e.start..e.start + e.len],
-                // An IPv6 raw socket refuses a port other than 0 or its protocol.
-                addr: Some(RawAddr::from_socket_addr(with_port_zero(e.dst))),
-                control: None,
-            });
+            let chunk = &entries[pos..entries.len().min(pos + MAX_BATCH)];
+            for ((e, control), len) in chunk.iter().zip(&mut controls).zip(&mut control_lens) {
+                *len = outer::put_cmsgs(control, 0, ipv6, e.outer);
+            }
+            let msgs =
+                chunk
+                    .iter()
+                    .zip(controls.iter().zip(control_lens))
+                    .map(|(e, (control, len))| SendMsg {
+                        head: &[],
+                        data: &slab[e.start..e.start + e.len],
+                        // An IPv6 raw socket refuses a port other than 0 or its protocol.
+                        addr: Some(RawAddr::from_socket_addr(with_port_zero(e.dst))),
+                        control: (len > 0).then_some((control, len)),
+                    });
             match sys::sendmmsg(self.fd.as_fd(), msgs) {
                 Ok(m) if m > 0 => {
                     sent += m;

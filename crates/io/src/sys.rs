@@ -219,13 +219,15 @@ pub(crate) fn local_addr(fd: BorrowedFd<'_>) -> io::Result<SocketAddr> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "socket has no ip address"))
 }
 
-/// Ancillary data space for one small control message, aligned like `cmsghdr`.
+/// Ancillary data space for a few small control messages, aligned like `cmsghdr`: room for
+/// three carrying an int each (a send's `UDP_SEGMENT` plus an outer TOS and TTL; a receive's
+/// `UDP_GRO`).
 #[derive(Clone, Copy)]
 #[repr(C, align(8))]
-pub(crate) struct ControlBuf(pub(crate) [u8; 32]);
+pub(crate) struct ControlBuf(pub(crate) [u8; CONTROL_LEN]);
 
 impl ControlBuf {
-    pub(crate) const EMPTY: ControlBuf = ControlBuf([0; 32]);
+    pub(crate) const EMPTY: ControlBuf = ControlBuf([0; CONTROL_LEN]);
 }
 
 /// `CMSG_ALIGN`: control messages are padded to the size of a `size_t`.
@@ -234,17 +236,48 @@ const fn cmsg_align(len: usize) -> usize {
     (len + a - 1) & !(a - 1)
 }
 const CMSG_HDR: usize = cmsg_align(mem::size_of::<libc::cmsghdr>());
+/// Bytes of a [`ControlBuf`]: three `CMSG_SPACE(sizeof(int))`.
+const CONTROL_LEN: usize = 3 * cmsg_align(CMSG_HDR + mem::size_of::<c_int>());
 
-/// Writes one control message holding a u16 (e.g. `UDP_SEGMENT`); returns its `CMSG_SPACE`.
-pub(crate) fn cmsg_put_u16(buf: &mut ControlBuf, level: c_int, ty: c_int, value: u16) -> usize {
+/// Writes one control message holding `value` (native-endian bytes) at byte `at` of `buf`,
+/// which must be aligned (every return value of these functions is). Returns where the next
+/// message goes (`at` + its `CMSG_SPACE`), or `at` when it does not fit: then nothing is
+/// written. Writing bytes, not a `cmsghdr`, keeps this free of `unsafe`.
+fn cmsg_put(buf: &mut ControlBuf, at: usize, level: c_int, ty: c_int, value: &[u8]) -> usize {
     let word = mem::size_of::<usize>();
-    let len = CMSG_HDR + 2;
-    let b = &mut buf.0;
+    let len = CMSG_HDR + value.len();
+    let space = cmsg_align(len);
+    let Some(b) = buf.0.get_mut(at..at + space) else {
+        return at;
+    };
+    b.fill(0);
     b[..word].copy_from_slice(&len.to_ne_bytes());
     b[word..word + 4].copy_from_slice(&level.to_ne_bytes());
     b[word + 4..word + 8].copy_from_slice(&ty.to_ne_bytes());
-    b[CMSG_HDR..CMSG_HDR + 2].copy_from_slice(&value.to_ne_bytes());
-    cmsg_align(len)
+    b[CMSG_HDR..len].copy_from_slice(value);
+    at + space
+}
+
+/// [`cmsg_put`] of a u16 (`UDP_SEGMENT`).
+pub(crate) fn cmsg_put_u16(
+    buf: &mut ControlBuf,
+    at: usize,
+    level: c_int,
+    ty: c_int,
+    value: u16,
+) -> usize {
+    cmsg_put(buf, at, level, ty, &value.to_ne_bytes())
+}
+
+/// [`cmsg_put`] of an int (`IP_TOS`, `IP_TTL`, `IPV6_TCLASS`, `IPV6_HOPLIMIT`).
+pub(crate) fn cmsg_put_int(
+    buf: &mut ControlBuf,
+    at: usize,
+    level: c_int,
+    ty: c_int,
+    value: c_int,
+) -> usize {
+    cmsg_put(buf, at, level, ty, &value.to_ne_bytes())
 }
 
 /// Finds the first control message of (level, type) carrying an int, e.g. `UDP_GRO`.
@@ -578,7 +611,7 @@ mod tests {
     #[test]
     fn cmsg_round_trip() {
         let mut buf = ControlBuf::EMPTY;
-        let space = cmsg_put_u16(&mut buf, libc::SOL_UDP, UDP_SEGMENT, 1400);
+        let space = cmsg_put_u16(&mut buf, 0, libc::SOL_UDP, UDP_SEGMENT, 1400);
         assert_eq!(space, cmsg_align(CMSG_HDR + 2));
         // SAFETY: CMSG_LEN is pure arithmetic.
         let c_len = unsafe { libc::CMSG_LEN(2) } as usize;
@@ -605,6 +638,29 @@ mod tests {
             cmsg_find_int(&grobuf.0[..space], libc::SOL_UDP, UDP_GRO),
             None
         );
+    }
+
+    #[test]
+    fn a_segment_size_and_two_ints_fit_one_buffer() {
+        let mut buf = ControlBuf::EMPTY;
+        let at = cmsg_put_u16(&mut buf, 0, libc::SOL_UDP, UDP_SEGMENT, 1400);
+        let at = cmsg_put_int(&mut buf, at, libc::IPPROTO_IP, libc::IP_TOS, 0xb8);
+        let at = cmsg_put_int(&mut buf, at, libc::IPPROTO_IP, libc::IP_TTL, 9);
+        // SAFETY: CMSG_SPACE is pure arithmetic.
+        let (space2, space4) = unsafe { (libc::CMSG_SPACE(2), libc::CMSG_SPACE(4)) };
+        assert_eq!(at, (space2 + 2 * space4) as usize);
+        let control = &buf.0[..at];
+        assert_eq!(
+            cmsg_find_int(control, libc::IPPROTO_IP, libc::IP_TOS),
+            Some(0xb8)
+        );
+        assert_eq!(
+            cmsg_find_int(control, libc::IPPROTO_IP, libc::IP_TTL),
+            Some(9)
+        );
+        // A fourth int message does not fit: nothing is written, the end stays where it was.
+        let full = cmsg_put_int(&mut buf, at, libc::IPPROTO_IP, libc::IP_TTL, 1);
+        assert_eq!(full, at);
     }
 
     #[test]

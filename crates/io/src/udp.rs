@@ -7,7 +7,8 @@
 //!   recv socket   (local, port)            recvmmsg, UDP_GRO when the kernel offers it
 //!   send sockets  (local, 49152 + i), i < entropy_ports (a taken port is skipped)
 //!                 datagram with entropy e goes out of socket e % n; sendmmsg per socket,
-//!                 equal-size runs to one destination coalesced with UDP_SEGMENT (GSO)
+//!                 equal-size runs to one destination with equal outer values (TOS, TTL)
+//!                 coalesced with UDP_SEGMENT (GSO)
 //! ```
 //!
 //! Offloads are probed once at bind: UDP_GRO with setsockopt on the receive socket, UDP_SEGMENT
@@ -26,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
 
 use crate::batch::{is_transient, RecvBatch, SendBatch, SendEntry, Strip, MAX_DATAGRAM};
-use crate::outer;
+use crate::outer::{self, OuterValues};
 use crate::sys::{self, ControlBuf, RawAddr, SendMsg, MAX_BATCH};
 
 mod multicast;
@@ -350,16 +351,7 @@ impl UdpUnderlay {
                 plain_until.saturating_sub(pos),
                 &mut plans,
             );
-            for (plan, control) in plans[..np].iter_mut().zip(controls.iter_mut()) {
-                if plan.count > 1 {
-                    plan.control_len = sys::cmsg_put_u16(
-                        control,
-                        libc::SOL_UDP,
-                        sys::UDP_SEGMENT,
-                        plan.segment as u16,
-                    );
-                }
-            }
+            write_controls(&mut plans[..np], &mut controls, self.local.is_ipv6());
             let msgs = plans[..np]
                 .iter()
                 .zip(controls.iter())
@@ -430,6 +422,8 @@ struct Plan {
     len: usize,
     count: usize,
     segment: usize,
+    /// The outer values of every datagram of the message.
+    outer: OuterValues,
     control_len: usize,
 }
 
@@ -443,14 +437,37 @@ impl Plan {
         len: 0,
         count: 0,
         segment: 0,
+        outer: OuterValues {
+            tos: None,
+            ttl: None,
+        },
         control_len: 0,
     };
 }
 
+/// Writes each plan's control messages into the control buffer of the same index: the GSO
+/// segment size of a coalesced message, then its outer values (on an IPv6 socket if `ipv6`).
+fn write_controls(plans: &mut [Plan], controls: &mut [ControlBuf], ipv6: bool) {
+    for (plan, control) in plans.iter_mut().zip(controls.iter_mut()) {
+        let mut len = 0;
+        if plan.count > 1 {
+            len = sys::cmsg_put_u16(
+                control,
+                0,
+                libc::SOL_UDP,
+                sys::UDP_SEGMENT,
+                plan.segment as u16,
+            );
+        }
+        plan.control_len = outer::put_cmsgs(control, len, ipv6, plan.outer);
+    }
+}
+
 /// Groups `run` into messages, at most `plans.len()`; returns how many. With `gso`, consecutive
-/// entries to one destination whose bytes are contiguous in the slab and of equal size (the
-/// last may be shorter) become one message, within the kernel's segment and size limits. The
-/// first `plain` entries are never coalesced.
+/// entries to one destination whose bytes are contiguous in the slab, of equal size (the last
+/// may be shorter) and with equal outer values (one IP header is copied to every segment)
+/// become one message, within the kernel's segment and size limits. The first `plain` entries
+/// are never coalesced.
 fn plan_messages(
     entries: &[SendEntry],
     run: &[(u16, u16)],
@@ -468,12 +485,14 @@ fn plan_messages(
             len: first.len,
             count: 1,
             segment: first.len,
+            outer: first.outer,
             ..Plan::EMPTY
         };
         if gso && i >= plain && first.len > 0 {
             while i + plan.count < run.len() && plan.count < GSO_MAX_SEGMENTS {
                 let next = entries[usize::from(run[i + plan.count].1)];
                 let fits = next.dst == first.dst
+                    && next.outer == first.outer
                     && next.start == plan.start + plan.len
                     && next.len > 0
                     && next.len <= first.len
@@ -532,6 +551,7 @@ mod tests {
             entropy: 0,
             start,
             len,
+            outer: OuterValues::default(),
         }
     }
 
@@ -564,6 +584,56 @@ mod tests {
         assert_eq!(
             plans[..n].iter().map(|p| p.count).collect::<Vec<_>>(),
             vec![1, 1, 1, 1, 1, 1]
+        );
+    }
+
+    #[test]
+    fn only_equal_outer_values_coalesce() {
+        let a = "192.0.2.1:4789";
+        let ecn = |tos, ttl| OuterValues {
+            tos: Some(tos),
+            ttl: Some(ttl),
+        };
+        let values = [ecn(1, 64), ecn(1, 64), ecn(2, 64), ecn(2, 63), ecn(2, 63)];
+        let entries: Vec<SendEntry> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &outer)| SendEntry {
+                outer,
+                ..entry(a, i * 100, 100)
+            })
+            .collect();
+        let run: Vec<(u16, u16)> = (0..entries.len() as u16).map(|i| (0, i)).collect();
+        let mut plans = [Plan::EMPTY; MAX_BATCH];
+        let n = plan_messages(&entries, &run, true, 0, &mut plans);
+        let got: Vec<(usize, OuterValues)> =
+            plans[..n].iter().map(|p| (p.count, p.outer)).collect();
+        assert_eq!(got, vec![(2, ecn(1, 64)), (1, ecn(2, 64)), (2, ecn(2, 63))]);
+
+        // A coalesced message carries its segment size and both values; a plain one without
+        // values carries nothing.
+        let mut controls = [ControlBuf::EMPTY; MAX_BATCH];
+        plans[3] = Plan {
+            count: 1,
+            ..Plan::EMPTY
+        };
+        write_controls(&mut plans[..4], &mut controls, false);
+        let c = &controls[0].0[..plans[0].control_len];
+        assert_eq!(
+            sys::cmsg_find_int(c, libc::IPPROTO_IP, libc::IP_TOS),
+            Some(1)
+        );
+        assert_eq!(
+            sys::cmsg_find_int(c, libc::IPPROTO_IP, libc::IP_TTL),
+            Some(64)
+        );
+        assert_eq!(plans[1].control_len, plans[0].control_len / 3 * 2);
+        assert_eq!(plans[3].control_len, 0);
+        write_controls(&mut plans[..1], &mut controls, true);
+        let c = &controls[0].0[..plans[0].control_len];
+        assert_eq!(
+            sys::cmsg_find_int(c, libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT),
+            Some(64)
         );
     }
 

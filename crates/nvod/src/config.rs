@@ -480,7 +480,10 @@ mod tests {
         let e = resolve_text("outer_ttl = 0\n").unwrap_err();
         assert!(e.contains("outer_ttl"), "{e}");
         let e = resolve_text("stt_reassembly_bytes = 10\n").unwrap_err();
-        assert!(e.contains("stt_reassembly_bytes") && e.contains("10"), "{e}");
+        assert!(
+            e.contains("stt_reassembly_bytes") && e.contains("10"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -92,12 +92,23 @@ fn profiles_routes_keys_and_refusals() {
     let profiles: Vec<ProfileInfo> = nvod.get("/v1/profiles");
     let names: Vec<&str> = profiles.iter().map(|p| p.spec.name.as_str()).collect();
     for name in [
-        "vxlan", "vxlan-gbp", "vxlan-gpe", "vxlan-gpe-nsh", "geneve", "nvgre", "overlay", "ipip",
-        "ip6ip6", "stt", "cfgtun",
+        "vxlan",
+        "vxlan-gbp",
+        "vxlan-gpe",
+        "vxlan-gpe-nsh",
+        "geneve",
+        "nvgre",
+        "overlay",
+        "ipip",
+        "ip6ip6",
+        "stt",
+        "cfgtun",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
-    assert!(profiles.iter().any(|p| p.spec.name == "cfgtun" && !p.builtin));
+    assert!(profiles
+        .iter()
+        .any(|p| p.spec.name == "cfgtun" && !p.builtin));
     let added: ProfileInfo = nvod.post(
         "/v1/profiles",
         &json!({"name": "usertun", "udp_port": 7002, "template": "4e57 0000 0000 0000",
@@ -127,7 +138,10 @@ fn profiles_routes_keys_and_refusals() {
         "/v1/networks",
         &json!({"vni": 37, "encap": "stt", "mtu": 9000}),
     );
-    assert_eq!(stt.mtu, 9000, "stt segments frames larger than the underlay");
+    assert_eq!(
+        stt.mtu, 9000,
+        "stt segments frames larger than the underlay"
+    );
     let _: Network = nvod.post("/v1/networks", &json!({"vni": 40, "encap": "usertun"}));
     let _: Network = nvod.post(
         "/v1/networks",
@@ -160,7 +174,11 @@ fn profiles_routes_keys_and_refusals() {
         );
     }
     assert_eq!(snapshot(&nvod), before, "a refused request changed the API");
-    assert_eq!(state_file(&nvod), file_before, "a refused request changed the state");
+    assert_eq!(
+        state_file(&nvod),
+        file_before,
+        "a refused request changed the state"
+    );
 
     // kill -9 and a restart bring everything back.
     nvod.kill();
@@ -177,5 +195,7 @@ fn profiles_routes_keys_and_refusals() {
     nvod.delete("/v1/networks/30/routes/10.9.0.0/24");
     let profiles: Vec<ProfileInfo> = nvod.get("/v1/profiles");
     assert!(!profiles.iter().any(|p| p.spec.name == "usertun"));
-    assert!(nvod.get::<Vec<RouteSpec>>("/v1/networks/30/routes").is_empty());
+    assert!(nvod
+        .get::<Vec<RouteSpec>>("/v1/networks/30/routes")
+        .is_empty());
 }

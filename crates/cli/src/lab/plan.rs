@@ -275,7 +275,7 @@ fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, String> 
             ns: namespace(&topo.name, &h.name),
             kind: h.kind,
             learning: h.learning,
-            nvod: h.nvod,
+            nvod: h.nvod.clone(),
             vxlan_port: h.vxlan_port,
             node_id: u32::try_from(i + 1).unwrap_or(u32::MAX),
             ipv4,

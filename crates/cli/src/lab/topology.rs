@@ -126,13 +126,13 @@ pub struct HostDef {
 
 /// `nvod:` of an nvo host: optional keys written into its nvod's configuration file (nvod's
 /// `--help` explains each); absent keys take nvod's defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NvodExtras {
-    /// TTL / hop limit of every tunnel packet, 1 to 255.
-    pub outer_ttl: Option<u8>,
-    /// TOS / traffic class of every tunnel packet.
-    pub outer_tos: Option<u8>,
+    /// TTL / hop limit of every tunnel packet, 1 to 255, or "inherit" (the inner packet's).
+    pub outer_ttl: Option<OuterValue>,
+    /// TOS / traffic class of every tunnel packet, or "inherit" (the inner packet's).
+    pub outer_tos: Option<OuterValue>,
     /// Don't Fragment on outer IPv4 packets.
     pub outer_df: Option<bool>,
     /// Most bytes of STT frames held in reassembly, 65536 to 1073741824.
@@ -158,8 +158,20 @@ impl NvodExtras {
                 "host {host}: nvod.{key} {value} is outside {range}"
             ))
         };
-        if self.outer_ttl == Some(0) {
+        if self.outer_ttl == Some(OuterValue::Fixed(0)) {
             return at("outer_ttl", 0, "1..=255");
+        }
+        for (key, value) in [
+            ("outer_ttl", &self.outer_ttl),
+            ("outer_tos", &self.outer_tos),
+        ] {
+            if let Some(OuterValue::Word(w)) = value {
+                if w != "inherit" {
+                    return Err(format!(
+                        "host {host}: nvod.{key} {w:?} is neither a number nor \"inherit\""
+                    ));
+                }
+            }
         }
         if let Some(b) = self.stt_reassembly_bytes {
             if !(1 << 16..=1 << 30).contains(&b) {
@@ -172,6 +184,26 @@ impl NvodExtras {
             }
         }
         Ok(())
+    }
+}
+
+/// An outer header value: a number, or "inherit".
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum OuterValue {
+    /// A fixed value.
+    Fixed(u8),
+    /// "inherit".
+    Word(String),
+}
+
+impl std::fmt::Display for OuterValue {
+    /// As a TOML value.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OuterValue::Fixed(v) => write!(f, "{v}"),
+            OuterValue::Word(w) => write!(f, "{w:?}"),
+        }
     }
 }
 

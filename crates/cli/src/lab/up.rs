@@ -263,8 +263,8 @@ pub fn nvod_config(plan: &Plan, h: &HostPlan) -> String {
 /// The `nvod:` keys of a host, one `key = value` line each.
 fn nvod_extras(x: &NvodExtras) -> String {
     let lines = [
-        x.outer_ttl.map(|v| format!("outer_ttl = {v}")),
-        x.outer_tos.map(|v| format!("outer_tos = {v}")),
+        x.outer_ttl.as_ref().map(|v| format!("outer_ttl = {v}")),
+        x.outer_tos.as_ref().map(|v| format!("outer_tos = {v}")),
         x.outer_df.map(|v| format!("outer_df = {v}")),
         x.stt_reassembly_bytes
             .map(|v| format!("stt_reassembly_bytes = {v}")),

@@ -25,7 +25,7 @@ use std::time::Instant;
 use nvo_encap::engine::{DecapError, Engine, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
 use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttMeta};
-use nvo_io::{FrameMeta, Gso, GsoKind};
+use nvo_io::{FrameMeta, Gso, GsoKind, OuterValues};
 use nvo_pipeline::{
     Action, Actions, Decapsulated, DropReason, Pipeline, PortId, ProfileTag, TxOutcome, TxTarget,
     Vni,
@@ -250,8 +250,7 @@ impl Core {
             &mut self.underlays,
             &mut self.pipeline,
             at,
-            dst,
-            entropy,
+            (dst, entropy, OuterValues::default()),
             &[],
             &self.relay_buf,
         );
@@ -288,9 +287,10 @@ impl Core {
                         .profile(profile)
                         .is_some_and(|p| p.transport == STT);
                     if meta.is_complete() || stt {
-                        self.encap(remote, vni, entropy, profile, frame, meta);
+                        let to = (remote, vni, entropy, profile);
+                        self.encap(to, frame, false, meta);
                     } else {
-                        self.encap_segments(remote, vni, entropy, profile, frame, meta, 0);
+                        self.encap_segments((remote, vni, entropy, profile), frame, meta, 0);
                     }
                 }
                 Action::EncapL3 {
@@ -306,9 +306,9 @@ impl Core {
                     let profile = ProfileId(profile.0);
                     if meta.is_complete() {
                         let packet = frame.get(offset..).unwrap_or_default();
-                        self.encap(remote, vni, entropy, profile, packet, meta);
+                        self.encap((remote, vni, entropy, profile), packet, true, meta);
                     } else {
-                        self.encap_segments(remote, vni, entropy, profile, frame, meta, offset);
+                        self.encap_segments((remote, vni, entropy, profile), frame, meta, offset);
                     }
                 }
                 Action::Drop(_) => {}
@@ -319,13 +319,9 @@ impl Core {
     /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished
     /// (segmented, checksums completed) in software first; each segment goes from `offset`
     /// (0 for a frame, the L3 header for an L3 network's packet).
-    #[allow(clippy::too_many_arguments)]
     fn encap_segments(
         &mut self,
-        remote: IpAddr,
-        vni: Vni,
-        entropy: u16,
-        profile: ProfileId,
+        to: (IpAddr, Vni, u16, ProfileId),
         frame: &[u8],
         meta: &FrameMeta,
         offset: usize,
@@ -335,7 +331,7 @@ impl Core {
         let mut scratch = std::mem::take(&mut self.finish_scratch);
         let finished = meta.finish(frame, &mut scratch, &mut |segment| {
             let segment = segment.get(offset..).unwrap_or_default();
-            self.encap(remote, vni, entropy, profile, segment, &FrameMeta::COMPLETE);
+            self.encap(to, segment, offset > 0, &FrameMeta::COMPLETE);
             Ok(())
         });
         self.finish_scratch = scratch;
@@ -347,13 +343,12 @@ impl Core {
 
     /// Queues `frame` for `remote` inside the profile's header, on the profile's socket. Only
     /// STT takes an unfinished frame (`meta`): its header tells the receiver what is left.
+    /// `inner_is_ip`: `frame` is an L3 network's IP packet, not an Ethernet frame.
     fn encap(
         &mut self,
-        remote: IpAddr,
-        vni: Vni,
-        entropy: u16,
-        profile: ProfileId,
+        (remote, vni, entropy, profile): (IpAddr, Vni, u16, ProfileId),
         frame: &[u8],
+        inner_is_ip: bool,
         meta: &FrameMeta,
     ) {
         let socket = self
@@ -371,14 +366,19 @@ impl Core {
         let Some(underlay) = self.underlays.at(at) else {
             return;
         };
+        let mut outer = self.underlays.inherited(frame, inner_is_ip);
+        if remote.is_multicast() {
+            // A flood to a multicast group keeps the group's TTL (multicast_ttl), which
+            // bounds how far the underlay carries it.
+            outer.ttl = None;
+        }
         if underlay.transport != STT {
             let dst = SocketAddr::new(remote, underlay.port);
             return queue(
                 &mut self.underlays,
                 &mut self.pipeline,
                 at,
-                dst,
-                entropy,
+                (dst, entropy, outer),
                 header,
                 frame,
             );
@@ -420,8 +420,7 @@ impl Core {
                 &mut self.underlays,
                 &mut self.pipeline,
                 at,
-                dst,
-                entropy,
+                (dst, entropy, outer),
                 &[],
                 segment,
             );
@@ -452,13 +451,13 @@ fn first_frame_id() -> u32 {
 /// STT source ports (entropy) are taken from the dynamic range, as Open vSwitch does.
 const ENTROPY_SPORT_BASE: u16 = 0xc000;
 
-/// Queues one datagram on the socket at `at`, flushing it first when its batch is full.
+/// Queues one datagram on the socket at `at` — to `dst`, with `entropy` and the outer values
+/// inherited from its inner packet (if the config asks) — flushing first when the batch is full.
 fn queue(
     underlays: &mut Underlays,
     pipeline: &mut Pipeline,
     at: usize,
-    dst: SocketAddr,
-    entropy: u16,
+    (dst, entropy, outer): (SocketAddr, u16, OuterValues),
     header: &[u8],
     payload: &[u8],
 ) {
@@ -466,7 +465,9 @@ fn queue(
     let Some(u) = underlays.at_mut(at) else {
         return;
     };
-    if u.queued.len() < u.queued.capacity() && u.batch.push(dst, entropy, header, payload) {
+    if u.queued.len() < u.queued.capacity()
+        && u.batch.push_outer(dst, entropy, outer, header, payload)
+    {
         u.queued.push(len);
         return;
     }
@@ -474,7 +475,7 @@ fn queue(
     let Some(u) = underlays.at_mut(at) else {
         return;
     };
-    if u.batch.push(dst, entropy, header, payload) {
+    if u.batch.push_outer(dst, entropy, outer, header, payload) {
         u.queued.push(len);
     } else {
         // Larger than a datagram can be, or than the whole batch slab.

@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use nvo_encap::profile::Transport;
-use nvo_io::{RawUnderlay, RecvBatch, SendBatch, UdpUnderlay, UnderlayStats};
+use nvo_io::{OuterValues, RawUnderlay, RecvBatch, SendBatch, UdpUnderlay, UnderlayStats};
 use nvo_wire::ports;
 
 use super::stt_guard::RstGuard;
@@ -237,6 +237,27 @@ impl Underlays {
         self.locator
     }
 
+    /// The outer TOS and TTL a tunnel packet inherits from `inner` (an Ethernet frame, or an L3
+    /// network's IP packet), for the values the config says to inherit; none for a frame that
+    /// carries no IP packet (ARP): the socket's setting applies.
+    pub fn inherited(&self, inner: &[u8], inner_is_ip: bool) -> OuterValues {
+        if !self.outer.inherit_tos && !self.outer.inherit_ttl {
+            return OuterValues::default();
+        }
+        let ip = if inner_is_ip {
+            Some(inner)
+        } else {
+            ethernet_ip(inner)
+        };
+        let Some((tos, ttl)) = ip.and_then(ip_tos_ttl) else {
+            return OuterValues::default();
+        };
+        OuterValues {
+            tos: self.outer.inherit_tos.then_some(tos),
+            ttl: self.outer.inherit_ttl.then_some(ttl),
+        }
+    }
+
     /// The sum of every socket's counters.
     pub fn stats(&self) -> UnderlayStats {
         let mut sum = UnderlayStats::default();
@@ -250,6 +271,32 @@ impl Underlays {
             sum.multicast_leaves += s.multicast_leaves;
         }
         sum
+    }
+}
+
+/// The TOS (traffic class) and TTL (hop limit) of an IPv4 or IPv6 packet.
+fn ip_tos_ttl(ip: &[u8]) -> Option<(u8, u8)> {
+    match ip.first()? >> 4 {
+        4 => Some((*ip.get(1)?, *ip.get(8)?)),
+        6 => {
+            let (a, b) = (*ip.first()?, *ip.get(1)?);
+            Some(((a << 4) | (b >> 4), *ip.get(7)?))
+        }
+        _ => None,
+    }
+}
+
+/// The IP packet of an Ethernet frame, if its ethertype says IPv4 or IPv6.
+fn ethernet_ip(frame: &[u8]) -> Option<&[u8]> {
+    let mut at = 12;
+    let mut ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+    if ethertype == 0x8100 {
+        at += 4;
+        ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+    }
+    match ethertype {
+        0x0800 | 0x86dd => frame.get(at + 2..),
+        _ => None,
     }
 }
 

@@ -315,11 +315,20 @@ fn a_network_names_its_profile_and_parameters() {
 
 #[test]
 fn nvod_extras_go_to_nvo_hosts_only_and_within_nvods_bounds() {
-    let yaml = "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 9, outer_df: true}}]\n";
+    let yaml =
+        "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 9, outer_tos: inherit, outer_df: true}}]\n";
     let p = plan(&Topology::parse("t.yaml", yaml).unwrap());
     assert_eq!(
-        (p.hosts[0].nvod.outer_ttl, p.hosts[0].nvod.outer_df),
-        (Some(9), Some(true))
+        (
+            p.hosts[0].nvod.outer_ttl.clone(),
+            p.hosts[0].nvod.outer_tos.clone(),
+            p.hosts[0].nvod.outer_df
+        ),
+        (
+            Some(crate::lab::topology::OuterValue::Fixed(9)),
+            Some(crate::lab::topology::OuterValue::Word("inherit".into())),
+            Some(true)
+        )
     );
     for (yaml, want) in [
         (
