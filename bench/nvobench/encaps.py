@@ -76,8 +76,9 @@ def render(doc, mlist):
             rs = doc["ratios"].get(m.key, {})
             cells = ["1" if k == base else _cell(rs.get(f"{k}/{base}")) for k in keys]
             out.append(f"| {m.label} | {m.better} | " + " | ".join(cells) + " |")
-    mem = doc.get("nvod_memory_profiles") or {}
-    if mem:
+    # The nvo scenario's nvods are under nvod_memory, the profiles' under nvod_memory_profiles.
+    mem = {"nvo": doc.get("nvod_memory") or {}} | (doc.get("nvod_memory_profiles") or {})
+    if any(mem.values()):
         cells = []
         for k in keys:
             hosts = mem.get(k) or {}

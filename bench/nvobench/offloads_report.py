@@ -5,6 +5,8 @@ of this run's medians with its range (min/max .. max/min of the repetitions, sta
 and where two effects' ranges overlap it says the run cannot tell them apart.
 """
 
+import textwrap
+
 from . import offloads, stats
 from .offloads import CONFIGS, LABEL, PROFILES, figures
 
@@ -193,7 +195,7 @@ def plot(path, doc):
     figs = figures(doc)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
     keys = [c.key for c in CONFIGS]
-    labels = [c.label.replace(") ", ")\n", 1) for c in CONFIGS]
+    labels = [textwrap.fill(c.label, 16) for c in CONFIGS]
     for ax, field, unit in ((axes[0], "gbps", "TCP 1 stream (Gbit/s)"),
                             (axes[1], "cpu_s_per_gbit", "CPU seconds per Gbit (lower is better)")):
         by = {k: {p: _get(figs, k, p, field) for p in PROFILES} for k in keys}
