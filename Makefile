@@ -3,11 +3,13 @@
 #   make demo        the README demo (scripts/demo.sh)
 #   make bench       quick benchmark: nvo against native routing, kernel VXLAN and Open vSwitch (~5 min)
 #   make bench-full  full benchmark: 5 repetitions, longer runs, 8 UDP payload sizes (~35 min)
+#   make bench-encaps   every encapsulation profile against native and kernel VXLAN (~10 min)
+#   make bench-offloads STT against VXLAN with TSO/GSO/GRO toggled, 5 repetitions (~5 min)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: test demo bench bench-full
+.PHONY: test demo bench bench-full bench-encaps bench-offloads
 
 test:
 	scripts/test.sh
@@ -20,3 +22,9 @@ bench:
 
 bench-full:
 	$(PYTHON) bench/run.py --full
+
+bench-encaps:
+	$(PYTHON) bench/run.py --quick --scenarios native,kernel,encaps
+
+bench-offloads:
+	$(PYTHON) bench/run.py --offloads --reps 5
