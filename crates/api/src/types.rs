@@ -43,6 +43,12 @@ pub enum Bum {
         /// The group address.
         group: IpAddr,
     },
+    /// One copy to an overlay node ID whose routes form the replication tree (networks on the
+    /// `overlay` profile).
+    Overlay {
+        /// The tree's node ID.
+        node: u32,
+    },
 }
 
 /// `POST /v1/networks`: a network to create. Only `vni` is required.
@@ -251,6 +257,9 @@ pub struct FdbEntry {
     /// Remote VTEP, when the MAC is remote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<IpAddr>,
+    /// Overlay node, when the MAC is behind a node of the routed overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
     /// Static or learned.
     pub origin: Origin,
     /// Seconds since the entry was last confirmed by traffic (0 for static entries).
@@ -269,6 +278,9 @@ pub struct FdbAdd {
     /// Remote VTEP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<IpAddr>,
+    /// Overlay node (networks on the `overlay` profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
 }
 
 /// Which FDB entries a flush removes.
@@ -321,6 +333,9 @@ pub struct Counters {
     /// STT reassembly.
     #[serde(default)]
     pub stt: BTreeMap<String, u64>,
+    /// The routed overlay (forwarded, relayed, local, ttl_expired, no_route, …).
+    #[serde(default)]
+    pub overlay: BTreeMap<String, u64>,
 }
 
 /// The body of every error answer.
@@ -328,4 +343,269 @@ pub struct Counters {
 pub struct ApiError {
     /// One line: what failed, with what value, and what to do.
     pub error: String,
+}
+
+// The routed overlay (issue 6, docs/design/overlay.md): node IDs, locators, routes, events.
+
+/// `GET/PUT /v1/overlay`: this node's overlay identity.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverlayInfo {
+    /// This node's 32-bit overlay ID (0 is not a node).
+    pub node_id: u32,
+    /// The overlay's counters by stable snake_case name (sent, relayed, local, ttl_expired,
+    /// no_route, no_locator, ...), in answers only; a `PUT` leaves it out (it is ignored).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// The weight a locator gets when none is given.
+pub const DEFAULT_LOCATOR_WEIGHT: u16 = 1;
+
+fn default_locator_weight() -> u16 {
+    DEFAULT_LOCATOR_WEIGHT
+}
+
+/// One underlay address a node is reached at, with its share of the node's flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocatorSpec {
+    /// The underlay address (IPv4 or IPv6).
+    pub addr: IpAddr,
+    /// Relative share of flows, 1 to 1000 (default 1); 0 drains the locator: it stays listed
+    /// but no new flow picks it.
+    #[serde(default = "default_locator_weight")]
+    pub weight: u16,
+}
+
+/// `PUT /v1/overlay/nodes/{id}`: a node's locators, replacing the ones it had.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeLocators {
+    /// The locators, in the order flows are spread over them.
+    pub locators: Vec<LocatorSpec>,
+}
+
+/// `GET /v1/overlay/nodes/{id}` and each entry of `GET /v1/overlay/nodes`: a node of the
+/// locator table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverlayNode {
+    /// The node's ID.
+    pub node_id: u32,
+    /// Its locators.
+    pub locators: Vec<LocatorSpec>,
+    /// Whether this is the node nvod runs as (its locators are where others reach it).
+    pub own: bool,
+}
+
+/// `PUT /v1/overlay/routes/{app}/{dst}`: the next hops of a destination, replacing the ones it
+/// had. Several next hops replicate the packet (a multicast tree); the node's own ID among
+/// them delivers a copy locally.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteNextHops {
+    /// Next-hop node IDs.
+    pub next_hops: Vec<u32>,
+}
+
+/// Each entry of `GET /v1/overlay/routes/{app}`: one route of an application's RIB.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverlayRoute {
+    /// The application: "ethernet", "ipv4" or "ipv6" ([`OverlayApp::name`]).
+    pub app: String,
+    /// The destination node ID (exact match).
+    pub dst: u32,
+    /// Its next hops.
+    pub next_hops: Vec<u32>,
+}
+
+/// The applications of the overlay header, each with its own RIB, numbered as in ovstack.
+/// In paths and bodies an application is its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverlayApp {
+    /// Ethernet frames (application 7).
+    Ethernet,
+    /// IPv4 packets (application 4).
+    Ipv4,
+    /// IPv6 packets (application 6).
+    Ipv6,
+}
+
+impl OverlayApp {
+    /// Every application, in the order listings show them.
+    pub const ALL: [OverlayApp; 3] = [OverlayApp::Ethernet, OverlayApp::Ipv4, OverlayApp::Ipv6];
+
+    /// The name used in paths and bodies.
+    pub fn name(self) -> &'static str {
+        match self {
+            OverlayApp::Ethernet => "ethernet",
+            OverlayApp::Ipv4 => "ipv4",
+            OverlayApp::Ipv6 => "ipv6",
+        }
+    }
+
+    /// The number in the overlay header's Application field.
+    pub fn number(self) -> u8 {
+        match self {
+            OverlayApp::Ethernet => 7,
+            OverlayApp::Ipv4 => 4,
+            OverlayApp::Ipv6 => 6,
+        }
+    }
+
+    /// The application with this name ("ethernet", "ipv4", "ipv6") or number ("7", "4", "6").
+    pub fn parse(text: &str) -> Option<OverlayApp> {
+        let text = text.trim();
+        OverlayApp::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(text) || a.number().to_string() == text)
+    }
+}
+
+impl std::fmt::Display for OverlayApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What happened to the object of an [`OverlayEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventAction {
+    /// Created or replaced; the event carries the new value.
+    Set,
+    /// Deleted.
+    Removed,
+}
+
+/// One event of `GET /v1/events`, a server-sent event stream: `event:` is the kind ("node",
+/// "route" or "own", [`OverlayEvent::kind`]) and `data:` this value as one line of JSON,
+/// `{"kind": ..., "action": "set"|"removed", ...}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OverlayEvent {
+    /// A node's locators were set, or the node removed.
+    Node {
+        /// Set or removed.
+        action: EventAction,
+        /// The node.
+        node: u32,
+        /// Its locators now (absent when removed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        locators: Option<Vec<LocatorSpec>>,
+    },
+    /// A route was set or removed.
+    Route {
+        /// Set or removed.
+        action: EventAction,
+        /// The application ([`OverlayApp::name`]).
+        app: String,
+        /// The destination node.
+        dst: u32,
+        /// Its next hops now (absent when removed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_hops: Option<Vec<u32>>,
+    },
+    /// This node's own ID changed (action "set").
+    Own {
+        /// Always set.
+        action: EventAction,
+        /// The new own ID.
+        node: u32,
+    },
+}
+
+impl OverlayEvent {
+    /// The event's kind, the name of its `event:` line.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OverlayEvent::Node { .. } => "node",
+            OverlayEvent::Route { .. } => "route",
+            OverlayEvent::Own { .. } => "own",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn overlay_bodies_have_the_documented_json_form() {
+        let n: NodeLocators =
+            serde_json::from_value(json!({"locators": [{"addr": "192.0.2.2", "weight": 3},
+                {"addr": "fd00::2"}]}))
+            .unwrap();
+        assert_eq!(n.locators[1].weight, 1, "weight defaults to 1");
+        assert_eq!(
+            serde_json::to_value(&n).unwrap(),
+            json!({"locators": [{"addr": "192.0.2.2", "weight": 3},
+                {"addr": "fd00::2", "weight": 1}]})
+        );
+        assert_eq!(
+            serde_json::to_value(OverlayInfo {
+                node_id: 7,
+                ..Default::default()
+            })
+            .unwrap(),
+            json!({"node_id": 7})
+        );
+        // Request bodies refuse fields they do not know.
+        for bad in [
+            json!({"locators": [{"addr": "192.0.2.2", "wieght": 3}]}),
+            json!({"next_hops": [1], "ttl": 4}),
+            json!({"node": 7}),
+        ] {
+            let a = serde_json::from_value::<NodeLocators>(bad.clone()).is_err();
+            let b = serde_json::from_value::<RouteNextHops>(bad.clone()).is_err();
+            let c = serde_json::from_value::<OverlayInfo>(bad.clone()).is_err();
+            assert!(a && b && c, "{bad}");
+        }
+    }
+
+    #[test]
+    fn events_are_flat_objects_tagged_by_kind() {
+        let e = OverlayEvent::Route {
+            action: EventAction::Set,
+            app: OverlayApp::Ethernet.to_string(),
+            dst: 5,
+            next_hops: Some(vec![2, 3]),
+        };
+        assert_eq!(e.kind(), "route");
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            json!({"kind": "route", "action": "set", "app": "ethernet", "dst": 5,
+                "next_hops": [2, 3]})
+        );
+        assert_eq!(serde_json::from_value::<OverlayEvent>(v).unwrap(), e);
+        let gone = OverlayEvent::Node {
+            action: EventAction::Removed,
+            node: 9,
+            locators: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&gone).unwrap(),
+            json!({"kind": "node", "action": "removed", "node": 9})
+        );
+        let own: OverlayEvent =
+            serde_json::from_value(json!({"kind": "own", "action": "set", "node": 4})).unwrap();
+        assert_eq!(own.kind(), "own");
+    }
+
+    #[test]
+    fn applications_by_name_or_number() {
+        assert_eq!(OverlayApp::parse("ethernet"), Some(OverlayApp::Ethernet));
+        assert_eq!(OverlayApp::parse("IPv6"), Some(OverlayApp::Ipv6));
+        assert_eq!(OverlayApp::parse("4"), Some(OverlayApp::Ipv4));
+        assert_eq!(OverlayApp::parse("5"), None);
+        let numbers: Vec<u8> = OverlayApp::ALL.iter().map(|a| a.number()).collect();
+        assert_eq!(numbers, [7, 4, 6]);
+        assert_eq!(
+            serde_json::to_value(OverlayApp::Ipv4).unwrap(),
+            json!("ipv4")
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `counters`; one per call, on the socket given by `--socket` or `NVO_SOCKET`),
+//! `port`, `fdb`, `flood`, `counters`, `overlay`, `events`; one per call, on the socket given
+//! by `--socket` or `NVO_SOCKET`),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
 //! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
 //! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
@@ -21,7 +22,9 @@ use clap::{Parser, Subcommand};
 
 use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
 use cmd::decode::DecodeArgs;
+use cmd::events::EventsArgs;
 use cmd::lab::LabCmd;
+use cmd::overlay::OverlayCmd;
 use cmd::profile::ProfileCmd;
 use cmd::route::RouteCmd;
 use cmd::{CliError, Format};
@@ -77,6 +80,21 @@ enum Command {
         after_help = "Example:\n  nvo counters\n  nvo counters --all\n  nvo -o json counters"
     )]
     Counters(CountersArgs),
+    /// Show and change the routed overlay: this node's ID and locators, other nodes' locators,
+    /// and the routes between node IDs, per application.
+    ///
+    /// Networks on the `overlay` profile send their frames to node IDs rather than to underlay
+    /// addresses: each packet goes to the next hop its destination's route names (the
+    /// destination itself when it has no route), at one of that node's locators chosen by
+    /// weight, and nodes on the way relay it without decapsulating it.
+    #[command(subcommand)]
+    Overlay(OverlayCmd),
+    /// Follow nvod's events (overlay node, locator and route changes), one line per event.
+    ///
+    /// Runs until nvod closes the stream, --count events have arrived, or Ctrl-C. `-o json`
+    /// prints each event as the JSON line nvod sent.
+    #[command(after_help = "Example:\n  nvo events\n  nvo -o json events --count 1")]
+    Events(EventsArgs),
     /// Build, list, enter and remove labs: whole overlays of network namespaces on this machine.
     #[command(subcommand)]
     Lab(LabCmd),
@@ -106,6 +124,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
+        Command::Overlay(c) => cmd::overlay::overlay(&client, format, c)?,
+        Command::Events(a) => cmd::events::events(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),
         Command::Decode(args) => return Ok(cmd::decode::run(args, format)),
     }

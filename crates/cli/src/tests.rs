@@ -157,6 +157,7 @@ fn fdb_add_needs_exactly_one_destination_and_a_real_mac() {
         mac,
         remote,
         port,
+        ..
     }) = cli.command
     else {
         panic!()

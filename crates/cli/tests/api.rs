@@ -23,7 +23,8 @@ struct Seen {
     body: Value,
 }
 
-/// A fake nvod answering every request with `status` and `body`.
+/// A fake nvod answering every request with `status` and `body`, or with what a function of
+/// the method and path says.
 struct Fake {
     socket: PathBuf,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -32,13 +33,17 @@ struct Fake {
 
 impl Fake {
     fn new(tag: &str, status: u16, body: &str) -> Fake {
+        let body = body.to_owned();
+        Fake::routed(tag, move |_, _| (status, body.clone()))
+    }
+
+    fn routed(tag: &str, answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static) -> Fake {
         let socket =
             std::env::temp_dir().join(format!("nvo-cli-api-{tag}-{}.sock", std::process::id()));
         let _ = std::fs::remove_file(&socket);
         let listener = UnixListener::bind(&socket).unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        let body = body.to_owned();
         let thread = std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
@@ -68,6 +73,7 @@ impl Fake {
                 } else {
                     serde_json::from_slice(&buf).unwrap()
                 };
+                let (status, body) = answer(&method, &path);
                 log.lock().unwrap().push(Seen {
                     method,
                     path,
@@ -564,4 +570,227 @@ fn the_socket_comes_from_the_environment_too() {
         .unwrap();
     assert_eq!(stdout(&out), "NAME  VNI  KIND  UP\n");
     assert_eq!(fake.seen()[0].path, "/v1/ports");
+}
+
+/// `nvo` with the words of `line` as its arguments.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn overlay_calls_go_to_their_paths() {
+    let fake = Fake::new("ovpaths", 200, "null");
+    // (command line, "METHOD path", body sent)
+    let calls = [
+        (
+            "overlay id set 0x10",
+            "PUT /v1/overlay",
+            r#"{"node_id": 16}"#,
+        ),
+        (
+            "overlay node set 2 192.0.2.2@3 fd00::2",
+            "PUT /v1/overlay/nodes/2",
+            r#"{"locators": [{"addr": "192.0.2.2", "weight": 3}, {"addr": "fd00::2", "weight": 1}]}"#,
+        ),
+        ("overlay node del 2", "DELETE /v1/overlay/nodes/2", "null"),
+        ("overlay node show 2", "GET /v1/overlay/nodes/2", "null"),
+        ("overlay node list", "GET /v1/overlay/nodes", "null"),
+        (
+            "overlay route set 7 0xff000001 1 2 4",
+            "PUT /v1/overlay/routes/ethernet/4278190081",
+            r#"{"next_hops": [1, 2, 4]}"#,
+        ),
+        (
+            "overlay route del ipv6 3",
+            "DELETE /v1/overlay/routes/ipv6/3",
+            "null",
+        ),
+    ];
+    for (line, call, body) in calls {
+        let out = fake.nvo(&[&["-o", "json"], &words(line)[..]].concat());
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let last = fake.seen().pop().unwrap();
+        let body: Value = serde_json::from_str(body).unwrap();
+        let seen = (format!("{} {}", last.method, last.path), last.body);
+        assert_eq!(seen, (call.to_owned(), body), "{line}");
+    }
+    // Bad IDs, weights and applications fail in clap, before anything is sent.
+    let before = fake.seen().len();
+    for line in [
+        "overlay id set 0",
+        "overlay node set 2 192.0.2.2@1001",
+        "overlay node set 2",
+        "overlay route set mpls 3 2",
+        "overlay route set ethernet 3",
+        "overlay locator weight 192.0.2.1 2000",
+    ] {
+        assert_eq!(fake.nvo(&words(line)).status.code(), Some(2), "{line}");
+    }
+    assert_eq!(fake.seen().len(), before);
+}
+
+/// A fake whose own node is 1, at `locators` (none: nvod does not know node 1 yet).
+fn own_node(tag: &str, locators: Option<Value>) -> Fake {
+    Fake::routed(tag, move |method, path| match (method, path, &locators) {
+        ("GET", "/v1/overlay", _) => (200, r#"{"node_id":1,"counters":{"relayed":5}}"#.into()),
+        ("GET", "/v1/overlay/nodes/1", Some(l)) => (
+            200,
+            json!({"node_id": 1, "locators": l, "own": true}).to_string(),
+        ),
+        ("GET", _, _) => (404, r#"{"error":"no overlay node 1"}"#.into()),
+        _ => (200, "null".into()),
+    })
+}
+
+#[test]
+fn own_locators_are_read_changed_and_written_back() {
+    let fake = own_node("ovown", Some(json!([{"addr": "192.0.2.1", "weight": 1}])));
+    let out = stdout(&fake.nvo(&words("overlay locator add fd00::1 --weight 3")));
+    assert_eq!(out, "node 1: locators 192.0.2.1@1,fd00::1@3\n");
+    let seen = fake.seen();
+    let calls: Vec<_> = seen
+        .iter()
+        .map(|s| (s.method.as_str(), s.path.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("GET", "/v1/overlay"),
+            ("GET", "/v1/overlay/nodes/1"),
+            ("PUT", "/v1/overlay/nodes/1")
+        ]
+    );
+    assert_eq!(
+        seen[2].body,
+        json!({"locators": [{"addr": "192.0.2.1", "weight": 1}, {"addr": "fd00::1", "weight": 3}]})
+    );
+    stdout(&fake.nvo(&words("overlay locator weight 192.0.2.1 0")));
+    assert_eq!(
+        fake.seen()[5].body,
+        json!({"locators": [{"addr": "192.0.2.1", "weight": 0}]})
+    );
+    stdout(&fake.nvo(&words("overlay locator del 192.0.2.1")));
+    assert_eq!(fake.seen()[8].body, json!({"locators": []}));
+
+    // A change that contradicts nvod's table is one line, exit 1, and nothing is written.
+    let out = fake.nvo(&words("overlay locator add 192.0.2.1"));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "nvo: node 1 already has locator 192.0.2.1@1; change its weight with `weight`\n"
+    );
+    assert_eq!(fake.seen().len(), 11, "read, never written");
+
+    assert_eq!(
+        stdout(&fake.nvo(&words("overlay show"))),
+        "node_id   1\nlocators  192.0.2.1@1\nrelayed   5\n"
+    );
+    let v: Value =
+        serde_json::from_str(&stdout(&fake.nvo(&words("-o json overlay show")))).unwrap();
+    assert_eq!(
+        v,
+        json!({"node_id": 1, "counters": {"relayed": 5},
+            "locators": [{"addr": "192.0.2.1", "weight": 1}]})
+    );
+
+    // A node nvod does not know yet has no locators: add starts the list.
+    let fake = own_node("ovnew", None);
+    assert_eq!(
+        stdout(&fake.nvo(&words("overlay locator add 192.0.2.1"))),
+        "node 1: locators 192.0.2.1@1\n"
+    );
+    assert_eq!(
+        fake.seen()[2].body,
+        json!({"locators": [{"addr": "192.0.2.1", "weight": 1}]})
+    );
+    let out = fake.nvo(&words("overlay node weight 1 192.0.2.9 2"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("node 1 has no locator 192.0.2.9"));
+}
+
+#[test]
+fn overlay_listings_render_as_tables() {
+    let nodes = json!([{"node_id": 1, "locators": [{"addr": "192.0.2.1", "weight": 1}], "own": true},
+        {"node_id": 2, "locators": [{"addr": "192.0.2.2", "weight": 3},
+            {"addr": "fd00::2", "weight": 1}], "own": false}]);
+    let fake = Fake::new("ovnodes", 200, &nodes.to_string());
+    assert_eq!(
+        stdout(&fake.nvo(&words("overlay node list"))),
+        "NODE  OWN  LOCATORS\n   1  own  192.0.2.1@1\n   2  -    192.0.2.2@3,fd00::2@1\n"
+    );
+
+    let fake = Fake::routed("ovroutes", |_, path| {
+        let app = path.rsplit('/').next().unwrap_or_default().to_owned();
+        let routes = match app.as_str() {
+            "ipv4" => json!([]),
+            _ => json!([{"app": app, "dst": 3, "next_hops": [2]}]),
+        };
+        (200, routes.to_string())
+    });
+    assert_eq!(
+        stdout(&fake.nvo(&words("overlay route list"))),
+        "APP       DST  NEXT_HOPS\nethernet    3  2\nipv6        3  2\n"
+    );
+    let paths: Vec<String> = fake.seen().into_iter().map(|s| s.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/overlay/routes/ethernet",
+            "/v1/overlay/routes/ipv4",
+            "/v1/overlay/routes/ipv6"
+        ]
+    );
+    let v: Value =
+        serde_json::from_str(&stdout(&fake.nvo(&words("-o json overlay route list")))).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+
+    // The applications are fixed: no call.
+    let out = stdout(&fake.nvo(&words("overlay apps")));
+    assert!(
+        out.starts_with("APP       NUMBER  PAYLOAD\nethernet       7  Ethernet frames\n"),
+        "{out}"
+    );
+    assert_eq!(fake.seen().len(), 6);
+}
+
+const EVENTS: &str = ": keep-alive\n\n\
+    event: own\ndata: {\"kind\":\"own\",\"action\":\"set\",\"node\":4}\n\n\
+    event: route\ndata: {\"kind\":\"route\",\"action\":\"set\",\"app\":\"ethernet\",\"dst\":5,\"next_hops\":[2,3]}\n\n\
+    event: node\ndata: {\"kind\":\"node\",\"action\":\"removed\",\"node\":2}\n\n";
+
+#[test]
+fn events_print_one_line_per_event_until_the_stream_ends() {
+    let fake = Fake::new("events", 200, EVENTS);
+    assert_eq!(
+        stdout(&fake.nvo(&["events"])),
+        "own set 4\nroute set ethernet 5 via 2,3\nnode removed 2\n"
+    );
+    assert_eq!(
+        (fake.seen()[0].method.as_str(), fake.seen()[0].path.as_str()),
+        ("GET", "/v1/events")
+    );
+    let out = stdout(&fake.nvo(&words("-o json events --count 2")));
+    assert_eq!(
+        out,
+        "{\"kind\":\"own\",\"action\":\"set\",\"node\":4}\n\
+         {\"kind\":\"route\",\"action\":\"set\",\"app\":\"ethernet\",\"dst\":5,\"next_hops\":[2,3]}\n"
+    );
+
+    let fake = Fake::new(
+        "eventserr",
+        404,
+        r#"{"error":"no route for GET /v1/events"}"#,
+    );
+    let out = fake.nvo(&["events"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "nvo: no route for GET /v1/events (HTTP 404)\n"
+    );
 }

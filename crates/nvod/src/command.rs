@@ -19,6 +19,7 @@ use nvo_encap::engine::{EngineError, Target};
 use nvo_encap::profile::Profile;
 use nvo_encap::stt::ReassemblyCounters;
 use nvo_io::{EventFd, UnderlayStats};
+use nvo_pipeline::overlay::{App, Locator, NodeId, OverlayCounters, OverlayError};
 use nvo_pipeline::{
     Counters, FdbDest, FdbView, FlushScope, Mac, NetworkSpec, NetworkView, PortId, TableError, Vni,
 };
@@ -77,6 +78,18 @@ pub enum Command {
     FloodAdd(Vni, IpAddr),
     /// Removes a remote from a flood list.
     FloodRemove(Vni, IpAddr),
+    /// Sets this node's overlay ID.
+    OverlayOwn(NodeId),
+    /// Sets a node's locators (this node's own: where it is reached).
+    OverlayNode(NodeId, Vec<Locator>),
+    /// Removes a node from the LIB.
+    OverlayNodeRemove(NodeId),
+    /// Sets the next hops of a destination for an application.
+    OverlayRoute(App, NodeId, Vec<NodeId>),
+    /// Removes a route.
+    OverlayRouteRemove(App, NodeId),
+    /// The overlay's counters.
+    OverlayCounters,
     /// Adds or replaces a route of an L3 network.
     RouteAdd(Vni, std::net::Ipv4Addr, u8, IpAddr),
     /// Removes a route of an L3 network.
@@ -125,6 +138,8 @@ pub enum Reply {
     Networks(Vec<NetworkView>),
     /// (port, interface open) for every port.
     PortsUp(Vec<(PortId, bool)>),
+    /// The overlay's counters.
+    Overlay(OverlayCounters),
     /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
     Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
 }
@@ -172,6 +187,9 @@ pub enum DatapathError {
         /// The bound.
         max: usize,
     },
+    /// The overlay tables refused.
+    #[error(transparent)]
+    Overlay(#[from] OverlayError),
     /// The engine refused a profile or a binding.
     #[error(transparent)]
     Engine(#[from] EngineError),

@@ -23,6 +23,7 @@ use crate::convert::{self, ValueError};
 use crate::state::{State, StateError, Store};
 
 mod ops;
+mod overlay;
 mod profiles;
 mod routes;
 
@@ -90,6 +91,12 @@ impl From<DatapathError> for Failure {
             DatapathError::Join { .. } | DatapathError::Transport { .. } => Kind::Internal,
             DatapathError::UnknownProfile(_) => Kind::BadRequest,
             DatapathError::Engine(e) => engine_kind(e),
+            DatapathError::Overlay(e) => match e {
+                nvo_pipeline::overlay::OverlayError::TableFull { .. } => Kind::Conflict,
+                nvo_pipeline::overlay::OverlayError::NoSuchNode(_)
+                | nvo_pipeline::overlay::OverlayError::NoSuchRoute { .. } => Kind::NotFound,
+                _ => Kind::BadRequest,
+            },
             DatapathError::Table(t) => match t {
                 T::NoSuchNetwork(_) | T::NoSuchPort(_) | T::NoSuchEntry { .. } => Kind::NotFound,
                 T::NoSuchFlood { .. } => Kind::NotFound,
@@ -119,6 +126,8 @@ pub struct Control {
     /// The profiles, as the datapath's engine has them: names, transports and header lengths
     /// for checks and defaults here (the datapath's engine does the per-packet work).
     profiles: Engine,
+    /// Overlay changes for `/v1/events` listeners.
+    events: tokio::sync::broadcast::Sender<api::OverlayEvent>,
 }
 
 impl Control {
@@ -139,6 +148,7 @@ impl Control {
             port_ids: BTreeMap::new(),
             next_port: 1,
             profiles: Engine::new(Default::default()),
+            events: tokio::sync::broadcast::channel(overlay::EVENT_BACKLOG).0,
         }
     }
 
@@ -159,6 +169,12 @@ impl Control {
                 .call(convert::add_network(vni, net))
                 .await
                 .map_err(|e| restore_failure(&format!("network {vni}"), e))?;
+        }
+        for command in self.overlay_restore()? {
+            self.datapath
+                .call(command)
+                .await
+                .map_err(|e| restore_failure("the overlay", e))?;
         }
         for (&vni, net) in &state.networks {
             for (prefix, &remote) in &net.routes {
@@ -229,6 +245,7 @@ impl Control {
     fn pipeline_dest(&self, dest: &crate::state::StaticDest) -> Result<FdbDest, Failure> {
         match dest {
             crate::state::StaticDest::Remote(ip) => Ok(FdbDest::Remote(*ip)),
+            crate::state::StaticDest::Node(n) => Ok(FdbDest::Node(nvo_pipeline::NodeId(*n))),
             crate::state::StaticDest::Port(name) => self
                 .port_ids
                 .get(name)

@@ -255,6 +255,17 @@ pub fn network_state(
             check_family(group, config, "bum group")?;
             BumState::Multicast { group }
         }
+        api::Bum::Overlay { node } => {
+            if node == 0 {
+                return Err("bum overlay node 0 is not a node; use the tree's node ID".to_owned());
+            }
+            if profile.transport != Transport::Udp(nvo_wire::ports::OVERLAY) {
+                return Err(format!(
+                    "bum by overlay tree needs the overlay profile, not {encap}"
+                ));
+            }
+            BumState::Overlay { node }
+        }
     };
     let max_learned = spec.max_learned.unwrap_or(NetworkSpec::DEFAULT_MAX_LEARNED);
     let limit = Limits::default().max_learned_fdb;
@@ -357,6 +368,7 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         bum: match net.bum {
             BumState::HeadEnd => BumMode::HeadEnd,
             BumState::Multicast { group } => BumMode::Multicast(group),
+            BumState::Overlay { node } => BumMode::Overlay(nvo_pipeline::NodeId(node)),
         },
         max_learned: net.max_learned,
         ageing: Duration::from_secs(u64::from(net.ageing_s)),
@@ -390,6 +402,7 @@ pub fn api_network(
         bum: match net.bum {
             BumState::HeadEnd => api::Bum::HeadEnd,
             BumState::Multicast { group } => api::Bum::Multicast { group },
+            BumState::Overlay { node } => api::Bum::Overlay { node },
         },
         max_learned: net.max_learned,
         ageing_s: net.ageing_s,

@@ -38,6 +38,31 @@ pub struct State {
     /// Key bindings (NSH service paths) by profile name, then by key in lowercase hex.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub keys: BTreeMap<String, BTreeMap<String, KeyTarget>>,
+    /// The routed overlay: this node's ID (when set through the API), nodes and routes.
+    #[serde(default, skip_serializing_if = "OverlayState::is_empty")]
+    pub overlay: OverlayState,
+}
+
+/// The routed overlay as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverlayState {
+    /// This node's ID when set through the API (else the config's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own: Option<u32>,
+    /// Locators by node ID.
+    #[serde(default)]
+    pub nodes: BTreeMap<u32, Vec<nvo_api::LocatorSpec>>,
+    /// Routes by application name, then destination: next hops.
+    #[serde(default)]
+    pub routes: BTreeMap<String, BTreeMap<u32, Vec<u32>>>,
+}
+
+impl OverlayState {
+    /// Nothing stored.
+    pub fn is_empty(&self) -> bool {
+        self.own.is_none() && self.nodes.is_empty() && self.routes.is_empty()
+    }
 }
 
 /// Where a bound key leads, as stored.
@@ -58,6 +83,7 @@ impl Default for State {
             ports: BTreeMap::new(),
             profiles: BTreeMap::new(),
             keys: BTreeMap::new(),
+            overlay: OverlayState::default(),
         }
     }
 }
@@ -110,6 +136,11 @@ pub enum BumState {
         /// The group.
         group: IpAddr,
     },
+    /// One copy to an overlay tree node.
+    Overlay {
+        /// The node ID.
+        node: u32,
+    },
 }
 
 /// Where a static FDB entry points.
@@ -120,6 +151,8 @@ pub enum StaticDest {
     Port(String),
     /// A remote VTEP.
     Remote(IpAddr),
+    /// An overlay node.
+    Node(u32),
 }
 
 /// A port as stored.
@@ -150,6 +183,7 @@ impl fmt::Display for BumState {
         match self {
             BumState::HeadEnd => f.write_str("head-end replication"),
             BumState::Multicast { group } => write!(f, "multicast group {group}"),
+            BumState::Overlay { node } => write!(f, "overlay tree node {node}"),
         }
     }
 }
@@ -159,6 +193,7 @@ impl fmt::Display for StaticDest {
         match self {
             StaticDest::Port(name) => write!(f, "port {name}"),
             StaticDest::Remote(ip) => write!(f, "remote {ip}"),
+            StaticDest::Node(n) => write!(f, "node {n}"),
         }
     }
 }

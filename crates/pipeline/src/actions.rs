@@ -4,13 +4,13 @@
 //! is meant to be reused for every frame: once it has grown to the largest fan-out seen (every
 //! port and flood remote of the biggest network) it never allocates again.
 //!
-//! A frame yields either one `Drop`, or one or more `Deliver`/`Encap` actions, or — for an
+//! A frame yields either one `Drop`, or one or more `Deliver`/`Encap`/`EncapNode` actions, or — for an
 //! oversized frame — a `Reply` followed by `Drop(TooBig)`: the frame itself is dropped but an ICMP
 //! error built in the pipeline's scratch buffer goes back to the sender.
 
 use std::net::IpAddr;
 
-use crate::{DropReason, PortId, ProfileTag, Vni};
+use crate::{DropReason, NodeId, PortId, ProfileTag, Vni};
 
 /// One thing to do with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +32,21 @@ pub enum Action {
         vni: Vni,
         /// A hash of the inner flow (MACs, IPs, ports): picks the outer UDP source port so that
         /// the underlay spreads flows (RFC 7348 §5) without reordering any one of them.
+        entropy: u16,
+        /// The network's encapsulation profile.
+        profile: ProfileTag,
+    },
+    /// Send the frame to an overlay node (docs/design/overlay.md): the datapath routes it in
+    /// its overlay tables (application Ethernet) and sends it, inside the overlay header with
+    /// this node as the source, to each next hop's locator. Emitted for an FDB entry
+    /// `FdbDest::Node` and for BUM frames of a network in `BumMode::Overlay` (one copy, to the
+    /// tree's node ID).
+    EncapNode {
+        /// The destination node (or replication tree).
+        node: NodeId,
+        /// The VNI to put in the header.
+        vni: Vni,
+        /// A hash of the inner flow: the header's flow hash and the outer UDP source port.
         entropy: u16,
         /// The network's encapsulation profile.
         profile: ProfileTag,

@@ -137,7 +137,8 @@ impl Pipeline {
     }
 
     /// Adds a static FDB entry, or replaces the entry (static or learned) the MAC already has.
-    /// The MAC must be unicast; a port must belong to the network; a remote must be unicast.
+    /// The MAC must be unicast; a port must belong to the network; a remote must be unicast; a
+    /// node must not be 0.
     pub fn fdb_add_static(&mut self, vni: Vni, mac: Mac, dest: FdbDest) -> Result<(), TableError> {
         self.network_ref(vni)?;
         if !mac.is_unicast() {
@@ -158,6 +159,8 @@ impl Pipeline {
                 return Err(TableError::InvalidRemote(remote));
             }
             FdbDest::Remote(_) => {}
+            FdbDest::Node(node) if !node.is_valid() => return Err(TableError::InvalidNode(node)),
+            FdbDest::Node(_) => {}
         }
         let limit = self.limits.max_static_fdb;
         if self.network_mut(vni)?.fdb.add_static(mac, dest, limit) {
@@ -324,10 +327,12 @@ fn validate(spec: &NetworkSpec, max_learned_fdb: u32) -> Result<(), TableError> 
             limit: max_learned_fdb,
         });
     }
-    if let BumMode::Multicast(group) = spec.bum {
-        if !group.is_multicast() {
+    match spec.bum {
+        BumMode::Multicast(group) if !group.is_multicast() => {
             return Err(TableError::InvalidGroup(group));
         }
+        BumMode::Overlay(node) if !node.is_valid() => return Err(TableError::InvalidNode(node)),
+        BumMode::HeadEnd | BumMode::Multicast(_) | BumMode::Overlay(_) => {}
     }
     Ok(())
 }

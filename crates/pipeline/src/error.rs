@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::{Mac, PortId, Vni};
+use crate::{Mac, NodeId, PortId, Vni};
 
 /// A control operation on the pipeline's tables that was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,4 +132,7 @@ pub enum TableError {
         /// Its length.
         len: u8,
     },
+    /// Node ID 0 in an FDB entry or as a network's BUM tree.
+    #[error("node id {0} is not a node; use 1..=4294967295")]
+    InvalidNode(NodeId),
 }

@@ -12,6 +12,10 @@
 //! for. No lock is taken, nothing is logged and, once the buffers are warm, nothing is allocated
 //! per frame.
 //!
+//! Networks on nvo's routed overlay map MACs to overlay node IDs ([`FdbDest::Node`],
+//! [`BumMode::Overlay`]) and yield [`Action::EncapNode`]; the [`overlay`] module holds the
+//! tables that route between node IDs (docs/design/overlay.md).
+//!
 //! Forwarding follows RFC 7348 §4 (flood and learn) with split horizon: frames from the underlay
 //! go only to local ports, never back to the underlay. Every drop has a [`DropReason`].
 //!
@@ -47,6 +51,7 @@ mod hash;
 mod icmp;
 pub mod l3;
 mod network;
+pub mod overlay;
 mod pipeline;
 mod types;
 
@@ -58,6 +63,7 @@ pub use drop::DropReason;
 pub use error::TableError;
 pub use fdb::FdbView;
 pub use network::NetworkView;
+pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
 pub use types::{
     BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin, PortId,

@@ -7,12 +7,14 @@
 //!   source unicast? ─ no → invalid_source_mac    network for the vni? ─ no → unknown_vni
 //!   learn src → Port(port)                       ethernet header? ─ no → malformed_frame
 //!   longer than mtu + L2? → reply + too_big      source unicast? ─ no → invalid_source_mac
-//!   dst in fdb:                                  learn src → Remote(src) (unless GBP D bit)
-//!     this port → hairpin                        dst in fdb:
-//!     other port → Deliver                         port → Deliver
-//!     remote → Encap                               remote → remote_to_remote (split horizon)
-//!   else flood: Deliver to every other port,     else flood: Deliver to every port,
-//!     Encap to each flood remote or the group      never back to the underlay
+//!   dst in fdb:                                  learn src → Remote(src), or Node(src_node)
+//!     this port → hairpin                          from an overlay header (unless GBP D bit)
+//!     other port → Deliver                       dst in fdb:
+//!     remote → Encap                               port → Deliver
+//!     node → EncapNode                             remote, node → remote_to_remote
+//!   else flood: Deliver to every other port,       (split horizon)
+//!     Encap to each flood remote or the group,   else flood: Deliver to every port,
+//!     or EncapNode to the network's overlay tree   never back to the underlay
 //!   nothing to do → no_destination               nothing to do → no_destination
 //! ```
 //!
@@ -33,7 +35,7 @@ use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::l3;
 use crate::network::Network;
-use crate::{BumMode, DropReason, FdbDest, Limits, Mac, PortId, ProfileTag, Vni};
+use crate::{BumMode, DropReason, FdbDest, Limits, Mac, NodeId, PortId, ProfileTag, Vni};
 
 /// A port in the pipeline's table.
 #[derive(Debug)]
@@ -162,6 +164,16 @@ impl Pipeline {
                     profile: net.spec.profile,
                 });
             }
+            Some(FdbDest::Node(node)) => {
+                net.counters.encap_unicast += 1;
+                let entropy = frame::entropy(frame, &eth);
+                actions.push(Action::EncapNode {
+                    node,
+                    vni,
+                    entropy,
+                    profile: net.spec.profile,
+                });
+            }
             None => {
                 flood_from_port(net, port, frame, &eth, actions);
                 if actions.is_empty() {
@@ -197,6 +209,7 @@ impl Pipeline {
             vni: Vni(vxlan.vni()),
             profile: ProfileTag::VXLAN,
             dont_learn: vxlan.gbp() && vxlan.dont_learn(),
+            src_node: None,
         };
         self.deliver_inner(decap, vxlan.payload(), now, actions);
     }
@@ -296,14 +309,22 @@ impl Pipeline {
             return reject(drops, None, DropReason::InvalidSourceMac, actions);
         }
         if net.spec.learning && !decap.dont_learn {
-            learn(net, eth.src, FdbDest::Remote(decap.src), now);
+            // An overlay packet names the node it came from: the MAC lives there, whichever
+            // relay or locator the packet took.
+            let dest = match decap.src_node.filter(|n| n.is_valid()) {
+                Some(node) => FdbDest::Node(node),
+                None => FdbDest::Remote(decap.src),
+            };
+            learn(net, eth.src, dest, now);
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {
                 net.counters.delivered += 1;
                 actions.push(Action::Deliver { port: out });
             }
-            Some(FdbDest::Remote(_)) => reject(drops, None, DropReason::RemoteToRemote, actions),
+            Some(FdbDest::Remote(_) | FdbDest::Node(_)) => {
+                reject(drops, None, DropReason::RemoteToRemote, actions)
+            }
             None => {
                 for &out in &net.ports {
                     actions.push(Action::Deliver { port: out });
@@ -328,6 +349,10 @@ pub struct Decapsulated {
     pub profile: ProfileTag,
     /// The header asked the receiver not to learn the inner source (GBP's D bit).
     pub dont_learn: bool,
+    /// The overlay node the packet came from (nvo's overlay header), when it names one:
+    /// source MACs are then learned behind `FdbDest::Node(src_node)` rather than the
+    /// underlay address, which may be a relay's.
+    pub src_node: Option<NodeId>,
 }
 
 /// Learns `src` behind `dest` and counts what happened.
@@ -357,6 +382,19 @@ fn flood_from_port(
     let remotes: &[IpAddr] = match &net.spec.bum {
         BumMode::HeadEnd => &net.flood,
         BumMode::Multicast(group) => std::slice::from_ref(group),
+        BumMode::Overlay(node) => {
+            // One copy to the tree: the overlay routes replicate it.
+            let (vni, profile) = (net.spec.vni, net.spec.profile);
+            let entropy = frame::entropy(frame, eth);
+            actions.push(Action::EncapNode {
+                node: *node,
+                vni,
+                entropy,
+                profile,
+            });
+            net.counters.encap_flood += 1;
+            return;
+        }
     };
     if remotes.is_empty() {
         return;

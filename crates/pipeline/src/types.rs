@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::TableError;
+use crate::{NodeId, TableError};
 
 /// A 24-bit VXLAN Network Identifier, RFC 7348 §5.
 ///
@@ -168,6 +168,9 @@ pub enum FdbDest {
     Port(PortId),
     /// A remote VTEP, by its underlay address (the UDP port is node-wide).
     Remote(IpAddr),
+    /// A node of the routed overlay, by its ID: the datapath finds the way there in its
+    /// overlay tables (`Action::EncapNode`).
+    Node(NodeId),
 }
 
 /// How an FDB entry got there.
@@ -187,10 +190,13 @@ pub enum BumMode {
     HeadEnd,
     /// One copy to this underlay multicast group; the underlay replicates (RFC 7348 §4.2).
     Multicast(IpAddr),
+    /// One copy to this overlay node ID, whose routes form the replication tree.
+    Overlay(NodeId),
 }
 
 impl Serialize for BumMode {
-    /// `{"mode": "head_end"}` or `{"mode": "multicast", "group": "239.1.1.1"}`, as in the API.
+    /// `{"mode": "head_end"}`, `{"mode": "multicast", "group": "239.1.1.1"}` or
+    /// `{"mode": "overlay", "node": 4278190081}`, as in the API.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         match self {
@@ -203,6 +209,12 @@ impl Serialize for BumMode {
                 let mut s = serializer.serialize_struct("BumMode", 2)?;
                 s.serialize_field("mode", "multicast")?;
                 s.serialize_field("group", group)?;
+                s.end()
+            }
+            BumMode::Overlay(node) => {
+                let mut s = serializer.serialize_struct("BumMode", 2)?;
+                s.serialize_field("mode", "overlay")?;
+                s.serialize_field("node", node)?;
                 s.end()
             }
         }
@@ -359,6 +371,14 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&group).unwrap(),
             r#"{"mode":"multicast","group":"239.1.1.1"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&BumMode::Overlay(NodeId(0xff00_0001))).unwrap(),
+            r#"{"mode":"overlay","node":4278190081}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&FdbDest::Node(NodeId(3))).unwrap(),
+            r#"{"node":3}"#
         );
     }
 }

@@ -184,6 +184,12 @@ impl Model {
                 entropy: 0,
                 profile: nvo_pipeline::ProfileTag::VXLAN,
             }],
+            Some(FdbDest::Node(node)) => vec![Action::EncapNode {
+                node,
+                vni,
+                entropy: 0,
+                profile: nvo_pipeline::ProfileTag::VXLAN,
+            }],
             None => {
                 let mut out: Vec<Action> = self
                     .ports_of(vni)
@@ -219,7 +225,9 @@ impl Model {
         }
         match self.find(vni, dst).map(|i| self.entries[i].dest) {
             Some(FdbDest::Port(p)) => vec![Action::Deliver { port: p }],
-            Some(FdbDest::Remote(_)) => vec![Action::Drop(DropReason::RemoteToRemote)],
+            Some(FdbDest::Remote(_) | FdbDest::Node(_)) => {
+                vec![Action::Drop(DropReason::RemoteToRemote)]
+            }
             None => {
                 let out: Vec<Action> = self
                     .ports_of(vni)

@@ -176,6 +176,7 @@ fn decapsulated_packets_reach_the_owner_of_the_address() {
         vni: VNI,
         profile: GPE,
         dont_learn: false,
+        src_node: None,
     };
     let packet = ipv4_frame(GW, C1, [10, 0, 0, 9], [10, 0, 0, 2])[14..].to_vec();
     p.from_decapsulated_ip(d, packet.len() + 16, &packet, &mut a);

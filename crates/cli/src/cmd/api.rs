@@ -202,9 +202,10 @@ pub enum FdbCmd {
     /// persist across restarts and are never overwritten by learning.
     #[command(
         after_help = "Example:\n  nvo fdb add 100 02:00:00:00:00:02 --remote 192.0.2.2\n  \
-                      nvo fdb add 100 02:00:00:00:00:01 --port c-red1"
+                      nvo fdb add 100 02:00:00:00:00:01 --port c-red1\n  \
+                      nvo fdb add 600 02:00:00:00:00:03 --node 174325763"
     )]
-    #[command(group(clap::ArgGroup::new("dest").required(true).args(["remote", "port"])))]
+    #[command(group(clap::ArgGroup::new("dest").required(true).args(["remote", "port", "node"])))]
     Add {
         /// The network's VNI.
         #[arg(value_parser = vni_parser())]
@@ -217,6 +218,9 @@ pub enum FdbCmd {
         /// The local port the MAC is behind.
         #[arg(long, value_name = "NAME")]
         port: Option<String>,
+        /// The overlay node the MAC is behind (networks on the overlay profile).
+        #[arg(long, value_name = "NODE_ID")]
+        node: Option<u32>,
     },
     /// Delete one entry, static or learned.
     #[command(after_help = "Example:\n  nvo fdb del 100 02:00:00:00:00:02")]
@@ -430,16 +434,19 @@ pub fn fdb(client: &Client, format: Format, cmd: FdbCmd) -> Result<(), CliError>
             mac,
             remote,
             port,
+            node,
         } => {
-            let dest = match (&remote, &port) {
-                (Some(ip), _) => format!("remote {ip}"),
-                (None, Some(p)) => format!("port {p}"),
-                (None, None) => String::new(),
+            let dest = match (&remote, &port, node) {
+                (Some(ip), _, _) => format!("remote {ip}"),
+                (None, Some(p), _) => format!("port {p}"),
+                (None, None, Some(n)) => format!("node {n}"),
+                (None, None, None) => String::new(),
             };
             let body = FdbAdd {
                 mac: mac.to_string(),
                 port,
                 remote,
+                node,
             };
             let answer: Value = client.post(&format!("/v1/networks/{vni}/fdb"), &body)?;
             done(

@@ -4,7 +4,9 @@
 
 pub mod api;
 pub mod decode;
+pub mod events;
 pub mod lab;
+pub mod overlay;
 pub mod profile;
 pub mod route;
 mod view;
@@ -53,6 +55,13 @@ pub enum CliError {
     /// An answer could not be printed as JSON.
     #[error("cannot write json: {0}")]
     Json(#[from] serde_json::Error),
+    /// A change refused before it was sent: it contradicts what nvod has (a locator added
+    /// twice, one removed that is not there). The message says which and what to do.
+    #[error("{0}")]
+    Refused(String),
+    /// Standard output could not be written (other than closed by its reader).
+    #[error("cannot write to stdout: {0}")]
+    Stdout(std::io::Error),
 }
 
 /// Prints a value as pretty JSON on stdout.

@@ -17,6 +17,7 @@ fn bum(b: &Bum) -> String {
     match b {
         Bum::HeadEnd => "head-end".to_owned(),
         Bum::Multicast { group } => format!("multicast {group}"),
+        Bum::Overlay { node } => format!("overlay tree {node}"),
     }
 }
 
@@ -302,10 +303,11 @@ pub fn ports(ports: &[Port]) -> Table {
 pub fn fdb(entries: &[FdbEntry]) -> Table {
     let mut t = Table::new(&["MAC", "DESTINATION", "ORIGIN", "AGE"]).right(3);
     for e in entries {
-        let dest = match (&e.port, &e.remote) {
-            (Some(p), _) => format!("port {p}"),
-            (None, Some(r)) => format!("remote {r}"),
-            (None, None) => "-".to_owned(),
+        let dest = match (&e.port, &e.remote, e.node) {
+            (Some(p), _, _) => format!("port {p}"),
+            (None, Some(r), _) => format!("remote {r}"),
+            (None, None, Some(n)) => format!("node {n}"),
+            (None, None, None) => "-".to_owned(),
         };
         let (origin, age) = match e.origin {
             Origin::Static => ("static", "-".to_owned()),
@@ -616,6 +618,7 @@ mod tests {
                 mac: "02:00:00:64:00:01".into(),
                 port: Some("c-red1".into()),
                 remote: None,
+                node: None,
                 origin: Origin::Learned,
                 age_s: 3,
             },
@@ -623,6 +626,7 @@ mod tests {
                 mac: "02:00:00:64:00:02".into(),
                 port: None,
                 remote: Some("10.100.0.2".parse().unwrap()),
+                node: None,
                 origin: Origin::Static,
                 age_s: 0,
             },

@@ -45,6 +45,22 @@ pub fn router(control: Shared) -> Router {
             "/v1/networks/{vni}/routes/{addr}/{len}",
             axum::routing::delete(route_delete),
         )
+        .route("/v1/overlay", get(overlay).put(set_overlay))
+        .route("/v1/overlay/nodes", get(overlay_nodes))
+        .route(
+            "/v1/overlay/nodes/{id}",
+            get(overlay_node)
+                .put(set_overlay_node)
+                .delete(delete_overlay_node),
+        )
+        .route("/v1/overlay/routes/{app}", get(overlay_routes))
+        .route(
+            "/v1/overlay/routes/{app}/{dst}",
+            get(overlay_route)
+                .put(set_overlay_route)
+                .delete(delete_overlay_route),
+        )
+        .route("/v1/events", get(events))
         .route("/v1/profiles", get(profiles).post(add_profile))
         .route("/v1/profiles/{name}", get(profile).delete(delete_profile))
         .route("/v1/profiles/{name}/keys", get(keys).post(bind_key))
@@ -233,4 +249,107 @@ async fn route_delete(
 ) -> Answer<StatusCode> {
     c.lock().await.route_delete(&vni, &addr, &len).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn overlay(State(c): State<Shared>) -> Answer<Json<api::OverlayInfo>> {
+    Ok(Json(c.lock().await.overlay().await?))
+}
+
+async fn set_overlay(
+    State(c): State<Shared>,
+    Body(info): Body<api::OverlayInfo>,
+) -> Answer<Json<api::OverlayInfo>> {
+    Ok(Json(c.lock().await.set_overlay(info).await?))
+}
+
+async fn overlay_nodes(State(c): State<Shared>) -> Json<Vec<api::OverlayNode>> {
+    Json(c.lock().await.overlay_nodes())
+}
+
+async fn overlay_node(
+    State(c): State<Shared>,
+    Params(id): Params<String>,
+) -> Answer<Json<api::OverlayNode>> {
+    Ok(Json(c.lock().await.overlay_node(&id)?))
+}
+
+async fn set_overlay_node(
+    State(c): State<Shared>,
+    Params(id): Params<String>,
+    Body(locators): Body<api::NodeLocators>,
+) -> Answer<Json<api::OverlayNode>> {
+    Ok(Json(c.lock().await.set_overlay_node(&id, locators).await?))
+}
+
+async fn delete_overlay_node(
+    State(c): State<Shared>,
+    Params(id): Params<String>,
+) -> Answer<StatusCode> {
+    c.lock().await.delete_overlay_node(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn overlay_routes(
+    State(c): State<Shared>,
+    Params(app): Params<String>,
+) -> Answer<Json<Vec<api::OverlayRoute>>> {
+    Ok(Json(c.lock().await.overlay_routes(&app)?))
+}
+
+async fn overlay_route(
+    State(c): State<Shared>,
+    Params((app, dst)): Params<(String, String)>,
+) -> Answer<Json<api::OverlayRoute>> {
+    Ok(Json(c.lock().await.overlay_route(&app, &dst)?))
+}
+
+async fn set_overlay_route(
+    State(c): State<Shared>,
+    Params((app, dst)): Params<(String, String)>,
+    Body(hops): Body<api::RouteNextHops>,
+) -> Answer<Json<api::OverlayRoute>> {
+    Ok(Json(
+        c.lock().await.set_overlay_route(&app, &dst, hops).await?,
+    ))
+}
+
+async fn delete_overlay_route(
+    State(c): State<Shared>,
+    Params((app, dst)): Params<(String, String)>,
+) -> Answer<StatusCode> {
+    c.lock().await.delete_overlay_route(&app, &dst).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /v1/events`: server-sent events, one per overlay change, `event: node|route|own` and
+/// `data:` the change as JSON; a comment line every 15 s keeps idle connections open. A
+/// listener that falls more than the backlog behind is told with an `event: lagged`.
+async fn events(State(c): State<Shared>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let rx = c.lock().await.subscribe();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let received = tokio::time::timeout(std::time::Duration::from_secs(15), rx.recv()).await;
+        let Ok(received) = received else {
+            return Some((Ok(": keep-alive\n\n".to_owned()), rx));
+        };
+        let chunk = match received {
+            Ok(event) => {
+                let data = serde_json::to_string(&event).unwrap_or_default();
+                format!("event: {}\ndata: {data}\n\n", event.kind())
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                format!("event: lagged\ndata: {{\"missed\": {n}}}\n\n")
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "text/event-stream"),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response()
 }

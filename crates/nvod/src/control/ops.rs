@@ -233,20 +233,23 @@ impl Control {
         Ok(entries
             .into_iter()
             .map(|e| {
-                let (port, remote) = match e.dest {
+                let (port, remote, node) = match e.dest {
                     FdbDest::Port(id) => (
                         Some(
                             self.port_name(id)
                                 .map_or_else(|| id.to_string(), str::to_owned),
                         ),
                         None,
+                        None,
                     ),
-                    FdbDest::Remote(ip) => (None, Some(ip)),
+                    FdbDest::Remote(ip) => (None, Some(ip), None),
+                    FdbDest::Node(n) => (None, None, Some(n.0)),
                 };
                 api::FdbEntry {
                     mac: e.mac.to_string(),
                     port,
                     remote,
+                    node,
                     origin: match e.origin {
                         Origin::Static => api::Origin::Static,
                         Origin::Learned => api::Origin::Learned,
@@ -268,8 +271,14 @@ impl Control {
             )));
         }
         let key = mac.to_string();
-        let (dest, stored) = match (&add.port, add.remote) {
-            (Some(name), None) => match self.state.ports.get(name) {
+        let (dest, stored) = match (&add.port, add.remote, add.node) {
+            (None, None, Some(0)) => {
+                return Err(Failure::bad(format!(
+                    "fdb entry for {key}: node 0 is not a node"
+                )))
+            }
+            (None, None, Some(n)) => (FdbDest::Node(nvo_pipeline::NodeId(n)), StaticDest::Node(n)),
+            (Some(name), None, None) => match self.state.ports.get(name) {
                 Some(p) if p.vni == vni.0 => {
                     let id =
                         self.port_ids.get(name).copied().ok_or_else(|| {
@@ -291,14 +300,14 @@ impl Control {
                     ))
                 }
             },
-            (None, Some(ip)) => {
+            (None, Some(ip), None) => {
                 let ip = remote(ip, &self.config)?;
                 (FdbDest::Remote(ip), StaticDest::Remote(ip))
             }
             _ => {
                 return Err(Failure::bad(format!(
-                    "fdb entry for {key} needs exactly one of \"port\" (a local port name) and \
-                     \"remote\" (a remote VTEP address)"
+                    "fdb entry for {key} needs exactly one of \"port\" (a local port name), \
+                     \"remote\" (a remote VTEP address) and \"node\" (an overlay node)"
                 )))
             }
         };
@@ -324,6 +333,7 @@ impl Control {
             mac: key,
             port: add.port,
             remote: add.remote,
+            node: add.node,
             origin: api::Origin::Static,
             age_s: 0,
         })
@@ -452,6 +462,10 @@ impl Control {
             Reply::Counters(c, s, t) => (c, s, t),
             other => return Err(unexpected(other)),
         };
+        let overlay = match self.query(Command::OverlayCounters).await? {
+            Reply::Overlay(c) => convert::counter_map(&c),
+            other => return Err(unexpected(other)),
+        };
         let mut underlay = convert::counter_map(&counters.underlay);
         underlay.extend([
             ("recv_truncated".to_owned(), sockets.recv_truncated),
@@ -477,6 +491,7 @@ impl Control {
                 .collect(),
             underlay,
             stt: convert::counter_map(&stt),
+            overlay,
         })
     }
 }

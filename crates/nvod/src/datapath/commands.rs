@@ -81,6 +81,31 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             pipeline.flood_remove(vni, remote)?;
             Reply::Done
         }
+        Command::OverlayOwn(id) => {
+            core.overlay.set_own(id)?;
+            Reply::Done
+        }
+        Command::OverlayNode(node, locators) => {
+            // Opening the overlay socket here lets a relay with no overlay network of its own
+            // receive and relay.
+            ensure_overlay_socket(core)?;
+            core.overlay.set_locators(node, locators)?;
+            Reply::Done
+        }
+        Command::OverlayNodeRemove(node) => {
+            core.overlay.remove_node(node)?;
+            Reply::Done
+        }
+        Command::OverlayRoute(app, dst, hops) => {
+            ensure_overlay_socket(core)?;
+            core.overlay.set_route(app, dst, hops)?;
+            Reply::Done
+        }
+        Command::OverlayRouteRemove(app, dst) => {
+            core.overlay.remove_route(app, dst)?;
+            Reply::Done
+        }
+        Command::OverlayCounters => Reply::Overlay(core.overlay.counters()),
         Command::RouteAdd(vni, prefix, len, remote) => {
             pipeline.route_add(vni, prefix, len, remote)?;
             Reply::Done
@@ -138,6 +163,18 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Reply::Done,
     })
+}
+
+/// Opens the overlay's UDP socket if it is not open yet.
+fn ensure_overlay_socket(core: &mut Core) -> Result<(), DatapathError> {
+    let transport = nvo_encap::profile::Transport::Udp(nvo_wire::ports::OVERLAY);
+    core.underlays
+        .ensure(transport)
+        .map(drop)
+        .map_err(|source| DatapathError::Transport {
+            transport: underlays::describe(transport),
+            source,
+        })
 }
 
 /// Adds a network, all or nothing: the profile's socket (opened if it is the first network on

@@ -26,6 +26,7 @@ use nvo_encap::engine::{DecapError, Engine, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
 use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttMeta};
 use nvo_io::{FrameMeta, Gso, GsoKind, OuterValues};
+use nvo_pipeline::overlay::{Hop, OverlayTables};
 use nvo_pipeline::{
     Action, Actions, Decapsulated, DropReason, Pipeline, PortId, ProfileTag, TxOutcome, TxTarget,
     Vni,
@@ -59,11 +60,15 @@ pub struct Core {
     pub segmenter: Segmenter,
     /// The underlay MTU, for the size of STT segments.
     pub underlay_mtu: u16,
-    actions: Actions,
+    pub(super) actions: Actions,
+    /// The overlay's node ID, locators and routes.
+    pub overlay: OverlayTables,
+    /// Where `OverlayTables::forward` puts the hops of one packet.
+    pub(super) hops: Vec<Hop>,
     /// An STT frame (header + inner frame) put together before segmentation.
     stt_frame: Vec<u8>,
     /// A packet being relayed, with its hop count decremented.
-    relay_buf: Vec<u8>,
+    pub(super) relay_buf: Vec<u8>,
     /// Where GSO frames are cut into segments for profiles that need them.
     finish_scratch: Vec<u8>,
 }
@@ -85,6 +90,7 @@ impl Forwarder {
         engine: Engine,
         reassembler: Reassembler,
         underlay_mtu: u16,
+        overlay: OverlayTables,
     ) -> Forwarder {
         Forwarder {
             core: Core {
@@ -98,6 +104,8 @@ impl Forwarder {
                 // Room for the fan-out of a full flood list plus every local port of a network;
                 // it grows (rarely) beyond that.
                 actions: Actions::with_capacity(512),
+                hops: Vec::with_capacity(overlay.limits().max_next_hops),
+                overlay,
                 stt_frame: Vec::with_capacity(usize::from(u16::MAX)),
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
@@ -124,6 +132,9 @@ impl Forwarder {
         let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
             return;
         };
+        if transport == Transport::Udp(super::overlay::PORT) {
+            return self.core.overlay_packet(src, packet, now);
+        }
         if transport != STT {
             return self.core.decap(transport, src, packet, packet.len(), now);
         }
@@ -179,6 +190,7 @@ impl Core {
                     vni: Vni(vni),
                     profile: ProfileTag(decap.profile.0),
                     dont_learn: decap.dont_learn,
+                    src_node: None,
                 };
                 let inner = packet.get(decap.header_len..).unwrap_or_default();
                 self.pipeline
@@ -204,6 +216,7 @@ impl Core {
             vni: Vni(vni),
             profile: ProfileTag(decap.profile.0),
             dont_learn: decap.dont_learn,
+            src_node: None,
         };
         self.pipeline
             .from_decapsulated(d, outer_len, inner, now, &mut self.actions);
@@ -258,7 +271,7 @@ impl Core {
 
     /// Performs the actions of the last pipeline call on `frame`, which `meta` may say is a
     /// GSO frame or has a partial checksum.
-    fn perform(&mut self, frame: &[u8], meta: &FrameMeta) {
+    pub(super) fn perform(&mut self, frame: &[u8], meta: &FrameMeta) {
         for i in 0..self.actions.len() {
             match self.actions.as_slice()[i] {
                 Action::Deliver { port } => {
@@ -309,6 +322,33 @@ impl Core {
                         self.encap((remote, vni, entropy, profile), packet, true, meta);
                     } else {
                         self.encap_segments((remote, vni, entropy, profile), frame, meta, offset);
+                    }
+                }
+                // The overlay datapath (issue 6) is not wired yet: no network emits these.
+                Action::EncapNode {
+                    node,
+                    vni,
+                    entropy,
+                    profile,
+                } => {
+                    let profile = ProfileId(profile.0);
+                    if meta.is_complete() {
+                        self.encap_node(node, vni, entropy, profile, frame);
+                    } else {
+                        // A GSO frame: finished in software, each segment routed alike.
+                        let mut scratch = std::mem::take(&mut self.finish_scratch);
+                        let finished = meta.finish(frame, &mut scratch, &mut |segment| {
+                            self.encap_node(node, vni, entropy, profile, segment);
+                            Ok(())
+                        });
+                        self.finish_scratch = scratch;
+                        if finished.is_err() {
+                            self.pipeline.count_tx(
+                                TxTarget::Underlay,
+                                frame.len(),
+                                TxOutcome::Failed,
+                            );
+                        }
                     }
                 }
                 Action::Drop(_) => {}
@@ -453,7 +493,7 @@ const ENTROPY_SPORT_BASE: u16 = 0xc000;
 
 /// Queues one datagram on the socket at `at` — to `dst`, with `entropy` and the outer values
 /// inherited from its inner packet (if the config asks) — flushing first when the batch is full.
-fn queue(
+pub(super) fn queue(
     underlays: &mut Underlays,
     pipeline: &mut Pipeline,
     at: usize,

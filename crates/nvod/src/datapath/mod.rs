@@ -20,6 +20,7 @@
 mod commands;
 mod forward;
 mod groups;
+mod overlay;
 mod ports;
 mod stt_guard;
 pub mod underlays;
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 use nvo_encap::engine::Engine;
 use nvo_encap::stt::Reassembler;
 use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
+use nvo_pipeline::overlay::{NodeId, OverlayLimits, OverlayTables};
 use nvo_pipeline::{Limits, Pipeline};
 
 use crate::command::{Command, Datapath, Request};
@@ -140,6 +142,7 @@ pub fn start(config: &Config) -> Result<Started, StartError> {
         Engine::new(Default::default()),
         Reassembler::new(config.stt_reassembly),
         config.underlay_mtu,
+        OverlayTables::new(NodeId(config.node_id), OverlayLimits::default()),
     );
     let thread = std::thread::Builder::new()
         .name("nvod-datapath".to_owned())

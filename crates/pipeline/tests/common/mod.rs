@@ -75,7 +75,8 @@ pub fn setup() -> Pipeline {
     p
 }
 
-/// The actions with every entropy set to zero, to compare forwarding decisions.
+/// The actions with every entropy (`Encap`, `EncapNode`) set to zero, to compare forwarding
+/// decisions.
 pub fn plain(actions: &Actions) -> Vec<Action> {
     actions
         .iter()
@@ -87,6 +88,14 @@ pub fn plain(actions: &Actions) -> Vec<Action> {
                 ..
             } => Action::Encap {
                 remote,
+                vni,
+                entropy: 0,
+                profile,
+            },
+            Action::EncapNode {
+                node, vni, profile, ..
+            } => Action::EncapNode {
+                node,
                 vni,
                 entropy: 0,
                 profile,
