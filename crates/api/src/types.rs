@@ -527,6 +527,55 @@ impl OverlayEvent {
     }
 }
 
+/// `POST /v1/overlay/probe`: measure the path to a node with overlay probes (VNI 0, payload
+/// "NVOP"): `count` requests to `dst`, straight along the routes or first to `via`'s locator
+/// (it relays them on by its own routes), then `timeout_ms` to wait for the replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRequest {
+    /// The node probed.
+    pub dst: u32,
+    /// The relay the probes go through first; absent: along this node's routes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<u32>,
+    /// Requests sent, 1 to 100 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// How long to wait for the replies, 10 to 5000 ms (default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u32>,
+}
+
+/// Round-trip times of the replies that came back, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RttStats {
+    /// Fastest reply.
+    pub min: u64,
+    /// Mean over the replies.
+    pub mean: u64,
+    /// Slowest reply.
+    pub max: u64,
+}
+
+/// The answer to `POST /v1/overlay/probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    /// The node probed.
+    pub dst: u32,
+    /// The relay, when the probes went through one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<u32>,
+    /// Requests sent.
+    pub sent: u32,
+    /// Replies received before the timeout.
+    pub received: u32,
+    /// The share of requests without a reply, 0 to 1.
+    pub loss: f64,
+    /// Round-trip times; absent when no reply came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<RttStats>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,5 +656,34 @@ mod tests {
             serde_json::to_value(OverlayApp::Ipv4).unwrap(),
             json!("ipv4")
         );
+    }
+
+    #[test]
+    fn probe_bodies_have_the_documented_json_form() {
+        let r = ProbeRequest {
+            dst: 3,
+            via: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_value(r).unwrap(),
+            json!({"dst": 3, "via": 2})
+        );
+        let full: ProbeRequest =
+            serde_json::from_value(json!({"dst": 3, "count": 5, "timeout_ms": 200})).unwrap();
+        assert_eq!(
+            (full.via, full.count, full.timeout_ms),
+            (None, Some(5), Some(200))
+        );
+        assert!(serde_json::from_value::<ProbeRequest>(json!({"dst": 3, "ttl": 2})).is_err());
+        let answer = json!({"dst": 3, "via": 2, "sent": 10, "received": 9, "loss": 0.1,
+            "rtt_us": {"min": 100, "mean": 150, "max": 400}});
+        let p: ProbeResult = serde_json::from_value(answer.clone()).unwrap();
+        assert_eq!(p.rtt_us.map(|r| r.mean), Some(150));
+        assert_eq!(serde_json::to_value(p).unwrap(), answer);
+        let lost: ProbeResult =
+            serde_json::from_value(json!({"dst": 3, "sent": 10, "received": 0, "loss": 1.0}))
+                .unwrap();
+        assert_eq!((lost.via, lost.rtt_us), (None, None));
     }
 }

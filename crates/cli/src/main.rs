@@ -2,7 +2,7 @@
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
 //! `port`, `fdb`, `flood`, `counters`, `overlay`, `events`; one per call, on the socket given
-//! by `--socket` or `NVO_SOCKET`),
+//! by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
 //! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
 //! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
@@ -25,6 +25,7 @@ use cmd::decode::DecodeArgs;
 use cmd::events::EventsArgs;
 use cmd::lab::LabCmd;
 use cmd::overlay::OverlayCmd;
+use cmd::prober::ProberArgs;
 use cmd::profile::ProfileCmd;
 use cmd::route::RouteCmd;
 use cmd::{CliError, Format};
@@ -95,6 +96,20 @@ enum Command {
     /// prints each event as the JSON line nvod sent.
     #[command(after_help = "Example:\n  nvo events\n  nvo -o json events --count 1")]
     Events(EventsArgs),
+    /// Choose each overlay destination's path by measurement: direct, or through one relay.
+    ///
+    /// A RON-style control plane on nvod's API: every --interval seconds it probes, for every
+    /// node of the locator table, the direct path and the path through each other node, scores
+    /// each (mean RTT + loss x --loss-penalty-us) and installs the best one (a route to the
+    /// relay, or no route for direct) when it beats the current path by --hysteresis for
+    /// --confirm rounds in a row. Routes with several next hops (trees) are left alone. Prints
+    /// one line per change (-o json: one object per round); errors go to stderr and the
+    /// prober goes on. Runs until Ctrl-C, or for --once / --rounds N rounds.
+    #[command(
+        after_help = "Example:\n  nvo prober\n  nvo prober --interval 5 --hysteresis 0.3 --confirm 3\n  \
+                      nvo -o json prober --once --confirm 1"
+    )]
+    Prober(ProberArgs),
     /// Build, list, enter and remove labs: whole overlays of network namespaces on this machine.
     #[command(subcommand)]
     Lab(LabCmd),
@@ -126,6 +141,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
         Command::Overlay(c) => cmd::overlay::overlay(&client, format, c)?,
         Command::Events(a) => cmd::events::events(&client, format, a)?,
+        Command::Prober(a) => cmd::prober::prober(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),
         Command::Decode(args) => return Ok(cmd::decode::run(args, format)),
     }

@@ -90,6 +90,19 @@ pub enum Command {
     OverlayRouteRemove(App, NodeId),
     /// The overlay's counters.
     OverlayCounters,
+    /// Starts a run of probes.
+    OverlayProbeStart {
+        /// Run ID.
+        id: u32,
+        /// Destination node.
+        dst: NodeId,
+        /// The relay to go through first, if any.
+        via: Option<NodeId>,
+        /// How many probes.
+        count: u32,
+    },
+    /// What a run of probes measured (the run is forgotten).
+    OverlayProbeResult(u32),
     /// Adds or replaces a route of an L3 network.
     RouteAdd(Vni, std::net::Ipv4Addr, u8, IpAddr),
     /// Removes a route of an L3 network.
@@ -140,6 +153,8 @@ pub enum Reply {
     PortsUp(Vec<(PortId, bool)>),
     /// The overlay's counters.
     Overlay(OverlayCounters),
+    /// A probe run's measurements (None: no such run).
+    Probe(Option<crate::datapath::probe::RunResult>),
     /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
     Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
 }
@@ -207,6 +222,9 @@ pub enum DatapathError {
         /// What the kernel said.
         source: std::io::Error,
     },
+    /// Too many probe runs are in flight.
+    #[error("too many probe runs in flight ({0} at most); retry in a moment")]
+    ProbesBusy(usize),
     /// The datapath thread is gone (it stopped or failed; its log says why).
     #[error("the datapath thread has stopped; restart nvod (its log says why)")]
     Gone,

@@ -85,7 +85,9 @@ impl From<DatapathError> for Failure {
     fn from(e: DatapathError) -> Failure {
         use nvo_pipeline::TableError as T;
         let kind = match &e {
-            DatapathError::Gone | DatapathError::Busy => Kind::Unavailable,
+            DatapathError::Gone | DatapathError::Busy | DatapathError::ProbesBusy(_) => {
+                Kind::Unavailable
+            }
             DatapathError::Open { .. } | DatapathError::NoInterface(_) => Kind::BadRequest,
             DatapathError::TooManyGroups { .. } => Kind::Conflict,
             DatapathError::Join { .. } | DatapathError::Transport { .. } => Kind::Internal,
@@ -128,6 +130,8 @@ pub struct Control {
     profiles: Engine,
     /// Overlay changes for `/v1/events` listeners.
     events: tokio::sync::broadcast::Sender<api::OverlayEvent>,
+    /// The last probe run ID handed out.
+    next_probe: u32,
 }
 
 impl Control {
@@ -149,6 +153,7 @@ impl Control {
             next_port: 1,
             profiles: Engine::new(Default::default()),
             events: tokio::sync::broadcast::channel(overlay::EVENT_BACKLOG).0,
+            next_probe: 0,
         }
     }
 

@@ -7,6 +7,7 @@ pub mod decode;
 pub mod events;
 pub mod lab;
 pub mod overlay;
+pub mod prober;
 pub mod profile;
 pub mod route;
 mod view;

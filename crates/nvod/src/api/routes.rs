@@ -60,6 +60,7 @@ pub fn router(control: Shared) -> Router {
                 .put(set_overlay_route)
                 .delete(delete_overlay_route),
         )
+        .route("/v1/overlay/probe", post(probe))
         .route("/v1/events", get(events))
         .route("/v1/profiles", get(profiles).post(add_profile))
         .route("/v1/profiles/{name}", get(profile).delete(delete_profile))
@@ -352,4 +353,15 @@ async fn events(State(c): State<Shared>) -> axum::response::Response {
         axum::body::Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// `POST /v1/overlay/probe`: starts the run, lets go of the control lock while the probes are
+/// out (other API calls go on), then collects the replies.
+async fn probe(
+    State(c): State<Shared>,
+    Body(req): Body<api::ProbeRequest>,
+) -> Answer<Json<api::ProbeResult>> {
+    let (id, wait) = c.lock().await.probe_start(&req).await?;
+    tokio::time::sleep(wait).await;
+    Ok(Json(c.lock().await.probe_result(&req, id).await?))
 }

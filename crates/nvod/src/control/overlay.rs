@@ -210,6 +210,83 @@ impl Control {
         Ok(())
     }
 
+    /// `POST /v1/overlay/probe`, first half: checks the request and starts the run; answers
+    /// the run ID and how long to wait before `probe_result`.
+    pub async fn probe_start(
+        &mut self,
+        req: &api::ProbeRequest,
+    ) -> Result<(u32, std::time::Duration), Failure> {
+        let dst = node(req.dst)?;
+        let via = req.via.map(node).transpose()?;
+        let count = req.count.unwrap_or(10);
+        if !(1..=crate::datapath::probe::MAX_COUNT).contains(&count) {
+            return Err(Failure::bad(format!(
+                "count {count} is out of range; use 1 to {}",
+                crate::datapath::probe::MAX_COUNT
+            )));
+        }
+        let timeout = req.timeout_ms.unwrap_or(500);
+        if !(10..=5000).contains(&timeout) {
+            return Err(Failure::bad(format!(
+                "timeout_ms {timeout} is out of range; use 10 to 5000"
+            )));
+        }
+        // The relay is the first hop: it must be reachable. (The destination may be reached
+        // by a route without locators of its own; a probe that finds no way is all lost.)
+        if let Some(v) = via {
+            if !self.state.overlay.nodes.contains_key(&v.0) {
+                return Err(Failure::bad(format!(
+                    "relay node {v} has no locators; set them first (PUT /v1/overlay/nodes/{v})"
+                )));
+            }
+        }
+        self.next_probe = self.next_probe.wrapping_add(1);
+        let id = self.next_probe;
+        self.query(Command::OverlayProbeStart {
+            id,
+            dst,
+            via,
+            count,
+        })
+        .await?;
+        Ok((id, std::time::Duration::from_millis(u64::from(timeout))))
+    }
+
+    /// `POST /v1/overlay/probe`, second half: what run `id` measured.
+    pub async fn probe_result(
+        &self,
+        req: &api::ProbeRequest,
+        id: u32,
+    ) -> Result<api::ProbeResult, Failure> {
+        let run = match self.query(Command::OverlayProbeResult(id)).await? {
+            Reply::Probe(Some(run)) => run,
+            Reply::Probe(None) => {
+                return Err(Failure::new(
+                    Kind::Internal,
+                    format!("probe run {id} is gone (nvod restarted?)"),
+                ))
+            }
+            other => return Err(super::unexpected(other)),
+        };
+        let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        Ok(api::ProbeResult {
+            dst: req.dst,
+            via: req.via,
+            sent: run.sent,
+            received: run.received,
+            loss: if run.sent == 0 {
+                1.0
+            } else {
+                1.0 - f64::from(run.received) / f64::from(run.sent)
+            },
+            rtt_us: run.rtt.map(|(min, mean, max)| api::RttStats {
+                min: us(min),
+                mean: us(mean),
+                max: us(max),
+            }),
+        })
+    }
+
     /// The commands that restore the stored overlay at start.
     pub(super) fn overlay_restore(&self) -> Result<Vec<Command>, Failure> {
         let mut commands = Vec::new();

@@ -106,6 +106,19 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             Reply::Done
         }
         Command::OverlayCounters => Reply::Overlay(core.overlay.counters()),
+        Command::OverlayProbeStart {
+            id,
+            dst,
+            via,
+            count,
+        } => {
+            ensure_overlay_socket(core)?;
+            if !core.probe_start(id, dst, via, count, now) {
+                return Err(DatapathError::ProbesBusy(super::probe::MAX_RUNS));
+            }
+            Reply::Done
+        }
+        Command::OverlayProbeResult(id) => Reply::Probe(core.probes.take(id)),
         Command::RouteAdd(vni, prefix, len, remote) => {
             pipeline.route_add(vni, prefix, len, remote)?;
             Reply::Done

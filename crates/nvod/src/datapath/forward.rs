@@ -65,6 +65,8 @@ pub struct Core {
     pub overlay: OverlayTables,
     /// Where `OverlayTables::forward` puts the hops of one packet.
     pub(super) hops: Vec<Hop>,
+    /// Overlay probe runs in flight.
+    pub probes: super::probe::Probes,
     /// An STT frame (header + inner frame) put together before segmentation.
     stt_frame: Vec<u8>,
     /// A packet being relayed, with its hop count decremented.
@@ -105,6 +107,7 @@ impl Forwarder {
                 // it grows (rarely) beyond that.
                 actions: Actions::with_capacity(512),
                 hops: Vec::with_capacity(overlay.limits().max_next_hops),
+                probes: Default::default(),
                 overlay,
                 stt_frame: Vec::with_capacity(usize::from(u16::MAX)),
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
@@ -165,7 +168,7 @@ impl Forwarder {
 
 impl Core {
     /// Takes the tunnel header off `packet` and forwards the inner frame.
-    fn decap(
+    pub(super) fn decap(
         &mut self,
         transport: Transport,
         src: IpAddr,

@@ -22,6 +22,7 @@ mod forward;
 mod groups;
 mod overlay;
 mod ports;
+pub mod probe;
 mod stt_guard;
 pub mod underlays;
 
@@ -239,9 +240,12 @@ impl Loop {
             if self.poller.is_ready(0) && !self.commands(now) {
                 return;
             }
+            // Commands may queue packets too (overlay probes): out now, not at the next wake.
+            self.fwd.flush();
             if now >= self.next_tick {
                 self.fwd.core.pipeline.age(now);
                 self.fwd.reassembler.expire(now);
+                self.fwd.core.probes.expire(now);
                 self.fwd.core.ports.retry();
                 self.next_tick = now + TICK;
             }

@@ -90,6 +90,13 @@ impl Core {
     /// its destination node first — relayed as it is (TTL − 1) to every next hop but the one it
     /// came from, and delivered here when this node is its destination or a member of its tree.
     pub(super) fn overlay_packet(&mut self, src: IpAddr, packet: &[u8], now: Instant) {
+        // Destination node 0: a plain tunnel to a locator (a network on the overlay profile
+        // with a flood list and remote FDB entries, no node routing): decapsulated here like
+        // any other profile's packet.
+        if packet.get(12..16) == Some(&[0, 0, 0, 0][..]) {
+            let transport = nvo_encap::profile::Transport::Udp(PORT);
+            return self.decap(transport, src, packet, packet.len(), now);
+        }
         let mut hops = std::mem::take(&mut self.hops);
         // `receive` decrements the TTL in place for the relayed copies; the original stays for
         // the local copy (whose header no longer matters once it is taken off).
@@ -131,7 +138,7 @@ impl Core {
             }
         }
         self.hops = hops;
-        if local {
+        if local && !self.probe_received(&arrival, packet, now) {
             self.decap_overlay(src, arrival.src, packet, now);
         } else if self.hops.is_empty() {
             self.pipeline
