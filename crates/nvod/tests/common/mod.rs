@@ -172,6 +172,13 @@ impl Nvod {
             .unwrap_or_else(|e| panic!("POST {path}: {e}\n{}", self.log_text()))
     }
 
+    pub fn put<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> T {
+        let body = serde_json::to_vec(body).unwrap();
+        self.client
+            .call("PUT", path, Some(&body))
+            .unwrap_or_else(|e| panic!("PUT {path}: {e}\n{}", self.log_text()))
+    }
+
     pub fn delete(&self, path: &str) {
         self.client
             .delete(path)
