@@ -248,6 +248,11 @@ def test_weighted_locators_split_flows_3_to_1(lab_factory, tmp_path):
     api(lab, "ha", "POST", "/v1/networks/600/fdb", {"mac": lab.mac("cb"), "node": hb})
     api(lab, "hb", "POST", "/v1/networks/600/fdb", {"mac": lab.mac("ca"), "node": ha})
     lab.exec("ca", "ip", "neigh", "replace", "10.60.0.2", "lladdr", lab.mac("cb"), "dev", "eth0")
+    def no_ports():
+        snmp = lab.exec("cb", "cat", "/proc/net/snmp").stdout.splitlines()
+        names, values = [l.split()[1:] for l in snmp if l.startswith("Udp:")][:2]
+        return int(values[names.index("NoPorts")])
+    before = no_ports()
     pcap = tmp_path / "hb.pcap"
     cap = lab.capture("hb", pcap, "udp port 60002")
     try:
@@ -277,3 +282,7 @@ def test_weighted_locators_split_flows_3_to_1(lab_factory, tmp_path):
     assert all(len(v) == 1 for v in per_flow.values()), "a flow used two locators"
     share = sum(1 for v in per_flow.values() if v == {UL["hb"]}) / len(per_flow)
     assert 0.68 <= share <= 0.82, f"weight 3 locator got {share:.2%} of the flows"
+    # Both locators deliver: nvod listens on every address of its node. cb has no listener on
+    # port 7, so each datagram that reaches it counts as NoPorts.
+    delivered = wait_for(lambda: (n := no_ports() - before) >= 1100 and n, what="datagrams at cb")
+    assert delivered <= 1200, delivered

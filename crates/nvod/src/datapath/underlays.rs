@@ -187,7 +187,17 @@ impl Underlays {
         }
         let (port, socket) = match transport {
             Transport::Udp(port) => {
-                let mut u = UdpUnderlay::bind(self.locator, port, self.entropy_ports)?;
+                // The overlay is reached at every locator of this node (a node may have several,
+                // weighted): its socket listens on every address. Other tunnels, on the locator.
+                let local = if port == ports::OVERLAY {
+                    match self.locator {
+                        IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+                    }
+                } else {
+                    self.locator
+                };
+                let mut u = UdpUnderlay::bind(local, port, self.entropy_ports)?;
                 u.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
                 apply_offloads(&mut u, &self.outer)?;
                 (port, Socket::Udp(u))
