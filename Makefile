@@ -5,11 +5,12 @@
 #   make bench-full  full benchmark: 5 repetitions, longer runs, 8 UDP payload sizes (~35 min)
 #   make bench-encaps   every encapsulation profile against native and kernel VXLAN (~10 min)
 #   make bench-offloads STT against VXLAN with TSO/GSO/GRO toggled, 5 repetitions (~5 min)
+#   make bench-relay    relaying on a middle host: nvo against the kernel's VXLAN + bridge (~12 min)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: test demo bench bench-full bench-encaps bench-offloads
+.PHONY: test demo bench bench-full bench-encaps bench-offloads bench-relay
 
 test:
 	scripts/test.sh
@@ -28,3 +29,6 @@ bench-encaps:
 
 bench-offloads:
 	$(PYTHON) bench/run.py --offloads --reps 5
+
+bench-relay:
+	$(PYTHON) bench/run.py --relay

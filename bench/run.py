@@ -3,6 +3,7 @@
 
     bench/run.py [--quick | --full] [--reps N] [--scenarios LIST] [--no-build]
     bench/run.py --offloads [--quick | --full] [--reps N] [--no-build]
+    bench/run.py --relay [--quick | --full] [--reps N] [--sizes LIST] [--no-build]
     bench/run.py --render RESULTS.json
     bench/run.py --compare A.json B.json
 
@@ -26,11 +27,18 @@ nvo-stt), `all`. (`make bench` and `make bench-full`.) Needs root. One run:
 cost, under a matrix of offload toggles (bench/nvobench/offloads.py); it writes
 bench/results/<stamp>-offloads.{json,md,png} and never latest.*.
 
+`--relay` is a third kind: relaying on a middle host B by nvo (overlay profile, no
+decapsulation) against B relaying with the kernel's VXLAN decapsulation → bridge → VXLAN
+re-encapsulation, with the two-host direct scenarios beside them (bench/nvobench/relay.py):
+UDP at 8 payload sizes, TCP 1 stream, RTT, and checks that each B relays as it says; it
+writes bench/results/<stamp>-relay.{json,md,png} and never latest.*.
+
 `--compare` measures nothing: it says whether two runs agree on every ratio within the noise
 each states (bench/nvobench/compare.py defines it) and exits 0 when they do, 1 when not.
 
 Quick mode takes about 5 minutes on 2 cores (after the build) for the default scenarios,
-about 9 for `encaps`, 4 for `--offloads`; full mode about 35 for the default scenarios.
+about 9 for `encaps`, 4 for `--offloads`, 12 for `--relay`; full mode about 35 for the
+default scenarios.
 """
 
 import argparse
@@ -50,6 +58,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from nvobench import compare, encaps, measure, offloads, offloads_report, plots, report, stats  # noqa: E402,E501
+from nvobench import relay, relay_report  # noqa: E402
 from nvobench import scenarios as base  # noqa: E402
 from nvobench.scenarios import SetupFailed  # noqa: E402
 from nvobench.sh import CommandFailed, Interrupted, Inventory, log, namespaces, run  # noqa: E402
@@ -83,6 +92,10 @@ def parse_args():
     p.add_argument("--offloads", action="store_true",
                    help="the offload study instead: STT against VXLAN, TCP 1 stream, with "
                         "offloads toggled (writes <stamp>-offloads.*)")
+    p.add_argument("--relay", action="store_true",
+                   help="the relay study instead: nvo relaying on a middle host against the "
+                        "kernel's VXLAN → bridge → VXLAN, UDP at 8 sizes, TCP, RTT (writes "
+                        "<stamp>-relay.*)")
     p.add_argument("--sizes", help="comma-separated UDP payload sizes instead of the mode's")
     p.add_argument("--no-build", action="store_true", help="use target/release as it is")
     p.add_argument("--results", default=str(ROOT / "bench" / "results"),
@@ -231,6 +244,15 @@ def measure_offloads(cfg, inv, env, scenarios, doc):
     offloads.study(live, inv, cfg, doc, log)
 
 
+def measure_relay(cfg, inv, env, scenarios, doc):
+    for sc in scenarios:
+        build_scenario(sc, inv, env)
+    live = [sc for sc in scenarios if sc.status == "ok"]
+    relay.study(live, inv, cfg, doc, log, RELEASE / "nvo-blast")
+    doc["nvod_memory"] = {sc.key: nvod_memory(sc, inv) for sc in live
+                          if sc.key.startswith("nvo")}
+
+
 def write_results(doc, results, latest=True):
     results.mkdir(parents=True, exist_ok=True)
     stamp = doc["stamp"]
@@ -279,6 +301,24 @@ def write_offloads(doc, results):
     return results / f"{name}.md"
 
 
+def write_relay(doc, results):
+    """<stamp>-relay.{json,md,png}; never latest.*."""
+    results.mkdir(parents=True, exist_ok=True)
+    name = f"{doc['stamp']}-relay"
+    doc["figures"] = relay.figures(doc)
+    doc["ratios"] = relay.ratios(doc["figures"])
+    why = plots.available()
+    doc["plots"] = []
+    if why:
+        doc["plots_missing"] = why
+    else:
+        relay_report.plot(results / f"{name}.png", doc)
+        doc["plots"].append("relay")
+    (results / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (results / f"{name}.md").write_text(relay_report.render(doc, name))
+    return results / f"{name}.md"
+
+
 def summary_lines(doc):
     mlist = [m for m in stats.metrics(doc["config"]["udp_sizes"]) if m.ratio]
     cell = lambda r: f"{r['ratio']:.2f}" if r else "—"
@@ -311,6 +351,8 @@ def render_again(path):
     doc = json.loads(path.read_text())
     if doc.get("kind") == "offloads":
         return write_offloads(doc, path.parent)
+    if doc.get("kind") == "relay":
+        return write_relay(doc, path.parent)
     return write_results(doc, path.parent, latest=False)
 
 
@@ -370,6 +412,8 @@ def main():
     cfg = dict(MODES[args.mode])
     if args.reps:
         cfg["reps"] = args.reps
+    if args.relay:
+        cfg["udp_sizes"] = list(relay.SIZES)
     if args.sizes:
         cfg["udp_sizes"] = sorted({int(x) for x in args.sizes.split(",")})
     if not args.no_build:
@@ -383,6 +427,8 @@ def main():
            "git": git_info(), "samples": {}, "problems": [], "run_id": f"bench{os.getpid()}"}
     if args.offloads:
         return main_offloads(args, cfg, doc)
+    if args.relay:
+        return main_relay(args, cfg, doc)
     scenarios = [SCENARIOS[k](doc["run_id"]) for k in args.only]
     session(cfg, scenarios, measure_all, doc)
     for key, cls in SCENARIOS.items():
@@ -408,6 +454,19 @@ def main_offloads(args, cfg, doc):
     path = write_offloads(doc, pathlib.Path(args.results))
     print(f"\nnvo offload study, {args.mode}: STT against VXLAN (details in {path})")
     print("\n".join(offloads_summary(doc)))
+    return 1 if any(sc.status != "ok" for sc in scenarios) else 0
+
+
+def main_relay(args, cfg, doc):
+    doc["kind"] = "relay"
+    scenarios = [cls(doc["run_id"]) for cls in relay.SCENARIOS.values()]
+    session(cfg, scenarios, measure_relay, doc)
+    path = write_relay(doc, pathlib.Path(args.results))
+    print(f"\nnvo relay study, {args.mode}: nvo relay against the kernel's (details in {path})")
+    print("\n".join(relay_report.lead(doc)))
+    for key, sc in doc["scenarios"].items():
+        if sc["status"] != "ok":
+            print(f"  {key}: {sc['status']}: {sc['reason']}")
     return 1 if any(sc.status != "ok" for sc in scenarios) else 0
 
 
