@@ -30,4 +30,4 @@ pub use error::{code, update_subcode, Error, Result, Scope};
 pub use evpn::{EvpnRoute, InclusiveMulticastRoute, MacIpRoute, RouteDistinguisher};
 pub use message::{frame_len, Message, NotificationRepr, RouteRefreshRepr};
 pub use open::{Capability, OpenRepr};
-pub use update::{Ipv4Prefix, UpdateRepr};
+pub use update::{Ipv4Prefix, ParsedUpdate, UpdateRepr, Verdict};

@@ -19,10 +19,18 @@
 //! (RFC 7606 §5.3); errors inside one attribute carry their own [`Scope`](crate::Scope).
 //! A repeated attribute is dropped after its first occurrence (RFC 7606 §3 g), except a
 //! repeated MP_REACH_NLRI or MP_UNREACH_NLRI, which resets the session.
+//!
+//! [`UpdateRepr::parse`] is strict: the first error fails the whole UPDATE. A speaker applying
+//! RFC 7606 uses [`UpdateRepr::parse_lenient`] instead, which walks every attribute, leaves the
+//! malformed ones out, collects their errors and returns a [`Verdict`]. With
+//! [`Verdict::TreatAsWithdraw`] every NLRI the UPDATE carries is still returned (IPv4 NLRI,
+//! withdrawn routes, and the MP_REACH/MP_UNREACH attributes when they themselves parsed), so the
+//! caller can withdraw all of it (RFC 7606 §2). Framing errors, after which the NLRI cannot be
+//! located, stay `Err` (RFC 7606 §5.3, §3 j).
 
 use std::net::Ipv4Addr;
 
-use crate::attribute::{attr_type, AttributeValue, MpReach, MpUnreach, PathAttribute};
+use crate::attribute::{attr_flags, attr_type, AttributeValue, MpReach, MpUnreach, PathAttribute};
 use crate::error::{update_subcode as sub, Scope};
 use crate::reader::{self, Reader};
 use crate::{Error, Result};
@@ -88,38 +96,17 @@ pub struct UpdateRepr {
 }
 
 impl UpdateRepr {
-    /// Parses an UPDATE body (after the header).
+    /// Parses an UPDATE body (after the header); the first error fails it.
     pub fn parse(body: &[u8]) -> Result<UpdateRepr> {
-        let mut r = Reader::new(body);
-        let malformed = |what, value: usize| Error::Update {
-            what,
-            value: value as u32,
-            subcode: sub::MALFORMED_ATTRIBUTE_LIST,
-        };
-        let withdrawn_len = usize::from(r.u16("withdrawn routes length")?);
-        let withdrawn = r
-            .take(withdrawn_len, "withdrawn routes")
-            .map_err(|_| malformed("withdrawn routes length", withdrawn_len))?;
-        let attrs_len = usize::from(r.u16("total path attribute length")?);
-        let attrs = r
-            .take(attrs_len, "path attributes")
-            .map_err(|_| malformed("total path attribute length", attrs_len))?;
-        let nlri = r.rest();
-
+        let (withdrawn, attrs, nlri) = split_sections(body)?;
         let mut attributes: Vec<PathAttribute> = Vec::new();
         let mut a = Reader::new(attrs);
         while !a.is_empty() {
             let attr = PathAttribute::parse(&mut a)?;
             let code = attr.value.type_code();
             if attributes.iter().any(|seen| seen.value.type_code() == code) {
-                if code == attr_type::MP_REACH_NLRI || code == attr_type::MP_UNREACH_NLRI {
-                    return Err(Error::Attribute {
-                        type_code: code,
-                        what: "repeated",
-                        value: 2,
-                        subcode: sub::MALFORMED_ATTRIBUTE_LIST,
-                        scope: Scope::Session,
-                    });
+                if is_mp(code) {
+                    return Err(repeated_mp(code));
                 }
                 continue;
             }
@@ -129,6 +116,36 @@ impl UpdateRepr {
             withdrawn: parse_prefixes(withdrawn, "withdrawn routes")?,
             attributes,
             nlri: parse_prefixes(nlri, "nlri")?,
+        })
+    }
+
+    /// Parses an UPDATE body for RFC 7606 error handling: malformed attributes are left out
+    /// and reported in [`ParsedUpdate::errors`], and [`ParsedUpdate::verdict`] says what to do.
+    ///
+    /// `Err` when the framing is broken (section lengths, an attribute overrunning the
+    /// attributes section, a bad prefix in the withdrawn routes or NLRI): the error is the one
+    /// [`UpdateRepr::parse`] would name, always of [`Scope::Session`]. Besides the checks of
+    /// `parse`, this applies the RFC 7606 §7 length checks to the attributes this crate keeps
+    /// raw (MED, ATOMIC_AGGREGATE, AGGREGATOR, COMMUNITIES). When `parse` succeeds and none of
+    /// those checks fails, the result is `parse`'s with no errors and [`Verdict::Accept`].
+    pub fn parse_lenient(body: &[u8]) -> Result<ParsedUpdate> {
+        let (withdrawn, attrs, nlri) = split_sections(body)?;
+        let withdrawn = parse_prefixes(withdrawn, "withdrawn routes")?;
+        let nlri = parse_prefixes(nlri, "nlri")?;
+        let (attributes, errors) = parse_attributes_lenient(attrs)?;
+        let verdict = errors
+            .iter()
+            .map(|e| Verdict::of(e.scope()))
+            .max()
+            .unwrap_or(Verdict::Accept);
+        Ok(ParsedUpdate {
+            update: UpdateRepr {
+                withdrawn,
+                attributes,
+                nlri,
+            },
+            errors,
+            verdict,
         })
     }
 
@@ -215,5 +232,160 @@ impl UpdateRepr {
             }
             _ => false,
         }
+    }
+}
+
+/// What RFC 7606 §2 tells the receiver to do with an UPDATE; ordered from mildest to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// Process the UPDATE; attributes with errors of [`Scope::AttributeDiscard`] were dropped.
+    Accept,
+    /// Withdraw every route the UPDATE carries: its IPv4 NLRI and withdrawn routes and the NLRI
+    /// of its MP_REACH_NLRI and MP_UNREACH_NLRI.
+    TreatAsWithdraw,
+    /// Send the NOTIFICATION of the first [`Scope::Session`] error and reset the session.
+    SessionReset,
+}
+
+impl Verdict {
+    /// The verdict one error of `scope` calls for.
+    pub fn of(scope: Scope) -> Verdict {
+        match scope {
+            Scope::AttributeDiscard => Verdict::Accept,
+            Scope::TreatAsWithdraw => Verdict::TreatAsWithdraw,
+            Scope::Session => Verdict::SessionReset,
+        }
+    }
+}
+
+/// An UPDATE parsed by [`UpdateRepr::parse_lenient`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUpdate {
+    /// The UPDATE without the attributes that had errors.
+    pub update: UpdateRepr,
+    /// The errors, in received order, each with its [`Scope`].
+    pub errors: Vec<Error>,
+    /// The worst verdict of the errors; [`Verdict::Accept`] when there are none.
+    pub verdict: Verdict,
+}
+
+/// COMMUNITIES (RFC 1997), kept raw by this crate.
+const COMMUNITIES: u8 = 8;
+
+/// Splits a body into its withdrawn routes, path attributes and NLRI (RFC 4271 §6.3).
+fn split_sections(body: &[u8]) -> Result<(&[u8], &[u8], &[u8])> {
+    let mut r = Reader::new(body);
+    let malformed = |what, value: usize| Error::Update {
+        what,
+        value: value as u32,
+        subcode: sub::MALFORMED_ATTRIBUTE_LIST,
+    };
+    let withdrawn_len = usize::from(r.u16("withdrawn routes length")?);
+    let withdrawn = r
+        .take(withdrawn_len, "withdrawn routes")
+        .map_err(|_| malformed("withdrawn routes length", withdrawn_len))?;
+    let attrs_len = usize::from(r.u16("total path attribute length")?);
+    let attrs = r
+        .take(attrs_len, "path attributes")
+        .map_err(|_| malformed("total path attribute length", attrs_len))?;
+    Ok((withdrawn, attrs, r.rest()))
+}
+
+fn is_mp(code: u8) -> bool {
+    code == attr_type::MP_REACH_NLRI || code == attr_type::MP_UNREACH_NLRI
+}
+
+fn repeated_mp(code: u8) -> Error {
+    Error::Attribute {
+        type_code: code,
+        what: "repeated",
+        value: 2,
+        subcode: sub::MALFORMED_ATTRIBUTE_LIST,
+        scope: Scope::Session,
+    }
+}
+
+/// Walks the attributes section, keeping the good attributes and the errors of the bad ones.
+/// Only an attribute whose length overruns the section stops the walk (`Err`).
+fn parse_attributes_lenient(attrs: &[u8]) -> Result<(Vec<PathAttribute>, Vec<Error>)> {
+    let mut attributes = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen = [false; 256];
+    let mut rest = attrs;
+    while !rest.is_empty() {
+        let Some((frame, tail)) = attribute_frame_len(rest).and_then(|n| rest.split_at_checked(n))
+        else {
+            return Err(framing_error(rest));
+        };
+        rest = tail;
+        let code = frame.get(1).copied().unwrap_or_default();
+        let first = !seen[usize::from(code)];
+        seen[usize::from(code)] = true;
+        if !first {
+            // RFC 7606 §3 g: later copies are discarded unchecked, but MP_* ones reset.
+            if is_mp(code) {
+                errors.push(repeated_mp(code));
+            }
+            continue;
+        }
+        match PathAttribute::parse(&mut Reader::new(frame)).and_then(check_raw_length) {
+            Ok(attr) => attributes.push(attr),
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((attributes, errors))
+}
+
+/// The length of the attribute at the start of `bytes` with its header, if it fits.
+fn attribute_frame_len(bytes: &[u8]) -> Option<usize> {
+    let flags = *bytes.first()?;
+    let (header, len) = if flags & attr_flags::EXTENDED_LENGTH != 0 {
+        let len = u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]);
+        (4, usize::from(len))
+    } else {
+        (3, usize::from(*bytes.get(2)?))
+    };
+    Some(header + len).filter(|&total| total <= bytes.len())
+}
+
+/// The error the strict parser names for an attribute that does not fit in `rest`.
+fn framing_error(rest: &[u8]) -> Error {
+    match PathAttribute::parse(&mut Reader::new(rest)) {
+        Err(e) => e,
+        // Unreachable: the frame did not fit, so the strict parse cannot succeed either.
+        Ok(_) => Error::Update {
+            what: "total path attribute length",
+            value: rest.len() as u32,
+            subcode: sub::MALFORMED_ATTRIBUTE_LIST,
+        },
+    }
+}
+
+/// RFC 7606 §7 length checks of the attributes [`PathAttribute::parse`] keeps raw.
+fn check_raw_length(attr: PathAttribute) -> Result<PathAttribute> {
+    let AttributeValue::Raw { type_code, value } = &attr.value else {
+        return Ok(attr);
+    };
+    let len = value.len();
+    let bad = match *type_code {
+        // §7.4: MED is 4 octets; a bad one is treat-as-withdraw.
+        attr_type::MED => (len != 4).then_some(Scope::TreatAsWithdraw),
+        // §7.6: ATOMIC_AGGREGATE is empty; a bad one is discarded.
+        attr_type::ATOMIC_AGGREGATE => (len != 0).then_some(Scope::AttributeDiscard),
+        // §7.7: AGGREGATOR is 8 octets with 4-octet AS numbers, which nvo always negotiates.
+        attr_type::AGGREGATOR => (len != 8).then_some(Scope::AttributeDiscard),
+        // §7.8: COMMUNITIES is a non-zero multiple of 4 octets.
+        COMMUNITIES => (len == 0 || len % 4 != 0).then_some(Scope::TreatAsWithdraw),
+        _ => None,
+    };
+    match bad {
+        None => Ok(attr),
+        Some(scope) => Err(Error::Attribute {
+            type_code: *type_code,
+            what: "length",
+            value: len as u32,
+            subcode: sub::ATTRIBUTE_LENGTH,
+            scope,
+        }),
     }
 }
