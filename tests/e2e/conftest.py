@@ -4,11 +4,13 @@ Every test gets labs with unique names and tears them down even when it fails, s
 leaves no namespace or nvod behind. Tests run as root (CI runs them as root).
 """
 
+import http.client
 import itertools
 import json
 import os
 import pathlib
 import select
+import socket
 import subprocess
 import time
 
@@ -131,6 +133,32 @@ def kill_strays(lab_name):
                     os.kill(int(pid), 9)
             except (OSError, ValueError):
                 pass
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=10)
+        self.path = str(path)
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+
+def api(lab, host, method, path, body=None, expect=None):
+    """One call of HOST's nvod API: asserts a 2xx answer (or exactly `expect`) and returns the
+    decoded JSON (None for an empty body)."""
+    conn = UnixHTTP(lab.socket(host))
+    conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                 headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    conn.close()
+    if expect is None:
+        assert resp.status < 300, f"{method} {path} on {host}: {resp.status} {text}"
+    else:
+        assert resp.status == expect, f"{method} {path} on {host}: {resp.status} {text}"
+    return json.loads(text) if text else None
 
 
 def wait_for(predicate, timeout=10.0, interval=0.2, what="condition"):

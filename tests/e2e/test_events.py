@@ -8,7 +8,7 @@ import json
 import socket
 import time
 
-from test_overlay import api
+from conftest import api
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}

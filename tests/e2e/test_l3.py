@@ -19,8 +19,7 @@ import json
 import signal
 import subprocess
 
-from conftest import wait_for
-from test_nsh import api
+from conftest import api, wait_for
 
 GPE_TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}

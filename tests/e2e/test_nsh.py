@@ -15,13 +15,10 @@
  hop, which has no key for traffic coming back).
 """
 
-import http.client
-import json
 import signal
-import socket
 import subprocess
 
-from conftest import wait_for
+from conftest import api, wait_for
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
@@ -34,27 +31,6 @@ containers:
 """
 
 ADDR = {"ha": "10.100.0.1", "hb": "10.100.0.2", "hc": "10.100.0.3"}
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=10)
-        self.path = str(path)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def api(lab, host, method, path, body=None):
-    conn = UnixHTTP(lab.socket(host))
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Content-Type": "application/json"})
-    resp = conn.getresponse()
-    text = resp.read().decode()
-    conn.close()
-    assert resp.status < 300, f"{method} {path} on {host}: {resp.status} {text}"
-    return json.loads(text) if text else None
 
 
 def test_service_path_across_three_hosts(lab_factory, tmp_path):

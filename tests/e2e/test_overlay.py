@@ -10,41 +10,14 @@ replication trees and weighted locators.
  node IDs: each host's default, its IPv4 locator as a number   in the relay test)
 """
 
-import http.client
-import json
 import signal
-import socket
 import subprocess
 
-from conftest import wait_for
+from conftest import api, wait_for
 
 UL = {"ha": "10.100.0.1", "hb": "10.100.0.2", "hc": "10.100.0.3", "hd": "10.100.0.4", "he": "10.100.0.5"}
 NODE = {}  # host → node ID, read from each nvod (the lab numbers its hosts)
 TREE = 0xff000001  # the network's BUM tree: a destination ID whose routes form the tree
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=10)
-        self.path = str(path)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def api(lab, host, method, path, body=None, expect=None):
-    conn = UnixHTTP(lab.socket(host))
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Content-Type": "application/json"})
-    resp = conn.getresponse()
-    text = resp.read().decode()
-    conn.close()
-    if expect is None:
-        assert resp.status < 300, f"{method} {path} on {host}: {resp.status} {text}"
-    else:
-        assert resp.status == expect, f"{method} {path} on {host}: {resp.status} {text}"
-    return json.loads(text) if text else None
 
 
 def node(lab, host, of, *addrs):

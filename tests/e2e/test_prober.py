@@ -12,8 +12,8 @@ onto a one-relay path when the direct underlay path degrades, and back when it r
 import json
 import subprocess
 
-from conftest import NVO, wait_for
-from test_overlay import UL, api
+from conftest import NVO, api, wait_for
+from test_overlay import UL
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
@@ -41,7 +41,8 @@ def test_probe_api_measures_direct_and_relay_paths(lab_factory):
     # Bad requests are refused with a reason.
     for body, word in (({"dst": 0}, "node 0"), ({"dst": ids["hc"], "count": 1000}, "count"),
                        ({"dst": ids["hc"], "via": 77}, "77")):
-        api(lab, "ha", "POST", "/v1/overlay/probe", body, expect=400)
+        answer = api(lab, "ha", "POST", "/v1/overlay/probe", body, expect=400)
+        assert word in answer["error"], (body, answer)
 
 
 def test_prober_moves_to_a_relay_and_back(lab_factory, tmp_path):

@@ -6,122 +6,13 @@
 // Test helpers outside #[test] functions may unwrap: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-/// One request as the fake saw it.
-#[derive(Debug, Clone, PartialEq)]
-struct Seen {
-    method: String,
-    path: String,
-    body: Value,
-}
+mod common;
 
-/// A fake nvod answering every request with `status` and `body`, or with what a function of
-/// the method and path says.
-struct Fake {
-    socket: PathBuf,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    _thread: JoinHandle<()>,
-}
-
-impl Fake {
-    fn new(tag: &str, status: u16, body: &str) -> Fake {
-        let body = body.to_owned();
-        Fake::routed(tag, move |_, _| (status, body.clone()))
-    }
-
-    fn routed(tag: &str, answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static) -> Fake {
-        let socket =
-            std::env::temp_dir().join(format!("nvo-cli-api-{tag}-{}.sock", std::process::id()));
-        let _ = std::fs::remove_file(&socket);
-        let listener = UnixListener::bind(&socket).unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let mut reader = BufReader::new(stream);
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let mut parts = line.split_whitespace();
-                let (method, path) = (
-                    parts.next().unwrap().to_owned(),
-                    parts.next().unwrap().to_owned(),
-                );
-                let mut length = 0;
-                loop {
-                    let mut h = String::new();
-                    reader.read_line(&mut h).unwrap();
-                    if h.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                }
-                let mut buf = vec![0; length];
-                reader.read_exact(&mut buf).unwrap();
-                let body_in = if buf.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&buf).unwrap()
-                };
-                let (status, body) = answer(&method, &path);
-                log.lock().unwrap().push(Seen {
-                    method,
-                    path,
-                    body: body_in,
-                });
-                let answer = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                reader.get_mut().write_all(answer.as_bytes()).unwrap();
-            }
-        });
-        Fake {
-            socket,
-            seen,
-            _thread: thread,
-        }
-    }
-
-    fn nvo(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_nvo"))
-            .arg("--socket")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("NVO_SOCKET")
-            .output()
-            .unwrap()
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "nvo failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
+use common::{stdout, Fake, Seen};
 
 const NETWORK: &str = r#"{"vni":100,"mtu":1450,"learning":true,"bum":{"mode":"head_end"},"max_learned":4096,
 "ageing_s":300,"flood":["10.100.0.2"],"ports":["c-red1"],"learned":1,"static":0}"#;
@@ -565,7 +456,7 @@ fn the_socket_comes_from_the_environment_too() {
     let fake = Fake::new("env", 200, "[]");
     let out = Command::new(env!("CARGO_BIN_EXE_nvo"))
         .args(["port", "list"])
-        .env("NVO_SOCKET", &fake.socket)
+        .env("NVO_SOCKET", fake.socket())
         .output()
         .unwrap();
     assert_eq!(stdout(&out), "NAME  VNI  KIND  UP\n");

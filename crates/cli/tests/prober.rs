@@ -12,133 +12,44 @@
 // Test helpers outside #[test] functions may unwrap: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-/// One request as the fake saw it.
-#[derive(Debug, Clone, PartialEq)]
-struct Seen {
-    method: String,
-    path: String,
-    body: Value,
-}
+mod common;
+
+use common::{stdout, Fake, Seen};
 
 type Answer = dyn Fn(&str, &str, &Value) -> (u16, Value) + Send + 'static;
 
-/// A fake nvod answering what a function of the method, path and body says.
-struct Fake {
-    socket: PathBuf,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    _thread: JoinHandle<()>,
+/// A fake nvod whose JSON answers depend on the request body too (null: an empty body).
+fn fake(tag: &str, answer: Box<Answer>) -> Fake {
+    Fake::by_body(tag, move |method, path, body| {
+        let (status, out) = answer(method, path, body);
+        let out = if out.is_null() {
+            String::new()
+        } else {
+            out.to_string()
+        };
+        (status, out)
+    })
 }
 
-impl Fake {
-    fn new(tag: &str, answer: Box<Answer>) -> Fake {
-        let socket =
-            std::env::temp_dir().join(format!("nvo-cli-prober-{tag}-{}.sock", std::process::id()));
-        let _ = std::fs::remove_file(&socket);
-        let listener = UnixListener::bind(&socket).unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let mut reader = BufReader::new(stream);
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let mut parts = line.split_whitespace();
-                let method = parts.next().unwrap().to_owned();
-                let path = parts.next().unwrap().to_owned();
-                let mut length = 0;
-                loop {
-                    let mut h = String::new();
-                    reader.read_line(&mut h).unwrap();
-                    if h.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                }
-                let mut buf = vec![0; length];
-                reader.read_exact(&mut buf).unwrap();
-                let body = if buf.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&buf).unwrap()
-                };
-                let (status, out) = answer(&method, &path, &body);
-                log.lock().unwrap().push(Seen { method, path, body });
-                let out = if out.is_null() {
-                    String::new()
-                } else {
-                    out.to_string()
-                };
-                let answer = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{out}",
-                    out.len()
-                );
-                reader.get_mut().write_all(answer.as_bytes()).unwrap();
-            }
-        });
-        Fake {
-            socket,
-            seen,
-            _thread: thread,
-        }
-    }
-
-    fn nvo(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_nvo"))
-            .arg("--socket")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("NVO_SOCKET")
-            .output()
-            .unwrap()
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    /// The requests that change routes.
-    fn changes(&self) -> Vec<Seen> {
-        self.seen()
-            .into_iter()
-            .filter(|s| s.method == "PUT" || s.method == "DELETE")
-            .collect()
-    }
-
-    /// The probe bodies, in the order sent.
-    fn probes(&self) -> Vec<Value> {
-        self.seen()
-            .into_iter()
-            .filter(|s| s.path == "/v1/overlay/probe")
-            .map(|s| s.body)
-            .collect()
-    }
+/// The requests that change routes.
+fn changes(fake: &Fake) -> Vec<Seen> {
+    fake.seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT" || s.method == "DELETE")
+        .collect()
 }
 
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "nvo failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
+/// The probe bodies, in the order sent.
+fn probes(fake: &Fake) -> Vec<Value> {
+    fake.seen()
+        .into_iter()
+        .filter(|s| s.path == "/v1/overlay/probe")
+        .map(|s| s.body)
+        .collect()
 }
 
 /// A probe answer: `received` of 10 back with mean RTT `mean_us`.
@@ -190,14 +101,14 @@ fn overlay(routes: Value, direct_3: (u32, u64)) -> Box<Answer> {
 
 #[test]
 fn a_round_installs_a_relay_for_a_lossy_destination() {
-    let fake = Fake::new("install", overlay(json!([]), (4, 400)));
+    let fake = fake("install", overlay(json!([]), (4, 400)));
     let out = fake.nvo(&["prober", "--once", "--confirm", "1", "--count", "10"]);
     assert_eq!(
         stdout(&out),
         "node 3: via 2 (rtt 1.2 ms, loss 0 %) replaces direct (rtt 0.4 ms, loss 60 %)\n"
     );
     assert_eq!(
-        fake.changes(),
+        changes(&fake),
         [Seen {
             method: "PUT".into(),
             path: "/v1/overlay/routes/ethernet/3".into(),
@@ -211,7 +122,7 @@ fn a_round_installs_a_relay_for_a_lossy_destination() {
         v
     };
     assert_eq!(
-        fake.probes(),
+        probes(&fake),
         [
             opts(json!({"dst": 2})),
             opts(json!({"dst": 2, "via": 3})),
@@ -230,13 +141,13 @@ fn a_round_installs_a_relay_for_a_lossy_destination() {
 
 #[test]
 fn the_switch_waits_for_confirm_rounds() {
-    let fake = Fake::new("confirm", overlay(json!([]), (4, 400)));
+    let fake = fake("confirm", overlay(json!([]), (4, 400)));
     let out = stdout(&fake.nvo(&["prober", "--once"]));
     assert_eq!(out, "", "one round of two: nothing yet");
-    assert!(fake.changes().is_empty());
+    assert!(changes(&fake).is_empty());
     let out = stdout(&fake.nvo(&["prober", "--rounds", "2", "--interval", "0.05"]));
     assert!(out.starts_with("node 3: via 2 "), "{out}");
-    assert_eq!(fake.changes().len(), 1);
+    assert_eq!(changes(&fake).len(), 1);
 }
 
 #[test]
@@ -256,10 +167,10 @@ fn a_round_removes_the_relay_when_direct_recovers_and_leaves_trees_alone() {
             base(method, path, body)
         })
     };
-    let fake = Fake::new("remove", recovered);
+    let fake = fake("remove", recovered);
     let out = stdout(&fake.nvo(&["-o", "json", "prober", "--once", "--confirm", "1"]));
     assert_eq!(
-        fake.changes(),
+        changes(&fake),
         [Seen {
             method: "DELETE".into(),
             path: "/v1/overlay/routes/ethernet/3".into(),
@@ -267,7 +178,7 @@ fn a_round_removes_the_relay_when_direct_recovers_and_leaves_trees_alone() {
         }]
     );
     // Node 2's route is a tree: never probed. The direct path to 3 is probed via 3 itself.
-    let probes = fake.probes();
+    let probes = probes(&fake);
     assert!(probes.iter().all(|p| p["dst"] == 3), "{probes:?}");
     assert_eq!(probes[0]["via"], 3);
     // One JSON object per round, on one line.

@@ -402,25 +402,9 @@ pub fn decision_line(d: &DestReport) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::decide::tests::probe;
     use super::*;
     use clap::Parser;
-    use nvo_api::RttStats;
-
-    fn probe(dst: u32, via: Option<u32>, mean_us: u64, loss: f64) -> ProbeResult {
-        let received = ((1.0 - loss) * 10.0).round() as u32;
-        ProbeResult {
-            dst,
-            via,
-            sent: 10,
-            received,
-            loss,
-            rtt_us: (received > 0).then_some(RttStats {
-                min: mean_us,
-                mean: mean_us,
-                max: mean_us,
-            }),
-        }
-    }
 
     #[test]
     fn the_direct_path_under_a_relay_route_is_probed_via_the_destination() {

@@ -175,7 +175,11 @@ impl Core {
         match via {
             Some(v) => {
                 hops.clear();
-                if let Some(addr) = self.overlay.locators(v).and_then(|l| pick(l, id)) {
+                if let Some(addr) = self
+                    .overlay
+                    .locators(v)
+                    .and_then(|l| nvo_pipeline::overlay::pick(l, id))
+                {
                     hops.push(Hop::Locator(addr));
                 }
             }
@@ -201,21 +205,4 @@ impl Core {
         }
         self.hops = hops;
     }
-}
-
-/// A locator by weight, consistent for `flow` (as the tables pick them).
-fn pick(locators: &[nvo_pipeline::overlay::Locator], flow: u32) -> Option<std::net::IpAddr> {
-    let total: u32 = locators.iter().map(|l| u32::from(l.weight)).sum();
-    if total == 0 {
-        return None;
-    }
-    let mut point = flow % total;
-    for l in locators {
-        let w = u32::from(l.weight);
-        if point < w {
-            return Some(l.addr);
-        }
-        point -= w;
-    }
-    None
 }

@@ -38,10 +38,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use error::{OverlayDrop, OverlayError};
-pub use tables::{Arrival, OverlayCounters, OverlayTables};
-
-/// The TTL a packet starts with at the node that sends it: room for 15 relays.
-pub const DEFAULT_TTL: u8 = 16;
+pub use tables::{pick, Arrival, OverlayCounters, OverlayTables};
 
 /// The largest locator weight.
 pub const MAX_WEIGHT: u16 = 1000;

@@ -317,8 +317,9 @@ impl OverlayTables {
 }
 
 /// The locator a flow takes: `flow % Σweights` in the cumulative weights, in table order.
-/// `None` when every locator is drained.
-pub(crate) fn pick(locs: &[Locator], flow: u32) -> Option<IpAddr> {
+/// `None` when every locator is drained. Public so that a datapath sending to a chosen node's
+/// locator (overlay probes through a relay) picks exactly as forwarding does.
+pub fn pick(locs: &[Locator], flow: u32) -> Option<IpAddr> {
     let total: u32 = locs.iter().map(|l| u32::from(l.weight)).sum();
     let mut point = flow.checked_rem(total)?;
     for l in locs {

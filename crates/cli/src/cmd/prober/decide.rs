@@ -158,7 +158,7 @@ pub fn current_path(dst: u32, own: u32, next_hops: Option<&[u32]>) -> Option<Pat
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use nvo_api::RttStats;
 
@@ -167,7 +167,8 @@ mod tests {
         confirm: 2,
     };
 
-    fn probe(dst: u32, via: Option<u32>, mean_us: u64, loss: f64) -> ProbeResult {
+    /// A probe answer: `loss` of 10 probes lost, the rest at `mean_us`.
+    pub(crate) fn probe(dst: u32, via: Option<u32>, mean_us: u64, loss: f64) -> ProbeResult {
         let received = ((1.0 - loss) * 10.0).round() as u32;
         ProbeResult {
             dst,
