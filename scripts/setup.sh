@@ -4,7 +4,7 @@
 # Safe to run again: it installs only what is missing and says what it did.
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }

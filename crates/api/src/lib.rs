@@ -7,7 +7,9 @@
 //! changes the API by accident.
 
 mod client;
+mod evpn;
 mod types;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
+pub use evpn::*;
 pub use types::*;

@@ -244,6 +244,9 @@ pub enum Origin {
     Static,
     /// Learned from traffic; ages out.
     Learned,
+    /// Installed by the EVPN control plane from a BGP route; never aged; a MAC that shows up
+    /// on a local port replaces it (it moved here).
+    Evpn,
 }
 
 /// One FDB entry: a MAC address behind a local port or a remote VTEP.

@@ -312,6 +312,7 @@ pub fn fdb(entries: &[FdbEntry]) -> Table {
         let (origin, age) = match e.origin {
             Origin::Static => ("static", "-".to_owned()),
             Origin::Learned => ("learned", format!("{}s", e.age_s)),
+            Origin::Evpn => ("evpn", "-".to_owned()),
         };
         t.row([e.mac.clone(), dest, origin.to_owned(), age]);
     }
