@@ -6,6 +6,8 @@
 #   make bench-encaps   every encapsulation profile against native and kernel VXLAN (~10 min)
 #   make bench-offloads STT against VXLAN with TSO/GSO/GRO toggled, 5 repetitions (~5 min)
 #   make bench-relay    relaying on a middle host: nvo against the kernel's VXLAN + bridge (~12 min)
+#   make bench-evpn     EVPN control plane: 10k and 100k MAC routes via an FRR route reflector to
+#                       nvod hosts and an FRR VTEP: convergence time and memory per route (~3 min)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
@@ -32,3 +34,7 @@ bench-offloads:
 
 bench-relay:
 	$(PYTHON) bench/run.py --relay
+
+.PHONY: bench-evpn
+bench-evpn:
+	$(PYTHON) bench/evpn_scale.py

@@ -88,6 +88,16 @@ impl Client {
         self.call("POST", path, Some(&body))
     }
 
+    /// `PUT path` with a JSON body, decoding the JSON answer.
+    pub fn put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        let body = serde_json::to_vec(body).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.call("PUT", path, Some(&body))
+    }
+
     /// `DELETE path`; the answer carries no body.
     pub fn delete(&self, path: &str) -> Result<(), ClientError> {
         self.call::<serde_json::Value>("DELETE", path, None)

@@ -1,6 +1,7 @@
 //! BGP-4 (RFC 4271) and EVPN (RFC 7432, RFC 8365) wire formats for nvo's control plane.
 //!
-//! This crate knows bytes and nothing else: no sockets, timers or state machine. Each message is
+//! Apart from the [`session`] module (feature `session`, on by default: the RFC 4271 state
+//! machine as a tokio task per neighbour), this crate knows bytes and nothing else. Each message is
 //! a plain `Repr` value; `parse` takes one whole message (or body) and validates it, `emit`
 //! appends bytes to a `Vec`. BGP messages are at most 4096 bytes (RFC 4271 §4.1), and every
 //! parser reads through a bounds-checked cursor, so untrusted input can neither panic nor make
@@ -12,7 +13,7 @@
 //!
 //! Modules: [`message`] (header, framing, NOTIFICATION, KEEPALIVE, ROUTE-REFRESH), [`open`],
 //! [`update`], [`attribute`] (path attributes), [`community`] (extended communities),
-//! [`evpn`] (EVPN NLRI and route distinguishers).
+//! [`evpn`] (EVPN NLRI and route distinguishers), [`session`] (BGP sessions over TCP).
 #![forbid(unsafe_code)]
 
 pub mod attribute;
@@ -22,6 +23,8 @@ pub mod evpn;
 pub mod message;
 pub mod open;
 mod reader;
+#[cfg(feature = "session")]
+pub mod session;
 pub mod update;
 
 pub use attribute::{AttributeValue, MpReach, MpUnreach, PathAttribute, PmsiTunnel};

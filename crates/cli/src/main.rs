@@ -1,8 +1,9 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `counters`, `overlay`, `events`; one per call, on the socket given
-//! by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such calls),
+//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`; one per call, on the
+//! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
+//! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
 //! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
 //! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
@@ -21,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
+use cmd::bgp::{BgpCmd, EvpnCmd};
 use cmd::decode::DecodeArgs;
 use cmd::events::EventsArgs;
 use cmd::lab::LabCmd;
@@ -90,6 +92,16 @@ enum Command {
     /// weight, and nodes on the way relay it without decapsulating it.
     #[command(subcommand)]
     Overlay(OverlayCmd),
+    /// Configure and watch nvod's BGP/EVPN speaker: its sessions with route reflectors.
+    ///
+    /// With BGP configured, nvod advertises the MACs/IPs behind its ports and the networks it
+    /// serves as EVPN routes (RFC 7432, 8365) and installs what its peers advertise into the
+    /// FDB, flood lists and ARP/ND suppression tables; `nvo evpn routes` lists those routes.
+    #[command(subcommand)]
+    Bgp(BgpCmd),
+    /// Show the EVPN routes nvod's BGP speaker holds (`nvo bgp` configures it).
+    #[command(subcommand)]
+    Evpn(EvpnCmd),
     /// Follow nvod's events (overlay node, locator and route changes), one line per event.
     ///
     /// Runs until nvod closes the stream, --count events have arrived, or Ctrl-C. `-o json`
@@ -140,6 +152,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
         Command::Overlay(c) => cmd::overlay::overlay(&client, format, c)?,
+        Command::Bgp(c) => cmd::bgp::bgp(&client, format, c)?,
+        Command::Evpn(c) => cmd::bgp::evpn(&client, format, c)?,
         Command::Events(a) => cmd::events::events(&client, format, a)?,
         Command::Prober(a) => cmd::prober::prober(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),

@@ -21,7 +21,8 @@ use nvo_encap::stt::ReassemblyCounters;
 use nvo_io::{EventFd, UnderlayStats};
 use nvo_pipeline::overlay::{App, Locator, NodeId, OverlayCounters, OverlayError};
 use nvo_pipeline::{
-    Counters, FdbDest, FdbView, FlushScope, Mac, NetworkSpec, NetworkView, PortId, TableError, Vni,
+    Counters, EvpnApplied, EvpnChange, FdbDest, FdbView, FlushScope, LocalHosts, Mac, NetworkSpec,
+    NetworkView, PortId, TableError, Vni,
 };
 use tokio::sync::oneshot;
 
@@ -133,6 +134,15 @@ pub enum Command {
         /// Key bytes.
         key: Vec<u8>,
     },
+    /// Applies a batch of EVPN changes, each on its own (docs/design/evpn.md).
+    EvpnApply(Vec<EvpnChange>),
+    /// The local hosts, if their set changed since generation `since` (0: always).
+    LocalHosts {
+        /// The generation the caller has.
+        since: u64,
+    },
+    /// Switches ARP/ND suppression of a network.
+    SetArpSuppression(Vni, bool),
 
     /// Stops the datapath thread.
     Stop,
@@ -157,6 +167,10 @@ pub enum Reply {
     Probe(Option<crate::datapath::probe::RunResult>),
     /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
     Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
+    /// What an EVPN batch did.
+    EvpnApplied(EvpnApplied),
+    /// The local hosts (None: unchanged since the generation asked about).
+    LocalHosts(Option<LocalHosts>),
 }
 
 /// Why the datapath refused a command.

@@ -57,6 +57,10 @@ Configuration file (TOML, every key optional):
   [[profile]]                      a user-defined encapsulation profile (repeatable); the
                                    keys are those of POST /v1/profiles (docs/openapi.yaml),
                                    e.g. name, udp_port, template, vni, matches
+  [bgp]                            the EVPN speaker at first start (docs/design/evpn.md):
+                                   asn, router_id, neighbors = [{address = \"...\"}], and
+                                   the other keys of PUT /v1/bgp; once set through the API,
+                                   the API's configuration (kept in state.json) wins
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvod=debug\"; RUST_LOG
                                    overrides it";
@@ -109,6 +113,8 @@ pub struct Config {
     pub stt_reassembly: ReassemblyLimits,
     /// User-defined profiles from the file, added at start before the state is restored.
     pub profiles: Vec<ProfileSpec>,
+    /// The EVPN speaker's configuration from the file (used while state.json has none).
+    pub bgp: Option<nvo_api::BgpConfig>,
 }
 
 /// Default bytes of STT frames in reassembly.
@@ -138,6 +144,7 @@ struct ConfigFile {
     udp_gso: Option<bool>,
     #[serde(default)]
     profile: Vec<ProfileSpec>,
+    bgp: Option<nvo_api::BgpConfig>,
 }
 
 /// Why the configuration cannot be used.
@@ -354,6 +361,7 @@ fn resolve(
         },
         stt_reassembly,
         profiles: file.profile,
+        bgp: file.bgp,
     })
 }
 

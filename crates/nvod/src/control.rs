@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::convert::{self, ValueError};
 use crate::state::{State, StateError, Store};
 
+mod bgp;
 mod ops;
 mod overlay;
 mod profiles;
@@ -132,6 +133,10 @@ pub struct Control {
     events: tokio::sync::broadcast::Sender<api::OverlayEvent>,
     /// The last probe run ID handed out.
     next_probe: u32,
+    /// The EVPN speaker, once started.
+    evpn: Option<crate::evpn::Handle>,
+    /// The VXLAN networks, for the EVPN speaker.
+    evpn_networks: tokio::sync::watch::Sender<std::collections::BTreeSet<u32>>,
 }
 
 impl Control {
@@ -154,6 +159,8 @@ impl Control {
             profiles: Engine::new(Default::default()),
             events: tokio::sync::broadcast::channel(overlay::EVENT_BACKLOG).0,
             next_probe: 0,
+            evpn: None,
+            evpn_networks: tokio::sync::watch::channel(Default::default()).0,
         }
     }
 
@@ -283,6 +290,7 @@ impl Control {
         match self.datapath.call(command).await {
             Ok(reply) => {
                 self.state = new;
+                self.publish_networks();
                 Ok(reply)
             }
             Err(e) => {

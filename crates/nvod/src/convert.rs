@@ -473,6 +473,7 @@ mod tests {
             outer: Default::default(),
             stt_reassembly: Default::default(),
             profiles: Vec::new(),
+            bgp: None,
         }
     }
 

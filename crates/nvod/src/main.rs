@@ -17,6 +17,7 @@ mod config;
 mod control;
 mod convert;
 mod datapath;
+mod evpn;
 mod state;
 
 use std::path::PathBuf;
@@ -84,6 +85,7 @@ fn run(config: Config) -> Result<(), String> {
     let result = runtime.block_on(async {
         let mut control = Control::new(config.clone(), offloads, store, state, handle);
         control.restore().await.map_err(|f| f.message)?;
+        control.start_evpn();
         serve(&config, control, offloads).await
     });
     datapath.stop();
@@ -129,7 +131,9 @@ async fn serve(
         }
     };
     let shared = Arc::new(Mutex::new(control));
-    api::serve(listener, &config.api_socket, shared, shutdown)
+    let served = api::serve(listener, &config.api_socket, shared.clone(), shutdown)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    shared.lock().await.evpn_shutdown().await;
+    served
 }

@@ -41,6 +41,12 @@ pub struct State {
     /// The routed overlay: this node's ID (when set through the API), nodes and routes.
     #[serde(default, skip_serializing_if = "OverlayState::is_empty")]
     pub overlay: OverlayState,
+    /// The EVPN speaker's configuration, when set through the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgp: Option<nvo_api::BgpConfig>,
+    /// BGP was turned off through the API (so the config file's `[bgp]` no longer applies).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bgp_off: bool,
 }
 
 /// The routed overlay as stored.
@@ -84,6 +90,8 @@ impl Default for State {
             profiles: BTreeMap::new(),
             keys: BTreeMap::new(),
             overlay: OverlayState::default(),
+            bgp: None,
+            bgp_off: false,
         }
     }
 }

@@ -6,8 +6,8 @@
 //!   which includes the old and the new table while the map grows. Counted are the sizes the
 //!   pipeline asked for, not the allocator's own overhead.
 //! - Allocations per frame: how many times the hot path calls the allocator once warm, for the
-//!   known-unicast, flood, encapsulation and decapsulation paths; the data plane's contract is
-//!   zero.
+//!   known-unicast, flood, encapsulation and decapsulation paths, and for ARP and NS requests
+//!   answered by suppression (snooped too); the data plane's contract is zero.
 //!
 //! The results are printed for a reader and, on one line starting with `NVO_BENCH `, as JSON for
 //! bench/micro.py. The run takes a few seconds; command-line arguments are ignored.
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use common::*;
-use nvo_pipeline::{Actions, FdbDest, Mac, Pipeline};
+use nvo_pipeline::{Actions, EvpnChange, FdbDest, Mac, Pipeline};
 
 /// The system allocator, counting live bytes, their peak and the number of allocations.
 #[derive(Debug)]
@@ -149,12 +149,59 @@ fn hot_path_allocations(now: Instant) -> Vec<(&'static str, f64)> {
     let encap = allocations_per_frame(N, |_| p.from_port(P1, &encap_frame, now, &mut actions));
     let payload = vxlan(VNI, &udp4(LOCAL, remote_mac, 1400));
     let decap = allocations_per_frame(N, |_| p.from_underlay(R1, &payload, now, &mut actions));
+    let [arp, nd] = suppression_allocations(&mut p, now);
     vec![
         ("fdb_hit", hit),
         ("fdb_miss", miss),
         ("encap", encap),
         ("decap", decap),
+        ("arp_suppressed", arp),
+        ("nd_suppressed", nd),
     ]
+}
+
+/// Allocations per ARP request and per neighbour solicitation answered by suppression: the
+/// requests of the scapy vectors (tests/vectors/suppress.json), for an EVPN-installed target.
+fn suppression_allocations(p: &mut Pipeline, now: Instant) -> [f64; 2] {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/suppress.json");
+    let vectors: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let frame = |name: &str| -> Vec<u8> {
+        let v = vectors["vectors"].as_array().unwrap().iter();
+        let hex = v.clone().find(|v| v["name"] == name).unwrap()["frame"]
+            .as_str()
+            .unwrap();
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let target = Mac([2, 0, 0, 0, 0, 2]);
+    let installed = p.evpn_apply(&[
+        EvpnChange::NeighSet {
+            vni: VNI,
+            ip: "10.0.0.2".parse().unwrap(),
+            mac: target,
+        },
+        EvpnChange::NeighSet {
+            vni: VNI,
+            ip: "fd00::2".parse().unwrap(),
+            mac: target,
+        },
+    ]);
+    assert_eq!(installed.refused, 0);
+    p.set_arp_suppression(VNI, true).unwrap();
+    let mut actions = Actions::new();
+    let mut answered = |request: Vec<u8>| {
+        allocations_per_frame(1000, |_| {
+            p.from_port(P1, &request, now, &mut actions);
+            assert!(matches!(
+                actions.as_slice(),
+                [nvo_pipeline::Action::Reply { .. }]
+            ));
+        })
+    };
+    [answered(frame("arp_request")), answered(frame("ns"))]
 }
 
 fn main() {

@@ -62,7 +62,8 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Detaches a port, removing every FDB entry (static or learned) that points at it.
+    /// Detaches a port, removing every FDB entry (static or learned) that points at it and
+    /// every neighbour snooped on it.
     pub fn remove_port(&mut self, port: PortId) -> Result<(), TableError> {
         let p = self
             .ports
@@ -71,8 +72,10 @@ impl Pipeline {
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);
+            net.neigh.remove_port(port);
             net.l3.forget_port(port);
         }
+        self.hosts_generation += 1;
         Ok(())
     }
 
@@ -136,7 +139,8 @@ impl Pipeline {
         self.ports.get(&port).map(|p| p.vni)
     }
 
-    /// Adds a static FDB entry, or replaces the entry (static or learned) the MAC already has.
+    /// Adds a static FDB entry, or replaces the entry (static, learned or EVPN) the MAC already
+    /// has: the operator wins over the control plane.
     /// The MAC must be unicast; a port must belong to the network; a remote must be unicast; a
     /// node must not be 0.
     pub fn fdb_add_static(&mut self, vni: Vni, mac: Mac, dest: FdbDest) -> Result<(), TableError> {
@@ -163,25 +167,32 @@ impl Pipeline {
             FdbDest::Node(_) => {}
         }
         let limit = self.limits.max_static_fdb;
-        if self.network_mut(vni)?.fdb.add_static(mac, dest, limit) {
-            Ok(())
-        } else {
-            Err(full("static fdb", limit))
+        if !self.network_mut(vni)?.fdb.add_static(mac, dest, limit) {
+            return Err(full("static fdb", limit));
         }
+        // It may have made a MAC local, or one local MAC remote: the poller reads again.
+        self.hosts_generation += 1;
+        Ok(())
     }
 
-    /// Removes the FDB entry for a MAC, static or learned.
+    /// Removes the FDB entry for a MAC, static, learned or EVPN.
     pub fn fdb_remove(&mut self, vni: Vni, mac: Mac) -> Result<(), TableError> {
-        if self.network_mut(vni)?.fdb.remove(mac) {
-            Ok(())
-        } else {
-            Err(TableError::NoSuchEntry { vni, mac })
+        match self.network_mut(vni)?.fdb.remove(mac) {
+            Some(FdbDest::Port(_)) => self.hosts_generation += 1,
+            Some(_) => {}
+            None => return Err(TableError::NoSuchEntry { vni, mac }),
         }
+        Ok(())
     }
 
-    /// Removes the learned, or all, FDB entries of a network; returns how many.
+    /// Removes the learned, or all (EVPN ones included), FDB entries of a network; returns how
+    /// many.
     pub fn fdb_flush(&mut self, vni: Vni, scope: FlushScope) -> Result<usize, TableError> {
-        Ok(self.network_mut(vni)?.fdb.flush(scope))
+        let removed = self.network_mut(vni)?.fdb.flush(scope);
+        if removed.local {
+            self.hosts_generation += 1;
+        }
+        Ok(removed.count)
     }
 
     /// Every FDB entry of a network, sorted by MAC, with ages as of `now`.
@@ -220,15 +231,19 @@ impl Pipeline {
         Ok(self.network_ref(vni)?.flood.clone())
     }
 
-    /// Removes, in every network, the learned entries idle for longer than the network's ageing
-    /// time as of `now`; returns how many. The datapath calls this from its timer, about once a
-    /// second.
+    /// Removes, in every network, the learned FDB entries and the snooped neighbours idle for
+    /// longer than the network's ageing time as of `now`; returns how many FDB entries. The
+    /// datapath calls this from its timer, about once a second.
     pub fn age(&mut self, now: Instant) -> usize {
         let mut total = 0;
         for net in self.networks.values_mut() {
-            let n = net.fdb.age(now, net.spec.ageing);
-            net.counters.aged += n as u64;
-            total += n;
+            let aged = net.fdb.age(now, net.spec.ageing);
+            let neighbors = net.neigh.age(now, net.spec.ageing);
+            net.counters.aged += aged.count as u64;
+            total += aged.count;
+            if aged.local || neighbors > 0 {
+                self.hosts_generation += 1;
+            }
         }
         total
     }
@@ -295,13 +310,13 @@ impl Pipeline {
         }
     }
 
-    fn network_ref(&self, vni: Vni) -> Result<&Network, TableError> {
+    pub(crate) fn network_ref(&self, vni: Vni) -> Result<&Network, TableError> {
         self.networks
             .get(&vni)
             .ok_or(TableError::NoSuchNetwork(vni))
     }
 
-    fn network_mut(&mut self, vni: Vni) -> Result<&mut Network, TableError> {
+    pub(crate) fn network_mut(&mut self, vni: Vni) -> Result<&mut Network, TableError> {
         self.networks
             .get_mut(&vni)
             .ok_or(TableError::NoSuchNetwork(vni))
@@ -337,6 +352,6 @@ fn validate(spec: &NetworkSpec, max_learned_fdb: u32) -> Result<(), TableError> 
     Ok(())
 }
 
-fn full(table: &'static str, limit: usize) -> TableError {
+pub(crate) fn full(table: &'static str, limit: usize) -> TableError {
     TableError::TableFull { table, limit }
 }

@@ -72,6 +72,18 @@ pub struct NetworkCounters {
     pub arp_replies: u64,
     /// ARP requests an L3 network's gateway sent for a destination no container had announced.
     pub arp_requests: u64,
+    /// ARP requests from local ports answered from the neighbour table (ARP suppression).
+    pub arp_suppressed: u64,
+    /// Neighbor solicitations from local ports answered from the neighbour table.
+    pub nd_suppressed: u64,
+    /// ARP requests for a peer's address (not gratuitous, not probes) from local ports that
+    /// were flooded: suppression off, or the target unknown.
+    pub arp_flooded: u64,
+    /// Neighbor solicitations (not DAD) from local ports that were flooded.
+    pub nd_flooded: u64,
+    /// EVPN-installed MACs that showed up on a local port and became learned local entries
+    /// (counted in `moves` too).
+    pub evpn_moves: u64,
 }
 
 /// What happened on one port.

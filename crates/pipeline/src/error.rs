@@ -52,7 +52,7 @@ pub enum TableError {
     /// A table at its limit.
     #[error("the {table} table is full ({limit} entries); remove entries or raise the limit")]
     TableFull {
-        /// Which table: "networks", "ports", "flood list", "static fdb".
+        /// Which table: "networks", "ports", "flood list", "static fdb", "evpn fdb", "neighbor".
         table: &'static str,
         /// Its limit.
         limit: usize,
@@ -135,4 +135,15 @@ pub enum TableError {
     /// Node ID 0 in an FDB entry or as a network's BUM tree.
     #[error("node id {0} is not a node; use 1..=4294967295")]
     InvalidNode(NodeId),
+    /// An EVPN FDB entry for a MAC a static entry holds: the operator's entry wins.
+    #[error("network {vni} has a static fdb entry for {mac}; the evpn route for it is not installed (remove the static entry to let evpn install it)")]
+    StaticHolds {
+        /// The network.
+        vni: Vni,
+        /// The MAC.
+        mac: Mac,
+    },
+    /// A neighbour (IP → MAC) entry for an address that is not unicast.
+    #[error("neighbor address {0} is not a unicast address; a neighbor entry needs one")]
+    InvalidNeighbor(IpAddr),
 }

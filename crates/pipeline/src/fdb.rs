@@ -4,14 +4,19 @@
 //! - static entries are never overwritten, moved or aged by learning;
 //! - a learned entry is refreshed by every frame from its MAC and moves (counted by the caller)
 //!   when the MAC shows up behind another destination;
-//! - at `max_learned` learned entries nothing new is learned; nothing is evicted;
-//! - only unicast MACs are ever in the table (callers check sources; `add_static` is checked by
-//!   the control layer).
+//! - an EVPN entry (docs/design/evpn.md) is never aged and never overwritten by learning from a
+//!   tunnel; learning its MAC on a local port replaces it with a learned entry (the MAC moved
+//!   here); a static entry replaces it, and it never replaces a static one;
+//! - at `max_learned` learned entries nothing new is learned; nothing is evicted; the static and
+//!   EVPN parts have bounds of their own;
+//! - only unicast MACs are ever in the table (callers check sources; `add_static` and
+//!   `set_evpn` are checked by the control layer).
 //!
-//! The table is a `HashMap` bounded by `max_learned + max_static`. It grows on learning a new MAC
-//! (amortised, at most log2(bound) times over its life), never per packet once warm.
+//! The table is a `HashMap` bounded by `max_learned + max_static + max_evpn`. It grows on learning
+//! a new MAC (amortised, at most log2(bound) times over its life), never per packet once warm.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use serde::{Serialize, Serializer};
@@ -26,9 +31,9 @@ pub struct FdbView {
     /// Where frames to it go; serialised flat as `"port": n` or `"remote": "ip"`.
     #[serde(flatten)]
     pub dest: FdbDest,
-    /// Static or learned.
+    /// Static, learned or EVPN.
     pub origin: Origin,
-    /// For a learned entry, the time since a frame last came from the MAC; zero for a static one.
+    /// For a learned entry, the time since a frame last came from the MAC; zero otherwise.
     #[serde(rename = "age_s", serialize_with = "serialize_secs")]
     pub age: Duration,
 }
@@ -42,6 +47,7 @@ pub(crate) fn serialize_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok,
 enum Kind {
     Static,
     Learned { last_seen: Instant },
+    Evpn,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -57,12 +63,36 @@ pub(crate) enum Learned {
     New,
     /// An existing learned entry, same destination, refreshed.
     Refreshed,
-    /// An existing learned entry moved to the new destination.
-    Moved,
+    /// The MAC moved: a learned entry to the new destination, or an EVPN entry replaced by a
+    /// learned one on a local port (`from_evpn`).
+    Moved {
+        /// The entry replaced was an EVPN one.
+        from_evpn: bool,
+    },
     /// A static entry holds the MAC; nothing changed.
     Static,
-    /// The MAC is new but the table holds `max_learned` learned entries; nothing changed.
+    /// An EVPN entry holds the MAC and the frame came from a tunnel; nothing changed.
+    Evpn,
+    /// The MAC is new (or held by an EVPN entry) but the table holds `max_learned` learned
+    /// entries; nothing changed.
     Limit,
+}
+
+/// Why `set_evpn` changed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EvpnRefused {
+    /// A static entry holds the MAC.
+    Static,
+    /// The entry would be a new EVPN one beyond `max_evpn`.
+    Full,
+}
+
+/// What removing entries took away: how many, and whether one of them pointed at a local port
+/// (the set of local hosts changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Removed {
+    pub(crate) count: usize,
+    pub(crate) local: bool,
 }
 
 /// One network's FDB.
@@ -71,6 +101,7 @@ pub(crate) struct Fdb {
     entries: HashMap<Mac, Entry>,
     learned: usize,
     statics: usize,
+    evpn: usize,
 }
 
 impl Fdb {
@@ -87,6 +118,7 @@ impl Fdb {
         now: Instant,
         max_learned: usize,
     ) -> Learned {
+        let at_limit = self.learned >= max_learned;
         if let Some(entry) = self.entries.get_mut(&mac) {
             return match entry.kind {
                 Kind::Static => Learned::Static,
@@ -96,12 +128,25 @@ impl Fdb {
                         Learned::Refreshed
                     } else {
                         entry.dest = dest;
-                        Learned::Moved
+                        Learned::Moved { from_evpn: false }
                     }
+                }
+                // Only a local port overrides the control plane: a tunnel's word is what the
+                // EVPN entry already says, or stale.
+                Kind::Evpn if !matches!(dest, FdbDest::Port(_)) => Learned::Evpn,
+                Kind::Evpn if at_limit => Learned::Limit,
+                Kind::Evpn => {
+                    *entry = Entry {
+                        dest,
+                        kind: Kind::Learned { last_seen: now },
+                    };
+                    self.evpn -= 1;
+                    self.learned += 1;
+                    Learned::Moved { from_evpn: true }
                 }
             };
         }
-        if self.learned >= max_learned {
+        if at_limit {
             return Learned::Limit;
         }
         self.entries.insert(
@@ -115,21 +160,18 @@ impl Fdb {
         Learned::New
     }
 
-    /// Adds or replaces a static entry. A learned entry for the MAC becomes static. Returns false,
-    /// changing nothing, when the entry would be a new static one beyond `max_static`.
+    /// Adds or replaces a static entry. A learned or EVPN entry for the MAC becomes static.
+    /// Returns false, changing nothing, when the entry would be a new static one beyond
+    /// `max_static`.
     pub(crate) fn add_static(&mut self, mac: Mac, dest: FdbDest, max_static: usize) -> bool {
         let was = self.entries.get(&mac).map(|e| e.kind);
         if !matches!(was, Some(Kind::Static)) && self.statics >= max_static {
             return false;
         }
-        match was {
-            Some(Kind::Static) => {}
-            Some(Kind::Learned { .. }) => {
-                self.learned -= 1;
-                self.statics += 1;
-            }
-            None => self.statics += 1,
+        if let Some(kind) = was {
+            self.forget(kind);
         }
+        self.statics += 1;
         self.entries.insert(
             mac,
             Entry {
@@ -140,40 +182,71 @@ impl Fdb {
         true
     }
 
-    /// Removes the entry for `mac`, static or learned. Returns whether there was one.
-    pub(crate) fn remove(&mut self, mac: Mac) -> bool {
-        match self.entries.remove(&mac) {
-            Some(entry) => {
-                self.forget(entry.kind);
-                true
+    /// Adds or replaces an EVPN entry: `mac` is behind the VTEP `remote`. It replaces an EVPN
+    /// or learned entry, never a static one. Returns the destination of the entry it replaced.
+    pub(crate) fn set_evpn(
+        &mut self,
+        mac: Mac,
+        remote: IpAddr,
+        max_evpn: usize,
+    ) -> Result<Option<FdbDest>, EvpnRefused> {
+        let was = self.entries.get(&mac).copied();
+        match was.map(|e| e.kind) {
+            Some(Kind::Static) => return Err(EvpnRefused::Static),
+            Some(Kind::Evpn) => {}
+            Some(Kind::Learned { .. }) | None if self.evpn >= max_evpn => {
+                return Err(EvpnRefused::Full)
             }
-            None => false,
+            Some(kind @ Kind::Learned { .. }) => {
+                self.forget(kind);
+                self.evpn += 1;
+            }
+            None => self.evpn += 1,
         }
+        self.entries.insert(
+            mac,
+            Entry {
+                dest: FdbDest::Remote(remote),
+                kind: Kind::Evpn,
+            },
+        );
+        Ok(was.map(|e| e.dest))
     }
 
-    /// Removes the entries `scope` covers; returns how many.
-    pub(crate) fn flush(&mut self, scope: FlushScope) -> usize {
+    /// Removes the entry for `mac` if it is an EVPN one. Returns whether there was one.
+    pub(crate) fn remove_evpn(&mut self, mac: Mac) -> bool {
+        if !matches!(self.entries.get(&mac), Some(e) if matches!(e.kind, Kind::Evpn)) {
+            return false;
+        }
+        self.entries.remove(&mac);
+        self.evpn -= 1;
+        true
+    }
+
+    /// Removes the entry for `mac`, whatever its origin. Returns what it was.
+    pub(crate) fn remove(&mut self, mac: Mac) -> Option<FdbDest> {
+        let entry = self.entries.remove(&mac)?;
+        self.forget(entry.kind);
+        Some(entry.dest)
+    }
+
+    /// Removes the entries `scope` covers.
+    pub(crate) fn flush(&mut self, scope: FlushScope) -> Removed {
         match scope {
-            FlushScope::All => {
-                let n = self.entries.len();
-                self.entries.clear();
-                self.learned = 0;
-                self.statics = 0;
-                n
-            }
+            FlushScope::All => self.remove_where(|_| true),
             FlushScope::Learned => self.remove_where(|e| matches!(e.kind, Kind::Learned { .. })),
         }
     }
 
-    /// Removes every entry, static or learned, pointing at `port`; returns how many.
-    pub(crate) fn remove_port(&mut self, port: PortId) -> usize {
+    /// Removes every entry, static or learned, pointing at `port`.
+    pub(crate) fn remove_port(&mut self, port: PortId) -> Removed {
         self.remove_where(|e| e.dest == FdbDest::Port(port))
     }
 
-    /// Removes learned entries not seen for longer than `ageing`; returns how many.
-    pub(crate) fn age(&mut self, now: Instant, ageing: Duration) -> usize {
+    /// Removes learned entries not seen for longer than `ageing`.
+    pub(crate) fn age(&mut self, now: Instant, ageing: Duration) -> Removed {
         self.remove_where(|e| match e.kind {
-            Kind::Static => false,
+            Kind::Static | Kind::Evpn => false,
             Kind::Learned { last_seen } => now.saturating_duration_since(last_seen) > ageing,
         })
     }
@@ -186,6 +259,7 @@ impl Fdb {
             .map(|(&mac, e)| {
                 let (origin, age) = match e.kind {
                     Kind::Static => (Origin::Static, Duration::ZERO),
+                    Kind::Evpn => (Origin::Evpn, Duration::ZERO),
                     Kind::Learned { last_seen } => {
                         (Origin::Learned, now.saturating_duration_since(last_seen))
                     }
@@ -202,6 +276,14 @@ impl Fdb {
         views
     }
 
+    /// Every (MAC, port) whose entry points at a local port, learned or static.
+    pub(crate) fn local(&self) -> impl Iterator<Item = (Mac, PortId)> + '_ {
+        self.entries.iter().filter_map(|(&mac, e)| match e.dest {
+            FdbDest::Port(port) => Some((mac, port)),
+            FdbDest::Remote(_) | FdbDest::Node(_) => None,
+        })
+    }
+
     /// How many learned entries the table holds.
     pub(crate) fn learned(&self) -> usize {
         self.learned
@@ -212,8 +294,13 @@ impl Fdb {
         self.statics
     }
 
-    fn remove_where(&mut self, mut doomed: impl FnMut(&Entry) -> bool) -> usize {
-        let (mut learned, mut statics) = (0, 0);
+    /// How many EVPN entries the table holds.
+    pub(crate) fn evpn(&self) -> usize {
+        self.evpn
+    }
+
+    fn remove_where(&mut self, mut doomed: impl FnMut(&Entry) -> bool) -> Removed {
+        let (mut learned, mut statics, mut evpn, mut local) = (0, 0, 0, false);
         self.entries.retain(|_, e| {
             if !doomed(e) {
                 return true;
@@ -221,18 +308,25 @@ impl Fdb {
             match e.kind {
                 Kind::Static => statics += 1,
                 Kind::Learned { .. } => learned += 1,
+                Kind::Evpn => evpn += 1,
             }
+            local |= matches!(e.dest, FdbDest::Port(_));
             false
         });
         self.learned -= learned;
         self.statics -= statics;
-        learned + statics
+        self.evpn -= evpn;
+        Removed {
+            count: learned + statics + evpn,
+            local,
+        }
     }
 
     fn forget(&mut self, kind: Kind) {
         match kind {
             Kind::Static => self.statics -= 1,
             Kind::Learned { .. } => self.learned -= 1,
+            Kind::Evpn => self.evpn -= 1,
         }
     }
 }
@@ -251,7 +345,7 @@ mod tests {
         let mut fdb = Fdb::default();
         assert_eq!(fdb.learn(A, P1, t0, 1), Learned::New);
         assert_eq!(fdb.learn(A, P1, t0, 1), Learned::Refreshed);
-        assert_eq!(fdb.learn(A, P2, t0, 1), Learned::Moved);
+        assert_eq!(fdb.learn(A, P2, t0, 1), Learned::Moved { from_evpn: false });
         assert_eq!(fdb.lookup(A), Some(P2));
         assert_eq!(
             fdb.learn(Mac([2, 0, 0, 0, 0, 0xb]), P1, t0, 1),
@@ -272,9 +366,62 @@ mod tests {
         // Replacing an existing static entry is allowed at the limit; a new one is not.
         assert!(fdb.add_static(A, P1, 1));
         assert!(!fdb.add_static(Mac([2, 0, 0, 0, 0, 0xb]), P1, 1));
-        assert!(fdb.remove(A));
-        assert!(!fdb.remove(A));
+        assert_eq!(fdb.remove(A), Some(P1));
+        assert_eq!(fdb.remove(A), None);
         assert_eq!((fdb.learned(), fdb.statics()), (0, 0));
+    }
+
+    #[test]
+    fn evpn_entries_yield_only_to_local_learning_and_static() {
+        let t0 = Instant::now();
+        let r1: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut fdb = Fdb::default();
+        assert_eq!(fdb.set_evpn(A, r1, 1), Ok(None));
+        // From a tunnel: held, whatever the remote.
+        let tunnel = FdbDest::Remote("192.0.2.2".parse().unwrap());
+        assert_eq!(fdb.learn(A, tunnel, t0, 8), Learned::Evpn);
+        assert_eq!(fdb.lookup(A), Some(FdbDest::Remote(r1)));
+        // Never aged.
+        assert_eq!(
+            fdb.age(t0 + Duration::from_secs(1 << 20), Duration::ZERO)
+                .count,
+            0
+        );
+        // Not while the learned part is full; then, from a local port, it moves here.
+        assert_eq!(fdb.learn(A, P1, t0, 0), Learned::Limit);
+        assert_eq!(fdb.learn(A, P1, t0, 8), Learned::Moved { from_evpn: true });
+        assert_eq!((fdb.learned(), fdb.evpn()), (1, 0));
+        // Set back over the learned entry; the bound counts new EVPN entries only.
+        assert_eq!(fdb.set_evpn(A, r1, 1), Ok(Some(P1)));
+        assert_eq!(fdb.set_evpn(A, r1, 1), Ok(Some(FdbDest::Remote(r1))));
+        assert_eq!(
+            fdb.set_evpn(Mac([2, 0, 0, 0, 0, 0xb]), r1, 1),
+            Err(EvpnRefused::Full)
+        );
+        // Static replaces it, and is never replaced by it.
+        assert!(fdb.add_static(A, P2, 1));
+        assert_eq!((fdb.statics(), fdb.evpn()), (1, 0));
+        assert_eq!(fdb.set_evpn(A, r1, 1), Err(EvpnRefused::Static));
+        assert!(!fdb.remove_evpn(A));
+        assert_eq!(fdb.lookup(A), Some(P2));
+    }
+
+    #[test]
+    fn removals_count_origins_and_say_whether_a_port_entry_went() {
+        let t0 = Instant::now();
+        let r1: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut fdb = Fdb::default();
+        fdb.set_evpn(A, r1, 8).unwrap();
+        fdb.learn(Mac([2, 0, 0, 0, 0, 0xb]), FdbDest::Remote(r1), t0, 8);
+        let removed = fdb.flush(FlushScope::Learned);
+        assert_eq!((removed.count, removed.local), (1, false));
+        fdb.learn(Mac([2, 0, 0, 0, 0, 0xc]), P1, t0, 8);
+        let removed = fdb.flush(FlushScope::All);
+        assert_eq!((removed.count, removed.local), (2, true));
+        assert_eq!((fdb.learned(), fdb.statics(), fdb.evpn()), (0, 0, 0));
+        assert!(fdb.set_evpn(A, r1, 8).unwrap().is_none());
+        assert!(fdb.remove_evpn(A));
+        assert!(!fdb.remove_evpn(A));
     }
 
     #[test]
@@ -283,6 +430,8 @@ mod tests {
         let mut fdb = Fdb::default();
         fdb.learn(Mac([2, 0, 0, 0, 0, 9]), P1, t0, 8);
         fdb.add_static(Mac([2, 0, 0, 0, 0, 1]), P2, 8);
+        fdb.set_evpn(Mac([2, 0, 0, 0, 0, 5]), "192.0.2.1".parse().unwrap(), 8)
+            .unwrap();
         let views = fdb.views(t0 + Duration::from_secs(7));
         assert_eq!(views[0].mac, Mac([2, 0, 0, 0, 0, 1]));
         assert_eq!(
@@ -291,9 +440,17 @@ mod tests {
         );
         assert_eq!(
             (views[1].origin, views[1].age),
+            (Origin::Evpn, Duration::ZERO)
+        );
+        assert_eq!(
+            serde_json::to_value(views[1]).unwrap(),
+            serde_json::json!({"mac": "02:00:00:00:00:05", "remote": "192.0.2.1", "origin": "evpn", "age_s": 0})
+        );
+        assert_eq!(
+            (views[2].origin, views[2].age),
             (Origin::Learned, Duration::from_secs(7))
         );
-        let json = serde_json::to_value(views[1]).unwrap();
+        let json = serde_json::to_value(views[2]).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"mac": "02:00:00:00:00:09", "port": 1, "origin": "learned", "age_s": 7})

@@ -6,7 +6,9 @@
 //! then the encapsulated ethertype). Stacked tags (QinQ) are not looked into: such a frame is
 //! forwarded on its MACs with the outer tag's ethertype.
 
-use nvo_wire::std_wire::{EthernetFrame, IpProtocol, Ipv4Packet, Ipv6Packet};
+use nvo_wire::std_wire::{
+    EthernetAddress, EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, Ipv6Packet,
+};
 
 use crate::hash::FlowHasher;
 use crate::Mac;
@@ -15,6 +17,7 @@ use crate::Mac;
 pub(crate) const TPID_8021Q: u16 = 0x8100;
 pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
 pub(crate) const ETHERTYPE_IPV6: u16 = 0x86dd;
+pub(crate) const ETHERTYPE_ARP: u16 = 0x0806;
 /// Ethernet header without a tag.
 pub(crate) const ETH_HEADER_LEN: usize = 14;
 /// An 802.1Q tag.
@@ -62,6 +65,32 @@ impl Eth {
     pub(crate) fn header_len(&self) -> usize {
         self.l3
     }
+}
+
+/// Writes an Ethernet header from `src` to `dst` into `out` — behind the 802.1Q tag `vlan_tci`
+/// if there is one — for a payload of `ethertype`. Returns the header's length, or None when
+/// `out` is too short. The pipeline's replies go back behind the tag their request came with.
+pub(crate) fn write_header(
+    out: &mut [u8],
+    dst: Mac,
+    src: Mac,
+    vlan_tci: Option<u16>,
+    ethertype: u16,
+) -> Option<usize> {
+    let len = ETH_HEADER_LEN + vlan_tci.map_or(0, |_| VLAN_TAG_LEN);
+    let mut frame = EthernetFrame::new_unchecked(out.get_mut(..len)?);
+    frame.set_dst_addr(EthernetAddress(dst.0));
+    frame.set_src_addr(EthernetAddress(src.0));
+    match vlan_tci {
+        None => frame.set_ethertype(EthernetProtocol::from(ethertype)),
+        Some(tci) => {
+            frame.set_ethertype(EthernetProtocol::from(TPID_8021Q));
+            let tag = frame.payload_mut();
+            tag[..2].copy_from_slice(&tci.to_be_bytes());
+            tag[2..4].copy_from_slice(&ethertype.to_be_bytes());
+        }
+    }
+    Some(len)
 }
 
 /// The flow entropy of a frame: a hash of its MACs and ethertype and, for IPv4 and IPv6, of the

@@ -14,11 +14,11 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use nvo_wire::std_wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, Icmpv4DstUnreachable, Icmpv4Message,
-    Icmpv4Packet, Icmpv6Message, Icmpv6Packet, IpProtocol, Ipv4Packet, Ipv6Packet,
+    Icmpv4DstUnreachable, Icmpv4Message, Icmpv4Packet, Icmpv6Message, Icmpv6Packet, IpProtocol,
+    Ipv4Packet, Ipv6Packet,
 };
 
-use crate::frame::{Eth, ETHERTYPE_IPV4, ETHERTYPE_IPV6, TPID_8021Q};
+use crate::frame::{self, Eth, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 
 /// The size of the scratch buffer: room for the largest reply, an 802.1Q-tagged frame holding a
 /// 1280-byte IPv6 packet (the IPv6 minimum MTU, the cap of RFC 4443 §2.4(c)).
@@ -139,22 +139,10 @@ fn packet_too_big(l3: &[u8], eth: &Eth, mtu: u16, out: &mut [u8]) -> Option<usiz
     Some(l2 + IPV6_HEADER_LEN + icmp_len)
 }
 
-/// Writes the reply's Ethernet header (and tag) into `out`; returns its length.
+/// Writes the reply's Ethernet header (and tag) into `out`, back to the frame's sender from its
+/// destination; returns its length.
 fn write_eth(eth: &Eth, ethertype: u16, out: &mut [u8]) -> Option<usize> {
-    let len = eth.header_len();
-    let mut frame = EthernetFrame::new_unchecked(out.get_mut(..len)?);
-    frame.set_dst_addr(EthernetAddress(eth.src.0));
-    frame.set_src_addr(EthernetAddress(eth.dst.0));
-    match eth.vlan_tci {
-        None => frame.set_ethertype(EthernetProtocol::from(ethertype)),
-        Some(tci) => {
-            frame.set_ethertype(EthernetProtocol::from(TPID_8021Q));
-            let tag = frame.payload_mut();
-            tag[..2].copy_from_slice(&tci.to_be_bytes());
-            tag[2..4].copy_from_slice(&ethertype.to_be_bytes());
-        }
-    }
-    Some(len)
+    frame::write_header(out, eth.src, eth.dst, eth.vlan_tci, ethertype)
 }
 
 fn unicast_v4(a: Ipv4Addr) -> bool {

@@ -23,18 +23,16 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
+use nvo_wire::std_wire::ArpOperation;
+
 use crate::actions::{Action, Actions};
-use crate::frame::Eth;
+use crate::arp::Arp;
+use crate::frame::{self, Eth, ETHERTYPE_ARP, ETHERTYPE_IPV4};
 use crate::network::Network;
 use crate::{Mac, PortId};
 
 /// Most routes one L3 network holds.
 pub const MAX_ROUTES: usize = 1024;
-
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_ARP: u16 = 0x0806;
-const ETH_LEN: usize = 14;
-const ARP_LEN: usize = 28;
 
 /// A route: IPv4 prefix → the remote tunnel end behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -114,24 +112,21 @@ pub(crate) fn from_port(
     let l3 = eth.l3;
     match eth.ethertype {
         ETHERTYPE_ARP => {
-            let Some(arp) = frame.get(l3..l3 + ARP_LEN) else {
+            let Some(arp) = Arp::parse(frame, eth) else {
                 return PortVerdict::NoDestination;
             };
-            // Ethernet/IPv4 ARP (RFC 826): htype 1, ptype 0x0800, hlen 6, plen 4.
-            if arp[..6] != [0, 1, 8, 0, 6, 4] {
-                return PortVerdict::NoDestination;
-            }
-            let op = u16::from_be_bytes([arp[6], arp[7]]);
-            let sender_mac = mac_at(arp, 8);
-            let sender_ip = ip_at(arp, 14);
-            let target_ip = ip_at(arp, 24);
-            net.l3.learn(sender_ip, port, sender_mac, max);
+            net.l3.learn(arp.sender_ip, port, arp.sender_mac, max);
             // A request for the sender's own address is a duplicate-address probe or a
             // gratuitous announcement: nobody answers it.
-            if op != 1 || target_ip == sender_ip || target_ip.is_unspecified() {
+            if arp.op != ArpOperation::Request
+                || arp.target_ip == arp.sender_ip
+                || arp.target_ip.is_unspecified()
+            {
                 return PortVerdict::NoDestination;
             }
-            let len = arp_reply(gw, target_ip, sender_mac, sender_ip, scratch);
+            let Some(len) = arp.reply(gw).emit(arp.sender_mac, None, scratch) else {
+                return PortVerdict::NoDestination;
+            };
             net.counters.arp_replies += 1;
             actions.push(Action::Reply { port, len });
             PortVerdict::Done
@@ -190,7 +185,10 @@ pub(crate) fn from_underlay(
         if net.ports.is_empty() || dst.is_unspecified() {
             return None;
         }
-        let len = arp_request(gw, dst, scratch);
+        // The gateway has no address of its own in the tenant's subnet: it asks from 0.0.0.0
+        // as an ARP probe does (RFC 5227 §2.1.1), which every host answers.
+        let request = Arp::request(gw, Ipv4Addr::UNSPECIFIED, dst);
+        let len = request.emit(Mac::BROADCAST, None, scratch)?;
         for &port in &net.ports {
             actions.push(Action::Reply { port, len });
         }
@@ -203,59 +201,12 @@ pub(crate) fn from_underlay(
     Some(())
 }
 
-/// A broadcast ARP request (RFC 826) from the gateway for `ip`. The gateway has no address of
-/// its own in the tenant's subnet: it asks from 0.0.0.0 as an ARP probe does (RFC 5227 §2.1.1),
-/// which every host answers.
-fn arp_request(gw: Mac, ip: Ipv4Addr, out: &mut [u8]) -> usize {
-    let mut frame = [0u8; ETH_LEN + ARP_LEN];
-    frame[..6].copy_from_slice(&[0xff; 6]);
-    frame[6..12].copy_from_slice(&gw.0);
-    frame[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
-    let arp = &mut frame[ETH_LEN..];
-    arp[..6].copy_from_slice(&[0, 1, 8, 0, 6, 4]);
-    arp[6..8].copy_from_slice(&1u16.to_be_bytes());
-    arp[8..14].copy_from_slice(&gw.0);
-    arp[24..28].copy_from_slice(&ip.octets());
-    let n = frame.len().min(out.len());
-    out[..n].copy_from_slice(&frame[..n]);
-    n
-}
-
 /// Writes an Ethernet header (dst, src, IPv4) and `packet` into `out`.
 fn with_ethernet(dst: Mac, src: Mac, packet: &[u8], out: &mut [u8]) -> Option<usize> {
-    let len = ETH_LEN + packet.len();
-    let buf = out.get_mut(..len)?;
-    buf[..6].copy_from_slice(&dst.0);
-    buf[6..12].copy_from_slice(&src.0);
-    buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    buf[ETH_LEN..].copy_from_slice(packet);
+    let l2 = frame::write_header(out, dst, src, None, ETHERTYPE_IPV4)?;
+    let len = l2 + packet.len();
+    out.get_mut(l2..len)?.copy_from_slice(packet);
     Some(len)
-}
-
-/// An ARP reply (RFC 826) from the gateway: `ip` is at `gw`, to `to_mac`/`to_ip`.
-fn arp_reply(gw: Mac, ip: Ipv4Addr, to_mac: Mac, to_ip: Ipv4Addr, out: &mut [u8]) -> usize {
-    let mut frame = [0u8; ETH_LEN + ARP_LEN];
-    frame[..6].copy_from_slice(&to_mac.0);
-    frame[6..12].copy_from_slice(&gw.0);
-    frame[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
-    let arp = &mut frame[ETH_LEN..];
-    arp[..6].copy_from_slice(&[0, 1, 8, 0, 6, 4]);
-    arp[6..8].copy_from_slice(&2u16.to_be_bytes());
-    arp[8..14].copy_from_slice(&gw.0);
-    arp[14..18].copy_from_slice(&ip.octets());
-    arp[18..24].copy_from_slice(&to_mac.0);
-    arp[24..28].copy_from_slice(&to_ip.octets());
-    let n = frame.len().min(out.len());
-    out[..n].copy_from_slice(&frame[..n]);
-    n
-}
-
-fn mac_at(b: &[u8], at: usize) -> Mac {
-    let mut m = [0u8; 6];
-    if let Some(s) = b.get(at..at + 6) {
-        m.copy_from_slice(s);
-    }
-    Mac(m)
 }
 
 fn ip_at(b: &[u8], at: usize) -> Ipv4Addr {

@@ -19,6 +19,11 @@
 //! Forwarding follows RFC 7348 §4 (flood and learn) with split horizon: frames from the underlay
 //! go only to local ports, never back to the underlay. Every drop has a [`DropReason`].
 //!
+//! For an EVPN control plane (docs/design/evpn.md) the pipeline holds `Origin::Evpn` FDB entries
+//! and a neighbour table per network, snoops ARP and ND on local ports, answers them when a
+//! network suppresses them, and reports its local hosts: see [`Pipeline::evpn_apply`],
+//! [`Pipeline::set_arp_suppression`] and [`Pipeline::local_hosts`].
+//!
 //! ```
 //! use std::time::Instant;
 //! use nvo_pipeline::{Action, Actions, Limits, NetworkSpec, Pipeline, PortId, Vni};
@@ -41,18 +46,23 @@
 //! ```
 
 mod actions;
+mod arp;
 mod control;
 mod counters;
 mod drop;
 mod error;
+mod evpn;
 mod fdb;
 mod frame;
 mod hash;
 mod icmp;
 pub mod l3;
+mod nd;
+mod neigh;
 mod network;
 pub mod overlay;
 mod pipeline;
+mod suppress;
 mod types;
 
 pub use actions::{Action, Actions};
@@ -61,6 +71,7 @@ pub use counters::{
 };
 pub use drop::DropReason;
 pub use error::TableError;
+pub use evpn::{EvpnApplied, EvpnChange, LocalHost, LocalHosts};
 pub use fdb::FdbView;
 pub use network::NetworkView;
 pub use overlay::NodeId;

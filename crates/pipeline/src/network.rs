@@ -1,5 +1,5 @@
-//! One tenant network as the pipeline holds it: its spec, FDB, local ports, flood list and
-//! counters, and the view of it the API shows.
+//! One tenant network as the pipeline holds it: its spec, FDB, neighbour table, local ports,
+//! flood list and counters, and the view of it the API shows.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::counters::NetworkCounters;
 use crate::fdb::{serialize_secs, Fdb};
 use crate::l3::{L3Tables, Route};
+use crate::neigh::Neighbors;
 use crate::{BumMode, NetworkSpec, PortId, Vni};
 
 /// A network in the pipeline's table.
@@ -23,6 +24,10 @@ pub(crate) struct Network {
     pub(crate) counters: NetworkCounters,
     /// Routes and neighbours of an L3 network (empty otherwise).
     pub(crate) l3: L3Tables,
+    /// IP → MAC of an L2 network, for ARP/ND suppression (docs/design/evpn.md).
+    pub(crate) neigh: Neighbors,
+    /// Whether ARP requests and neighbour solicitations are answered from `neigh`.
+    pub(crate) suppress: bool,
 }
 
 impl Network {
@@ -34,6 +39,8 @@ impl Network {
             flood: Vec::new(),
             counters: NetworkCounters::default(),
             l3: L3Tables::default(),
+            neigh: Neighbors::default(),
+            suppress: false,
         }
     }
 
@@ -54,6 +61,9 @@ impl Network {
             l3_gateway: s.l3_gateway,
             routes: self.l3.routes.clone(),
             neighbours: self.l3.neighbours.len(),
+            evpn_fdb: self.fdb.evpn(),
+            evpn_neighbors: self.neigh.len(),
+            arp_suppression: self.suppress,
         }
     }
 }
@@ -94,6 +104,17 @@ pub struct NetworkView {
     /// How many containers an L3 network knows (IP → port, MAC).
     #[serde(skip_serializing_if = "is_zero")]
     pub neighbours: usize,
+    /// How many FDB entries the EVPN control plane installed (the design page's `evpn`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub evpn_fdb: usize,
+    /// How many entries the neighbour table for ARP/ND suppression holds, installed and
+    /// snooped (the design page's `neighbors`; not an L3 network's `neighbours`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub evpn_neighbors: usize,
+    /// Whether the network answers ARP requests and neighbour solicitations for the addresses
+    /// it knows (`Pipeline::set_arp_suppression`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub arp_suppression: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -6,7 +6,9 @@
 //!   ethernet header? ─ no → malformed_frame      I flag? ─ no → vxlan_flags
 //!   source unicast? ─ no → invalid_source_mac    network for the vni? ─ no → unknown_vni
 //!   learn src → Port(port)                       ethernet header? ─ no → malformed_frame
-//!   longer than mtu + L2? → reply + too_big      source unicast? ─ no → invalid_source_mac
+//!   snoop ARP/ND → neighbour table               source unicast? ─ no → invalid_source_mac
+//!   longer than mtu + L2? → reply + too_big
+//!   ARP/NS answered by suppression? → Reply
 //!   dst in fdb:                                  learn src → Remote(src), or Node(src_node)
 //!     this port → hairpin                          from an overlay header (unless GBP D bit)
 //!     other port → Deliver                       dst in fdb:
@@ -35,6 +37,7 @@ use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::l3;
 use crate::network::Network;
+use crate::suppress;
 use crate::{BumMode, DropReason, FdbDest, Limits, Mac, NodeId, PortId, ProfileTag, Vni};
 
 /// A port in the pipeline's table.
@@ -53,6 +56,8 @@ pub struct Pipeline {
     pub(crate) ports: HashMap<PortId, Port>,
     pub(crate) drops: DropCounters,
     pub(crate) underlay: UnderlayCounters,
+    /// Bumped on every change of the set of local hosts (`Pipeline::local_hosts`).
+    pub(crate) hosts_generation: u64,
     scratch: Box<[u8]>,
 }
 
@@ -65,6 +70,8 @@ impl Pipeline {
             ports: Default::default(),
             drops: DropCounters::default(),
             underlay: UnderlayCounters::default(),
+            // 1, so that a poller starting from 0 gets the first set, even an empty one.
+            hosts_generation: 1,
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
@@ -101,10 +108,12 @@ impl Pipeline {
     ) {
         actions.clear();
         let Pipeline {
+            limits,
             networks,
             ports,
             drops,
             scratch,
+            hosts_generation,
             ..
         } = self;
         let Some(p) = ports.get_mut(&port) else {
@@ -134,8 +143,14 @@ impl Pipeline {
             };
         }
         if net.spec.learning {
-            learn(net, eth.src, FdbDest::Port(port), now);
+            learn(net, eth.src, FdbDest::Port(port), now, hosts_generation);
         }
+        let snooped = suppress::Snoop {
+            port,
+            now,
+            max: limits.max_neighbors,
+        };
+        let question = snooped.frame(net, frame, &eth, hosts_generation);
 
         // The MTU counts from the IP header: the L2 header (with its 802.1Q tag) comes on top.
         if segment_len > usize::from(net.spec.mtu) + eth.header_len() {
@@ -144,42 +159,13 @@ impl Pipeline {
             }
             return reject(drops, Some(pc), DropReason::TooBig, actions);
         }
-
-        let vni = net.spec.vni;
-        match net.fdb.lookup(eth.dst) {
-            Some(FdbDest::Port(out)) if out == port => {
-                reject(drops, Some(pc), DropReason::Hairpin, actions)
+        if let Some(q) = &question {
+            if suppress::answer(net, port, q, &eth, scratch, actions) {
+                return;
             }
-            Some(FdbDest::Port(out)) => {
-                net.counters.delivered += 1;
-                actions.push(Action::Deliver { port: out });
-            }
-            Some(FdbDest::Remote(remote)) => {
-                net.counters.encap_unicast += 1;
-                let entropy = frame::entropy(frame, &eth);
-                actions.push(Action::Encap {
-                    remote,
-                    vni,
-                    entropy,
-                    profile: net.spec.profile,
-                });
-            }
-            Some(FdbDest::Node(node)) => {
-                net.counters.encap_unicast += 1;
-                let entropy = frame::entropy(frame, &eth);
-                actions.push(Action::EncapNode {
-                    node,
-                    vni,
-                    entropy,
-                    profile: net.spec.profile,
-                });
-            }
-            None => {
-                flood_from_port(net, port, frame, &eth, actions);
-                if actions.is_empty() {
-                    reject(drops, Some(pc), DropReason::NoDestination, actions);
-                }
-            }
+        }
+        if let Err(reason) = forward_from_port(net, port, frame, &eth, question.as_ref(), actions) {
+            reject(drops, Some(pc), reason, actions);
         }
     }
 
@@ -293,7 +279,10 @@ impl Pipeline {
         actions: &mut Actions,
     ) {
         let Pipeline {
-            networks, drops, ..
+            networks,
+            drops,
+            hosts_generation,
+            ..
         } = self;
         let Some(net) = networks.get_mut(&decap.vni) else {
             return reject(drops, None, DropReason::UnknownVni, actions);
@@ -315,7 +304,7 @@ impl Pipeline {
                 Some(node) => FdbDest::Node(node),
                 None => FdbDest::Remote(decap.src),
             };
-            learn(net, eth.src, dest, now);
+            learn(net, eth.src, dest, now, hosts_generation);
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {
@@ -355,15 +344,77 @@ pub struct Decapsulated {
     pub src_node: Option<NodeId>,
 }
 
-/// Learns `src` behind `dest` and counts what happened.
-fn learn(net: &mut Network, src: Mac, dest: FdbDest, now: Instant) {
+/// Learns `src` behind `dest` and counts what happened; a change to the set of local MACs
+/// bumps `generation` (see `Pipeline::local_hosts`).
+fn learn(net: &mut Network, src: Mac, dest: FdbDest, now: Instant, generation: &mut u64) {
     let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
     match net.fdb.learn(src, dest, now, max) {
-        Learned::New => net.counters.learned += 1,
-        Learned::Moved => net.counters.moves += 1,
+        Learned::New => {
+            net.counters.learned += 1;
+            if matches!(dest, FdbDest::Port(_)) {
+                *generation += 1;
+            }
+        }
+        Learned::Moved { from_evpn } => {
+            net.counters.moves += 1;
+            net.counters.evpn_moves += u64::from(from_evpn);
+            // To or from a local port, most likely; a move between remotes is rare enough
+            // that telling the poller once too often costs nothing.
+            *generation += 1;
+        }
         Learned::Limit => net.counters.learn_limit += 1,
-        Learned::Refreshed | Learned::Static => {}
+        Learned::Refreshed | Learned::Static | Learned::Evpn => {}
     }
+}
+
+/// Sends a frame from `ingress` where its destination MAC is, or floods it; the reason when
+/// it goes nowhere. `question` is the ARP/ND request the frame carries, counted when flooded.
+fn forward_from_port(
+    net: &mut Network,
+    ingress: PortId,
+    frame: &[u8],
+    eth: &Eth,
+    question: Option<&suppress::Question>,
+    actions: &mut Actions,
+) -> Result<(), DropReason> {
+    let (vni, profile) = (net.spec.vni, net.spec.profile);
+    match net.fdb.lookup(eth.dst) {
+        Some(FdbDest::Port(out)) if out == ingress => return Err(DropReason::Hairpin),
+        Some(FdbDest::Port(out)) => {
+            net.counters.delivered += 1;
+            actions.push(Action::Deliver { port: out });
+        }
+        Some(FdbDest::Remote(remote)) => {
+            net.counters.encap_unicast += 1;
+            let entropy = frame::entropy(frame, eth);
+            actions.push(Action::Encap {
+                remote,
+                vni,
+                entropy,
+                profile,
+            });
+        }
+        Some(FdbDest::Node(node)) => {
+            net.counters.encap_unicast += 1;
+            let entropy = frame::entropy(frame, eth);
+            actions.push(Action::EncapNode {
+                node,
+                vni,
+                entropy,
+                profile,
+            });
+        }
+        None => {
+            if let Some(q) = question {
+                suppress::count_flooded(net, q);
+            }
+            flood_from_port(net, ingress, frame, eth, actions);
+        }
+    }
+    if actions.is_empty() {
+        return Err(DropReason::NoDestination);
+    }
+    Ok(())
 }
 
 /// Broadcast, multicast and unknown unicast from a port: every other local port, then every

@@ -181,6 +181,10 @@ pub enum Origin {
     Static,
     /// Learned from a frame's source address; aged, moved when the MAC shows up elsewhere.
     Learned,
+    /// Installed by the EVPN control plane for a remote MAC (`Pipeline::evpn_apply`); never
+    /// aged, never overwritten by learning from a tunnel, replaced by a learned entry when the
+    /// MAC shows up on a local port (it moved here).
+    Evpn,
 }
 
 /// How a network sends broadcast, unknown unicast and multicast (BUM) frames to other VTEPs.
@@ -286,6 +290,12 @@ pub struct Limits {
     /// The largest `NetworkSpec::max_learned` a network may ask for (an addition to the design
     /// page's four limits: without it an API client could unbound the learned table).
     pub max_learned_fdb: u32,
+    /// EVPN-installed FDB entries in one network (docs/design/evpn.md), apart from the static
+    /// and learned ones.
+    pub max_evpn_fdb: usize,
+    /// Entries of one network's neighbour table (IP → MAC, for ARP/ND suppression), installed
+    /// and snooped together.
+    pub max_neighbors: usize,
 }
 
 impl Default for Limits {
@@ -296,6 +306,8 @@ impl Default for Limits {
             max_flood: 256,
             max_static_fdb: 16384,
             max_learned_fdb: 1 << 16,
+            max_evpn_fdb: 1 << 18,
+            max_neighbors: 1 << 18,
         }
     }
 }

@@ -17,6 +17,7 @@ fn small() -> Limits {
         max_flood: 2,
         max_static_fdb: 2,
         max_learned_fdb: 5000,
+        ..Limits::default()
     }
 }
 

@@ -3,6 +3,7 @@
 //! error a failed command ends with.
 
 pub mod api;
+pub mod bgp;
 pub mod decode;
 pub mod events;
 pub mod lab;

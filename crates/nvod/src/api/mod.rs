@@ -4,6 +4,7 @@
 //! The socket file is nvod's: a stale one (left by a crash) is replaced, but one that another
 //! nvod answers on is not, so two daemons never fight over the same tables' API.
 
+mod bgp;
 mod error;
 mod routes;
 

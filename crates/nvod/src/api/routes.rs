@@ -69,6 +69,7 @@ pub fn router(control: Shared) -> Router {
             "/v1/profiles/{name}/keys/{key}",
             axum::routing::delete(unbind_key),
         )
+        .merge(super::bgp::routes(Router::new()))
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .layer(DefaultBodyLimit::max(MAX_BODY))

@@ -253,6 +253,7 @@ impl Control {
                     origin: match e.origin {
                         Origin::Static => api::Origin::Static,
                         Origin::Learned => api::Origin::Learned,
+                        Origin::Evpn => api::Origin::Evpn,
                     },
                     age_s: e.age.as_secs(),
                 }

@@ -173,6 +173,12 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             }
             Reply::Done
         }
+        Command::EvpnApply(changes) => Reply::EvpnApplied(pipeline.evpn_apply(&changes)),
+        Command::LocalHosts { since } => Reply::LocalHosts(pipeline.local_hosts_since(since)),
+        Command::SetArpSuppression(vni, on) => {
+            pipeline.set_arp_suppression(vni, on)?;
+            Reply::Done
+        }
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Reply::Done,
     })

@@ -1,0 +1,125 @@
+//! The BGP/EVPN operations of the API: `/v1/bgp` and `/v1/evpn/routes`. The configuration is
+//! checked here, persisted in the state file, then handed to the speaker task.
+
+use std::collections::BTreeSet;
+
+use nvo_api as api;
+
+use super::{Control, Failure, Kind};
+use crate::evpn::{self, Request};
+
+impl Control {
+    /// Starts the EVPN speaker (after [`Control::restore`]) with the saved configuration, or
+    /// the config file's while the API never set one.
+    pub fn start_evpn(&mut self) {
+        self.publish_networks();
+        let initial = if self.state.bgp_off {
+            None
+        } else {
+            self.state.bgp.clone().or_else(|| self.config.bgp.clone())
+        };
+        let handle = evpn::spawn(
+            self.datapath.clone(),
+            &self.config.state_dir,
+            self.config.locator,
+            self.evpn_networks.subscribe(),
+            initial,
+        );
+        self.evpn = Some(handle);
+    }
+
+    /// Tells the speaker which VXLAN networks exist (after every committed change).
+    pub(super) fn publish_networks(&self) {
+        let vnis: BTreeSet<u32> = self
+            .state
+            .networks
+            .iter()
+            .filter(|(_, n)| n.encap == "vxlan" && !n.l3)
+            .map(|(&vni, _)| vni)
+            .collect();
+        self.evpn_networks.send_if_modified(|current| {
+            if *current == vnis {
+                false
+            } else {
+                *current = vnis;
+                true
+            }
+        });
+    }
+
+    fn speaker(&self) -> Result<&evpn::Handle, Failure> {
+        self.evpn.as_ref().ok_or_else(gone)
+    }
+
+    /// `GET /v1/bgp`.
+    pub async fn bgp_summary(&self) -> Result<api::BgpSummary, Failure> {
+        self.speaker()?.ask(Request::Summary).await.ok_or_else(gone)
+    }
+
+    /// `PUT /v1/bgp`.
+    pub async fn bgp_set(&mut self, config: api::BgpConfig) -> Result<api::BgpSummary, Failure> {
+        evpn::check(&config, self.config.locator).map_err(Failure::bad)?;
+        let mut new = self.state.clone();
+        new.bgp = Some(config.clone());
+        new.bgp_off = false;
+        self.store.save(&new)?;
+        self.state = new;
+        let answer = self
+            .speaker()?
+            .ask(|tx| Request::Configure(Some(config), tx))
+            .await
+            .ok_or_else(gone)?;
+        answer.map_err(Failure::bad)
+    }
+
+    /// `DELETE /v1/bgp`: the speaker stops, what it installed goes, and it stays off across
+    /// restarts.
+    pub async fn bgp_delete(&mut self) -> Result<(), Failure> {
+        let mut new = self.state.clone();
+        new.bgp = None;
+        new.bgp_off = true;
+        self.store.save(&new)?;
+        self.state = new;
+        self.speaker()?
+            .ask(|tx| Request::Configure(None, tx))
+            .await
+            .ok_or_else(gone)?
+            .map(|_| ())
+            .map_err(Failure::bad)
+    }
+
+    /// `GET /v1/evpn/routes`.
+    pub async fn evpn_routes(
+        &self,
+        vni: Option<u32>,
+        route_type: Option<u8>,
+    ) -> Result<Vec<api::EvpnRoute>, Failure> {
+        if let Some(t) = route_type.filter(|t| !(1..=5).contains(t)) {
+            return Err(Failure::bad(format!(
+                "type {t} is not an EVPN route type; use 2 (MAC/IP) or 3 (inclusive multicast)"
+            )));
+        }
+        self.speaker()?
+            .ask(|reply| Request::Routes {
+                vni,
+                route_type,
+                reply,
+            })
+            .await
+            .ok_or_else(gone)
+    }
+
+    /// At shutdown: the speaker saves what it installed and ends its sessions.
+    pub async fn evpn_shutdown(&self) {
+        if let Some(speaker) = &self.evpn {
+            speaker.ask(Request::Shutdown).await;
+        }
+    }
+}
+
+fn gone() -> Failure {
+    Failure::new(
+        Kind::Unavailable,
+        "the EVPN speaker is not running (nvod is starting or stopping); retry",
+    )
+}

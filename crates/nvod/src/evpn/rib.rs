@@ -1,0 +1,951 @@
+//! The EVPN routing table: received routes per peer, local hosts, best path with MAC mobility,
+//! and what that means for the data path and for what this node advertises.
+//!
+//! Sans-IO: callers feed received routes, withdrawals, session changes and the set of local hosts;
+//! [`Rib::take_changes`] recomputes every key touched since the last call and returns the data
+//! path changes ([`Install`]) and the advertisement changes ([`Advert`]). Keys:
+//! - a MAC, (vni, mac): type 2 routes with and without an IP; the winner is the local host or one
+//!   VTEP: the highest mobility sequence number, then the lowest VTEP address (RFC 7432 §15.1);
+//!   a sticky remote MAC always wins. The winner's MAC goes into the FDB (remote only: a local MAC
+//!   is in the FDB already), and its IPs into the neighbour table for ARP/ND suppression.
+//! - a network, vni: type 3 routes; their VTEPs are the flood list.
+//!
+//! Mobility: a MAC that appears locally while a remote route holds it with sequence N is
+//! advertised with N + 1; a received route with a higher sequence takes a local MAC away (its
+//! local route is withdrawn, the remote VTEP installed). Every change of winner is a move;
+//! `dup_moves` moves within `dup_window` mark the MAC duplicate: frozen where it is (no longer
+//! advertised, received routes for it not acted on) until the window has passed.
+//!
+//! Bounds: received routes over every peer at most `max_routes` (more are dropped and counted);
+//! the mobility history at most [`MAX_TRACKED`] MACs (the oldest quiet ones are forgotten).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::IpAddr;
+use std::time::Instant;
+
+use nvo_api as api;
+use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, MacIpRoute, RouteDistinguisher, RouteTarget};
+use nvo_pipeline::Mac;
+
+use super::settings::{show_rd, show_rt, Settings};
+
+/// Most MACs whose move history is kept.
+pub const MAX_TRACKED: usize = 1 << 16;
+
+/// A peer, by its index in the configuration.
+pub type PeerId = usize;
+
+/// What identifies a received route (RFC 7432 §7: the fields of the NLRI that make it unique).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NlriKey {
+    /// Type 2.
+    Mac {
+        /// RD bytes.
+        rd: [u8; 8],
+        /// Ethernet tag.
+        tag: u32,
+        /// MAC.
+        mac: Mac,
+        /// IP, when the route carries one.
+        ip: Option<IpAddr>,
+    },
+    /// Type 3.
+    Imet {
+        /// RD bytes.
+        rd: [u8; 8],
+        /// Ethernet tag.
+        tag: u32,
+        /// Originating router.
+        originator: IpAddr,
+    },
+}
+
+/// The parts of a received route's attributes the table uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The VNI (type 2: label 1; type 3: the PMSI label, else the Ethernet tag).
+    pub vni: u32,
+    /// The VTEP (next hop; type 3: the PMSI tunnel endpoint, else the originator).
+    pub vtep: IpAddr,
+    /// MAC mobility sequence number.
+    pub seq: u32,
+    /// Sticky MAC.
+    pub sticky: bool,
+    /// Route targets.
+    pub rts: Vec<RouteTarget>,
+}
+
+#[derive(Debug, Clone)]
+struct Path {
+    got: Received,
+    stale: bool,
+}
+
+/// A data path change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// MAC behind a remote VTEP.
+    FdbSet(u32, Mac, IpAddr),
+    /// Remove an installed MAC.
+    FdbRemove(u32, Mac),
+    /// IP → MAC for suppression.
+    NeighSet(u32, IpAddr, Mac),
+    /// Remove an installed IP.
+    NeighRemove(u32, IpAddr),
+    /// A VTEP in a flood list.
+    FloodAdd(u32, IpAddr),
+    /// Remove a VTEP from a flood list.
+    FloodRemove(u32, IpAddr),
+}
+
+/// An advertisement change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advert {
+    /// Announce (or re-announce with new attributes).
+    Announce(EvpnRoute, OutAttrs),
+    /// Withdraw.
+    Withdraw(EvpnRoute),
+}
+
+/// What a local route carries besides its NLRI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutAttrs {
+    /// The network.
+    pub vni: u32,
+    /// Mobility sequence (0: no community).
+    pub seq: u32,
+}
+
+/// What [`Rib::take_changes`] returns.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// For the data path.
+    pub install: Vec<Install>,
+    /// For every peer.
+    pub advert: Vec<Advert>,
+}
+
+#[derive(Debug, Clone)]
+struct Local {
+    ips: Vec<IpAddr>,
+    seq: u32,
+    /// Restored from the saved state at start and not yet seen in the data path.
+    restored: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Winner {
+    Local,
+    Remote(IpAddr),
+}
+
+/// Moves of one MAC that moved at least once lately.
+#[derive(Debug, Default)]
+struct History {
+    moves: Vec<Instant>,
+    duplicate_since: Option<Instant>,
+}
+
+/// What is in the data path now, as this table put it there.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// (vni, mac) → VTEP.
+    pub fdb: HashMap<(u32, Mac), IpAddr>,
+    /// (vni, ip) → MAC.
+    pub neigh: HashMap<(u32, IpAddr), Mac>,
+    /// vni → VTEPs.
+    pub flood: HashMap<u32, BTreeSet<IpAddr>>,
+}
+
+/// The table.
+#[derive(Debug)]
+pub struct Rib {
+    settings: Settings,
+    /// Networks that exist here and run EVPN (VXLAN networks).
+    networks: BTreeSet<u32>,
+    max_routes: usize,
+    adj_in: HashMap<PeerId, HashMap<NlriKey, Path>>,
+    received: usize,
+    mac_index: HashMap<(u32, Mac), HashSet<(PeerId, NlriKey)>>,
+    imet_index: HashMap<u32, HashSet<(PeerId, NlriKey)>>,
+    local: HashMap<(u32, Mac), Local>,
+    history: HashMap<(u32, Mac), History>,
+    duplicates: HashSet<(u32, Mac)>,
+    installed: Installed,
+    adj_out: HashMap<NlriKey, (EvpnRoute, OutAttrs)>,
+    dirty_macs: HashSet<(u32, Mac)>,
+    dirty_vnis: HashSet<u32>,
+    /// Routes dropped at `max_routes`.
+    pub dropped: u64,
+    /// Received routes that came back from this node (own next hop or originator).
+    pub own_routes: u64,
+}
+
+impl Rib {
+    /// An empty table.
+    pub fn new(settings: Settings, max_routes: usize) -> Rib {
+        Rib {
+            settings,
+            networks: BTreeSet::new(),
+            max_routes,
+            adj_in: HashMap::new(),
+            received: 0,
+            mac_index: HashMap::new(),
+            imet_index: HashMap::new(),
+            local: HashMap::new(),
+            history: HashMap::new(),
+            duplicates: HashSet::new(),
+            installed: Installed::default(),
+            adj_out: HashMap::new(),
+            dirty_macs: HashSet::new(),
+            dirty_vnis: HashSet::new(),
+            dropped: 0,
+            own_routes: 0,
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// New settings (same speaker): every key is evaluated again.
+    pub fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
+        self.touch_all();
+    }
+
+    /// The EVPN networks here.
+    pub fn set_networks(&mut self, networks: BTreeSet<u32>) {
+        if networks != self.networks {
+            self.networks = networks;
+            self.touch_all();
+        }
+    }
+
+    fn touch_all(&mut self) {
+        self.dirty_macs.extend(self.mac_index.keys().copied());
+        self.dirty_macs.extend(self.local.keys().copied());
+        self.dirty_macs.extend(self.installed.fdb.keys().copied());
+        self.dirty_vnis.extend(self.imet_index.keys().copied());
+        self.dirty_vnis.extend(self.installed.flood.keys().copied());
+        self.dirty_vnis.extend(self.networks.iter().copied());
+        for (route, attrs) in self.adj_out.values() {
+            match route {
+                EvpnRoute::MacIp(r) => {
+                    self.dirty_macs.insert((attrs.vni, Mac(r.mac)));
+                }
+                _ => {
+                    self.dirty_vnis.insert(attrs.vni);
+                }
+            }
+        }
+    }
+
+    /// A route received from `peer` (a new one or a replacement).
+    pub fn receive(&mut self, peer: PeerId, route: &EvpnRoute, got: Received) {
+        let Some(key) = key_of(route) else {
+            return;
+        };
+        if got.vtep == self.settings.next_hop {
+            self.own_routes += 1;
+            return;
+        }
+        let table = self.adj_in.entry(peer).or_default();
+        let is_new = !table.contains_key(&key);
+        if is_new && self.received >= self.max_routes {
+            self.dropped += 1;
+            return;
+        }
+        let old_vni = table.get(&key).map(|p| p.got.vni);
+        let vni = got.vni;
+        table.insert(key, Path { got, stale: false });
+        if is_new {
+            self.received += 1;
+        }
+        if let Some(old) = old_vni.filter(|&o| o != vni) {
+            self.unindex(peer, key, old);
+        }
+        self.index(peer, key, vni);
+    }
+
+    /// A withdrawal from `peer`.
+    pub fn withdraw(&mut self, peer: PeerId, route: &EvpnRoute) {
+        if let Some(key) = key_of(route) {
+            self.remove_path(peer, key);
+        }
+    }
+
+    fn remove_path(&mut self, peer: PeerId, key: NlriKey) {
+        let Some(table) = self.adj_in.get_mut(&peer) else {
+            return;
+        };
+        if let Some(path) = table.remove(&key) {
+            self.received -= 1;
+            self.unindex(peer, key, path.got.vni);
+        }
+    }
+
+    fn index(&mut self, peer: PeerId, key: NlriKey, vni: u32) {
+        match key {
+            NlriKey::Mac { mac, .. } => {
+                self.mac_index
+                    .entry((vni, mac))
+                    .or_default()
+                    .insert((peer, key));
+                self.dirty_macs.insert((vni, mac));
+            }
+            NlriKey::Imet { .. } => {
+                self.imet_index.entry(vni).or_default().insert((peer, key));
+                self.dirty_vnis.insert(vni);
+            }
+        }
+    }
+
+    fn unindex(&mut self, peer: PeerId, key: NlriKey, vni: u32) {
+        match key {
+            NlriKey::Mac { mac, .. } => {
+                if let Some(set) = self.mac_index.get_mut(&(vni, mac)) {
+                    set.remove(&(peer, key));
+                    if set.is_empty() {
+                        self.mac_index.remove(&(vni, mac));
+                    }
+                }
+                self.dirty_macs.insert((vni, mac));
+            }
+            NlriKey::Imet { .. } => {
+                if let Some(set) = self.imet_index.get_mut(&vni) {
+                    set.remove(&(peer, key));
+                    if set.is_empty() {
+                        self.imet_index.remove(&vni);
+                    }
+                }
+                self.dirty_vnis.insert(vni);
+            }
+        }
+    }
+
+    /// A session went down: its routes become stale (graceful restart) or go.
+    pub fn peer_down(&mut self, peer: PeerId, graceful: bool) {
+        if graceful {
+            if let Some(table) = self.adj_in.get_mut(&peer) {
+                table.values_mut().for_each(|p| p.stale = true);
+            }
+        } else {
+            self.sweep(peer, false);
+        }
+    }
+
+    /// Removes `peer`'s stale routes (its End-of-RIB came, or its restart time ran out), or
+    /// every route of it when `only_stale` is false. Returns how many went.
+    pub fn sweep(&mut self, peer: PeerId, only_stale: bool) -> usize {
+        let Some(table) = self.adj_in.get(&peer) else {
+            return 0;
+        };
+        let doomed: Vec<NlriKey> = table
+            .iter()
+            .filter(|(_, p)| !only_stale || p.stale)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in &doomed {
+            self.remove_path(peer, *key);
+        }
+        doomed.len()
+    }
+
+    /// Routes held from `peer`: (all, stale).
+    pub fn peer_counts(&self, peer: PeerId) -> (u64, u64) {
+        self.adj_in.get(&peer).map_or((0, 0), |t| {
+            (
+                t.len() as u64,
+                t.values().filter(|p| p.stale).count() as u64,
+            )
+        })
+    }
+
+    /// The local hosts now (every MAC on a local port with its IPs). Hosts restored from the
+    /// saved state stay until `keep_restored` is false.
+    pub fn set_local(&mut self, hosts: &[(u32, Mac, Vec<IpAddr>)], keep_restored: bool) {
+        let now: HashMap<(u32, Mac), &Vec<IpAddr>> =
+            hosts.iter().map(|(v, m, ips)| ((*v, *m), ips)).collect();
+        let gone: Vec<(u32, Mac)> = self
+            .local
+            .iter()
+            .filter(|(k, l)| !(now.contains_key(k) || (l.restored && keep_restored)))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in gone {
+            self.local.remove(&key);
+            self.dirty_macs.insert(key);
+        }
+        for (key, ips) in now {
+            let mut ips = ips.clone();
+            ips.sort_unstable();
+            match self.local.get_mut(&key) {
+                Some(l) if l.ips == ips && !l.restored => {}
+                Some(l) => {
+                    l.ips = ips;
+                    l.restored = false;
+                    self.dirty_macs.insert(key);
+                }
+                None => {
+                    let seq = self
+                        .remote_best(key)
+                        .map_or(0, |(_, s, _)| s.saturating_add(1));
+                    self.local.insert(
+                        key,
+                        Local {
+                            ips,
+                            seq,
+                            restored: false,
+                        },
+                    );
+                    self.dirty_macs.insert(key);
+                }
+            }
+        }
+    }
+
+    /// Local hosts as saved for a restart: (vni, mac, ips, seq).
+    pub fn local_saved(&self) -> Vec<(u32, Mac, Vec<IpAddr>, u32)> {
+        self.local
+            .iter()
+            .map(|(&(v, m), l)| (v, m, l.ips.clone(), l.seq))
+            .collect()
+    }
+
+    /// Restores what a previous run installed and advertised: the data path has `installed`
+    /// (the caller applies it), the hosts are advertised until the data path shows them or the
+    /// caller stops keeping them.
+    pub fn restore(&mut self, installed: Installed, local: Vec<(u32, Mac, Vec<IpAddr>, u32)>) {
+        self.installed = installed;
+        for (vni, mac, ips, seq) in local {
+            self.local.insert(
+                (vni, mac),
+                Local {
+                    ips,
+                    seq,
+                    restored: true,
+                },
+            );
+            self.dirty_macs.insert((vni, mac));
+        }
+    }
+
+    /// Everything installed is checked against the table again (the end of a restart: what no
+    /// route backs any more goes).
+    pub fn reconcile(&mut self) {
+        self.touch_all();
+    }
+
+    /// What the table installed.
+    pub fn installed(&self) -> &Installed {
+        &self.installed
+    }
+
+    /// The best imported remote route for a MAC: (vtep, seq, sticky).
+    fn remote_best(&self, key: (u32, Mac)) -> Option<(IpAddr, u32, bool)> {
+        let (vni, _) = key;
+        if !self.networks.contains(&vni) {
+            return None;
+        }
+        let import = self.settings.vni(vni);
+        if !import.advertise {
+            return None;
+        }
+        let set = self.mac_index.get(&key)?;
+        set.iter()
+            .filter_map(|(peer, k)| self.adj_in.get(peer)?.get(k))
+            .filter(|p| p.got.rts.iter().any(|rt| import.import.contains(rt)))
+            .map(|p| (p.got.vtep, p.got.seq, p.got.sticky))
+            .max_by(|a, b| (a.2, a.1).cmp(&(b.2, b.1)).then_with(|| b.0.cmp(&a.0)))
+    }
+
+    /// IPs the winning VTEP advertises for a MAC.
+    fn remote_ips(&self, key: (u32, Mac), vtep: IpAddr) -> BTreeSet<IpAddr> {
+        let import = self.settings.vni(key.0);
+        self.mac_index
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .filter_map(|(peer, k)| {
+                let p = self.adj_in.get(peer)?.get(k)?;
+                let NlriKey::Mac { ip: Some(ip), .. } = k else {
+                    return None;
+                };
+                (p.got.vtep == vtep && p.got.rts.iter().any(|rt| import.import.contains(rt)))
+                    .then_some(*ip)
+            })
+            .collect()
+    }
+
+    /// Recomputes every key touched since the last call.
+    pub fn take_changes(&mut self, now: Instant) -> Changes {
+        let mut out = Changes::default();
+        let macs: Vec<(u32, Mac)> = self.dirty_macs.drain().collect();
+        for key in macs {
+            self.decide_mac(key, now, &mut out);
+        }
+        let vnis: Vec<u32> = self.dirty_vnis.drain().collect();
+        for vni in vnis {
+            self.decide_vni(vni, &mut out);
+        }
+        self.thaw(now);
+        out
+    }
+
+    fn decide_mac(&mut self, key: (u32, Mac), now: Instant, out: &mut Changes) {
+        let (vni, mac) = key;
+        let remote = self.remote_best(key);
+        let ours = self.settings.next_hop;
+        let local = self.local.get(&key).map(|l| l.seq);
+        let duplicate = self.is_duplicate(key, now);
+        let before = self.current_winner(key);
+        let mut winner = match (local, remote) {
+            (Some(s), Some((vtep, r, sticky))) => {
+                if sticky || r > s || (r == s && vtep < ours) {
+                    Some(Winner::Remote(vtep))
+                } else {
+                    Some(Winner::Local)
+                }
+            }
+            (Some(_), None) => Some(Winner::Local),
+            (None, Some((vtep, _, _))) => Some(Winner::Remote(vtep)),
+            (None, None) => None,
+        };
+        if duplicate {
+            // Frozen: keep what is installed / advertised now.
+            winner = before.or(winner);
+        } else if let (Some(a), Some(b)) = (before, winner) {
+            if a != b {
+                self.record_move(key, now);
+            }
+        }
+        if let (Some(Winner::Remote(_)), Some(_), false) = (winner, local, duplicate) {
+            // The MAC moved away: forget it here, so that showing up again is a new move.
+            self.local.remove(&key);
+        }
+        // Data path.
+        let want_fdb = match winner {
+            Some(Winner::Remote(vtep)) => Some(vtep),
+            _ => None,
+        };
+        match (self.installed.fdb.get(&key).copied(), want_fdb) {
+            (Some(a), Some(b)) if a == b => {}
+            (_, Some(vtep)) => {
+                self.installed.fdb.insert(key, vtep);
+                out.install.push(Install::FdbSet(vni, mac, vtep));
+            }
+            (Some(_), None) => {
+                self.installed.fdb.remove(&key);
+                out.install.push(Install::FdbRemove(vni, mac));
+            }
+            (None, None) => {}
+        }
+        let want_ips = want_fdb
+            .map(|v| self.remote_ips(key, v))
+            .unwrap_or_default();
+        let had: Vec<IpAddr> = self
+            .installed
+            .neigh
+            .iter()
+            .filter(|(&(v, _), &m)| v == vni && m == mac)
+            .map(|(&(_, ip), _)| ip)
+            .collect();
+        for ip in had.iter().filter(|ip| !want_ips.contains(ip)) {
+            self.installed.neigh.remove(&(vni, *ip));
+            out.install.push(Install::NeighRemove(vni, *ip));
+        }
+        for ip in want_ips {
+            if self.installed.neigh.get(&(vni, ip)) != Some(&mac) {
+                self.installed.neigh.insert((vni, ip), mac);
+                out.install.push(Install::NeighSet(vni, ip, mac));
+            }
+        }
+        // Advertisements.
+        let advertise = winner == Some(Winner::Local)
+            && !duplicate
+            && self.networks.contains(&vni)
+            && self.settings.vni(vni).advertise;
+        let mut want: Vec<(NlriKey, EvpnRoute, OutAttrs)> = Vec::new();
+        if let (true, Some(l)) = (advertise, self.local.get(&key)) {
+            let rd = self.settings.vni(vni).rd;
+            let attrs = OutAttrs { vni, seq: l.seq };
+            for ip in std::iter::once(None).chain(l.ips.iter().copied().map(Some)) {
+                let route = mac_route(rd, vni, mac, ip);
+                if let Some(k) = key_of(&route) {
+                    want.push((k, route, attrs));
+                }
+            }
+        }
+        self.sync_out(
+            |k| matches!(k, NlriKey::Mac { mac: m, .. } if *m == mac),
+            vni,
+            want,
+            duplicate,
+            out,
+        );
+    }
+
+    /// Brings the advertised routes selected by `selects` (of network `vni`) to `want`.
+    fn sync_out(
+        &mut self,
+        selects: impl Fn(&NlriKey) -> bool,
+        vni: u32,
+        want: Vec<(NlriKey, EvpnRoute, OutAttrs)>,
+        frozen: bool,
+        out: &mut Changes,
+    ) {
+        if frozen && want.is_empty() {
+            // A duplicate MAC's advertisements stay as they are (RFC 7432 §15.1).
+            return;
+        }
+        let stale: Vec<NlriKey> = self
+            .adj_out
+            .iter()
+            .filter(|(k, (_, a))| {
+                a.vni == vni && selects(k) && !want.iter().any(|(w, _, _)| w == *k)
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in stale {
+            if let Some((route, _)) = self.adj_out.remove(&k) {
+                out.advert.push(Advert::Withdraw(route));
+            }
+        }
+        for (k, route, attrs) in want {
+            if self.adj_out.get(&k).map(|(_, a)| *a) != Some(attrs) {
+                self.adj_out.insert(k, (route.clone(), attrs));
+                out.advert.push(Advert::Announce(route, attrs));
+            }
+        }
+    }
+
+    fn decide_vni(&mut self, vni: u32, out: &mut Changes) {
+        let settings = self.settings.vni(vni);
+        let active = self.networks.contains(&vni) && settings.advertise;
+        let want: BTreeSet<IpAddr> = if active {
+            self.imet_index
+                .get(&vni)
+                .into_iter()
+                .flatten()
+                .filter_map(|(peer, k)| self.adj_in.get(peer)?.get(k))
+                .filter(|p| p.got.rts.iter().any(|rt| settings.import.contains(rt)))
+                .map(|p| p.got.vtep)
+                .filter(|&v| v != self.settings.next_hop)
+                .collect()
+        } else {
+            BTreeSet::new()
+        };
+        let have = self.installed.flood.get(&vni).cloned().unwrap_or_default();
+        for gone in have.difference(&want) {
+            out.install.push(Install::FloodRemove(vni, *gone));
+        }
+        for new in want.difference(&have) {
+            out.install.push(Install::FloodAdd(vni, *new));
+        }
+        if want.is_empty() {
+            self.installed.flood.remove(&vni);
+        } else {
+            self.installed.flood.insert(vni, want);
+        }
+        let mut routes = Vec::new();
+        if active {
+            let route = EvpnRoute::InclusiveMulticast(InclusiveMulticastRoute {
+                rd: settings.rd,
+                ethernet_tag: 0,
+                originator: self.settings.next_hop,
+            });
+            if let Some(k) = key_of(&route) {
+                routes.push((k, route, OutAttrs { vni, seq: 0 }));
+            }
+        }
+        self.sync_out(
+            |k| matches!(k, NlriKey::Imet { .. }),
+            vni,
+            routes,
+            false,
+            out,
+        );
+    }
+
+    /// Where the MAC is installed or advertised from now.
+    fn current_winner(&self, key: (u32, Mac)) -> Option<Winner> {
+        if let Some(&vtep) = self.installed.fdb.get(&key) {
+            return Some(Winner::Remote(vtep));
+        }
+        let rd = self.settings.vni(key.0).rd;
+        let k = key_of(&mac_route(rd, key.0, key.1, None))?;
+        self.adj_out.contains_key(&k).then_some(Winner::Local)
+    }
+
+    fn record_move(&mut self, key: (u32, Mac), now: Instant) {
+        if !self.history.contains_key(&key) && self.history.len() >= MAX_TRACKED {
+            self.prune_quiet(now);
+            if self.history.len() >= MAX_TRACKED {
+                return;
+            }
+        }
+        let window = self.settings.dup_window;
+        let limit = self.settings.dup_moves as usize;
+        let h = self.history.entry(key).or_default();
+        h.moves
+            .retain(|&t| now.saturating_duration_since(t) <= window);
+        h.moves.push(now);
+        if h.moves.len() >= limit && h.duplicate_since.is_none() {
+            h.duplicate_since = Some(now);
+            self.duplicates.insert(key);
+            log::warn!(
+                "evpn: vni {} mac {} moved {} times within {:?}: marked duplicate for as long",
+                key.0,
+                key.1,
+                h.moves.len(),
+                window
+            );
+        }
+    }
+
+    fn is_duplicate(&mut self, key: (u32, Mac), now: Instant) -> bool {
+        let window = self.settings.dup_window;
+        let Some(h) = self.history.get_mut(&key) else {
+            return false;
+        };
+        match h.duplicate_since {
+            Some(t) if now.saturating_duration_since(t) > window => {
+                h.duplicate_since = None;
+                h.moves.clear();
+                self.duplicates.remove(&key);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// Duplicate MACs whose freeze has run out are evaluated again.
+    fn thaw(&mut self, now: Instant) {
+        let window = self.settings.dup_window;
+        let thawed: Vec<(u32, Mac)> = self
+            .duplicates
+            .iter()
+            .filter(|k| {
+                self.history
+                    .get(k)
+                    .and_then(|h| h.duplicate_since)
+                    .is_none_or(|t| now.saturating_duration_since(t) > window)
+            })
+            .copied()
+            .collect();
+        self.dirty_macs.extend(thawed);
+    }
+
+    /// Forgets histories with no move inside the window.
+    fn prune_quiet(&mut self, now: Instant) {
+        let window = self.settings.dup_window;
+        self.history.retain(|_, h| {
+            h.duplicate_since.is_some()
+                || h.moves
+                    .iter()
+                    .any(|&t| now.saturating_duration_since(t) <= window)
+        });
+    }
+
+    /// How many MACs are duplicate now.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates.len() as u64
+    }
+
+    /// Every route advertised now, for a session that just came up.
+    pub fn adj_out(&self) -> impl Iterator<Item = &(EvpnRoute, OutAttrs)> {
+        self.adj_out.values()
+    }
+
+    /// (local routes, received routes, installed entries).
+    pub fn counts(&self) -> (u64, u64, u64) {
+        let installed = self.installed.fdb.len()
+            + self.installed.neigh.len()
+            + self
+                .installed
+                .flood
+                .values()
+                .map(BTreeSet::len)
+                .sum::<usize>();
+        (
+            self.adj_out.len() as u64,
+            self.received as u64,
+            installed as u64,
+        )
+    }
+
+    /// The routes as the API lists them; `source` names a peer.
+    pub fn routes(
+        &self,
+        vni: Option<u32>,
+        route_type: Option<u8>,
+        source: impl Fn(PeerId) -> String,
+    ) -> Vec<api::EvpnRoute> {
+        let mut list = Vec::new();
+        let export = |v: u32| self.settings.vni(v).export;
+        for (route, attrs) in self.adj_out.values() {
+            let dup = match route {
+                EvpnRoute::MacIp(r) => self
+                    .history
+                    .get(&(attrs.vni, Mac(r.mac)))
+                    .is_some_and(|h| h.duplicate_since.is_some()),
+                _ => false,
+            };
+            list.push(show(
+                route,
+                attrs.vni,
+                self.settings.next_hop,
+                "local".into(),
+                attrs.seq,
+                false,
+                &export(attrs.vni),
+                true,
+                false,
+                dup,
+            ));
+        }
+        for (&peer, table) in &self.adj_in {
+            for (key, path) in table {
+                let route = route_of(key, path.got.vni);
+                let best = match key {
+                    NlriKey::Mac { mac, .. } => {
+                        self.installed.fdb.get(&(path.got.vni, *mac)) == Some(&path.got.vtep)
+                    }
+                    NlriKey::Imet { .. } => self
+                        .installed
+                        .flood
+                        .get(&path.got.vni)
+                        .is_some_and(|s| s.contains(&path.got.vtep)),
+                };
+                let dup = match key {
+                    NlriKey::Mac { mac, .. } => self
+                        .history
+                        .get(&(path.got.vni, *mac))
+                        .is_some_and(|h| h.duplicate_since.is_some()),
+                    NlriKey::Imet { .. } => false,
+                };
+                list.push(show(
+                    &route,
+                    path.got.vni,
+                    path.got.vtep,
+                    source(peer),
+                    path.got.seq,
+                    path.got.sticky,
+                    &path.got.rts,
+                    best,
+                    path.stale,
+                    dup,
+                ));
+            }
+        }
+        list.retain(|r| {
+            vni.is_none_or(|v| v == r.vni) && route_type.is_none_or(|t| t == r.route_type)
+        });
+        list.sort_by(|a, b| {
+            (a.vni, a.route_type, &a.mac, a.ip, a.vtep, &a.source).cmp(&(
+                b.vni,
+                b.route_type,
+                &b.mac,
+                b.ip,
+                b.vtep,
+                &b.source,
+            ))
+        });
+        list
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn show(
+    route: &EvpnRoute,
+    vni: u32,
+    vtep: IpAddr,
+    source: String,
+    seq: u32,
+    sticky: bool,
+    rts: &[RouteTarget],
+    best: bool,
+    stale: bool,
+    duplicate: bool,
+) -> api::EvpnRoute {
+    let (route_type, rd, mac, ip) = match route {
+        EvpnRoute::MacIp(r) => (2, r.rd, Some(Mac(r.mac).to_string()), r.ip),
+        EvpnRoute::InclusiveMulticast(r) => (3, r.rd, None, None),
+        EvpnRoute::Other { route_type, .. } => {
+            (*route_type, RouteDistinguisher::Unknown([0; 8]), None, None)
+        }
+    };
+    api::EvpnRoute {
+        route_type,
+        rd: show_rd(&rd),
+        vni,
+        mac,
+        ip,
+        vtep,
+        source,
+        seq,
+        sticky,
+        rt: rts.iter().map(show_rt).collect(),
+        best,
+        stale,
+        duplicate,
+    }
+}
+
+/// A type 2 route of this node.
+pub fn mac_route(rd: RouteDistinguisher, vni: u32, mac: Mac, ip: Option<IpAddr>) -> EvpnRoute {
+    EvpnRoute::MacIp(MacIpRoute {
+        rd,
+        esi: [0; 10],
+        ethernet_tag: 0,
+        mac: mac.0,
+        ip,
+        label1: vni,
+        label2: None,
+    })
+}
+
+/// The key of a route; None for types this table does not use.
+pub fn key_of(route: &EvpnRoute) -> Option<NlriKey> {
+    match route {
+        EvpnRoute::MacIp(r) => Some(NlriKey::Mac {
+            rd: r.rd.to_bytes(),
+            tag: r.ethernet_tag,
+            mac: Mac(r.mac),
+            ip: r.ip,
+        }),
+        EvpnRoute::InclusiveMulticast(r) => Some(NlriKey::Imet {
+            rd: r.rd.to_bytes(),
+            tag: r.ethernet_tag,
+            originator: r.originator,
+        }),
+        EvpnRoute::Other { .. } => None,
+    }
+}
+
+/// A route rebuilt from its key (for listing and withdrawing).
+pub fn route_of(key: &NlriKey, vni: u32) -> EvpnRoute {
+    match *key {
+        NlriKey::Mac { rd, tag, mac, ip } => EvpnRoute::MacIp(MacIpRoute {
+            rd: RouteDistinguisher::from_bytes(rd),
+            esi: [0; 10],
+            ethernet_tag: tag,
+            mac: mac.0,
+            ip,
+            label1: vni,
+            label2: None,
+        }),
+        NlriKey::Imet {
+            rd,
+            tag,
+            originator,
+        } => EvpnRoute::InclusiveMulticast(InclusiveMulticastRoute {
+            rd: RouteDistinguisher::from_bytes(rd),
+            ethernet_tag: tag,
+            originator,
+        }),
+    }
+}

@@ -1,0 +1,295 @@
+//! Tests of the EVPN table: import, install, advertisement, mobility, duplicates, graceful
+//! restart and bounds.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+use nvo_api as api;
+use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, RouteTarget};
+use nvo_pipeline::Mac;
+
+use super::rib::{mac_route, Advert, Install, Received, Rib};
+use super::settings::{default_rd, Settings};
+
+const VNI: u32 = 100;
+const A: Mac = Mac([2, 0, 0, 0, 0, 0xa]);
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn rib() -> Rib {
+    let config = api::BgpConfig {
+        asn: 65000,
+        router_id: Ipv4Addr::new(192, 0, 2, 1),
+        listen: None,
+        port: None,
+        hold_time_s: None,
+        connect_retry_s: None,
+        graceful_restart_s: None,
+        next_hop: None,
+        dup_moves: Some(3),
+        dup_window_s: Some(60),
+        neighbors: vec![],
+        vnis: vec![],
+    };
+    let settings = Settings::resolve(&config, ip("192.0.2.1")).unwrap();
+    let mut rib = Rib::new(settings, 8);
+    rib.set_networks(BTreeSet::from([VNI]));
+    rib
+}
+
+fn got(vtep: &str, seq: u32) -> Received {
+    Received {
+        vni: VNI,
+        vtep: ip(vtep),
+        seq,
+        sticky: false,
+        rts: vec![RouteTarget::TwoOctetAs {
+            asn: 65000,
+            value: VNI,
+        }],
+    }
+}
+
+fn remote_mac(vtep: &str, mac: Mac, addr: Option<&str>) -> EvpnRoute {
+    let rd = default_rd(vtep.parse().unwrap(), VNI);
+    mac_route(rd, VNI, mac, addr.map(ip))
+}
+
+fn imet(vtep: &str) -> EvpnRoute {
+    EvpnRoute::InclusiveMulticast(InclusiveMulticastRoute {
+        rd: default_rd(vtep.parse().unwrap(), VNI),
+        ethernet_tag: 0,
+        originator: ip(vtep),
+    })
+}
+
+fn announced_seq(changes: &[Advert], mac: Mac) -> Option<u32> {
+    changes.iter().find_map(|a| match a {
+        Advert::Announce(EvpnRoute::MacIp(r), attrs) if r.mac == mac.0 && r.ip.is_none() => {
+            Some(attrs.seq)
+        }
+        _ => None,
+    })
+}
+
+fn withdrew(changes: &[Advert], mac: Mac) -> bool {
+    changes
+        .iter()
+        .any(|a| matches!(a, Advert::Withdraw(EvpnRoute::MacIp(r)) if r.mac == mac.0))
+}
+
+#[test]
+fn remote_routes_install_and_withdraw() {
+    let mut rib = rib();
+    let now = Instant::now();
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 0));
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", A, Some("10.0.0.2")),
+        got("192.0.2.2", 0),
+    );
+    rib.receive(0, &imet("192.0.2.2"), got("192.0.2.2", 0));
+    let c = rib.take_changes(now);
+    assert!(c
+        .install
+        .contains(&Install::FdbSet(VNI, A, ip("192.0.2.2"))));
+    assert!(c
+        .install
+        .contains(&Install::NeighSet(VNI, ip("10.0.0.2"), A)));
+    assert!(c.install.contains(&Install::FloodAdd(VNI, ip("192.0.2.2"))));
+    rib.withdraw(0, &remote_mac("192.0.2.2", A, Some("10.0.0.2")));
+    let c = rib.take_changes(now);
+    assert_eq!(c.install, vec![Install::NeighRemove(VNI, ip("10.0.0.2"))]);
+    rib.withdraw(0, &remote_mac("192.0.2.2", A, None));
+    rib.withdraw(0, &imet("192.0.2.2"));
+    let c = rib.take_changes(now);
+    assert!(c.install.contains(&Install::FdbRemove(VNI, A)));
+    assert!(c
+        .install
+        .contains(&Install::FloodRemove(VNI, ip("192.0.2.2"))));
+    assert_eq!(rib.counts().1, 0);
+}
+
+#[test]
+fn foreign_route_targets_and_own_routes_are_not_installed() {
+    let mut rib = rib();
+    let mut other = got("192.0.2.2", 0);
+    other.rts = vec![RouteTarget::TwoOctetAs {
+        asn: 65000,
+        value: 999,
+    }];
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), other);
+    rib.receive(0, &imet("192.0.2.1"), got("192.0.2.1", 0));
+    let c = rib.take_changes(Instant::now());
+    assert!(c.install.is_empty(), "{:?}", c.install);
+    assert_eq!(rib.own_routes, 1);
+}
+
+#[test]
+fn local_hosts_and_networks_are_advertised() {
+    let mut rib = rib();
+    rib.set_local(&[(VNI, A, vec![ip("10.0.0.1")])], false);
+    let c = rib.take_changes(Instant::now());
+    assert_eq!(announced_seq(&c.advert, A), Some(0));
+    let types: Vec<u8> = c
+        .advert
+        .iter()
+        .filter_map(|a| match a {
+            Advert::Announce(r, _) => Some(r.route_type()),
+            Advert::Withdraw(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        types.iter().filter(|&&t| t == 2).count(),
+        2,
+        "MAC and MAC+IP"
+    );
+    assert_eq!(types.iter().filter(|&&t| t == 3).count(), 1);
+    rib.set_local(&[], false);
+    let c = rib.take_changes(Instant::now());
+    assert!(withdrew(&c.advert, A));
+}
+
+#[test]
+fn a_mac_that_moves_here_gets_a_higher_sequence_and_back() {
+    let mut rib = rib();
+    let now = Instant::now();
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 4));
+    rib.take_changes(now);
+    // The MAC shows up on a local port: advertised with 5, the remote entry removed.
+    rib.set_local(&[(VNI, A, vec![])], false);
+    let c = rib.take_changes(now);
+    assert_eq!(announced_seq(&c.advert, A), Some(5));
+    assert!(c.install.contains(&Install::FdbRemove(VNI, A)));
+    // It moves on to a third VTEP with 6: local route withdrawn, remote installed.
+    rib.receive(1, &remote_mac("192.0.2.3", A, None), got("192.0.2.3", 6));
+    let c = rib.take_changes(now);
+    assert!(withdrew(&c.advert, A));
+    assert!(c
+        .install
+        .contains(&Install::FdbSet(VNI, A, ip("192.0.2.3"))));
+}
+
+#[test]
+fn equal_sequences_go_to_the_lowest_vtep() {
+    let mut rib = rib();
+    rib.receive(0, &remote_mac("192.0.2.9", A, None), got("192.0.2.9", 2));
+    rib.receive(1, &remote_mac("192.0.2.5", A, None), got("192.0.2.5", 2));
+    let c = rib.take_changes(Instant::now());
+    assert!(c
+        .install
+        .contains(&Install::FdbSet(VNI, A, ip("192.0.2.5"))));
+}
+
+#[test]
+fn a_flapping_mac_is_marked_duplicate_and_frozen() {
+    let mut rib = rib();
+    let t = Instant::now();
+    let mut seq = 0;
+    // Moves between the local port and 192.0.2.2, each side outbidding the other.
+    for round in 0..3 {
+        rib.set_local(&[(VNI, A, vec![])], false);
+        rib.take_changes(t + Duration::from_secs(round));
+        seq += 2;
+        rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", seq));
+        rib.take_changes(t + Duration::from_secs(round));
+        rib.set_local(&[], false);
+    }
+    assert_eq!(rib.duplicates(), 1);
+    // Frozen: a higher sequence no longer moves it.
+    let before = rib.installed().fdb.get(&(VNI, A)).copied();
+    rib.receive(1, &remote_mac("192.0.2.3", A, None), got("192.0.2.3", 99));
+    let c = rib.take_changes(t + Duration::from_secs(5));
+    assert!(c.install.is_empty(), "{:?}", c.install);
+    assert_eq!(rib.installed().fdb.get(&(VNI, A)).copied(), before);
+    // After the window it is evaluated again.
+    rib.take_changes(t + Duration::from_secs(70));
+    let c = rib.take_changes(t + Duration::from_secs(71));
+    assert!(
+        c.install
+            .contains(&Install::FdbSet(VNI, A, ip("192.0.2.3"))),
+        "{:?}",
+        c.install
+    );
+    assert_eq!(rib.duplicates(), 0);
+}
+
+#[test]
+fn graceful_restart_keeps_stale_routes_until_swept() {
+    let mut rib = rib();
+    let now = Instant::now();
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 0));
+    rib.take_changes(now);
+    rib.peer_down(0, true);
+    assert_eq!(rib.peer_counts(0), (1, 1));
+    assert!(
+        rib.take_changes(now).install.is_empty(),
+        "stale routes stay installed"
+    );
+    // The peer comes back and re-announces: no longer stale; its End-of-RIB sweeps nothing.
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 0));
+    assert_eq!(rib.sweep(0, true), 0);
+    rib.peer_down(0, true);
+    assert_eq!(rib.sweep(0, true), 1);
+    assert!(rib
+        .take_changes(now)
+        .install
+        .contains(&Install::FdbRemove(VNI, A)));
+    // Without graceful restart everything goes at once.
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 0));
+    rib.take_changes(now);
+    rib.peer_down(0, false);
+    assert!(rib
+        .take_changes(now)
+        .install
+        .contains(&Install::FdbRemove(VNI, A)));
+}
+
+#[test]
+fn received_routes_are_bounded() {
+    let mut rib = rib();
+    for i in 0..10u8 {
+        let mac = Mac([2, 0, 0, 0, 1, i]);
+        rib.receive(0, &remote_mac("192.0.2.2", mac, None), got("192.0.2.2", 0));
+    }
+    assert_eq!(rib.counts().1, 8);
+    assert_eq!(rib.dropped, 2);
+}
+
+#[test]
+fn a_restart_keeps_restored_entries_until_reconciled() {
+    let mut rib = rib();
+    let mut installed = super::rib::Installed::default();
+    installed.fdb.insert((VNI, A), ip("192.0.2.2"));
+    let b = Mac([2, 0, 0, 0, 0, 0xb]);
+    installed.fdb.insert((VNI, b), ip("192.0.2.3"));
+    rib.restore(installed, vec![(VNI, Mac([2, 0, 0, 0, 0, 0xc]), vec![], 7)]);
+    let c = rib.take_changes(Instant::now());
+    assert_eq!(announced_seq(&c.advert, Mac([2, 0, 0, 0, 0, 0xc])), Some(7));
+    assert!(c.install.is_empty(), "{:?}", c.install);
+    // The peer re-sends A only; after its End-of-RIB, B goes.
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 0));
+    rib.take_changes(Instant::now());
+    rib.reconcile();
+    let c = rib.take_changes(Instant::now());
+    assert_eq!(c.install, vec![Install::FdbRemove(VNI, b)]);
+}
+
+#[test]
+fn listing_marks_best_and_source() {
+    let mut rib = rib();
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", A, Some("10.0.0.2")),
+        got("192.0.2.2", 0),
+    );
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 0));
+    rib.take_changes(Instant::now());
+    let routes = rib.routes(Some(VNI), Some(2), |_| "192.0.2.250".into());
+    assert_eq!(routes.len(), 2);
+    assert!(routes.iter().all(|r| r.best && r.source == "192.0.2.250"));
+    assert_eq!(routes[0].rt, vec!["65000:100".to_owned()]);
+}

@@ -1,0 +1,428 @@
+//! The BGP configuration checked and resolved: every default filled in, route distinguishers and
+//! route targets parsed. A configuration that fails here changes nothing (the API answers 400).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use nvo_api as api;
+use nvo_bgp::{RouteDistinguisher, RouteTarget};
+
+/// Most neighbours one speaker has.
+pub const MAX_NEIGHBORS: usize = 64;
+/// Most route targets per network and direction.
+pub const MAX_RTS: usize = 16;
+
+/// The configuration in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// What was asked, with the defaults filled in (what `GET /v1/bgp` shows).
+    pub shown: api::BgpConfig,
+    /// This node's AS.
+    pub asn: u32,
+    /// BGP identifier.
+    pub router_id: Ipv4Addr,
+    /// Accept connections.
+    pub listen: bool,
+    /// TCP port.
+    pub port: u16,
+    /// Hold time offered.
+    pub hold_time: u16,
+    /// Delay between connection attempts.
+    pub connect_retry: Duration,
+    /// Graceful restart time (None: off).
+    pub graceful_restart: Option<u16>,
+    /// The VTEP address advertised.
+    pub next_hop: IpAddr,
+    /// Moves within `dup_window` that mark a MAC duplicate.
+    pub dup_moves: u32,
+    /// The duplicate detection window (also how long a duplicate MAC stays frozen).
+    pub dup_window: Duration,
+    /// The neighbours.
+    pub neighbors: Vec<Neighbor>,
+    /// Per-network settings given explicitly; others take [`Settings::vni`]'s defaults.
+    pub vnis: BTreeMap<u32, VniSettings>,
+}
+
+/// One neighbour, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neighbor {
+    /// Address.
+    pub address: IpAddr,
+    /// AS.
+    pub asn: u32,
+    /// Only accept.
+    pub passive: bool,
+    /// Port.
+    pub port: u16,
+    /// Description.
+    pub description: Option<String>,
+}
+
+/// One network's EVPN settings, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VniSettings {
+    /// Advertise and import.
+    pub advertise: bool,
+    /// Route distinguisher of its routes.
+    pub rd: RouteDistinguisher,
+    /// Imported route targets.
+    pub import: Vec<RouteTarget>,
+    /// Exported route targets.
+    pub export: Vec<RouteTarget>,
+    /// ARP/ND suppression.
+    pub arp_suppression: bool,
+}
+
+impl Settings {
+    /// Checks `config`; `locator` is the default next hop.
+    pub fn resolve(config: &api::BgpConfig, locator: IpAddr) -> Result<Settings, String> {
+        if config.asn == 0 {
+            return Err("asn 0 is reserved; use 1 to 4294967295".into());
+        }
+        if config.router_id.is_unspecified() {
+            return Err(
+                "router_id 0.0.0.0 is not allowed (RFC 6286); use this node's IPv4 address".into(),
+            );
+        }
+        let hold_time = config.hold_time_s.unwrap_or(90);
+        if matches!(hold_time, 1 | 2) {
+            return Err(format!(
+                "hold_time_s {hold_time} is not allowed: use 0 or 3 to 65535"
+            ));
+        }
+        let connect_retry = config.connect_retry_s.unwrap_or(5);
+        if !(1..=3600).contains(&connect_retry) {
+            return Err(format!(
+                "connect_retry_s {connect_retry} is outside 1..=3600"
+            ));
+        }
+        let gr = config.graceful_restart_s.unwrap_or(120);
+        if gr > 4095 {
+            return Err(format!(
+                "graceful_restart_s {gr} is above 4095 (the capability's 12-bit field)"
+            ));
+        }
+        let dup_moves = config.dup_moves.unwrap_or(5);
+        let dup_window = config.dup_window_s.unwrap_or(180);
+        if !(2..=1000).contains(&dup_moves) || !(1..=86400).contains(&dup_window) {
+            return Err(format!(
+                "dup_moves {dup_moves} / dup_window_s {dup_window} outside 2..=1000 / 1..=86400"
+            ));
+        }
+        let port = config.port.unwrap_or(179);
+        if port == 0 {
+            return Err("port 0 is not a port".into());
+        }
+        if config.neighbors.len() > MAX_NEIGHBORS {
+            return Err(format!(
+                "{} neighbors; at most {MAX_NEIGHBORS}",
+                config.neighbors.len()
+            ));
+        }
+        let next_hop = config.next_hop.unwrap_or(locator);
+        if next_hop.is_unspecified() || next_hop.is_multicast() {
+            return Err(format!("next_hop {next_hop} is not a unicast address"));
+        }
+        let mut neighbors: Vec<Neighbor> = Vec::new();
+        for n in &config.neighbors {
+            if n.address.is_unspecified() || n.address.is_multicast() {
+                return Err(format!("neighbor {} is not a unicast address", n.address));
+            }
+            if neighbors.iter().any(|seen| seen.address == n.address) {
+                return Err(format!("neighbor {} is listed twice", n.address));
+            }
+            if n.asn == Some(0) {
+                return Err(format!("neighbor {}: asn 0 is reserved", n.address));
+            }
+            if n.port == Some(0) {
+                return Err(format!("neighbor {}: port 0 is not a port", n.address));
+            }
+            neighbors.push(Neighbor {
+                address: n.address,
+                asn: n.asn.unwrap_or(config.asn),
+                passive: n.passive.unwrap_or(false),
+                port: n.port.unwrap_or(port),
+                description: n.description.clone(),
+            });
+        }
+        let mut vnis = BTreeMap::new();
+        for v in &config.vnis {
+            if !(1..=0x00ff_ffff).contains(&v.vni) {
+                return Err(format!("vnis: vni {} is outside 1..=16777215", v.vni));
+            }
+            let resolved = resolve_vni(v, config.asn, config.router_id)
+                .map_err(|e| format!("vnis: vni {}: {e}", v.vni))?;
+            if vnis.insert(v.vni, resolved).is_some() {
+                return Err(format!("vnis: vni {} is listed twice", v.vni));
+            }
+        }
+        let mut shown = config.clone();
+        shown.listen = Some(config.listen.unwrap_or(true));
+        shown.port = Some(port);
+        shown.hold_time_s = Some(hold_time);
+        shown.connect_retry_s = Some(connect_retry);
+        shown.graceful_restart_s = Some(gr);
+        // next_hop stays as given: filled in, it would pin today's locator into the saved
+        // configuration when a client writes back what GET showed.
+        shown.dup_moves = Some(dup_moves);
+        shown.dup_window_s = Some(dup_window);
+        Ok(Settings {
+            shown,
+            asn: config.asn,
+            router_id: config.router_id,
+            listen: config.listen.unwrap_or(true),
+            port,
+            hold_time,
+            connect_retry: Duration::from_secs(connect_retry.into()),
+            graceful_restart: (gr > 0).then_some(gr),
+            next_hop,
+            dup_moves,
+            dup_window: Duration::from_secs(dup_window.into()),
+            neighbors,
+            vnis,
+        })
+    }
+
+    /// The settings of network `vni`: the explicit ones, or the defaults.
+    pub fn vni(&self, vni: u32) -> VniSettings {
+        self.vnis.get(&vni).cloned().unwrap_or_else(|| VniSettings {
+            advertise: true,
+            rd: default_rd(self.router_id, vni),
+            import: vec![default_rt(self.asn, vni)],
+            export: vec![default_rt(self.asn, vni)],
+            arp_suppression: true,
+        })
+    }
+}
+
+fn resolve_vni(v: &api::EvpnVniSpec, asn: u32, router_id: Ipv4Addr) -> Result<VniSettings, String> {
+    let rd = match &v.rd {
+        Some(text) => parse_rd(text)?,
+        None => default_rd(router_id, v.vni),
+    };
+    let rts = |list: &Option<Vec<String>>, what: &str| -> Result<Vec<RouteTarget>, String> {
+        let Some(list) = list else {
+            return Ok(vec![default_rt(asn, v.vni)]);
+        };
+        if list.is_empty() || list.len() > MAX_RTS {
+            return Err(format!(
+                "{what} needs 1 to {MAX_RTS} route targets, got {}",
+                list.len()
+            ));
+        }
+        list.iter().map(|t| parse_rt(t)).collect()
+    };
+    Ok(VniSettings {
+        advertise: v.advertise.unwrap_or(true),
+        rd,
+        import: rts(&v.import_rt, "import_rt")?,
+        export: rts(&v.export_rt, "export_rt")?,
+        arp_suppression: v.arp_suppression.unwrap_or(true),
+    })
+}
+
+/// router_id:vni (the low 16 bits of the VNI: the RD's number is 16 bits wide).
+pub fn default_rd(router_id: Ipv4Addr, vni: u32) -> RouteDistinguisher {
+    RouteDistinguisher::Ipv4 {
+        addr: router_id,
+        value: (vni & 0xffff) as u16,
+    }
+}
+
+/// asn:vni, as FRR and RFC 8365 §5.1.2.1 derive it (2-octet AS: the VNI fills the number; a
+/// 4-octet AS keeps the VNI's low 16 bits).
+pub fn default_rt(asn: u32, vni: u32) -> RouteTarget {
+    match u16::try_from(asn) {
+        Ok(asn) => RouteTarget::TwoOctetAs { asn, value: vni },
+        Err(_) => RouteTarget::FourOctetAs {
+            asn,
+            value: (vni & 0xffff) as u16,
+        },
+    }
+}
+
+/// "ASN:N" or "A.B.C.D:N".
+pub fn parse_rd(text: &str) -> Result<RouteDistinguisher, String> {
+    let (admin, number) = split(text, "route distinguisher")?;
+    if let Ok(addr) = admin.parse::<Ipv4Addr>() {
+        let value = number
+            .parse::<u16>()
+            .map_err(|_| format!("route distinguisher {text:?}: {number:?} is not 0..=65535"))?;
+        return Ok(RouteDistinguisher::Ipv4 { addr, value });
+    }
+    let asn: u32 = admin.parse().map_err(|_| {
+        format!("route distinguisher {text:?}: {admin:?} is neither an AS nor an IPv4 address")
+    })?;
+    match u16::try_from(asn) {
+        Ok(asn) => Ok(RouteDistinguisher::As2 {
+            asn,
+            value: number.parse().map_err(|_| {
+                format!("route distinguisher {text:?}: {number:?} is not a 32-bit number")
+            })?,
+        }),
+        Err(_) => Ok(RouteDistinguisher::As4 {
+            asn,
+            value: number.parse().map_err(|_| {
+                format!("route distinguisher {text:?}: with a 4-octet AS the number is 0..=65535")
+            })?,
+        }),
+    }
+}
+
+/// "ASN:N" or "A.B.C.D:N".
+pub fn parse_rt(text: &str) -> Result<RouteTarget, String> {
+    let (admin, number) = split(text, "route target")?;
+    if let Ok(addr) = admin.parse::<Ipv4Addr>() {
+        let value = number
+            .parse::<u16>()
+            .map_err(|_| format!("route target {text:?}: {number:?} is not 0..=65535"))?;
+        return Ok(RouteTarget::Ipv4 { addr, value });
+    }
+    let asn: u32 = admin.parse().map_err(|_| {
+        format!("route target {text:?}: {admin:?} is neither an AS nor an IPv4 address")
+    })?;
+    match u16::try_from(asn) {
+        Ok(asn) => Ok(RouteTarget::TwoOctetAs {
+            asn,
+            value: number
+                .parse()
+                .map_err(|_| format!("route target {text:?}: {number:?} is not a 32-bit number"))?,
+        }),
+        Err(_) => Ok(RouteTarget::FourOctetAs {
+            asn,
+            value: number.parse().map_err(|_| {
+                format!("route target {text:?}: with a 4-octet AS the number is 0..=65535")
+            })?,
+        }),
+    }
+}
+
+fn split<'a>(text: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    text.rsplit_once(':')
+        .ok_or_else(|| format!("{what} {text:?} is not ADMIN:NUMBER (e.g. 65000:100)"))
+}
+
+/// How the API shows a route distinguisher.
+pub fn show_rd(rd: &RouteDistinguisher) -> String {
+    match *rd {
+        RouteDistinguisher::As2 { asn, value } => format!("{asn}:{value}"),
+        RouteDistinguisher::Ipv4 { addr, value } => format!("{addr}:{value}"),
+        RouteDistinguisher::As4 { asn, value } => format!("{asn}:{value}"),
+        RouteDistinguisher::Unknown(b) => format!("raw:{}", hex(&b)),
+    }
+}
+
+/// How the API shows a route target.
+pub fn show_rt(rt: &RouteTarget) -> String {
+    match *rt {
+        RouteTarget::TwoOctetAs { asn, value } => format!("{asn}:{value}"),
+        RouteTarget::Ipv4 { addr, value } => format!("{addr}:{value}"),
+        RouteTarget::FourOctetAs { asn, value } => format!("{asn}:{value}"),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> api::BgpConfig {
+        api::BgpConfig {
+            asn: 65000,
+            router_id: Ipv4Addr::new(10, 0, 0, 1),
+            listen: None,
+            port: None,
+            hold_time_s: None,
+            connect_retry_s: None,
+            graceful_restart_s: None,
+            next_hop: None,
+            dup_moves: None,
+            dup_window_s: None,
+            neighbors: vec![api::NeighborSpec {
+                address: "10.0.0.9".parse().unwrap(),
+                asn: None,
+                passive: None,
+                port: None,
+                description: None,
+            }],
+            vnis: vec![],
+        }
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let s = Settings::resolve(&base(), "10.0.0.1".parse().unwrap()).unwrap();
+        assert_eq!(
+            (s.port, s.hold_time, s.graceful_restart),
+            (179, 90, Some(120))
+        );
+        assert_eq!(s.neighbors[0].asn, 65000);
+        let v = s.vni(100);
+        assert_eq!(show_rd(&v.rd), "10.0.0.1:100");
+        assert_eq!(
+            v.import,
+            vec![RouteTarget::TwoOctetAs {
+                asn: 65000,
+                value: 100
+            }]
+        );
+        assert!(v.arp_suppression && v.advertise);
+    }
+
+    #[test]
+    fn refusals_name_the_value() {
+        let mut c = base();
+        c.hold_time_s = Some(2);
+        assert!(Settings::resolve(&c, "10.0.0.1".parse().unwrap())
+            .unwrap_err()
+            .contains("hold_time_s 2"));
+        let mut c = base();
+        c.neighbors.push(c.neighbors[0].clone());
+        assert!(Settings::resolve(&c, "10.0.0.1".parse().unwrap())
+            .unwrap_err()
+            .contains("twice"));
+        let mut c = base();
+        c.vnis.push(api::EvpnVniSpec {
+            vni: 100,
+            advertise: None,
+            rd: Some("nonsense".into()),
+            import_rt: None,
+            export_rt: None,
+            arp_suppression: None,
+        });
+        assert!(Settings::resolve(&c, "10.0.0.1".parse().unwrap())
+            .unwrap_err()
+            .contains("\"nonsense\""));
+    }
+
+    #[test]
+    fn rd_and_rt_forms() {
+        assert_eq!(
+            parse_rd("65000:7").unwrap(),
+            RouteDistinguisher::As2 {
+                asn: 65000,
+                value: 7
+            }
+        );
+        assert_eq!(
+            parse_rd("4200000000:7").unwrap(),
+            RouteDistinguisher::As4 {
+                asn: 4_200_000_000,
+                value: 7
+            }
+        );
+        assert_eq!(
+            parse_rt("1.2.3.4:9").unwrap(),
+            RouteTarget::Ipv4 {
+                addr: Ipv4Addr::new(1, 2, 3, 4),
+                value: 9
+            }
+        );
+        assert!(parse_rt("65000").is_err());
+        assert!(parse_rt("4200000000:70000").is_err());
+    }
+}

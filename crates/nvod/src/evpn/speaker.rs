@@ -1,0 +1,845 @@
+//! The speaker task: sessions, the table, the data path and the saved state tied together.
+//!
+//! One loop serves, in turn: requests from the API, events from the sessions, connections the
+//! listener accepted, and a tick (200 ms) that polls the data path's local hosts, follows the
+//! networks, runs the graceful-restart timers and saves `evpn.json` when it changed (at most
+//! every [`SAVE_EVERY`]). After each of these, the table's changes go out: data path changes in
+//! one batched command, advertisement changes as UPDATEs to every Established peer.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nvo_api as api;
+use nvo_bgp::community::TUNNEL_TYPE_VXLAN;
+use nvo_bgp::session::{self, PeerGr, RouteAttrs, SessionConfig, SessionEvent, SessionHandle};
+use nvo_bgp::{EvpnRoute, ExtendedCommunity};
+use nvo_pipeline::{EvpnChange, Vni};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+
+use super::advert::{self, PeerKind};
+use super::persist::{SaveFile, Saved};
+use super::rib::{Advert, Install, PeerId, Received, Rib};
+use super::settings::Settings;
+use super::Request;
+use crate::command::{Command, Datapath, Reply};
+
+/// Received routes over every peer.
+pub const MAX_ROUTES: usize = 1 << 20;
+/// How often the local hosts are polled and the timers run.
+const TICK: Duration = Duration::from_millis(200);
+/// Least time between two saves of `evpn.json`.
+const SAVE_EVERY: Duration = Duration::from_secs(2);
+/// Changes per datapath command.
+const BATCH: usize = 4096;
+
+struct Peer {
+    id: PeerId,
+    spec: super::settings::Neighbor,
+    handle: SessionHandle,
+    established: bool,
+    gr: Option<PeerGr>,
+    stale_until: Option<Instant>,
+    ignored: u64,
+}
+
+/// A restart in progress: what was restored stays until every peer sent End-of-RIB (or the
+/// restart time ran out), local hosts until `keep_local_until`.
+struct Restart {
+    waiting: HashSet<PeerId>,
+    until: Instant,
+    keep_local_until: Instant,
+}
+
+pub struct Speaker {
+    datapath: Datapath,
+    locator: IpAddr,
+    save_file: SaveFile,
+    networks: watch::Receiver<BTreeSet<u32>>,
+    rib: Option<Rib>,
+    peers: Vec<Peer>,
+    next_peer: PeerId,
+    events_tx: mpsc::Sender<(usize, SessionEvent)>,
+    events_rx: mpsc::Receiver<(usize, SessionEvent)>,
+    accepted_tx: mpsc::Sender<(SocketAddr, TcpStream)>,
+    accepted_rx: mpsc::Receiver<(SocketAddr, TcpStream)>,
+    listener: Option<(u16, tokio::task::JoinHandle<()>)>,
+    local_generation: Option<u64>,
+    restart: Option<Restart>,
+    suppression: HashMap<u32, bool>,
+    dirty: bool,
+    last_save: Instant,
+    refused: u64,
+}
+
+impl Speaker {
+    pub fn new(
+        datapath: Datapath,
+        state_dir: &Path,
+        locator: IpAddr,
+        networks: watch::Receiver<BTreeSet<u32>>,
+    ) -> Speaker {
+        let (events_tx, events_rx) = mpsc::channel(1024);
+        let (accepted_tx, accepted_rx) = mpsc::channel(16);
+        Speaker {
+            datapath,
+            locator,
+            save_file: SaveFile::new(state_dir),
+            networks,
+            rib: None,
+            peers: Vec::new(),
+            next_peer: 0,
+            events_tx,
+            events_rx,
+            accepted_tx,
+            accepted_rx,
+            listener: None,
+            local_generation: None,
+            restart: None,
+            suppression: HashMap::new(),
+            dirty: false,
+            last_save: Instant::now(),
+            refused: 0,
+        }
+    }
+
+    pub async fn run(
+        mut self,
+        mut requests: mpsc::Receiver<Request>,
+        initial: Option<api::BgpConfig>,
+    ) {
+        if let Some(config) = initial {
+            match Settings::resolve(&config, self.locator) {
+                Ok(settings) => self.start(settings, true).await,
+                Err(e) => log::error!("bgp: the saved configuration is refused ({e}); BGP is off"),
+            }
+        }
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                request = requests.recv() => match request {
+                    Some(Request::Shutdown(reply)) => {
+                        self.shutdown().await;
+                        let _ = reply.send(());
+                        return;
+                    }
+                    Some(request) => self.request(request).await,
+                    None => return,
+                },
+                Some((id, event)) = self.events_rx.recv() => self.event(id, event).await,
+                Some((from, stream)) = self.accepted_rx.recv() => self.accepted(from, stream),
+                _ = tick.tick() => self.tick().await,
+            }
+            self.flush().await;
+        }
+    }
+
+    async fn request(&mut self, request: Request) {
+        match request {
+            Request::Configure(config, reply) => {
+                let answer = self.configure(config).await;
+                let _ = reply.send(answer);
+            }
+            Request::Summary(reply) => {
+                let _ = reply.send(self.summary());
+            }
+            Request::Routes {
+                vni,
+                route_type,
+                reply,
+            } => {
+                let names: HashMap<PeerId, String> = self
+                    .peers
+                    .iter()
+                    .map(|p| (p.id, p.spec.address.to_string()))
+                    .collect();
+                let routes = self.rib.as_ref().map_or_else(Vec::new, |rib| {
+                    rib.routes(vni, route_type, |id| {
+                        names
+                            .get(&id)
+                            .cloned()
+                            .unwrap_or_else(|| format!("peer#{id}"))
+                    })
+                });
+                let _ = reply.send(routes);
+            }
+            Request::Shutdown(_) => {}
+        }
+    }
+
+    async fn configure(
+        &mut self,
+        config: Option<api::BgpConfig>,
+    ) -> Result<api::BgpSummary, String> {
+        let settings = match &config {
+            Some(c) => Some(Settings::resolve(c, self.locator)?),
+            None => None,
+        };
+        let same = match (&settings, &self.rib) {
+            (Some(s), Some(rib)) => rib.settings() == s,
+            (None, None) => true,
+            _ => false,
+        };
+        if same {
+            return Ok(self.summary());
+        }
+        self.stop_sessions(true).await;
+        match settings {
+            Some(settings) => self.start(settings, false).await,
+            None => {
+                self.flush().await;
+                self.set_suppression(&BTreeSet::new()).await;
+                self.rib = None;
+                self.save_file.remove();
+                if let Some((_, task)) = self.listener.take() {
+                    task.abort();
+                }
+                log::info!("bgp: stopped");
+            }
+        }
+        Ok(self.summary())
+    }
+
+    /// Starts (or restarts with new settings) the speaker. `boot`: nvod just started, so what
+    /// the previous run saved is restored (graceful restart).
+    async fn start(&mut self, settings: Settings, boot: bool) {
+        let restarting = boot && settings.graceful_restart.is_some();
+        match self.rib.as_mut() {
+            Some(rib) => rib.set_settings(settings.clone()),
+            None => {
+                let mut rib = Rib::new(settings.clone(), MAX_ROUTES);
+                rib.set_networks(self.networks.borrow().clone());
+                self.rib = Some(rib);
+            }
+        }
+        if restarting {
+            if let Some(saved) = self.save_file.load() {
+                self.restore(saved, &settings).await;
+            }
+        }
+        self.listen(&settings).await;
+        for spec in settings.neighbors.clone() {
+            let id = self.next_peer;
+            self.next_peer += 1;
+            let config = SessionConfig {
+                local_as: settings.asn,
+                router_id: settings.router_id,
+                peer: SocketAddr::new(spec.address, spec.port),
+                peer_as: spec.asn,
+                hold_time: settings.hold_time,
+                connect_retry: settings.connect_retry,
+                passive: spec.passive,
+                graceful_restart: settings.graceful_restart,
+                restarting: self.restart.is_some(),
+                local_addr: Some(self.locator).filter(|l| l.is_ipv4() == spec.address.is_ipv4()),
+            };
+            let handle = session::spawn(config, id, self.events_tx.clone());
+            if let Some(r) = self.restart.as_mut() {
+                r.waiting.insert(id);
+            }
+            self.peers.push(Peer {
+                id,
+                spec,
+                handle,
+                established: false,
+                gr: None,
+                stale_until: None,
+                ignored: 0,
+            });
+        }
+        log::info!(
+            "bgp: AS {} router id {} next hop {}, {} neighbours{}",
+            settings.asn,
+            settings.router_id,
+            settings.next_hop,
+            settings.neighbors.len(),
+            if self.restart.is_some() {
+                ", restarting gracefully"
+            } else {
+                ""
+            }
+        );
+    }
+
+    async fn restore(&mut self, saved: Saved, settings: &Settings) {
+        let installed = saved.installed();
+        let mut changes = Vec::new();
+        for (&(vni, mac), &vtep) in &installed.fdb {
+            changes.push(Install::FdbSet(vni, mac, vtep));
+        }
+        for (&(vni, ip), &mac) in &installed.neigh {
+            changes.push(Install::NeighSet(vni, ip, mac));
+        }
+        for (&vni, set) in &installed.flood {
+            changes.extend(set.iter().map(|&ip| Install::FloodAdd(vni, ip)));
+        }
+        log::info!(
+            "bgp: graceful restart: restoring {} fdb, {} neighbour, {} flood entries and {} local \
+             hosts saved {} s ago",
+            installed.fdb.len(),
+            installed.neigh.len(),
+            changes.len() - installed.fdb.len() - installed.neigh.len(),
+            saved.local.len(),
+            unix_now().saturating_sub(saved.saved_at)
+        );
+        self.apply(changes).await;
+        if let Some(rib) = self.rib.as_mut() {
+            rib.restore(installed, saved.local);
+        }
+        let time = Duration::from_secs(settings.graceful_restart.unwrap_or(0).into());
+        let now = Instant::now();
+        self.restart = Some(Restart {
+            waiting: HashSet::new(),
+            until: now + time,
+            keep_local_until: now + time,
+        });
+    }
+
+    async fn listen(&mut self, settings: &Settings) {
+        if self.listener.as_ref().map(|(port, _)| *port) == Some(settings.port) && settings.listen {
+            return;
+        }
+        if let Some((_, task)) = self.listener.take() {
+            task.abort();
+        }
+        if !settings.listen {
+            return;
+        }
+        let any: IpAddr = if self.locator.is_ipv4() {
+            IpAddr::from([0u8; 4])
+        } else {
+            IpAddr::from([0u16; 8])
+        };
+        let listener = match TcpListener::bind(SocketAddr::new(any, settings.port)).await {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!(
+                    "bgp: cannot listen on port {} ({e}); only outgoing connections will be made",
+                    settings.port
+                );
+                return;
+            }
+        };
+        let tx = self.accepted_tx.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, from)) => {
+                        if tx.send((from, stream)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        log::warn!("bgp: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        self.listener = Some((settings.port, task));
+    }
+
+    fn accepted(&mut self, from: SocketAddr, stream: TcpStream) {
+        let ip = canonical(from.ip());
+        match self.peers.iter().find(|p| p.spec.address == ip) {
+            Some(peer) => {
+                if let Err(e) = peer.handle.accept(stream) {
+                    log::warn!("bgp: connection from {from} not taken: {e}");
+                }
+            }
+            None => log::info!("bgp: connection from {from} refused: not a configured neighbour"),
+        }
+    }
+
+    async fn stop_sessions(&mut self, cease: bool) {
+        for peer in std::mem::take(&mut self.peers) {
+            if cease {
+                peer.handle.stop().await;
+            }
+            if let Some(rib) = self.rib.as_mut() {
+                rib.sweep(peer.id, false);
+            }
+        }
+        self.restart = None;
+    }
+
+    async fn shutdown(&mut self) {
+        self.flush().await;
+        self.save(true).await;
+        let graceful = self
+            .rib
+            .as_ref()
+            .is_some_and(|r| r.settings().graceful_restart.is_some());
+        if !graceful {
+            for peer in &self.peers {
+                peer.handle.stop().await;
+            }
+        }
+        // With graceful restart the connections just close when nvod exits: peers keep the
+        // routes as stale for the restart time (RFC 4724 §4.2).
+    }
+
+    async fn event(&mut self, id: usize, event: SessionEvent) {
+        let Some(index) = self.peers.iter().position(|p| p.id == id) else {
+            return; // a session of an older configuration
+        };
+        let Some(rib) = self.rib.as_mut() else {
+            return;
+        };
+        match event {
+            SessionEvent::State(_) => {}
+            SessionEvent::Established {
+                peer_id, peer_gr, ..
+            } => {
+                log::info!(
+                    "bgp: session to {} established (router id {peer_id})",
+                    self.peers[index].spec.address
+                );
+                self.flush().await;
+                let peer = &mut self.peers[index];
+                peer.established = true;
+                peer.gr = peer_gr;
+                self.send_table(index);
+            }
+            SessionEvent::Update {
+                reach,
+                withdraw,
+                errors,
+            } => {
+                if !errors.is_empty() {
+                    log::info!(
+                        "bgp: {} sent an UPDATE with {} error(s), first: {}",
+                        self.peers[index].spec.address,
+                        errors.len(),
+                        errors[0]
+                    );
+                }
+                for route in &withdraw {
+                    rib.withdraw(id, route);
+                }
+                for (route, attrs) in &reach {
+                    match received(route, attrs) {
+                        Some(got) => rib.receive(id, route, got),
+                        None => self.peers[index].ignored += 1,
+                    }
+                }
+            }
+            SessionEvent::EndOfRib => {
+                let swept = rib.sweep(id, true);
+                self.peers[index].stale_until = None;
+                if swept > 0 {
+                    log::info!(
+                        "bgp: {} End-of-RIB: {swept} stale route(s) removed",
+                        self.peers[index].spec.address
+                    );
+                }
+                self.restart_progress(Some(id));
+            }
+            SessionEvent::Down { reason, graceful } => {
+                let peer = &mut self.peers[index];
+                peer.established = false;
+                let keep = graceful.then_some(peer.gr).flatten();
+                rib.peer_down(id, keep.is_some());
+                peer.stale_until =
+                    keep.map(|gr| Instant::now() + Duration::from_secs(gr.restart_time.into()));
+                log::warn!(
+                    "bgp: session to {} down: {reason}{}",
+                    peer.spec.address,
+                    if keep.is_some() {
+                        " (its routes are kept as stale: graceful restart)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+
+    /// Every advertised route to one peer that just came up, then End-of-RIB.
+    fn send_table(&mut self, index: usize) {
+        let Some(rib) = self.rib.as_ref() else {
+            return;
+        };
+        let table: Vec<Advert> = rib
+            .adj_out()
+            .map(|(route, attrs)| Advert::Announce(route.clone(), *attrs))
+            .collect();
+        let peer = &self.peers[index];
+        let kind = PeerKind {
+            ibgp: peer.spec.asn == rib.settings().asn,
+        };
+        for update in advert::updates(rib.settings(), kind, &table) {
+            if let Err(e) = peer.handle.send_update(update) {
+                log::warn!("bgp: {e}");
+            }
+        }
+        if let Err(e) = peer.handle.send_end_of_rib() {
+            log::warn!("bgp: {e}");
+        }
+    }
+
+    async fn tick(&mut self) {
+        let now = Instant::now();
+        let networks = self.networks.borrow_and_update().clone();
+        if let Some(rib) = self.rib.as_mut() {
+            rib.set_networks(networks.clone());
+        }
+        if self.rib.is_some() {
+            self.set_suppression(&networks).await;
+            self.poll_local(now).await;
+        }
+        let expired: Vec<PeerId> = self
+            .peers
+            .iter_mut()
+            .filter(|p| p.stale_until.is_some_and(|t| now >= t))
+            .map(|p| {
+                p.stale_until = None;
+                p.id
+            })
+            .collect();
+        for id in expired {
+            if let Some(rib) = self.rib.as_mut() {
+                let n = rib.sweep(id, true);
+                log::info!("bgp: restart time of peer #{id} ran out: {n} stale route(s) removed");
+            }
+        }
+        if self.restart.as_ref().is_some_and(|r| now >= r.until) {
+            log::info!("bgp: graceful restart: restart time over before every End-of-RIB came");
+            self.restart_progress(None);
+        }
+        self.save(false).await;
+    }
+
+    /// A peer's End-of-RIB (or the deadline, None): once every peer sent one, what the table
+    /// no longer backs is removed.
+    fn restart_progress(&mut self, from: Option<PeerId>) {
+        let Some(r) = self.restart.as_mut() else {
+            return;
+        };
+        let done = match from {
+            Some(id) => {
+                r.waiting.remove(&id);
+                r.waiting.is_empty()
+            }
+            None => true,
+        };
+        if done {
+            r.waiting.clear();
+            if let Some(rib) = self.rib.as_mut() {
+                rib.reconcile();
+            }
+            if Instant::now() >= r.keep_local_until {
+                self.restart = None;
+            }
+        }
+    }
+
+    async fn poll_local(&mut self, now: Instant) {
+        let since = self.local_generation.unwrap_or(0);
+        let reply = self.datapath.call(Command::LocalHosts { since }).await;
+        let keep_restored = self
+            .restart
+            .as_ref()
+            .is_some_and(|r| now < r.keep_local_until);
+        if self
+            .restart
+            .as_ref()
+            .is_some_and(|r| r.waiting.is_empty() && now >= r.keep_local_until)
+        {
+            self.restart = None;
+        }
+        let hosts = match reply {
+            Ok(Reply::LocalHosts(Some(hosts))) => hosts,
+            Ok(Reply::LocalHosts(None)) if keep_restored => return,
+            Ok(Reply::LocalHosts(None)) => {
+                // Nothing changed in the data path; restored hosts may have expired.
+                if self.local_generation.is_some() {
+                    self.local_generation = None;
+                }
+                return;
+            }
+            Ok(other) => {
+                log::error!("bgp: the datapath answered {other:?} to LocalHosts; a bug in nvod");
+                return;
+            }
+            Err(e) => {
+                log::warn!("bgp: cannot read the local hosts: {e}");
+                return;
+            }
+        };
+        self.local_generation = Some(hosts.generation);
+        let list: Vec<(u32, nvo_pipeline::Mac, Vec<IpAddr>)> = hosts
+            .hosts
+            .iter()
+            .map(|h| (h.vni.0, h.mac, h.ips.clone()))
+            .collect();
+        if let Some(rib) = self.rib.as_mut() {
+            rib.set_local(&list, keep_restored);
+        }
+    }
+
+    async fn set_suppression(&mut self, networks: &BTreeSet<u32>) {
+        let want: HashMap<u32, bool> = networks
+            .iter()
+            .map(|&v| {
+                let on = self.rib.as_ref().is_some_and(|r| {
+                    r.settings().vni(v).arp_suppression && r.settings().vni(v).advertise
+                });
+                (v, on)
+            })
+            .collect();
+        for (&vni, &on) in &want {
+            if self.suppression.get(&vni) != Some(&on) {
+                match self
+                    .datapath
+                    .call(Command::SetArpSuppression(Vni(vni), on))
+                    .await
+                {
+                    Ok(_) => {
+                        self.suppression.insert(vni, on);
+                    }
+                    Err(e) => log::warn!("bgp: cannot set ARP suppression on vni {vni}: {e}"),
+                }
+            }
+        }
+        self.suppression.retain(|vni, _| want.contains_key(vni));
+    }
+
+    /// Sends the table's changes to the data path and the peers.
+    async fn flush(&mut self) {
+        let Some(rib) = self.rib.as_mut() else {
+            return;
+        };
+        let changes = rib.take_changes(Instant::now());
+        if !changes.advert.is_empty() {
+            let settings = rib.settings().clone();
+            for peer in self.peers.iter().filter(|p| p.established) {
+                let kind = PeerKind {
+                    ibgp: peer.spec.asn == settings.asn,
+                };
+                for update in advert::updates(&settings, kind, &changes.advert) {
+                    if let Err(e) = peer.handle.send_update(update) {
+                        log::warn!("bgp: {e}");
+                    }
+                }
+            }
+        }
+        if !changes.install.is_empty() {
+            self.dirty = true;
+            self.apply(changes.install).await;
+        }
+    }
+
+    async fn apply(&mut self, install: Vec<Install>) {
+        let changes: Vec<EvpnChange> = install.into_iter().map(change).collect();
+        for chunk in changes.chunks(BATCH) {
+            match self.datapath.call(Command::EvpnApply(chunk.to_vec())).await {
+                Ok(Reply::EvpnApplied(done)) => {
+                    if done.refused > 0 {
+                        self.refused += done.refused as u64;
+                        log::warn!(
+                            "bgp: the data path refused {} of {} change(s), last: {}",
+                            done.refused,
+                            chunk.len(),
+                            done.last_error.map_or_else(String::new, |e| e.to_string())
+                        );
+                    }
+                }
+                Ok(other) => {
+                    log::error!("bgp: the datapath answered {other:?} to EvpnApply; a bug in nvod")
+                }
+                Err(e) => log::error!(
+                    "bgp: cannot apply {} change(s) to the data path: {e}",
+                    chunk.len()
+                ),
+            }
+        }
+    }
+
+    async fn save(&mut self, now_anyway: bool) {
+        if !self.dirty || (!now_anyway && self.last_save.elapsed() < SAVE_EVERY) {
+            return;
+        }
+        let Some(rib) = self.rib.as_ref() else {
+            return;
+        };
+        if rib.settings().graceful_restart.is_none() {
+            return;
+        }
+        let saved = Saved::of(rib.installed(), rib.local_saved());
+        let file = self.save_file.clone();
+        let result = tokio::task::spawn_blocking(move || file.save(&saved)).await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => log::warn!("bgp: cannot save evpn.json: {e}"),
+            Err(e) => log::warn!("bgp: saving evpn.json failed: {e}"),
+        }
+        self.dirty = false;
+        self.last_save = Instant::now();
+    }
+
+    fn summary(&self) -> api::BgpSummary {
+        let Some(rib) = self.rib.as_ref() else {
+            return api::BgpSummary {
+                config: None,
+                neighbors: vec![],
+                routes_local: 0,
+                routes_received: 0,
+                routes_installed: 0,
+                duplicate_macs: 0,
+            };
+        };
+        let (local, received, installed) = rib.counts();
+        let neighbors = self
+            .peers
+            .iter()
+            .map(|p| {
+                let s = p.handle.stats();
+                let (held, stale) = rib.peer_counts(p.id);
+                api::NeighborState {
+                    address: p.spec.address,
+                    asn: p.spec.asn,
+                    description: p.spec.description.clone(),
+                    state: state(s.state),
+                    router_id: s.peer_id,
+                    state_s: s.time_in_state.as_secs(),
+                    established: s.established,
+                    hold_time_s: s.hold_time,
+                    peer_restart_s: s.peer_restart_time,
+                    received: held,
+                    stale,
+                    sent: if p.established { local } else { 0 },
+                    messages_in: counts(s.messages_in),
+                    messages_out: counts(s.messages_out),
+                    treat_as_withdraw: s.treat_as_withdraw,
+                    attributes_discarded: s.attributes_discarded,
+                    ignored_routes: s.ignored_nlri + p.ignored,
+                    last_error: s.last_error,
+                }
+            })
+            .collect();
+        api::BgpSummary {
+            config: Some(rib.settings().shown.clone()),
+            neighbors,
+            routes_local: local,
+            routes_received: received,
+            routes_installed: installed,
+            duplicate_macs: rib.duplicates(),
+        }
+    }
+}
+
+/// What the table keeps of a received route; None for routes it does not use (other route
+/// types, another encapsulation, no usable VTEP).
+fn received(route: &EvpnRoute, attrs: &RouteAttrs) -> Option<Received> {
+    let mut seq = 0;
+    let mut sticky = false;
+    let mut rts = Vec::new();
+    for c in &attrs.communities {
+        match *c {
+            ExtendedCommunity::RouteTarget(rt) => rts.push(rt),
+            ExtendedCommunity::Encapsulation(t) if t != TUNNEL_TYPE_VXLAN => return None,
+            ExtendedCommunity::MacMobility { sequence, .. } => {
+                seq = sequence;
+                sticky = c.is_sticky();
+            }
+            _ => {}
+        }
+    }
+    let (vni, vtep) = match route {
+        EvpnRoute::MacIp(r) => (r.vni(), attrs.next_hop),
+        EvpnRoute::InclusiveMulticast(r) => match &attrs.pmsi {
+            Some(p) => {
+                let endpoint = match p.tunnel_id.len() {
+                    4 => <[u8; 4]>::try_from(&p.tunnel_id[..]).ok().map(IpAddr::from),
+                    16 => <[u8; 16]>::try_from(&p.tunnel_id[..])
+                        .ok()
+                        .map(IpAddr::from),
+                    _ => None,
+                };
+                let vni = if p.label != 0 {
+                    p.label
+                } else {
+                    r.ethernet_tag
+                };
+                (vni, endpoint.unwrap_or(r.originator))
+            }
+            None => (r.ethernet_tag, r.originator),
+        },
+        EvpnRoute::Other { .. } => return None,
+    };
+    if !(1..=0x00ff_ffff).contains(&vni) || vtep.is_unspecified() || vtep.is_multicast() {
+        return None;
+    }
+    Some(Received {
+        vni,
+        vtep,
+        seq,
+        sticky,
+        rts,
+    })
+}
+
+fn change(i: Install) -> EvpnChange {
+    match i {
+        Install::FdbSet(v, mac, remote) => EvpnChange::FdbSet {
+            vni: Vni(v),
+            mac,
+            remote,
+        },
+        Install::FdbRemove(v, mac) => EvpnChange::FdbRemove { vni: Vni(v), mac },
+        Install::NeighSet(v, ip, mac) => EvpnChange::NeighSet {
+            vni: Vni(v),
+            ip,
+            mac,
+        },
+        Install::NeighRemove(v, ip) => EvpnChange::NeighRemove { vni: Vni(v), ip },
+        Install::FloodAdd(v, remote) => EvpnChange::FloodAdd {
+            vni: Vni(v),
+            remote,
+        },
+        Install::FloodRemove(v, remote) => EvpnChange::FloodRemove {
+            vni: Vni(v),
+            remote,
+        },
+    }
+}
+
+fn state(s: session::SessionState) -> api::SessionState {
+    use session::SessionState as S;
+    match s {
+        S::Idle => api::SessionState::Idle,
+        S::Connect => api::SessionState::Connect,
+        S::Active => api::SessionState::Active,
+        S::OpenSent => api::SessionState::OpenSent,
+        S::OpenConfirm => api::SessionState::OpenConfirm,
+        S::Established => api::SessionState::Established,
+    }
+}
+
+fn counts(c: session::MessageCounts) -> api::MessageCounts {
+    api::MessageCounts {
+        open: c.open,
+        update: c.update,
+        notification: c.notification,
+        keepalive: c.keepalive,
+        route_refresh: c.route_refresh,
+    }
+}
+
+/// An IPv4-mapped IPv6 address as IPv4 (a dual-stack listener reports those).
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,226 @@
+//! One network's neighbour table, for ARP/ND suppression (docs/design/evpn.md): IP → MAC, each
+//! entry either installed by the EVPN control plane or snooped from a local port.
+//!
+//! Contract:
+//! - an EVPN entry is never aged; `set_evpn` installs or replaces any entry (the control plane
+//!   decided the address lives elsewhere), `remove_evpn` removes only EVPN entries;
+//! - a snooped (local) entry records the port it was seen on; snooping replaces an EVPN entry
+//!   (the address moved here) and ages after the network's ageing time without being seen;
+//! - at `max` entries a new address is refused; nothing is evicted.
+//!
+//! Snooping inserts like FDB learning does: a new address may grow the map (amortised),
+//! refreshing one does not allocate.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crate::{Mac, PortId};
+
+/// How a neighbour entry got there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NeighOrigin {
+    /// Installed by the EVPN control plane.
+    Evpn,
+    /// Snooped from ARP or ND on a local port.
+    Local {
+        /// The port it came from.
+        port: PortId,
+        /// When it was last seen.
+        last_seen: Instant,
+    },
+}
+
+/// One entry: the MAC an IP address resolves to, and where that came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Neighbor {
+    pub(crate) mac: Mac,
+    pub(crate) origin: NeighOrigin,
+}
+
+impl Neighbor {
+    /// The port a snooped entry was seen on; None for an installed one.
+    pub(crate) fn port(&self) -> Option<PortId> {
+        match self.origin {
+            NeighOrigin::Local { port, .. } => Some(port),
+            NeighOrigin::Evpn => None,
+        }
+    }
+}
+
+/// What snooping an address did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Snooped {
+    /// A new local entry, or one that replaced an EVPN entry or changed MAC or port.
+    Changed,
+    /// The same local entry, refreshed.
+    Refreshed,
+    /// A new address, but the table is full; nothing changed.
+    Limit,
+}
+
+/// One network's neighbour table.
+#[derive(Debug, Default)]
+pub(crate) struct Neighbors {
+    entries: HashMap<IpAddr, Neighbor>,
+}
+
+impl Neighbors {
+    /// What `ip` resolves to, if the table knows.
+    pub(crate) fn lookup(&self, ip: IpAddr) -> Option<Neighbor> {
+        self.entries.get(&ip).copied()
+    }
+
+    /// Records that `ip` is at `mac`, behind local `port`, as of `now`.
+    pub(crate) fn snoop(
+        &mut self,
+        ip: IpAddr,
+        mac: Mac,
+        port: PortId,
+        now: Instant,
+        max: usize,
+    ) -> Snooped {
+        let origin = NeighOrigin::Local {
+            port,
+            last_seen: now,
+        };
+        if let Some(entry) = self.entries.get_mut(&ip) {
+            let same = entry.mac == mac && entry.port() == Some(port);
+            *entry = Neighbor { mac, origin };
+            return if same {
+                Snooped::Refreshed
+            } else {
+                Snooped::Changed
+            };
+        }
+        if self.entries.len() >= max {
+            return Snooped::Limit;
+        }
+        self.entries.insert(ip, Neighbor { mac, origin });
+        Snooped::Changed
+    }
+
+    /// Installs (or replaces any entry with) an EVPN entry. Returns the entry replaced, or
+    /// None — and `Err(())` when the address is new and the table holds `max` entries.
+    pub(crate) fn set_evpn(
+        &mut self,
+        ip: IpAddr,
+        mac: Mac,
+        max: usize,
+    ) -> Result<Option<Neighbor>, ()> {
+        let entry = Neighbor {
+            mac,
+            origin: NeighOrigin::Evpn,
+        };
+        if !self.entries.contains_key(&ip) && self.entries.len() >= max {
+            return Err(());
+        }
+        Ok(self.entries.insert(ip, entry))
+    }
+
+    /// Removes the entry for `ip` if it is an EVPN one. Returns whether there was one.
+    pub(crate) fn remove_evpn(&mut self, ip: IpAddr) -> bool {
+        if !matches!(self.entries.get(&ip), Some(n) if n.origin == NeighOrigin::Evpn) {
+            return false;
+        }
+        self.entries.remove(&ip);
+        true
+    }
+
+    /// Removes the entries snooped on `port`; returns how many.
+    pub(crate) fn remove_port(&mut self, port: PortId) -> usize {
+        self.remove_where(|n| n.port() == Some(port))
+    }
+
+    /// Removes the local entries not seen for longer than `ageing`; returns how many.
+    pub(crate) fn age(&mut self, now: Instant, ageing: Duration) -> usize {
+        self.remove_where(|n| match n.origin {
+            NeighOrigin::Evpn => false,
+            NeighOrigin::Local { last_seen, .. } => {
+                now.saturating_duration_since(last_seen) > ageing
+            }
+        })
+    }
+
+    /// Every snooped entry: (IP, MAC).
+    pub(crate) fn local(&self) -> impl Iterator<Item = (IpAddr, Mac)> + '_ {
+        self.entries
+            .iter()
+            .filter(|(_, n)| n.port().is_some())
+            .map(|(&ip, n)| (ip, n.mac))
+    }
+
+    /// How many entries the table holds, installed and snooped.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn remove_where(&mut self, mut doomed: impl FnMut(&Neighbor) -> bool) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|_, n| !doomed(n));
+        before - self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Mac = Mac([2, 0, 0, 0, 0, 0xa]);
+    const B: Mac = Mac([2, 0, 0, 0, 0, 0xb]);
+    const P1: PortId = PortId(1);
+    const P2: PortId = PortId(2);
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn snoop_new_refresh_change_limit() {
+        let t0 = Instant::now();
+        let mut n = Neighbors::default();
+        assert_eq!(n.snoop(ip("10.0.0.1"), A, P1, t0, 1), Snooped::Changed);
+        assert_eq!(n.snoop(ip("10.0.0.1"), A, P1, t0, 1), Snooped::Refreshed);
+        assert_eq!(n.snoop(ip("10.0.0.1"), A, P2, t0, 1), Snooped::Changed);
+        assert_eq!(n.snoop(ip("10.0.0.1"), B, P2, t0, 1), Snooped::Changed);
+        assert_eq!(n.snoop(ip("fd00::1"), A, P1, t0, 1), Snooped::Limit);
+        assert_eq!(n.lookup(ip("10.0.0.1")).unwrap().mac, B);
+        assert_eq!(n.lookup(ip("fd00::1")), None);
+    }
+
+    #[test]
+    fn evpn_and_local_replace_each_other_and_only_local_ages() {
+        let t0 = Instant::now();
+        let ageing = Duration::from_secs(300);
+        let mut n = Neighbors::default();
+        assert_eq!(n.set_evpn(ip("10.0.0.1"), A, 2), Ok(None));
+        // Seen on a local port: the address moved here.
+        assert_eq!(n.snoop(ip("10.0.0.1"), A, P1, t0, 2), Snooped::Changed);
+        assert_eq!(n.lookup(ip("10.0.0.1")).unwrap().port(), Some(P1));
+        // The control plane says it is elsewhere now.
+        let replaced = n.set_evpn(ip("10.0.0.1"), B, 2).unwrap().unwrap();
+        assert_eq!(replaced.port(), Some(P1));
+        n.snoop(ip("10.0.0.2"), A, P1, t0, 2);
+        assert_eq!(n.set_evpn(ip("10.0.0.3"), B, 2), Err(()));
+        // remove_evpn leaves the local entry alone.
+        assert!(!n.remove_evpn(ip("10.0.0.2")));
+        assert_eq!(n.age(t0 + ageing, ageing), 0);
+        assert_eq!(n.age(t0 + ageing + Duration::from_secs(1), ageing), 1);
+        assert_eq!(n.len(), 1);
+        assert!(n.remove_evpn(ip("10.0.0.1")));
+        assert_eq!(n.len(), 0);
+    }
+
+    #[test]
+    fn remove_port_takes_only_its_entries() {
+        let t0 = Instant::now();
+        let mut n = Neighbors::default();
+        n.snoop(ip("10.0.0.1"), A, P1, t0, 8);
+        n.snoop(ip("10.0.0.2"), B, P2, t0, 8);
+        n.set_evpn(ip("10.0.0.3"), B, 8).unwrap();
+        assert_eq!(n.remove_port(P1), 1);
+        let mut local: Vec<_> = n.local().collect();
+        local.sort();
+        assert_eq!(local, vec![(ip("10.0.0.2"), B)]);
+    }
+}
