@@ -122,8 +122,9 @@ impl UpdateRepr {
     /// Parses an UPDATE body for RFC 7606 error handling: malformed attributes are left out
     /// and reported in [`ParsedUpdate::errors`], and [`ParsedUpdate::verdict`] says what to do.
     ///
-    /// `Err` when the framing is broken (section lengths, an attribute overrunning the
-    /// attributes section, a bad prefix in the withdrawn routes or NLRI): the error is the one
+    /// `Err` when the framing is broken (section lengths, MP_REACH/MP_UNREACH overrunning the
+    /// attributes section, a bad prefix in the withdrawn routes or NLRI); another attribute
+    /// overrunning the section is treat-as-withdraw (RFC 7606 §4): the error is the one
     /// [`UpdateRepr::parse`] would name, always of [`Scope::Session`]. Besides the checks of
     /// `parse`, this applies the RFC 7606 §7 length checks to the attributes this crate keeps
     /// raw (MED, ATOMIC_AGGREGATE, AGGREGATOR, COMMUNITIES). When `parse` succeeds and none of
@@ -315,7 +316,22 @@ fn parse_attributes_lenient(attrs: &[u8]) -> Result<(Vec<PathAttribute>, Vec<Err
     while !rest.is_empty() {
         let Some((frame, tail)) = attribute_frame_len(rest).and_then(|n| rest.split_at_checked(n))
         else {
-            return Err(framing_error(rest));
+            // RFC 7606 §4: the last attribute overruns the attributes (or too few bytes are
+            // left for one): treat-as-withdraw, the total attribute length still locates the
+            // NLRI. Not when the overrunning attribute is MP_REACH/MP_UNREACH: its routes are
+            // lost, so the session resets.
+            let code = rest.get(1).copied();
+            if code.is_none_or(is_mp) {
+                return Err(framing_error(rest));
+            }
+            errors.push(Error::Attribute {
+                type_code: code.unwrap_or_default(),
+                what: "length overruns the attributes",
+                value: rest.len() as u32,
+                subcode: sub::ATTRIBUTE_LENGTH,
+                scope: Scope::TreatAsWithdraw,
+            });
+            break;
         };
         rest = tail;
         let code = frame.get(1).copied().unwrap_or_default();

@@ -118,10 +118,23 @@ fn session_errors_reset() {
         assert!(parsed.errors.iter().any(|e| e.scope() == Scope::Session));
         assert!(UpdateRepr::parse(&body(attr_type::MP_REACH_NLRI, extra)).is_err());
     }
+    // The last attribute overrunning the section: treat-as-withdraw (RFC 7606 §4), the NLRI
+    // are still found; unless it is an MP attribute, whose routes are lost.
+    let overrun = lenient(&body(0, &[0x40, 1, 5, 0]));
+    assert_eq!(
+        overrun.verdict,
+        Verdict::TreatAsWithdraw,
+        "{:?}",
+        overrun.errors
+    );
+    let mp_overrun = body(0, &[0x80, 15, 9, 0, 25, 70]);
+    assert_eq!(
+        UpdateRepr::parse_lenient(&mp_overrun).unwrap_err().scope(),
+        Scope::Session
+    );
     // Broken framing loses the NLRI: Err, the same error as the strict parse.
-    let overrun = body(0, &[0x40, 1, 5, 0]);
     let framing: [&[u8]; 4] = [
-        &overrun,
+        &mp_overrun,
         &[0, 5, 0, 0],
         &[0, 0, 0, 9, 0x40, 1, 1, 0],
         &[0, 0, 0, 0, 33, 1, 2, 3, 4, 5],
