@@ -556,7 +556,12 @@ def figures(rounds, size):
             d.setdefault("rss_after_kib", []).append(after)
             d.setdefault("bytes_per_route", []).append((after - before) * 1024 / total)
     med = lambda xs: statistics.median(xs) if xs and None not in xs else None  # noqa: E731
-    return {who: {k: med(v) for k, v in d.items()} for who, d in ents.items()}
+    span = lambda xs: [min(xs), max(xs)] if xs and None not in xs else None  # noqa: E731
+    out = {}
+    for who, d in ents.items():
+        out[who] = {k: med(v) for k, v in d.items()}
+        out[who].update({f"{k}_range": span(v) for k, v in d.items()})
+    return out
 
 
 def ratios(fig):
@@ -576,8 +581,14 @@ def ratios(fig):
     return out
 
 
-def cell(v, fmt="{:.2f}"):
-    return "—" if v is None else fmt.format(v)
+def cell(v, fmt="{:.2f}", span=None):
+    """A median, with the range over the rounds when there were several."""
+    if v is None:
+        return "—"
+    text = fmt.format(v)
+    if span and span[0] != span[1]:
+        text += f" ({fmt.format(span[0])}–{fmt.format(span[1])})"
+    return text
 
 
 def render(doc):
@@ -591,7 +602,8 @@ def render(doc):
              "vtysh, 0.25 s for gobgp, 0.2 s for the kernel FDB; each vtysh/gobgp/bridge poll "
              "is a process on a 2-core machine, so it perturbs what it measures). "
              "Memory per route is the "
-             "RSS growth ÷ routes (type-2 + type-3).", ""]
+             "RSS growth ÷ routes (type-2 + type-3). Cells are medians over the rounds, "
+             "(min–max) when there were several.", ""]
     if not doc["nvo_ran"]:
         lines += [f"**nvod half not measured**: {doc['nvo_reason']}", ""]
     names = {"rr": f"route reflector ({a['rr']})", "frr": f"FRR client VTEP ({a['frr_client']})"}
@@ -606,9 +618,12 @@ def render(doc):
         for who in sorted(fig, key=lambda w: (w != "rr", w == "frr", w)):
             f = fig[who]
             mib = lambda k: cell(f.get(k) and f[k] / 1024)  # noqa: E731
-            lines.append(f"| {names.get(who, 'nvod ' + who)} | {cell(f.get('received_s'))} | "
-                         f"{cell(f.get('installed_s'))} | {mib('rss_before_kib')} | "
-                         f"{mib('rss_after_kib')} | {cell(f.get('bytes_per_route'), '{:.0f}')} |")
+            rng = lambda k: f.get(f"{k}_range")  # noqa: E731
+            lines.append(f"| {names.get(who, 'nvod ' + who)} | "
+                         f"{cell(f.get('received_s'), span=rng('received_s'))} | "
+                         f"{cell(f.get('installed_s'), span=rng('installed_s'))} | "
+                         f"{mib('rss_before_kib')} | {mib('rss_after_kib')} | "
+                         f"{cell(f.get('bytes_per_route'), '{:.0f}', rng('bytes_per_route'))} |")
         r = doc["ratios"].get(str(size), {})
         if r:
             lines += ["", "nvo ÷ FRR: " + "; ".join(f"{k} **{v:.2f}**" for k, v in r.items())]

@@ -306,6 +306,9 @@ fn resolve(
     if state_dir.as_os_str().is_empty() {
         return Err(bad("state_dir", "\"\"", "must be a directory path"));
     }
+    if let Some(bgp) = &file.bgp {
+        crate::evpn::check(bgp, locator).map_err(|e| bad("bgp", e, "is refused"))?;
+    }
     let log = file.log.unwrap_or_else(|| DEFAULT_LOG.to_owned());
     if log.trim().is_empty() {
         return Err(bad("log", "\"\"", "must be a level such as info or debug"));
@@ -456,6 +459,23 @@ mod tests {
         assert_eq!(c.entropy_ports, 4);
         assert_eq!(c.multicast_ttl, 1);
         assert_eq!(c.log, "debug");
+    }
+
+    #[test]
+    fn bgp_section_is_read_and_checked() {
+        let c = resolve_text(
+            "[bgp]\nasn = 65000\nrouter_id = \"192.0.2.7\"\n\
+             neighbors = [{address = \"192.0.2.250\"}]\n",
+        )
+        .unwrap();
+        let bgp = c.bgp.unwrap();
+        assert_eq!((bgp.asn, bgp.neighbors.len()), (65000, 1));
+        let e = resolve_text("[bgp]\nasn = 65000\nrouter_id = \"0.0.0.0\"\nneighbors = []\n")
+            .unwrap_err();
+        assert!(e.contains("bgp") && e.contains("0.0.0.0"), "{e}");
+        let e = resolve_text("[bgp]\nasn = 65000\nrouter_id = \"192.0.2.7\"\nneighbours = []\n")
+            .unwrap_err();
+        assert!(e.contains("neighbours"), "{e}");
     }
 
     #[test]

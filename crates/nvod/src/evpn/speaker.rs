@@ -67,6 +67,8 @@ pub struct Speaker {
     accepted_rx: mpsc::Receiver<(SocketAddr, TcpStream)>,
     listener: Option<(u16, tokio::task::JoinHandle<()>)>,
     local_generation: Option<u64>,
+    /// Restored local hosts were kept at the last poll.
+    kept_restored: bool,
     restart: Option<Restart>,
     suppression: HashMap<u32, bool>,
     dirty: bool,
@@ -97,6 +99,7 @@ impl Speaker {
             accepted_rx,
             listener: None,
             local_generation: None,
+            kept_restored: false,
             restart: None,
             suppression: HashMap::new(),
             dirty: false,
@@ -357,7 +360,7 @@ impl Speaker {
     async fn stop_sessions(&mut self, cease: bool) {
         for peer in std::mem::take(&mut self.peers) {
             if cease {
-                peer.handle.stop().await;
+                stop_draining(&peer.handle, &mut self.events_rx).await;
             }
             if let Some(rib) = self.rib.as_mut() {
                 rib.sweep(peer.id, false);
@@ -375,7 +378,7 @@ impl Speaker {
             .is_some_and(|r| r.settings().graceful_restart.is_some());
         if !graceful {
             for peer in &self.peers {
-                peer.handle.stop().await;
+                stop_draining(&peer.handle, &mut self.events_rx).await;
             }
         }
         // With graceful restart the connections just close when nvod exits: peers keep the
@@ -538,12 +541,18 @@ impl Speaker {
     }
 
     async fn poll_local(&mut self, now: Instant) {
-        let since = self.local_generation.unwrap_or(0);
-        let reply = self.datapath.call(Command::LocalHosts { since }).await;
         let keep_restored = self
             .restart
             .as_ref()
             .is_some_and(|r| now < r.keep_local_until);
+        // The tick restored hosts stop being kept, the whole set is read again, so that those
+        // the data path never showed are withdrawn.
+        let since = if self.kept_restored && !keep_restored {
+            0
+        } else {
+            self.local_generation.unwrap_or(0)
+        };
+        self.kept_restored = keep_restored;
         if self
             .restart
             .as_ref()
@@ -551,16 +560,9 @@ impl Speaker {
         {
             self.restart = None;
         }
-        let hosts = match reply {
+        let hosts = match self.datapath.call(Command::LocalHosts { since }).await {
             Ok(Reply::LocalHosts(Some(hosts))) => hosts,
-            Ok(Reply::LocalHosts(None)) if keep_restored => return,
-            Ok(Reply::LocalHosts(None)) => {
-                // Nothing changed in the data path; restored hosts may have expired.
-                if self.local_generation.is_some() {
-                    self.local_generation = None;
-                }
-                return;
-            }
+            Ok(Reply::LocalHosts(None)) => return,
             Ok(other) => {
                 log::error!("bgp: the datapath answered {other:?} to LocalHosts; a bug in nvod");
                 return;
@@ -728,6 +730,19 @@ impl Speaker {
             routes_received: received,
             routes_installed: installed,
             duplicate_macs: rib.duplicates(),
+        }
+    }
+}
+
+/// Stops a session while throwing its (and every other stopping session's) events away: a
+/// session task blocked on a full event channel would otherwise never see the stop.
+async fn stop_draining(handle: &SessionHandle, events: &mut mpsc::Receiver<(usize, SessionEvent)>) {
+    let stop = handle.stop();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => return,
+            Some(_) = events.recv() => {}
         }
     }
 }
