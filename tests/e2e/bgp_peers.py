@@ -83,14 +83,9 @@ def underlay_address(lab, addr, prefix_len=24):
 
 
 def wait_until(pred, timeout=20.0, interval=0.2, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    """conftest.wait_for with the longer default that BGP convergence wants."""
+    from conftest import wait_for
+    return wait_for(pred, timeout=timeout, interval=interval, what=what)
 
 
 class Daemon:

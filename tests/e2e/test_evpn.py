@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from bgp_peers import (ASN, RR_ADDR, FrrRouteReflector, FrrVtep, GobgpRouteReflector, PingStream, RestartedNvod,
+from bgp_peers import (ASN, RR_ADDR, FrrRouteReflector, bgp_summary, FrrVtep, GobgpRouteReflector, PingStream, RestartedNvod,
                        UnderlayCapture, best, configure_bgp, drop_old_port, has_route, move_container, nvod_pid, nvod_routes,
                        quiet_containers, send_garp, underlay_address, wait_nvod_established, wait_until)
 from conftest import wait_for
@@ -313,3 +313,75 @@ def test_graceful_restart(lab_factory, rr_kind):
             # Lost only while h2 had no data plane, plus 2 s to come back.
             assert lost_s < (t_start - t_kill) + 2.0, lost_s
             lab.ping("c2", IP["c3"], count=3)
+
+
+TWO_NVODS = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 100, flood: []}]
+containers:
+  - {name: c1, host: h1, vni: 100, ip: 10.0.0.1/24}
+  - {name: c2, host: h2, vni: 100, ip: 10.0.0.2/24}
+"""
+
+
+def test_flapping_mac_is_marked_duplicate(lab_factory):
+    """c1's MAC shows up on h1 and on h2 in turn (a loop, a cloned VM): each side outbids the
+    other's sequence number until, after dup_moves (3) moves within dup_window_s, the MAC is
+    marked duplicate and frozen — its sequence number stops climbing (RFC 7432 §15.1)."""
+    lab = lab_factory(TWO_NVODS)
+    quiet_containers(lab, ("c1", "c2"))
+    hosts = ("h1", "h2")
+    with route_reflector("frr", lab, [UL[h] for h in hosts]) as rr:
+        start_nvods(lab, rr, hosts, dup_moves=3, dup_window_s=60)
+        wait_type3(lab, hosts, [UL[h] for h in hosts])
+        mac = lab.mac("c1")
+        send_garp(lab, "c1", mac, IP["c1"])
+        wait_until(lambda: best(nvod_routes(lab, "h2", vni=VNI, rtype=2), 2, mac=mac, vtep=UL["h1"]),
+                   what="c1's MAC at h1, seen from h2")
+
+        def duplicates():
+            return {h: bgp_summary(lab, h)["duplicate_macs"] for h in hosts}
+
+        def top_seq():
+            return max((r["seq"] for h in hosts for r in nvod_routes(lab, h, vni=VNI, rtype=2)
+                        if r["mac"] == mac), default=0)
+
+        # Moves: to h2 (c2 sends with c1's MAC), back to h1, to h2, ... until detection.
+        for i in range(6):
+            src, at = ("c2", "h2") if i % 2 == 0 else ("c1", "h1")
+            other = "h1" if at == "h2" else "h2"
+            seq = top_seq()
+            send_garp(lab, src, mac, IP["c1"])
+
+            def moved():
+                if any(duplicates().values()):
+                    return True
+                r = best(nvod_routes(lab, other, vni=VNI, rtype=2), 2, mac=mac)
+                return r is not None and r["vtep"] == UL[at] and r["seq"] > seq
+            wait_until(moved, timeout=10, interval=0.1, what=f"move {i + 1} of c1's MAC to {at}")
+            if any(duplicates().values()):
+                break
+        dup = duplicates()
+        print(f"duplicate MACs after {i + 1} announcements: {dup}; top sequence {top_seq()}")
+        assert any(dup.values()), dup
+        flagged = [(h, r) for h in hosts for r in nvod_routes(lab, h, vni=VNI, rtype=2)
+                   if r["mac"] == mac and r.get("duplicate")]
+        assert flagged, "no route of the duplicate MAC is flagged"
+        # Frozen: the host that marked it neither advertises nor follows it any more, so more
+        # flapping moves the sequence number at most once more (the other side's last bid).
+        dup_host = next(h for h, n in dup.items() if n)
+
+        def own_route():
+            r = best(nvod_routes(lab, dup_host, vni=VNI, rtype=2), 2, mac=mac, source="local")
+            return r and r["seq"]
+        frozen, own = top_seq(), own_route()
+        for src in ("c2", "c1", "c2", "c1", "c2", "c1"):
+            send_garp(lab, src, mac, IP["c1"])
+            time.sleep(0.3)
+        time.sleep(1.0)
+        print(f"after six more announcements: top sequence {top_seq()}, {dup_host}'s own {own_route()}")
+        assert own_route() == own, (own, own_route())
+        assert top_seq() <= frozen + 1, (frozen, top_seq())
+        # The other routes are unaffected: c2 is still reachable from c1's host side.
+        assert best(nvod_routes(lab, "h1", vni=VNI, rtype=2), 2, mac=lab.mac("c2"), vtep=UL["h2"])

@@ -108,15 +108,7 @@ pub enum PeerError {
 
 /// The name of a NOTIFICATION error code (RFC 4271 §4.5).
 pub fn code_meaning(code: u8) -> &'static str {
-    match code {
-        code::HEADER => "message header error",
-        code::OPEN => "open message error",
-        code::UPDATE => "update message error",
-        code::HOLD_TIMER_EXPIRED => "hold timer expired",
-        code::FSM => "finite state machine error",
-        code::CEASE => "cease",
-        _ => "unknown code",
-    }
+    nvo_bgp::code::name(code)
 }
 
 /// How the session ended, as the reader thread saw it.

@@ -103,6 +103,19 @@ pub mod code {
     pub const FSM: u8 = 5;
     /// Cease.
     pub const CEASE: u8 = 6;
+
+    /// The name of a NOTIFICATION error code, for logs and reports.
+    pub fn name(code: u8) -> &'static str {
+        match code {
+            HEADER => "message header error",
+            OPEN => "open message error",
+            UPDATE => "update message error",
+            HOLD_TIMER_EXPIRED => "hold timer expired",
+            FSM => "finite state machine error",
+            CEASE => "cease",
+            _ => "unknown error code",
+        }
+    }
 }
 
 /// UPDATE Message Error subcodes (RFC 4271 §6.3).

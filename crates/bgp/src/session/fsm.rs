@@ -496,14 +496,6 @@ fn fsm_error(state: SessionState, msg_type: u8) -> Refusal {
 }
 
 /// The name of a NOTIFICATION error code, for `last_error` lines.
-fn code_name(code: u8) -> &'static str {
-    match code {
-        code::HEADER => "message header error",
-        code::OPEN => "open message error",
-        code::UPDATE => "update message error",
-        code::HOLD_TIMER_EXPIRED => "hold timer expired",
-        code::FSM => "finite state machine error",
-        code::CEASE => "cease",
-        _ => "unknown error code",
-    }
+pub(super) fn code_name(code: u8) -> &'static str {
+    crate::code::name(code)
 }

@@ -21,18 +21,11 @@ fn ip(s: &str) -> IpAddr {
 
 fn rib() -> Rib {
     let config = api::BgpConfig {
-        asn: 65000,
         router_id: Ipv4Addr::new(192, 0, 2, 1),
-        listen: None,
-        port: None,
-        hold_time_s: None,
-        connect_retry_s: None,
-        graceful_restart_s: None,
-        next_hop: None,
         dup_moves: Some(3),
         dup_window_s: Some(60),
         neighbors: vec![],
-        vnis: vec![],
+        ..super::settings::tests::base()
     };
     let settings = Settings::resolve(&config, ip("192.0.2.1")).unwrap();
     let mut rib = Rib::new(settings, 8);

@@ -242,65 +242,56 @@ pub fn default_rt(asn: u32, vni: u32) -> RouteTarget {
     }
 }
 
+/// The administrator and number of an RD or RT, by the form its text takes.
+enum Admin {
+    Ipv4(Ipv4Addr, u16),
+    As2(u16, u32),
+    As4(u32, u16),
+}
+
+/// "ASN:N" or "A.B.C.D:N"; `what` names the value in errors.
+fn parse_admin(text: &str, what: &str) -> Result<Admin, String> {
+    let (admin, number) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{what} {text:?} is not ADMIN:NUMBER (e.g. 65000:100)"))?;
+    let range = |r: &str| format!("{what} {text:?}: {number:?} is not {r}");
+    if let Ok(addr) = admin.parse::<Ipv4Addr>() {
+        let value = number.parse().map_err(|_| range("0..=65535"))?;
+        return Ok(Admin::Ipv4(addr, value));
+    }
+    let asn: u32 = admin
+        .parse()
+        .map_err(|_| format!("{what} {text:?}: {admin:?} is neither an AS nor an IPv4 address"))?;
+    match u16::try_from(asn) {
+        Ok(asn) => Ok(Admin::As2(
+            asn,
+            number.parse().map_err(|_| range("a 32-bit number"))?,
+        )),
+        Err(_) => Ok(Admin::As4(
+            asn,
+            number
+                .parse()
+                .map_err(|_| range("0..=65535 (with a 4-octet AS)"))?,
+        )),
+    }
+}
+
 /// "ASN:N" or "A.B.C.D:N".
 pub fn parse_rd(text: &str) -> Result<RouteDistinguisher, String> {
-    let (admin, number) = split(text, "route distinguisher")?;
-    if let Ok(addr) = admin.parse::<Ipv4Addr>() {
-        let value = number
-            .parse::<u16>()
-            .map_err(|_| format!("route distinguisher {text:?}: {number:?} is not 0..=65535"))?;
-        return Ok(RouteDistinguisher::Ipv4 { addr, value });
-    }
-    let asn: u32 = admin.parse().map_err(|_| {
-        format!("route distinguisher {text:?}: {admin:?} is neither an AS nor an IPv4 address")
-    })?;
-    match u16::try_from(asn) {
-        Ok(asn) => Ok(RouteDistinguisher::As2 {
-            asn,
-            value: number.parse().map_err(|_| {
-                format!("route distinguisher {text:?}: {number:?} is not a 32-bit number")
-            })?,
-        }),
-        Err(_) => Ok(RouteDistinguisher::As4 {
-            asn,
-            value: number.parse().map_err(|_| {
-                format!("route distinguisher {text:?}: with a 4-octet AS the number is 0..=65535")
-            })?,
-        }),
-    }
+    Ok(match parse_admin(text, "route distinguisher")? {
+        Admin::Ipv4(addr, value) => RouteDistinguisher::Ipv4 { addr, value },
+        Admin::As2(asn, value) => RouteDistinguisher::As2 { asn, value },
+        Admin::As4(asn, value) => RouteDistinguisher::As4 { asn, value },
+    })
 }
 
 /// "ASN:N" or "A.B.C.D:N".
 pub fn parse_rt(text: &str) -> Result<RouteTarget, String> {
-    let (admin, number) = split(text, "route target")?;
-    if let Ok(addr) = admin.parse::<Ipv4Addr>() {
-        let value = number
-            .parse::<u16>()
-            .map_err(|_| format!("route target {text:?}: {number:?} is not 0..=65535"))?;
-        return Ok(RouteTarget::Ipv4 { addr, value });
-    }
-    let asn: u32 = admin.parse().map_err(|_| {
-        format!("route target {text:?}: {admin:?} is neither an AS nor an IPv4 address")
-    })?;
-    match u16::try_from(asn) {
-        Ok(asn) => Ok(RouteTarget::TwoOctetAs {
-            asn,
-            value: number
-                .parse()
-                .map_err(|_| format!("route target {text:?}: {number:?} is not a 32-bit number"))?,
-        }),
-        Err(_) => Ok(RouteTarget::FourOctetAs {
-            asn,
-            value: number.parse().map_err(|_| {
-                format!("route target {text:?}: with a 4-octet AS the number is 0..=65535")
-            })?,
-        }),
-    }
-}
-
-fn split<'a>(text: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
-    text.rsplit_once(':')
-        .ok_or_else(|| format!("{what} {text:?} is not ADMIN:NUMBER (e.g. 65000:100)"))
+    Ok(match parse_admin(text, "route target")? {
+        Admin::Ipv4(addr, value) => RouteTarget::Ipv4 { addr, value },
+        Admin::As2(asn, value) => RouteTarget::TwoOctetAs { asn, value },
+        Admin::As4(asn, value) => RouteTarget::FourOctetAs { asn, value },
+    })
 }
 
 /// How the API shows a route distinguisher.
@@ -327,10 +318,11 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn base() -> api::BgpConfig {
+    /// A configuration with one neighbour and every optional key absent.
+    pub(crate) fn base() -> api::BgpConfig {
         api::BgpConfig {
             asn: 65000,
             router_id: Ipv4Addr::new(10, 0, 0, 1),
