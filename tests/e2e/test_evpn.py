@@ -385,3 +385,38 @@ def test_flapping_mac_is_marked_duplicate(lab_factory):
         assert top_seq() <= frozen + 1, (frozen, top_seq())
         # The other routes are unaffected: c2 is still reachable from c1's host side.
         assert best(nvod_routes(lab, "h1", vni=VNI, rtype=2), 2, mac=lab.mac("c2"), vtep=UL["h2"])
+
+
+THREE_NVODS_V6 = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
+hosts: [{name: h1}, {name: h2}, {name: h3}]
+networks: [{vni: 100, flood: []}]
+containers:
+  - {name: c1, host: h1, vni: 100, ip: 10.0.0.1/24, ipv6: "fd10::1/64"}
+  - {name: c2, host: h2, vni: 100, ip: 10.0.0.2/24, ipv6: "fd10::2/64"}
+  - {name: c3, host: h3, vni: 100, ip: 10.0.0.3/24, ipv6: "fd10::3/64"}
+"""
+
+
+def test_neighbour_solicitations_answered_locally(lab_factory):
+    """IPv6: c1's address reaches h3 in a MAC+IP route (h1 snooped it from c1's neighbour
+    solicitation); c3's solicitation for it is answered by h3 (nd_suppressed), and c3's kernel
+    accepts the advertisement nvod built: ping6 works."""
+    lab = lab_factory(THREE_NVODS_V6)
+    hosts = ("h1", "h2", "h3")
+    with route_reflector("frr", lab, [UL[h] for h in hosts]) as rr:
+        start_nvods(lab, rr, hosts)
+        wait_type3(lab, hosts, [UL[h] for h in hosts])
+        # c1 and c2 talk: their solicitation and advertisement teach h1 and h2 their addresses.
+        wait_for(lambda: lab.exec("c1", "ping", "-6", "-c", "1", "-W", "2", "fd10::2", check=False).returncode == 0,
+                 timeout=20, what="c1 → fd10::2")
+        mac1 = lab.mac("c1")
+        wait_until(lambda: best(nvod_routes(lab, "h3", vni=VNI, rtype=2), 2, mac=mac1, ip="fd10::1"),
+                   what="c1's MAC+IPv6 route on h3")
+        before = net_counter(lab, "h3", "nd_suppressed")
+        lab.exec("c3", "ip", "-6", "neigh", "flush", "all")
+        lab.exec("c3", "ping", "-6", "-c", "2", "-W", "2", "fd10::1")
+        after = net_counter(lab, "h3", "nd_suppressed")
+        print(f"h3 nd_suppressed {before} → {after}")
+        assert after > before
+        assert lab.neigh_mac("c3", "fd10::1") == mac1
