@@ -20,6 +20,7 @@ from the peer appear in GET /v1/evpn/routes with `source` = its address; a peer 
 graceful restart capability loses its routes when its session is reset.
 """
 
+import struct
 import time
 
 from bgp_peers import (ASN, PEER_ADDR, RR_ADDR, FrrRouteReflector, GobgpRouteReflector, best, configure_bgp,
@@ -227,6 +228,15 @@ def test_nvod_open_and_advertisements_decode(lab_factory):
         assert (t2["next_hop"], t2["vni"], t2["rt"], t2["rd"]) == ("10.100.0.1", VNI, ["65000:100"], "10.100.0.1:100"), t2
         # nvod is not a route reflector: it advertises its own routes only, never h2's.
         assert not any(r.get("next_hop") == "10.100.0.2" for r in tp.received_routes())
+        # ROUTE-REFRESH for L2VPN EVPN (RFC 2918): nvod sends its routes again.
+        seen = len(tp.updates)
+        tp.send(message(5, struct.pack("!HBB", 25, 0, 70)))
+
+        def resent():
+            again = [r for u in tp.updates[seen:] for r in u["reach"]]
+            return any(r["type"] == 2 and r["mac"] == c1 for r in again) and \
+                any(r["type"] == 3 and r["ip"] == "10.100.0.1" for r in again)
+        wait_until(resent, timeout=10, what="nvod's routes again after a ROUTE-REFRESH")
 
 
 def test_malformed_updates_get_rfc7606_reactions(lab_factory):

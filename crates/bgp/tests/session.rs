@@ -695,3 +695,57 @@ async fn passive_session_waits_for_the_peer() {
     handshake(&mut peer, &peer_open(AS, PEER_ID, 30, None)).await;
     events.established().await;
 }
+
+#[tokio::test]
+async fn a_route_refresh_for_evpn_reaches_the_speaker() {
+    let (_handle, mut events, mut peer, _l) = established().await;
+    // IPv4 unicast is not ours: counted, no event.
+    peer.send(&Message::RouteRefresh(RouteRefreshRepr {
+        afi: 1,
+        subtype: 0,
+        safi: 1,
+    }))
+    .await;
+    peer.send(&Message::RouteRefresh(RouteRefreshRepr {
+        afi: 25,
+        subtype: 0,
+        safi: 70,
+    }))
+    .await;
+    assert_eq!(events.next_route_event().await, SessionEvent::RouteRefresh);
+}
+
+#[tokio::test]
+async fn looped_routes_are_not_accepted() {
+    let (handle, mut events, mut peer, _l) = established().await;
+    let cfg = config(peer.stream.local_addr().unwrap());
+    // Our own AS in the AS_PATH (RFC 4271 §9.1.2) ...
+    let mut attrs = good_attrs();
+    attrs.retain(|a| a.value.type_code() != attr_type::AS_PATH);
+    attrs.push(PathAttribute::new(AttributeValue::AsPath(vec![
+        AsPathSegment {
+            kind: 2,
+            asns: vec![64999, cfg.local_as],
+        },
+    ])));
+    peer.send_update(routes_update(attrs)).await;
+    let SessionEvent::Update {
+        reach, withdraw, ..
+    } = events.next_route_event().await
+    else {
+        panic!("update expected")
+    };
+    assert!(reach.is_empty());
+    assert_eq!(withdraw, vec![mac_ip_route(), multicast_route()]);
+    // ... or our identifier as ORIGINATOR_ID (RFC 4456 §8): the same.
+    let mut attrs = good_attrs();
+    attrs.push(PathAttribute::new(AttributeValue::OriginatorId(
+        cfg.router_id,
+    )));
+    peer.send_update(routes_update(attrs)).await;
+    let SessionEvent::Update { reach, .. } = events.next_route_event().await else {
+        panic!("update expected")
+    };
+    assert!(reach.is_empty());
+    assert_eq!(handle.stats().ignored_nlri, 4);
+}

@@ -151,7 +151,7 @@ impl Task {
                 continue;
             }
             self.set_state(SessionState::Active).await;
-            match self.wait_retry(delay).await {
+            match self.wait_retry(jitter(delay)).await {
                 Ok(conn) => next = conn,
                 Err(Stopped) => break,
             }
@@ -495,7 +495,32 @@ fn fsm_error(state: SessionState, msg_type: u8) -> Refusal {
     }
 }
 
+/// `delay` times a factor from 0.75 to 1 (RFC 4271 §10), so that speakers that failed
+/// together do not retry in lockstep. The clock's nanoseconds are random enough for that.
+fn jitter(delay: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    // A multiplicative hash spreads the low-entropy clock bits over 0..=255.
+    let spread = nanos.wrapping_mul(2_654_435_761) >> 24;
+    delay.mul_f64(0.75 + 0.25 * f64::from(spread) / 255.0)
+}
+
 /// The name of a NOTIFICATION error code, for `last_error` lines.
 pub(super) fn code_name(code: u8) -> &'static str {
     crate::code::name(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_three_quarters_and_the_delay() {
+        let d = Duration::from_secs(4);
+        for _ in 0..1000 {
+            let j = jitter(d);
+            assert!(j >= Duration::from_secs(3) && j <= d, "{j:?}");
+        }
+    }
 }

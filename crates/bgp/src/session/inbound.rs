@@ -6,8 +6,12 @@
 //! discarded → the routes stay, without them. EVPN NLRI that cannot be parsed resets the
 //! session (§5.4 allows that or disabling the family; nvo has only this family). An MP_REACH
 //! next hop that is neither 4, 16 nor 32 bytes long resets too (§7.11).
+//!
+//! Loops: routes whose AS_PATH holds our AS (RFC 4271 §9.1.2) or whose ORIGINATOR_ID is our
+//! BGP identifier (RFC 4456 §8) are not accepted: they withdraw what the peer had announced
+//! under the same NLRI, and count as ignored.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::{RouteAttrs, SessionEvent};
 use crate::attribute::{attr_type, AttributeValue};
@@ -32,8 +36,17 @@ fn is_evpn(afi: u16, safi: u8) -> bool {
     afi == AFI_L2VPN && safi == SAFI_EVPN
 }
 
+/// Who we are, for the loop checks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Us {
+    pub(super) asn: u32,
+    pub(super) router_id: Ipv4Addr,
+    pub(super) ibgp: bool,
+}
+
 /// Classifies an UPDATE; `Err` is a session reset with the error to notify.
-pub(super) fn classify(parsed: ParsedUpdate, ibgp: bool) -> Result<Inbound, Error> {
+pub(super) fn classify(parsed: ParsedUpdate, us: Us) -> Result<Inbound, Error> {
+    let ibgp = us.ibgp;
     let ParsedUpdate {
         update,
         mut errors,
@@ -101,8 +114,12 @@ pub(super) fn classify(parsed: ParsedUpdate, ibgp: bool) -> Result<Inbound, Erro
             treat_as_withdraw = true;
         }
     }
+    let looped = !announced.is_empty() && !treat_as_withdraw && is_loop(&update, us);
+    if looped {
+        ignored += announced.len() as u64;
+    }
     let reach = match next_hop {
-        Some(next_hop) if !treat_as_withdraw => {
+        Some(next_hop) if !treat_as_withdraw && !looped => {
             let attrs = route_attrs(&update, next_hop);
             announced
                 .into_iter()
@@ -126,6 +143,15 @@ pub(super) fn classify(parsed: ParsedUpdate, ibgp: bool) -> Result<Inbound, Erro
         treat_as_withdraw,
         discarded,
         ignored,
+    })
+}
+
+/// Our AS in the AS_PATH, or our identifier as ORIGINATOR_ID.
+fn is_loop(update: &UpdateRepr, us: Us) -> bool {
+    update.attributes.iter().any(|a| match &a.value {
+        AttributeValue::AsPath(segments) => segments.iter().any(|s| s.asns.contains(&us.asn)),
+        AttributeValue::OriginatorId(id) => *id == us.router_id,
+        _ => false,
     })
 }
 

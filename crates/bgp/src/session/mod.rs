@@ -160,6 +160,8 @@ pub enum SessionEvent {
     },
     /// The peer's End-of-RIB for AFI 25 / SAFI 70 (RFC 4724 §2).
     EndOfRib,
+    /// The peer asked for our AFI 25 / SAFI 70 routes again (ROUTE-REFRESH, RFC 2918).
+    RouteRefresh,
     /// An Established session ended (not sent for failures before Established).
     Down {
         /// What ended it.

@@ -60,7 +60,8 @@ pub struct SessionStats {
     pub treat_as_withdraw: u64,
     /// Path attributes discarded (RFC 7606).
     pub attributes_discarded: u64,
-    /// IPv4 unicast prefixes and other-family MP attributes received and ignored.
+    /// IPv4 unicast prefixes, other-family MP attributes and looped EVPN routes (our AS in
+    /// the AS_PATH, our identifier as ORIGINATOR_ID) received and ignored.
     pub ignored_nlri: u64,
     /// Outbound messages dropped: queued when the session went down, or too big to emit.
     pub updates_dropped: u64,

@@ -405,7 +405,7 @@ impl Speaker {
                 let peer = &mut self.peers[index];
                 peer.established = true;
                 peer.gr = peer_gr;
-                self.send_table(index);
+                self.send_table(index, true);
             }
             SessionEvent::Update {
                 reach,
@@ -429,6 +429,13 @@ impl Speaker {
                         None => self.peers[index].ignored += 1,
                     }
                 }
+            }
+            SessionEvent::RouteRefresh => {
+                log::info!(
+                    "bgp: {} asked for our routes again (route refresh)",
+                    self.peers[index].spec.address
+                );
+                self.send_table(index, false);
             }
             SessionEvent::EndOfRib => {
                 let swept = rib.sweep(id, true);
@@ -461,8 +468,9 @@ impl Speaker {
         }
     }
 
-    /// Every advertised route to one peer that just came up, then End-of-RIB.
-    fn send_table(&mut self, index: usize) {
+    /// Every advertised route to one peer (that just came up, or asked with a ROUTE-REFRESH),
+    /// then End-of-RIB when `end_of_rib`.
+    fn send_table(&mut self, index: usize, end_of_rib: bool) {
         let Some(rib) = self.rib.as_ref() else {
             return;
         };
@@ -479,8 +487,10 @@ impl Speaker {
                 log::warn!("bgp: {e}");
             }
         }
-        if let Err(e) = peer.handle.send_end_of_rib() {
-            log::warn!("bgp: {e}");
+        if end_of_rib {
+            if let Err(e) = peer.handle.send_end_of_rib() {
+                log::warn!("bgp: {e}");
+            }
         }
     }
 

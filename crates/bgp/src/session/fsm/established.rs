@@ -169,7 +169,12 @@ impl Task {
     async fn received(&mut self, incoming: Incoming) -> Result<(), Refusal> {
         match incoming {
             Incoming::Update(parsed) => {
-                let inbound = inbound::classify(parsed, self.cfg.ibgp()).map_err(|e| {
+                let us = inbound::Us {
+                    asn: self.cfg.local_as,
+                    router_id: self.cfg.router_id,
+                    ibgp: self.cfg.ibgp(),
+                };
+                let inbound = inbound::classify(parsed, us).map_err(|e| {
                     let (code, subcode) = e.notification();
                     Refusal {
                         code,
@@ -198,8 +203,14 @@ impl Task {
                 }
                 Ok(())
             }
-            // A ROUTE-REFRESH is only counted: the speaker re-advertises on its own schedule.
-            Incoming::Message(Message::Keepalive | Message::RouteRefresh(_)) => Ok(()),
+            Incoming::Message(Message::Keepalive) => Ok(()),
+            // RFC 2918: the peer asks for our EVPN routes again; other families are not ours.
+            Incoming::Message(Message::RouteRefresh(r)) => {
+                if r.afi == AFI_L2VPN && r.safi == SAFI_EVPN {
+                    self.emit(SessionEvent::RouteRefresh).await;
+                }
+                Ok(())
+            }
             Incoming::Message(Message::Notification(n)) => Err(Refusal {
                 code: 0,
                 subcode: 0,
