@@ -1,17 +1,10 @@
-//! Routes → whole UPDATE messages (header included), each at most 4096 bytes (RFC 4271 §4.1),
-//! holding as many EVPN NLRI as fit.
-//!
-//! An announcement is MP_REACH_NLRI first (RFC 7606 §5.1 asks for it to come first) followed by
-//! the shared attributes; a withdrawal is a lone MP_UNREACH_NLRI (RFC 4760 §4). MP_REACH and
-//! MP_UNREACH always carry the Extended Length flag, so an UPDATE's size is its empty size plus
-//! the bytes of its NLRI and the packer can fill messages by arithmetic alone.
+//! Routes → whole UPDATE messages as bytes (header included), packed by `nvo_bgp::pack`: each
+//! at most 4096 bytes (RFC 4271 §4.1), holding as many EVPN NLRI as fit.
 
 use std::net::IpAddr;
 
-use nvo_bgp::attribute::attr_flags;
-use nvo_bgp::evpn::{AFI_L2VPN, SAFI_EVPN};
 use nvo_bgp::message::MAX_MESSAGE_LEN;
-use nvo_bgp::{AttributeValue, EvpnRoute, Message, MpReach, MpUnreach, PathAttribute, UpdateRepr};
+use nvo_bgp::{pack, EvpnRoute, Message, PathAttribute, UpdateRepr};
 
 /// Announcements of `routes` with next hop `next_hop` and the attributes `shared`.
 pub fn announcements(
@@ -19,81 +12,29 @@ pub fn announcements(
     shared: &[PathAttribute],
     routes: &[EvpnRoute],
 ) -> nvo_bgp::Result<Vec<Vec<u8>>> {
-    let build = |nlri: Vec<u8>| {
-        let mut mp = MpReach::evpn(next_hop, &[])?;
-        mp.nlri = nlri;
-        let mut attributes = vec![extended(AttributeValue::MpReach(mp))];
-        attributes.extend_from_slice(shared);
-        message(attributes)
-    };
-    pack(routes, build)
+    pack::announcements(next_hop, shared, routes)?
+        .into_iter()
+        .map(message)
+        .collect()
 }
 
 /// Withdrawals of `routes`.
 pub fn withdrawals(routes: &[EvpnRoute]) -> nvo_bgp::Result<Vec<Vec<u8>>> {
-    pack(routes, |withdrawn| {
-        message(vec![extended(AttributeValue::MpUnreach(MpUnreach {
-            afi: AFI_L2VPN,
-            safi: SAFI_EVPN,
-            withdrawn,
-        }))])
-    })
+    pack::withdrawals(routes)?
+        .into_iter()
+        .map(message)
+        .collect()
 }
 
 /// End-of-RIB for L2VPN EVPN (RFC 4724 §2): an UPDATE with only an empty MP_UNREACH_NLRI.
 pub fn end_of_rib() -> nvo_bgp::Result<Vec<u8>> {
-    message(vec![PathAttribute::new(AttributeValue::MpUnreach(
-        MpUnreach {
-            afi: AFI_L2VPN,
-            safi: SAFI_EVPN,
-            withdrawn: Vec::new(),
-        },
-    ))])
+    message(pack::end_of_rib())
 }
 
-fn extended(value: AttributeValue) -> PathAttribute {
-    let mut attr = PathAttribute::new(value);
-    attr.flags |= attr_flags::EXTENDED_LENGTH;
-    attr
-}
-
-fn message(attributes: Vec<PathAttribute>) -> nvo_bgp::Result<Vec<u8>> {
+fn message(update: UpdateRepr) -> nvo_bgp::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(MAX_MESSAGE_LEN);
-    Message::Update(UpdateRepr {
-        withdrawn: Vec::new(),
-        attributes,
-        nlri: Vec::new(),
-    })
-    .emit(&mut out)?;
+    Message::Update(update).emit(&mut out)?;
     Ok(out)
-}
-
-/// Splits `routes` into NLRI fields that fill messages made by `build` up to 4096 bytes.
-fn pack(
-    routes: &[EvpnRoute],
-    build: impl Fn(Vec<u8>) -> nvo_bgp::Result<Vec<u8>>,
-) -> nvo_bgp::Result<Vec<Vec<u8>>> {
-    let room = MAX_MESSAGE_LEN.saturating_sub(build(Vec::new())?.len());
-    let mut messages = Vec::new();
-    let mut nlri = Vec::with_capacity(room);
-    let mut one = Vec::with_capacity(256);
-    for route in routes {
-        one.clear();
-        route.emit(&mut one)?;
-        if !nlri.is_empty() && nlri.len() + one.len() > room {
-            messages.push(build(std::mem::replace(
-                &mut nlri,
-                Vec::with_capacity(room),
-            ))?);
-        }
-        nlri.extend_from_slice(&one);
-    }
-    if !nlri.is_empty() {
-        // An NLRI longer than the room (impossible for EVPN: a route is at most 257 bytes)
-        // makes `build` fail with the crate's Emit error rather than send an oversized message.
-        messages.push(build(nlri)?);
-    }
-    Ok(messages)
 }
 
 #[cfg(test)]
@@ -103,6 +44,7 @@ mod tests {
 
     use super::*;
     use crate::routes::Plan;
+    use nvo_bgp::AttributeValue;
 
     fn plan(routes: u64, vnis: Vec<u32>) -> Plan {
         Plan {

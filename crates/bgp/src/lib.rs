@@ -22,6 +22,7 @@ mod error;
 pub mod evpn;
 pub mod message;
 pub mod open;
+pub mod pack;
 mod reader;
 #[cfg(feature = "session")]
 pub mod session;

@@ -64,7 +64,7 @@ pub fn withdraw(routes: &[EvpnRoute]) -> Result<UpdateRepr, Error> {
 
 /// The End-of-RIB marker for AFI 25 / SAFI 70: an UPDATE with only an empty MP_UNREACH_NLRI.
 pub fn end_of_rib() -> UpdateRepr {
-    unreach(Vec::new())
+    crate::pack::end_of_rib()
 }
 
 fn unreach(withdrawn: Vec<u8>) -> UpdateRepr {

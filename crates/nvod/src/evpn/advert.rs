@@ -12,18 +12,12 @@ use std::net::IpAddr;
 
 use nvo_bgp::attribute::{segment_type, AsPathSegment, Origin, PMSI_INGRESS_REPLICATION};
 use nvo_bgp::community::TUNNEL_TYPE_VXLAN;
-use nvo_bgp::evpn::{AFI_L2VPN, SAFI_EVPN};
 use nvo_bgp::{
-    AttributeValue, EvpnRoute, ExtendedCommunity, MpReach, MpUnreach, PathAttribute, PmsiTunnel,
-    UpdateRepr,
+    pack, AttributeValue, EvpnRoute, ExtendedCommunity, PathAttribute, PmsiTunnel, UpdateRepr,
 };
 
 use super::rib::{Advert, OutAttrs};
 use super::settings::Settings;
-
-/// Room for NLRI in one UPDATE: 4096 minus the header (19), the section lengths (4) and a
-/// generous allowance for the attributes around them.
-const NLRI_BUDGET: usize = 3600;
 
 /// How the routes are sent to one peer.
 #[derive(Debug, Clone, Copy)]
@@ -32,83 +26,52 @@ pub struct PeerKind {
     pub ibgp: bool,
 }
 
-/// The UPDATEs announcing and withdrawing `changes`, in as few messages as fit.
+/// The UPDATEs announcing and withdrawing `changes`, in as few messages as fit
+/// (`nvo_bgp::pack`).
 pub fn updates(settings: &Settings, peer: PeerKind, changes: &[Advert]) -> Vec<UpdateRepr> {
     let mut out = Vec::new();
-    let withdrawn: Vec<&EvpnRoute> = changes
+    let withdrawn: Vec<EvpnRoute> = changes
         .iter()
         .filter_map(|c| match c {
-            Advert::Withdraw(r) => Some(r),
+            Advert::Withdraw(r) => Some(r.clone()),
             Advert::Announce(..) => None,
         })
         .collect();
-    for chunk in pack(&withdrawn) {
-        out.push(UpdateRepr {
-            withdrawn: vec![],
-            attributes: vec![PathAttribute::new(AttributeValue::MpUnreach(MpUnreach {
-                afi: AFI_L2VPN,
-                safi: SAFI_EVPN,
-                withdrawn: chunk,
-            }))],
-            nlri: vec![],
-        });
+    match pack::withdrawals(&withdrawn) {
+        Ok(updates) => out.extend(updates),
+        Err(e) => log::error!("evpn: cannot encode withdrawals ({e}); left out"),
     }
     // Routes with the same attributes share messages.
-    let mut groups: BTreeMap<(u32, u32, bool), Vec<&EvpnRoute>> = BTreeMap::new();
+    let mut groups: BTreeMap<(u32, u32, bool), Vec<EvpnRoute>> = BTreeMap::new();
     for c in changes {
         if let Advert::Announce(route, attrs) = c {
             let imet = matches!(route, EvpnRoute::InclusiveMulticast(_));
             groups
                 .entry((attrs.vni, attrs.seq, imet))
                 .or_default()
-                .push(route);
+                .push(route.clone());
         }
     }
     for ((vni, seq, imet), routes) in groups {
-        for chunk in pack(&routes) {
-            let attrs = attributes(settings, peer, OutAttrs { vni, seq }, imet, chunk);
-            out.push(UpdateRepr {
-                withdrawn: vec![],
-                attributes: attrs,
-                nlri: vec![],
-            });
+        let shared = attributes(settings, peer, OutAttrs { vni, seq }, imet);
+        match pack::announcements(settings.next_hop, &shared, &routes) {
+            Ok(updates) => out.extend(updates),
+            Err(e) => log::error!(
+                "evpn: cannot encode {} route(s) of vni {vni} ({e}); left out",
+                routes.len()
+            ),
         }
     }
     out
 }
 
-/// Routes encoded and cut into NLRI fields of at most [`NLRI_BUDGET`] bytes.
-fn pack(routes: &[&EvpnRoute]) -> Vec<Vec<u8>> {
-    let mut chunks = Vec::new();
-    let mut current = Vec::new();
-    for route in routes {
-        let mut one = Vec::new();
-        if let Err(e) = route.emit(&mut one) {
-            log::error!("evpn: cannot encode one of this node's routes ({e}); left out");
-            continue;
-        }
-        if !current.is_empty() && current.len() + one.len() > NLRI_BUDGET {
-            chunks.push(std::mem::take(&mut current));
-        }
-        current.extend_from_slice(&one);
-    }
-    if !current.is_empty() {
-        chunks.push(current);
-    }
-    chunks
-}
-
+/// The attributes besides MP_REACH_NLRI.
 fn attributes(
     settings: &Settings,
     peer: PeerKind,
     out: OutAttrs,
     imet: bool,
-    nlri: Vec<u8>,
 ) -> Vec<PathAttribute> {
-    let next_hop = match settings.next_hop {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
-    };
     let path = if peer.ibgp {
         vec![]
     } else {
@@ -137,12 +100,6 @@ fn attributes(
     if peer.ibgp {
         attrs.push(PathAttribute::new(AttributeValue::LocalPref(100)));
     }
-    attrs.push(PathAttribute::new(AttributeValue::MpReach(MpReach {
-        afi: AFI_L2VPN,
-        safi: SAFI_EVPN,
-        next_hop,
-        nlri,
-    })));
     attrs.push(PathAttribute::new(AttributeValue::ExtendedCommunities(
         communities,
     )));
@@ -159,4 +116,67 @@ fn attributes(
         })));
     }
     attrs
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use nvo_bgp::{InclusiveMulticastRoute, RouteTarget};
+    use nvo_pipeline::Mac;
+
+    use super::*;
+    use crate::evpn::rib::mac_route;
+    use crate::evpn::settings::{default_rd, tests::base};
+
+    #[test]
+    fn announcements_carry_the_evpn_attributes() {
+        let settings = Settings::resolve(&base(), "10.0.0.1".parse().unwrap()).unwrap();
+        let rd = default_rd(Ipv4Addr::new(10, 0, 0, 1), 100);
+        let mac = mac_route(rd, 100, Mac([2, 0, 0, 0, 0, 1]), None);
+        let imet = EvpnRoute::InclusiveMulticast(InclusiveMulticastRoute {
+            rd,
+            ethernet_tag: 0,
+            originator: settings.next_hop,
+        });
+        let changes = vec![
+            Advert::Announce(mac.clone(), OutAttrs { vni: 100, seq: 3 }),
+            Advert::Announce(imet, OutAttrs { vni: 100, seq: 0 }),
+            Advert::Withdraw(mac_route(rd, 100, Mac([2, 0, 0, 0, 0, 2]), None)),
+        ];
+        let built = updates(&settings, PeerKind { ibgp: true }, &changes);
+        assert_eq!(built.len(), 3, "one withdrawal, two attribute groups");
+        assert!(built[0].mp_unreach().is_some());
+        // Groups go out in (vni, seq, type 3 or not) order: the type 3 route (seq 0) first.
+        let type2 = &built[2];
+        assert_eq!(
+            type2.mp_reach().unwrap().evpn_routes().unwrap().unwrap(),
+            vec![mac]
+        );
+        let Some(AttributeValue::ExtendedCommunities(c)) = type2.attribute(16) else {
+            panic!("no extended communities")
+        };
+        assert!(
+            c.contains(&ExtendedCommunity::RouteTarget(RouteTarget::TwoOctetAs {
+                asn: 65000,
+                value: 100
+            }))
+        );
+        assert!(c.contains(&ExtendedCommunity::Encapsulation(TUNNEL_TYPE_VXLAN)));
+        assert!(c.contains(&ExtendedCommunity::MacMobility {
+            flags: 0,
+            sequence: 3
+        }));
+        assert_eq!(type2.attribute(5), Some(&AttributeValue::LocalPref(100)));
+        let Some(AttributeValue::PmsiTunnel(p)) = built[1].attribute(22) else {
+            panic!("no PMSI tunnel on the type 3 route")
+        };
+        assert_eq!((p.tunnel_type, p.label), (PMSI_INGRESS_REPLICATION, 100));
+        // eBGP: our AS in the path, no LOCAL_PREF.
+        let ebgp = updates(&settings, PeerKind { ibgp: false }, &changes[..1]);
+        assert_eq!(ebgp[0].attribute(5), None);
+        assert!(
+            matches!(ebgp[0].attribute(2), Some(AttributeValue::AsPath(p)) if p[0].asns == vec![65000])
+        );
+    }
 }
