@@ -336,3 +336,41 @@ def test_fsm_errors_get_notifications(lab_factory):
         assert s.snapshot() == start
         assert all(r[-1] for r in results.values()), results
         s.lab.ping("c1", "10.0.0.2", count=3)
+
+
+def test_bad_bgp_api_calls_are_refused_and_change_nothing(lab_factory):
+    """Bad BGP configurations and route queries get 400 with one line naming the value; the
+    configuration in force and its session stay as they were."""
+    from conftest import api
+    lab = lab_factory("""
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
+hosts: [{name: h1}]
+networks: [{vni: 100, flood: []}]
+""")
+    good = {"asn": 65000, "router_id": "10.100.0.1", "neighbors": [{"address": "10.100.0.250"}]}
+    api(lab, "h1", "PUT", "/v1/bgp", good)
+    before = api(lab, "h1", "GET", "/v1/bgp")["config"]
+    nb = good["neighbors"]
+    bad = [
+        ({**good, "asn": 0}, "asn 0"),
+        ({**good, "router_id": "0.0.0.0"}, "0.0.0.0"),
+        ({**good, "hold_time_s": 2}, "hold_time_s 2"),
+        ({**good, "graceful_restart_s": 5000}, "5000"),
+        ({**good, "neighbors": nb + nb}, "twice"),
+        ({**good, "neighbors": [{"address": "224.0.0.5"}]}, "224.0.0.5"),
+        ({**good, "vnis": [{"vni": 0}]}, "vni 0"),
+        ({**good, "vnis": [{"vni": 100, "rd": "what"}]}, "\"what\""),
+        ({**good, "vnis": [{"vni": 100, "import_rt": ["65000:x"]}]}, "\"x\""),
+        ({**good, "colour": "red"}, "colour"),
+    ]
+    for body, named in bad:
+        answer = api(lab, "h1", "PUT", "/v1/bgp", body, expect=400)
+        assert named in answer["error"] and "\n" not in answer["error"], (body, answer)
+    for query, named in [("?type=9", "type 9"), ("?vni=abc", "\"abc\""), ("?colour=red", "\"colour\"")]:
+        answer = api(lab, "h1", "GET", "/v1/evpn/routes" + query, expect=400)
+        assert named in answer["error"], (query, answer)
+    assert api(lab, "h1", "GET", "/v1/bgp")["config"] == before
+    # DELETE stops the speaker (and is persisted: the config file's [bgp] no longer applies).
+    api(lab, "h1", "DELETE", "/v1/bgp", expect=204)
+    summary = api(lab, "h1", "GET", "/v1/bgp")
+    assert summary.get("config") is None and summary["neighbors"] == [], summary
