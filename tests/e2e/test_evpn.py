@@ -18,6 +18,7 @@ default for EVPN networks; a restarted nvod keeps its BGP config (persisted) and
 graceful restart (default 120 s).
 """
 
+import signal
 import time
 
 import pytest
@@ -252,9 +253,10 @@ def test_mac_mobility(lab_factory):
         # 10 s wait above is only how long the test waits before calling it broken.
 
 
-@pytest.mark.parametrize("rr_kind", ["gobgp", "frr"])
-def test_graceful_restart(lab_factory, rr_kind):
-    """h2's nvod is killed (-9) and started again with the same state. GoBGP keeps h2's routes as
+@pytest.mark.parametrize("rr_kind,sig", [("gobgp", "KILL"), ("frr", "KILL"), ("gobgp", "TERM")])
+def test_graceful_restart(lab_factory, rr_kind, sig):
+    """h2's nvod is killed (-9; or stopped with SIGTERM: it saves its state and closes its
+    sessions without a NOTIFICATION) and started again with the same state. GoBGP keeps h2's routes as
     stale meanwhile, so h1 keeps c2 installed and forwards to it as soon as h2 forwards again.
     FRR 8.4 does not keep EVPN routes for a restarting peer (its graceful restart covers
     unicast and VPN families only; the same with FRR's own VTEP as the client), so with FRR only
@@ -279,7 +281,7 @@ def test_graceful_restart(lab_factory, rr_kind):
             try:
                 time.sleep(2)
                 t_kill = time.monotonic()
-                restart.kill()
+                restart.kill(getattr(signal, f"SIG{sig}"))
                 if rr_kind == "gobgp":
                     wait_until(lambda: (rs := of_h2()) and all(r["stale"] for r in rs), timeout=5,
                                what="the RR marking h2's routes stale")
@@ -305,7 +307,7 @@ def test_graceful_restart(lab_factory, rr_kind):
                 to_c2.close()
                 other.close()
             lost_s = (sent_c2 - got_c2) * to_c2.interval
-            print(f"graceful restart ({rr_kind}): nvod down {t_start - t_kill:.2f} s, session up "
+            print(f"graceful restart ({rr_kind}, SIG{sig}): nvod down {t_start - t_kill:.2f} s, session up "
                   f"{t_up - t_start:.2f} s after start, routes fresh {t_fresh - t_start:.2f} s after start; "
                   f"c1→c2 lost {sent_c2 - got_c2}/{sent_c2} (~{lost_s:.2f} s), "
                   f"c1→c3 lost {sent_other - got_other}/{sent_other}")

@@ -749,3 +749,19 @@ async fn looped_routes_are_not_accepted() {
     assert!(reach.is_empty());
     assert_eq!(handle.stats().ignored_nlri, 4);
 }
+
+#[tokio::test]
+async fn closing_for_a_restart_sends_no_notification() {
+    let (handle, mut events, mut peer, _l) = established().await;
+    handle.close_for_restart().await;
+    // Only KEEPALIVEs, if any, then the end of the stream: no NOTIFICATION (RFC 4724 §4).
+    while let Some(msg) = peer.recv().await {
+        assert_eq!(
+            msg,
+            Message::Keepalive,
+            "a restarting speaker sends no NOTIFICATION"
+        );
+    }
+    let (reason, _) = events.down().await;
+    assert!(reason.contains("restart"), "{reason}");
+}

@@ -204,6 +204,9 @@ pub enum SendError {
 enum Control {
     Accept(TcpStream),
     Stop,
+    /// Stop without a NOTIFICATION: the speaker restarts and wants its peers to keep its
+    /// routes (RFC 4724 §4: the TCP connection just closes).
+    Abandon,
 }
 
 /// An outbound message, stamped with the Established period it was queued in.
@@ -318,8 +321,19 @@ impl SessionHandle {
     /// Stops the session: NOTIFICATION Cease / Administrative Shutdown (6/2) when a connection
     /// is open, then the task ends. Returns once it has.
     pub async fn stop(&self) {
-        // A full control queue only delays the stop; a closed one means the task is gone.
-        let _ = self.control.send(Control::Stop).await;
+        self.end(Control::Stop).await;
+    }
+
+    /// Ends the session the way a restarting speaker does (RFC 4724): an Established
+    /// connection is closed without a NOTIFICATION, so a peer that negotiated graceful restart
+    /// keeps our routes as stale. Returns once the task has ended.
+    pub async fn close_for_restart(&self) {
+        self.end(Control::Abandon).await;
+    }
+
+    async fn end(&self, how: Control) {
+        // A full control queue only delays the end; a closed one means the task is gone.
+        let _ = self.control.send(how).await;
         let join = self
             .task
             .lock()

@@ -360,7 +360,7 @@ impl Speaker {
     async fn stop_sessions(&mut self, cease: bool) {
         for peer in std::mem::take(&mut self.peers) {
             if cease {
-                stop_draining(&peer.handle, &mut self.events_rx).await;
+                stop_draining(&peer.handle, false, &mut self.events_rx).await;
             }
             if let Some(rib) = self.rib.as_mut() {
                 rib.sweep(peer.id, false);
@@ -376,13 +376,11 @@ impl Speaker {
             .rib
             .as_ref()
             .is_some_and(|r| r.settings().graceful_restart.is_some());
-        if !graceful {
-            for peer in &self.peers {
-                stop_draining(&peer.handle, &mut self.events_rx).await;
-            }
+        // With graceful restart the connections close without a NOTIFICATION: peers keep the
+        // routes as stale for the restart time (RFC 4724 §4.2). Without, Cease.
+        for peer in &self.peers {
+            stop_draining(&peer.handle, graceful, &mut self.events_rx).await;
         }
-        // With graceful restart the connections just close when nvod exits: peers keep the
-        // routes as stale for the restart time (RFC 4724 §4.2).
     }
 
     async fn event(&mut self, id: usize, event: SessionEvent) {
@@ -744,10 +742,21 @@ impl Speaker {
     }
 }
 
-/// Stops a session while throwing its (and every other stopping session's) events away: a
-/// session task blocked on a full event channel would otherwise never see the stop.
-async fn stop_draining(handle: &SessionHandle, events: &mut mpsc::Receiver<(usize, SessionEvent)>) {
-    let stop = handle.stop();
+/// Stops a session (`for_restart`: without a NOTIFICATION) while throwing its (and every other
+/// stopping session's) events away: a session task blocked on a full event channel would
+/// otherwise never see the stop.
+async fn stop_draining(
+    handle: &SessionHandle,
+    for_restart: bool,
+    events: &mut mpsc::Receiver<(usize, SessionEvent)>,
+) {
+    let stop = async {
+        if for_restart {
+            handle.close_for_restart().await;
+        } else {
+            handle.stop().await;
+        }
+    };
     tokio::pin!(stop);
     loop {
         tokio::select! {

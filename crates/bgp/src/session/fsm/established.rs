@@ -108,6 +108,10 @@ impl Task {
                 self.close(&mut extra, code::CEASE, CEASE_COLLISION, Vec::new())
                     .await;
             }
+            Wake::Control(Some(Control::Abandon)) => {
+                // Dropping the connection closes it: no NOTIFICATION (RFC 4724 §4).
+                return Some(("closed for a restart".to_string(), false, End::Stopped));
+            }
             Wake::Control(_) | Wake::Outbound(None) => {
                 self.close(&mut up.conn, code::CEASE, CEASE_ADMIN_SHUTDOWN, Vec::new())
                     .await;
