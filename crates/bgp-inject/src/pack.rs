@@ -40,7 +40,6 @@ fn message(update: UpdateRepr) -> nvo_bgp::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::net::Ipv4Addr;
 
     use super::*;
     use crate::routes::Plan;
@@ -48,13 +47,8 @@ mod tests {
 
     fn plan(routes: u64, vnis: Vec<u32>) -> Plan {
         Plan {
-            asn: 65000,
-            router_id: Ipv4Addr::new(10, 0, 0, 9),
-            next_hop: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
-            vnis,
-            routes,
             first: 7,
-            type3: true,
+            ..crate::routes::tests::plan(routes, vnis)
         }
     }
 

@@ -197,10 +197,11 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn plan(routes: u64, vnis: Vec<u32>) -> Plan {
+    /// A plan of `routes` routes over `vnis`, from MAC number 0.
+    pub(crate) fn plan(routes: u64, vnis: Vec<u32>) -> Plan {
         Plan {
             asn: 65000,
             router_id: Ipv4Addr::new(10, 0, 0, 9),
