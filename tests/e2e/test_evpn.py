@@ -422,3 +422,28 @@ def test_neighbour_solicitations_answered_locally(lab_factory):
         print(f"h3 nd_suppressed {before} → {after}")
         assert after > before
         assert lab.neigh_mac("c3", "fd10::1") == mac1
+
+
+def test_flood_entries_set_by_the_operator_stay(lab_factory):
+    """An operator adds to a network's flood list a VTEP that EVPN had put there already (201,
+    not 409); when that VTEP's type 3 route goes away, the entry stays: EVPN only removes what
+    it added. Seen on the wire: h1 still floods c1's broadcasts to h2."""
+    from conftest import api
+    lab = lab_factory(TWO_NVODS)
+    quiet_containers(lab, ("c1", "c2"))
+    hosts = ("h1", "h2")
+    with route_reflector("frr", lab, [UL[h] for h in hosts]) as rr:
+        start_nvods(lab, rr, hosts)
+        wait_type3(lab, hosts, [UL[h] for h in hosts])
+        api(lab, "h1", "POST", f"/v1/networks/{VNI}/flood", {"remote": UL["h2"]}, expect=201)
+        api(lab, "h2", "DELETE", "/v1/bgp", expect=204)
+        wait_until(lambda: not best(nvod_routes(lab, "h1", vni=VNI, rtype=3), 3, vtep=UL["h2"]),
+                   what="h2's type 3 route gone from h1")
+        time.sleep(0.5)  # the speaker applies its changes at once; leave it a tick anyway
+        before = net_counter(lab, "h2", "rx_underlay_frames")
+        script = ("from scapy.all import Ether, ARP, sendp\n"
+                  "sendp(Ether(dst='ff:ff:ff:ff:ff:ff')/ARP(pdst='10.0.0.99', psrc='10.0.0.1'), "
+                  "iface='eth0', count=3, verbose=0)\n")
+        lab.exec("c1", "/usr/bin/python3", "-c", script)
+        wait_until(lambda: net_counter(lab, "h2", "rx_underlay_frames") >= before + 3, timeout=5,
+                   what="h1's broadcasts reaching h2 through the operator's flood entry")

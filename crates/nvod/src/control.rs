@@ -136,7 +136,7 @@ pub struct Control {
     /// The EVPN speaker, once started.
     evpn: Option<crate::evpn::Handle>,
     /// The VXLAN networks, for the EVPN speaker.
-    evpn_networks: tokio::sync::watch::Sender<std::collections::BTreeSet<u32>>,
+    evpn_networks: tokio::sync::watch::Sender<crate::evpn::Networks>,
 }
 
 impl Control {

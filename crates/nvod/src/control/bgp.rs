@@ -1,8 +1,6 @@
 //! The BGP/EVPN operations of the API: `/v1/bgp` and `/v1/evpn/routes`. The configuration is
 //! checked here, persisted in the state file, then handed to the speaker task.
 
-use std::collections::BTreeSet;
-
 use nvo_api as api;
 
 use super::{Control, Failure, Kind};
@@ -28,20 +26,21 @@ impl Control {
         self.evpn = Some(handle);
     }
 
-    /// Tells the speaker which VXLAN networks exist (after every committed change).
+    /// Tells the speaker which VXLAN networks exist and their operator-set flood lists (after
+    /// every committed change).
     pub(super) fn publish_networks(&self) {
-        let vnis: BTreeSet<u32> = self
+        let networks: evpn::Networks = self
             .state
             .networks
             .iter()
             .filter(|(_, n)| n.encap == "vxlan" && !n.l3)
-            .map(|(&vni, _)| vni)
+            .map(|(&vni, n)| (vni, n.flood.iter().copied().collect()))
             .collect();
         self.evpn_networks.send_if_modified(|current| {
-            if *current == vnis {
+            if *current == networks {
                 false
             } else {
-                *current = vnis;
+                *current = networks;
                 true
             }
         });

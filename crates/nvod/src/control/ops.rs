@@ -49,6 +49,18 @@ impl Control {
         ))
     }
 
+    /// A network's flood list as the data path has it (the operator's and EVPN's entries).
+    async fn datapath_flood(&self, vni: Vni) -> Result<Vec<IpAddr>, Failure> {
+        match self.query(Command::Networks).await? {
+            Reply::Networks(views) => Ok(views
+                .into_iter()
+                .find(|n| n.vni == vni)
+                .map(|n| n.flood)
+                .unwrap_or_default()),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// (learned, static) FDB entry counts per network, from the tables.
     async fn fdb_counts(&self) -> Result<BTreeMap<u32, (usize, usize)>, Failure> {
         match self.query(Command::Networks).await? {
@@ -427,7 +439,14 @@ impl Control {
         }
         net.flood.push(ip);
         let flood = net.flood.clone();
-        self.commit(new, Command::FloodAdd(vni, ip)).await?;
+        // EVPN may have put the remote in the data path's list already: then the operator
+        // takes it over (an idempotent add), and EVPN leaves it alone from now on.
+        let command = if self.datapath_flood(vni).await?.contains(&ip) {
+            Command::EvpnApply(vec![nvo_pipeline::EvpnChange::FloodAdd { vni, remote: ip }])
+        } else {
+            Command::FloodAdd(vni, ip)
+        };
+        self.commit(new, command).await?;
         log::info!("network {vni}: {ip} added to the flood list");
         Ok(flood)
     }

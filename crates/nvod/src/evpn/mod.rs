@@ -74,13 +74,17 @@ pub fn check(config: &api::BgpConfig, locator: IpAddr) -> Result<(), String> {
     settings::Settings::resolve(config, locator).map(|_| ())
 }
 
-/// Starts the speaker with the configuration it had (`initial`); `networks` carries the VNIs
-/// of the VXLAN networks that exist.
+/// The VXLAN networks that exist, each with the flood list the operator set (EVPN leaves those
+/// entries alone).
+pub type Networks = std::collections::BTreeMap<u32, BTreeSet<IpAddr>>;
+
+/// Starts the speaker with the configuration it had (`initial`); `networks` carries the VXLAN
+/// networks that exist.
 pub fn spawn(
     datapath: Datapath,
     state_dir: &Path,
     locator: IpAddr,
-    networks: watch::Receiver<BTreeSet<u32>>,
+    networks: watch::Receiver<Networks>,
     initial: Option<api::BgpConfig>,
 ) -> Handle {
     let (tx, rx) = mpsc::channel(64);

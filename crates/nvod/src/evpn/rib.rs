@@ -19,7 +19,7 @@
 //! Bounds: received routes over every peer at most `max_routes` (more are dropped and counted);
 //! the mobility history at most [`MAX_TRACKED`] MACs (the oldest quiet ones are forgotten).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::time::Instant;
 
@@ -161,8 +161,9 @@ pub struct Installed {
 #[derive(Debug)]
 pub struct Rib {
     settings: Settings,
-    /// Networks that exist here and run EVPN (VXLAN networks).
-    networks: BTreeSet<u32>,
+    /// Networks that exist here and run EVPN (VXLAN networks), with the flood-list entries the
+    /// operator set: those are not EVPN's to add or remove.
+    networks: BTreeMap<u32, BTreeSet<IpAddr>>,
     max_routes: usize,
     adj_in: HashMap<PeerId, HashMap<NlriKey, Path>>,
     received: usize,
@@ -186,7 +187,7 @@ impl Rib {
     pub fn new(settings: Settings, max_routes: usize) -> Rib {
         Rib {
             settings,
-            networks: BTreeSet::new(),
+            networks: BTreeMap::new(),
             max_routes,
             adj_in: HashMap::new(),
             received: 0,
@@ -216,7 +217,7 @@ impl Rib {
     }
 
     /// The EVPN networks here.
-    pub fn set_networks(&mut self, networks: BTreeSet<u32>) {
+    pub fn set_networks(&mut self, networks: BTreeMap<u32, BTreeSet<IpAddr>>) {
         if networks != self.networks {
             self.networks = networks;
             self.touch_all();
@@ -229,7 +230,7 @@ impl Rib {
         self.dirty_macs.extend(self.installed.fdb.keys().copied());
         self.dirty_vnis.extend(self.imet_index.keys().copied());
         self.dirty_vnis.extend(self.installed.flood.keys().copied());
-        self.dirty_vnis.extend(self.networks.iter().copied());
+        self.dirty_vnis.extend(self.networks.keys().copied());
         for (route, attrs) in self.adj_out.values() {
             match route {
                 EvpnRoute::MacIp(r) => {
@@ -446,7 +447,7 @@ impl Rib {
     /// The best imported remote route for a MAC: (vtep, seq, sticky).
     fn remote_best(&self, key: (u32, Mac)) -> Option<(IpAddr, u32, bool)> {
         let (vni, _) = key;
-        if !self.networks.contains(&vni) {
+        if !self.networks.contains_key(&vni) {
             return None;
         }
         let import = self.settings.vni(vni);
@@ -565,7 +566,7 @@ impl Rib {
         // Advertisements.
         let advertise = winner == Some(Winner::Local)
             && !duplicate
-            && self.networks.contains(&vni)
+            && self.networks.contains_key(&vni)
             && self.settings.vni(vni).advertise;
         let mut want: Vec<(NlriKey, EvpnRoute, OutAttrs)> = Vec::new();
         if let (true, Some(l)) = (advertise, self.local.get(&key)) {
@@ -623,7 +624,7 @@ impl Rib {
 
     fn decide_vni(&mut self, vni: u32, out: &mut Changes) {
         let settings = self.settings.vni(vni);
-        let active = self.networks.contains(&vni) && settings.advertise;
+        let active = self.networks.contains_key(&vni) && settings.advertise;
         let want: BTreeSet<IpAddr> = if active {
             self.imet_index
                 .get(&vni)
@@ -637,8 +638,12 @@ impl Rib {
         } else {
             BTreeSet::new()
         };
+        // The operator's own entries are neither added nor removed (one the operator took
+        // over is just forgotten here).
+        let manual = self.networks.get(&vni).cloned().unwrap_or_default();
+        let want: BTreeSet<IpAddr> = want.difference(&manual).copied().collect();
         let have = self.installed.flood.get(&vni).cloned().unwrap_or_default();
-        for gone in have.difference(&want) {
+        for gone in have.difference(&want).filter(|ip| !manual.contains(ip)) {
             out.install.push(Install::FloodRemove(vni, *gone));
         }
         for new in want.difference(&have) {

@@ -1,7 +1,7 @@
 //! Tests of the EVPN table: import, install, advertisement, mobility, duplicates, graceful
 //! restart and bounds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,7 @@ fn rib() -> Rib {
     };
     let settings = Settings::resolve(&config, ip("192.0.2.1")).unwrap();
     let mut rib = Rib::new(settings, 8);
-    rib.set_networks(BTreeSet::from([VNI]));
+    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::new())]));
     rib
 }
 
@@ -285,4 +285,24 @@ fn listing_marks_best_and_source() {
     assert_eq!(routes.len(), 2);
     assert!(routes.iter().all(|r| r.best && r.source == "192.0.2.250"));
     assert_eq!(routes[0].rt, vec!["65000:100".to_owned()]);
+}
+
+#[test]
+fn flood_entries_the_operator_set_are_left_alone() {
+    let mut rib = rib();
+    let manual = ip("192.0.2.2");
+    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::from([manual]))]));
+    rib.receive(0, &imet("192.0.2.2"), got("192.0.2.2", 0));
+    rib.receive(0, &imet("192.0.2.3"), got("192.0.2.3", 0));
+    let c = rib.take_changes(Instant::now());
+    assert_eq!(c.install, vec![Install::FloodAdd(VNI, ip("192.0.2.3"))]);
+    rib.withdraw(0, &imet("192.0.2.2"));
+    assert!(rib.take_changes(Instant::now()).install.is_empty());
+    // The operator takes over an entry EVPN added: EVPN forgets it without removing it; the
+    // operator drops one EVPN still wants: EVPN adds it back.
+    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::from([ip("192.0.2.3")]))]));
+    assert!(rib.take_changes(Instant::now()).install.is_empty());
+    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::new())]));
+    let c = rib.take_changes(Instant::now());
+    assert_eq!(c.install, vec![Install::FloodAdd(VNI, ip("192.0.2.3"))]);
 }

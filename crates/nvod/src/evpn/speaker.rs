@@ -57,7 +57,7 @@ pub struct Speaker {
     datapath: Datapath,
     locator: IpAddr,
     save_file: SaveFile,
-    networks: watch::Receiver<BTreeSet<u32>>,
+    networks: watch::Receiver<super::Networks>,
     rib: Option<Rib>,
     peers: Vec<Peer>,
     next_peer: PeerId,
@@ -81,7 +81,7 @@ impl Speaker {
         datapath: Datapath,
         state_dir: &Path,
         locator: IpAddr,
-        networks: watch::Receiver<BTreeSet<u32>>,
+        networks: watch::Receiver<super::Networks>,
     ) -> Speaker {
         let (events_tx, events_rx) = mpsc::channel(1024);
         let (accepted_tx, accepted_rx) = mpsc::channel(16);
@@ -499,7 +499,8 @@ impl Speaker {
             rib.set_networks(networks.clone());
         }
         if self.rib.is_some() {
-            self.set_suppression(&networks).await;
+            self.set_suppression(&networks.keys().copied().collect())
+                .await;
             self.poll_local(now).await;
         }
         let expired: Vec<PeerId> = self
