@@ -447,3 +447,36 @@ def test_flood_entries_set_by_the_operator_stay(lab_factory):
         lab.exec("c1", "/usr/bin/python3", "-c", script)
         wait_until(lambda: net_counter(lab, "h2", "rx_underlay_frames") >= before + 3, timeout=5,
                    what="h1's broadcasts reaching h2 through the operator's flood entry")
+
+
+def test_static_host_is_advertised_before_it_speaks(lab_factory):
+    """A static FDB entry for c1 on its port, with its address, as a cloud controller would
+    set it: h1 advertises c1's MAC+IP before c1 has sent an ARP, and h2 answers c2's ARP for
+    c1 from that route. The addresses are kept across a restart of nvod (state.json)."""
+    from conftest import api
+    lab = lab_factory(TWO_NVODS)
+    quiet_containers(lab, ("c1", "c2"))
+    hosts = ("h1", "h2")
+    with route_reflector("frr", lab, [UL[h] for h in hosts]) as rr:
+        start_nvods(lab, rr, hosts)
+        wait_type3(lab, hosts, [UL[h] for h in hosts])
+        mac1 = lab.mac("c1")
+        port = next(p["name"] for p in api(lab, "h1", "GET", "/v1/ports") if p["vni"] == VNI)
+        assert not best(nvod_routes(lab, "h2", vni=VNI, rtype=2), 2, mac=mac1, ip=IP["c1"]), \
+            "c1's address is known before anyone was told it"
+        for bad in ({"mac": mac1, "remote": UL["h2"], "ips": [IP["c1"]]},
+                    {"mac": mac1, "port": port, "ips": ["224.0.0.1"]}):
+            api(lab, "h1", "POST", f"/v1/networks/{VNI}/fdb", bad, expect=400)
+        entry = api(lab, "h1", "POST", f"/v1/networks/{VNI}/fdb",
+                    {"mac": mac1, "port": port, "ips": [IP["c1"]]}, expect=201)
+        assert entry["ips"] == [IP["c1"]], entry
+        wait_until(lambda: best(nvod_routes(lab, "h2", vni=VNI, rtype=2), 2, mac=mac1, ip=IP["c1"],
+                                vtep=UL["h1"]), what="c1's MAC+IP route on h2")
+        before = net_counter(lab, "h2", "arp_suppressed")
+        lab.ping("c2", IP["c1"], count=2)
+        assert net_counter(lab, "h2", "arp_suppressed") > before
+        with RestartedNvod(lab, "h1") as restart:
+            restart.kill()
+            restart.start()
+            got = {e["mac"]: e for e in lab.fdb("h1", VNI)}
+            assert got[mac1].get("ips") == [IP["c1"]], got

@@ -267,6 +267,10 @@ pub struct FdbEntry {
     pub origin: Origin,
     /// Seconds since the entry was last confirmed by traffic (0 for static entries).
     pub age_s: u64,
+    /// A static port entry's host addresses (answered for by ARP/ND suppression, advertised
+    /// by EVPN).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ips: Vec<IpAddr>,
 }
 
 /// `POST /v1/networks/{vni}/fdb`: a static entry; exactly one of `port` and `remote`.
@@ -284,6 +288,10 @@ pub struct FdbAdd {
     /// Overlay node (networks on the `overlay` profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
+    /// With `port`: the addresses of the host behind it (at most 16), so that ARP/ND
+    /// suppression answers for them and EVPN advertises them before the host has sent a frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ips: Option<Vec<IpAddr>>,
 }
 
 /// Which FDB entries a flush removes.

@@ -69,6 +69,8 @@ pub enum Command {
     RemovePort(PortId),
     /// Adds a static FDB entry.
     FdbAddStatic(Vni, Mac, FdbDest),
+    /// Adds a static FDB entry for a host behind a port, with its addresses.
+    FdbAddStaticHost(Vni, Mac, PortId, Vec<IpAddr>),
     /// Removes an FDB entry.
     FdbRemove(Vni, Mac),
     /// Flushes FDB entries.

@@ -226,8 +226,14 @@ impl Control {
             for (mac, dest) in &net.fdb {
                 let parsed = convert::parse_mac(mac)?;
                 let dest = self.pipeline_dest(dest)?;
+                let command = match (dest, net.fdb_ips.get(mac)) {
+                    (FdbDest::Port(id), Some(ips)) => {
+                        Command::FdbAddStaticHost(Vni(vni), parsed, id, ips.clone())
+                    }
+                    _ => Command::FdbAddStatic(Vni(vni), parsed, dest),
+                };
                 self.datapath
-                    .call(Command::FdbAddStatic(Vni(vni), parsed, dest))
+                    .call(command)
                     .await
                     .map_err(|e| restore_failure(&format!("network {vni} fdb {mac}"), e))?;
             }

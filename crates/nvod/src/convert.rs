@@ -298,6 +298,7 @@ pub fn network_state(
         ageing_s,
         flood,
         fdb: BTreeMap::new(),
+        fdb_ips: BTreeMap::new(),
         encap,
         params,
         l3,

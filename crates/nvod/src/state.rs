@@ -115,6 +115,9 @@ pub struct NetworkState {
     pub flood: Vec<IpAddr>,
     /// Static FDB entries by MAC (lowercase, colon-separated).
     pub fdb: BTreeMap<String, StaticDest>,
+    /// Addresses of the hosts behind static port entries, by MAC (the same keys as `fdb`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fdb_ips: BTreeMap<String, Vec<IpAddr>>,
     /// The encapsulation profile's name (files written before profiles existed: vxlan).
     #[serde(default = "default_encap")]
     pub encap: String,
@@ -387,6 +390,10 @@ mod tests {
                 ageing_s: 300,
                 flood: vec!["192.0.2.9".parse().unwrap()],
                 fdb,
+                fdb_ips: BTreeMap::from([(
+                    "02:00:00:00:00:02".to_owned(),
+                    vec!["10.0.0.2".parse().unwrap()],
+                )]),
                 encap: "geneve".to_owned(),
                 params: BTreeMap::new(),
                 l3: false,

@@ -167,18 +167,66 @@ impl Pipeline {
             FdbDest::Node(_) => {}
         }
         let limit = self.limits.max_static_fdb;
-        if !self.network_mut(vni)?.fdb.add_static(mac, dest, limit) {
+        let net = self.network_mut(vni)?;
+        if !net.fdb.add_static(mac, dest, limit) {
             return Err(full("static fdb", limit));
         }
+        // Addresses pinned to the MAC's previous entry go with it.
+        net.neigh.unpin_mac(mac);
         // It may have made a MAC local, or one local MAC remote: the poller reads again.
         self.hosts_generation += 1;
         Ok(())
     }
 
-    /// Removes the FDB entry for a MAC, static, learned or EVPN.
+    /// A static FDB entry for a host behind a local port, with the addresses that belong to it
+    /// (static neighbour entries: answered by ARP/ND suppression, advertised by EVPN before
+    /// the host has said a word). Replaces the MAC's previous entry and addresses; all or
+    /// nothing.
+    pub fn fdb_add_static_host(
+        &mut self,
+        vni: Vni,
+        mac: Mac,
+        port: PortId,
+        ips: &[IpAddr],
+    ) -> Result<(), TableError> {
+        if let Some(&bad) = ips.iter().find(|&&ip| !is_unicast_ip(ip)) {
+            return Err(TableError::InvalidNeighbor(bad));
+        }
+        let limit = self.limits.max_neighbors;
+        let net = self.network_ref(vni)?;
+        let new = ips
+            .iter()
+            .filter(|&&ip| net.neigh.lookup(ip).is_none())
+            .count();
+        if net.neigh.len() + new > limit {
+            return Err(full("neighbor", limit));
+        }
+        self.fdb_add_static(vni, mac, FdbDest::Port(port))?;
+        let net = self.network_mut(vni)?;
+        for &ip in ips {
+            // Room was checked above; a refusal here would be a bug, reported as a full table.
+            net.neigh
+                .pin(ip, mac, port, limit)
+                .map_err(|_| full("neighbor", limit))?;
+        }
+        Ok(())
+    }
+
+    /// The addresses pinned to a MAC by [`Pipeline::fdb_add_static_host`], sorted.
+    pub fn fdb_host_ips(&self, vni: Vni, mac: Mac) -> Result<Vec<IpAddr>, TableError> {
+        let mut ips: Vec<IpAddr> = self.network_ref(vni)?.neigh.pinned(mac).collect();
+        ips.sort_unstable();
+        Ok(ips)
+    }
+
+    /// Removes the FDB entry for a MAC, static, learned or EVPN (and the addresses pinned to
+    /// it).
     pub fn fdb_remove(&mut self, vni: Vni, mac: Mac) -> Result<(), TableError> {
-        match self.network_mut(vni)?.fdb.remove(mac) {
+        let net = self.network_mut(vni)?;
+        let pinned = net.neigh.unpin_mac(mac);
+        match net.fdb.remove(mac) {
             Some(FdbDest::Port(_)) => self.hosts_generation += 1,
+            Some(_) if pinned > 0 => self.hosts_generation += 1,
             Some(_) => {}
             None => return Err(TableError::NoSuchEntry { vni, mac }),
         }
@@ -188,7 +236,11 @@ impl Pipeline {
     /// Removes the learned, or all (EVPN ones included), FDB entries of a network; returns how
     /// many.
     pub fn fdb_flush(&mut self, vni: Vni, scope: FlushScope) -> Result<usize, TableError> {
-        let removed = self.network_mut(vni)?.fdb.flush(scope);
+        let net = self.network_mut(vni)?;
+        let removed = net.fdb.flush(scope);
+        if scope == FlushScope::All {
+            net.neigh.unpin_all();
+        }
         if removed.local {
             self.hosts_generation += 1;
         }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::control::full;
 use crate::fdb::EvpnRefused;
+use crate::neigh::NeighRefused;
 use crate::types::is_unicast_ip;
 use crate::{FdbDest, Mac, Pipeline, PortId, TableError, Vni};
 
@@ -222,7 +223,8 @@ impl Pipeline {
         match net.neigh.set_evpn(ip, mac, limit) {
             Ok(Some(replaced)) if replaced.port().is_some() => self.hosts_generation += 1,
             Ok(_) => {}
-            Err(()) => return Err(full("neighbor", limit)),
+            Err(NeighRefused::Static(mac)) => return Err(TableError::StaticHolds { vni, mac }),
+            Err(NeighRefused::Full) => return Err(full("neighbor", limit)),
         }
         Ok(())
     }

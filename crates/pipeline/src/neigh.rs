@@ -6,6 +6,8 @@
 //!   decided the address lives elsewhere), `remove_evpn` removes only EVPN entries;
 //! - a snooped (local) entry records the port it was seen on; snooping replaces an EVPN entry
 //!   (the address moved here) and ages after the network's ageing time without being seen;
+//! - a static entry (`pin`, the operator's: this IP belongs to this MAC behind this port) is
+//!   never aged, never replaced by snooping or EVPN, and goes with its MAC's FDB entry or port;
 //! - at `max` entries a new address is refused; nothing is evicted.
 //!
 //! Snooping inserts like FDB learning does: a new address may grow the map (amortised),
@@ -22,6 +24,11 @@ use crate::{Mac, PortId};
 pub(crate) enum NeighOrigin {
     /// Installed by the EVPN control plane.
     Evpn,
+    /// Set by the operator for a MAC behind a local port.
+    Static {
+        /// The port.
+        port: PortId,
+    },
     /// Snooped from ARP or ND on a local port.
     Local {
         /// The port it came from.
@@ -42,10 +49,19 @@ impl Neighbor {
     /// The port a snooped entry was seen on; None for an installed one.
     pub(crate) fn port(&self) -> Option<PortId> {
         match self.origin {
-            NeighOrigin::Local { port, .. } => Some(port),
+            NeighOrigin::Local { port, .. } | NeighOrigin::Static { port } => Some(port),
             NeighOrigin::Evpn => None,
         }
     }
+}
+
+/// Why an entry was not installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NeighRefused {
+    /// The operator's static entry (for this MAC) holds the address.
+    Static(Mac),
+    /// The address is new and the table is full.
+    Full,
 }
 
 /// What snooping an address did.
@@ -85,6 +101,10 @@ impl Neighbors {
             last_seen: now,
         };
         if let Some(entry) = self.entries.get_mut(&ip) {
+            if matches!(entry.origin, NeighOrigin::Static { .. }) {
+                // The operator's binding stands, whoever answers for the address.
+                return Snooped::Refreshed;
+            }
             let same = entry.mac == mac && entry.port() == Some(port);
             *entry = Neighbor { mac, origin };
             return if same {
@@ -100,22 +120,73 @@ impl Neighbors {
         Snooped::Changed
     }
 
-    /// Installs (or replaces any entry with) an EVPN entry. Returns the entry replaced, or
-    /// None — and `Err(())` when the address is new and the table holds `max` entries.
+    /// Installs (or replaces a snooped or EVPN entry with) an EVPN entry. Returns the entry
+    /// replaced, or None; refuses when a static entry holds the address, or when the address
+    /// is new and the table holds `max` entries.
     pub(crate) fn set_evpn(
         &mut self,
         ip: IpAddr,
         mac: Mac,
         max: usize,
-    ) -> Result<Option<Neighbor>, ()> {
-        let entry = Neighbor {
-            mac,
-            origin: NeighOrigin::Evpn,
-        };
-        if !self.entries.contains_key(&ip) && self.entries.len() >= max {
-            return Err(());
+    ) -> Result<Option<Neighbor>, NeighRefused> {
+        self.put(ip, mac, NeighOrigin::Evpn, max)
+    }
+
+    /// Pins `ip` to `mac` behind `port` (a static entry), replacing any entry.
+    pub(crate) fn pin(
+        &mut self,
+        ip: IpAddr,
+        mac: Mac,
+        port: PortId,
+        max: usize,
+    ) -> Result<Option<Neighbor>, NeighRefused> {
+        if let Some(old) = self.entries.get(&ip).copied() {
+            self.entries.remove(&ip);
+            self.entries.insert(
+                ip,
+                Neighbor {
+                    mac,
+                    origin: NeighOrigin::Static { port },
+                },
+            );
+            return Ok(Some(old));
         }
-        Ok(self.entries.insert(ip, entry))
+        self.put(ip, mac, NeighOrigin::Static { port }, max)
+    }
+
+    /// Removes the static entries of `mac`; returns how many.
+    pub(crate) fn unpin_mac(&mut self, mac: Mac) -> usize {
+        self.remove_where(|n| n.mac == mac && matches!(n.origin, NeighOrigin::Static { .. }))
+    }
+
+    /// Removes every static entry; returns how many.
+    pub(crate) fn unpin_all(&mut self) -> usize {
+        self.remove_where(|n| matches!(n.origin, NeighOrigin::Static { .. }))
+    }
+
+    /// The static entries' addresses of `mac`.
+    pub(crate) fn pinned(&self, mac: Mac) -> impl Iterator<Item = IpAddr> + '_ {
+        self.entries
+            .iter()
+            .filter(move |(_, n)| n.mac == mac && matches!(n.origin, NeighOrigin::Static { .. }))
+            .map(|(&ip, _)| ip)
+    }
+
+    fn put(
+        &mut self,
+        ip: IpAddr,
+        mac: Mac,
+        origin: NeighOrigin,
+        max: usize,
+    ) -> Result<Option<Neighbor>, NeighRefused> {
+        match self.entries.get(&ip) {
+            Some(n) if matches!(n.origin, NeighOrigin::Static { .. }) => {
+                return Err(NeighRefused::Static(n.mac))
+            }
+            None if self.entries.len() >= max => return Err(NeighRefused::Full),
+            _ => {}
+        }
+        Ok(self.entries.insert(ip, Neighbor { mac, origin }))
     }
 
     /// Removes the entry for `ip` if it is an EVPN one. Returns whether there was one.
@@ -135,7 +206,7 @@ impl Neighbors {
     /// Removes the local entries not seen for longer than `ageing`; returns how many.
     pub(crate) fn age(&mut self, now: Instant, ageing: Duration) -> usize {
         self.remove_where(|n| match n.origin {
-            NeighOrigin::Evpn => false,
+            NeighOrigin::Evpn | NeighOrigin::Static { .. } => false,
             NeighOrigin::Local { last_seen, .. } => {
                 now.saturating_duration_since(last_seen) > ageing
             }
@@ -201,13 +272,41 @@ mod tests {
         let replaced = n.set_evpn(ip("10.0.0.1"), B, 2).unwrap().unwrap();
         assert_eq!(replaced.port(), Some(P1));
         n.snoop(ip("10.0.0.2"), A, P1, t0, 2);
-        assert_eq!(n.set_evpn(ip("10.0.0.3"), B, 2), Err(()));
+        assert_eq!(n.set_evpn(ip("10.0.0.3"), B, 2), Err(NeighRefused::Full));
         // remove_evpn leaves the local entry alone.
         assert!(!n.remove_evpn(ip("10.0.0.2")));
         assert_eq!(n.age(t0 + ageing, ageing), 0);
         assert_eq!(n.age(t0 + ageing + Duration::from_secs(1), ageing), 1);
         assert_eq!(n.len(), 1);
         assert!(n.remove_evpn(ip("10.0.0.1")));
+        assert_eq!(n.len(), 0);
+    }
+
+    #[test]
+    fn static_entries_hold_against_snooping_evpn_and_ageing() {
+        let t0 = Instant::now();
+        let ageing = Duration::from_secs(300);
+        let mut n = Neighbors::default();
+        n.snoop(ip("10.0.0.1"), B, P2, t0, 2);
+        // Pinning replaces a snooped entry, even at the limit.
+        assert!(n.pin(ip("10.0.0.1"), A, P1, 1).unwrap().is_some());
+        assert_eq!(n.snoop(ip("10.0.0.1"), B, P2, t0, 2), Snooped::Refreshed);
+        assert_eq!(
+            n.set_evpn(ip("10.0.0.1"), B, 2),
+            Err(NeighRefused::Static(A))
+        );
+        assert!(!n.remove_evpn(ip("10.0.0.1")));
+        assert_eq!(n.age(t0 + 2 * ageing, ageing), 0);
+        let e = n.lookup(ip("10.0.0.1")).unwrap();
+        assert_eq!((e.mac, e.port()), (A, Some(P1)));
+        assert_eq!(n.pinned(A).collect::<Vec<_>>(), vec![ip("10.0.0.1")]);
+        assert_eq!(
+            n.local().count(),
+            1,
+            "static entries are local hosts' addresses too"
+        );
+        assert_eq!(n.unpin_mac(B), 0);
+        assert_eq!(n.unpin_mac(A), 1);
         assert_eq!(n.len(), 0);
     }
 

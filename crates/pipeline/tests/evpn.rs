@@ -544,3 +544,57 @@ fn changes_serialise_tagged_by_op() {
     let back: EvpnChange = serde_json::from_value(json).unwrap();
     assert_eq!(back, fdb_set(mac(9), r1()));
 }
+
+#[test]
+fn static_hosts_are_local_hosts_with_their_addresses_at_once() {
+    let mut p = setup();
+    p.set_arp_suppression(VNI, true).unwrap();
+    let t0 = Instant::now();
+    let gen = p.hosts_generation();
+    p.fdb_add_static_host(VNI, mac(3), P3, &[ip("10.0.0.3"), ip("fd00::3")])
+        .unwrap();
+    assert!(p.hosts_generation() > gen);
+    let hosts = p.local_hosts().hosts;
+    assert_eq!(
+        hosts,
+        vec![LocalHost {
+            vni: VNI,
+            mac: mac(3),
+            port: P3,
+            ips: vec![ip("10.0.0.3"), ip("fd00::3")],
+        }]
+    );
+    assert_eq!(
+        p.fdb_host_ips(VNI, mac(3)).unwrap(),
+        vec![ip("10.0.0.3"), ip("fd00::3")]
+    );
+    // Before the host said a word, another port's ARP request for it is answered.
+    let out = send(&mut p, P1, &arp(1, mac(1), "10.0.0.1", "10.0.0.3"), t0);
+    assert!(
+        matches!(out.as_slice(), [Action::Reply { port, .. }] if *port == P1),
+        "{out:?}"
+    );
+    // EVPN cannot take the address; snooping someone else claiming it does not either.
+    let done = p.evpn_apply(&[neigh_set("10.0.0.3", mac(9))]);
+    assert!(
+        matches!(done.last_error, Some(TableError::StaticHolds { .. })),
+        "{done:?}"
+    );
+    send(&mut p, P2, &arp(2, mac(2), "10.0.0.3", "10.0.0.1"), t0);
+    let hosts = p.local_hosts().hosts;
+    let h3 = hosts.iter().find(|h| h.mac == mac(3)).unwrap();
+    assert_eq!(h3.ips, vec![ip("10.0.0.3"), ip("fd00::3")]);
+    let others_claim = hosts
+        .iter()
+        .any(|h| h.mac != mac(3) && h.ips.contains(&ip("10.0.0.3")));
+    assert!(!others_claim, "{hosts:?}");
+    // Bad addresses are refused, changing nothing; removing the entry takes its addresses.
+    assert_eq!(
+        p.fdb_add_static_host(VNI, mac(3), P3, &[ip("224.0.0.1")]),
+        Err(TableError::InvalidNeighbor(ip("224.0.0.1")))
+    );
+    assert_eq!(p.fdb_host_ips(VNI, mac(3)).unwrap().len(), 2);
+    p.fdb_remove(VNI, mac(3)).unwrap();
+    assert!(p.fdb_host_ips(VNI, mac(3)).unwrap().is_empty());
+    assert!(p.local_hosts().hosts.iter().all(|h| h.mac != mac(3)));
+}

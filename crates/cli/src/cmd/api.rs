@@ -203,6 +203,7 @@ pub enum FdbCmd {
     #[command(
         after_help = "Example:\n  nvo fdb add 100 02:00:00:00:00:02 --remote 192.0.2.2\n  \
                       nvo fdb add 100 02:00:00:00:00:01 --port c-red1\n  \
+                      nvo fdb add 100 02:00:00:00:00:01 --port c-red1 --ip 10.0.0.1 --ip fd00::1\n  \
                       nvo fdb add 600 02:00:00:00:00:03 --node 174325763"
     )]
     #[command(group(clap::ArgGroup::new("dest").required(true).args(["remote", "port", "node"])))]
@@ -221,6 +222,10 @@ pub enum FdbCmd {
         /// The overlay node the MAC is behind (networks on the overlay profile).
         #[arg(long, value_name = "NODE_ID")]
         node: Option<u32>,
+        /// With --port: an address of the host (repeatable, at most 16). ARP/ND suppression
+        /// answers for it and EVPN advertises it before the host has sent a frame.
+        #[arg(long = "ip", value_name = "IP", requires = "port")]
+        ips: Vec<IpAddr>,
     },
     /// Delete one entry, static or learned.
     #[command(after_help = "Example:\n  nvo fdb del 100 02:00:00:00:00:02")]
@@ -435,6 +440,7 @@ pub fn fdb(client: &Client, format: Format, cmd: FdbCmd) -> Result<(), CliError>
             remote,
             port,
             node,
+            ips,
         } => {
             let dest = match (&remote, &port, node) {
                 (Some(ip), _, _) => format!("remote {ip}"),
@@ -447,6 +453,7 @@ pub fn fdb(client: &Client, format: Format, cmd: FdbCmd) -> Result<(), CliError>
                 port,
                 remote,
                 node,
+                ips: (!ips.is_empty()).then_some(ips),
             };
             let answer: Value = client.post(&format!("/v1/networks/{vni}/fdb"), &body)?;
             done(

@@ -303,12 +303,16 @@ pub fn ports(ports: &[Port]) -> Table {
 pub fn fdb(entries: &[FdbEntry]) -> Table {
     let mut t = Table::new(&["MAC", "DESTINATION", "ORIGIN", "AGE"]).right(3);
     for e in entries {
-        let dest = match (&e.port, &e.remote, e.node) {
+        let mut dest = match (&e.port, &e.remote, e.node) {
             (Some(p), _, _) => format!("port {p}"),
             (None, Some(r), _) => format!("remote {r}"),
             (None, None, Some(n)) => format!("node {n}"),
             (None, None, None) => "-".to_owned(),
         };
+        if !e.ips.is_empty() {
+            let ips: Vec<String> = e.ips.iter().map(ToString::to_string).collect();
+            dest = format!("{dest} ({})", ips.join(", "));
+        }
         let (origin, age) = match e.origin {
             Origin::Static => ("static", "-".to_owned()),
             Origin::Learned => ("learned", format!("{}s", e.age_s)),
@@ -622,6 +626,7 @@ mod tests {
                 node: None,
                 origin: Origin::Learned,
                 age_s: 3,
+                ips: vec![],
             },
             FdbEntry {
                 mac: "02:00:00:64:00:02".into(),
@@ -630,13 +635,24 @@ mod tests {
                 node: None,
                 origin: Origin::Static,
                 age_s: 0,
+                ips: vec![],
+            },
+            FdbEntry {
+                mac: "02:00:00:64:00:03".into(),
+                port: Some("c-red3".into()),
+                remote: None,
+                node: None,
+                origin: Origin::Static,
+                age_s: 0,
+                ips: vec!["10.0.0.3".parse().unwrap()],
             },
         ];
         assert_eq!(
             fdb(&entries).to_string(),
-            "MAC                DESTINATION        ORIGIN   AGE\n\
-             02:00:00:64:00:01  port c-red1        learned   3s\n\
-             02:00:00:64:00:02  remote 10.100.0.2  static     -\n"
+            "MAC                DESTINATION             ORIGIN   AGE\n\
+             02:00:00:64:00:01  port c-red1             learned   3s\n\
+             02:00:00:64:00:02  remote 10.100.0.2       static     -\n\
+             02:00:00:64:00:03  port c-red3 (10.0.0.3)  static     -\n"
         );
     }
 

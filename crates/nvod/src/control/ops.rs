@@ -227,6 +227,8 @@ impl Control {
         if let Some(net) = new.networks.get_mut(&vni) {
             net.fdb
                 .retain(|_, dest| !matches!(dest, StaticDest::Port(p) if p == name));
+            let kept = &net.fdb;
+            net.fdb_ips.retain(|mac, _| kept.contains_key(mac));
         }
         self.commit(new, Command::RemovePort(id)).await?;
         self.port_ids.remove(name);
@@ -242,9 +244,16 @@ impl Control {
             Reply::Entries(entries) => entries,
             other => return Err(unexpected(other)),
         };
+        let host_ips = self.state.networks.get(&vni.0).map(|n| &n.fdb_ips);
         Ok(entries
             .into_iter()
             .map(|e| {
+                let ips = match (e.origin, host_ips) {
+                    (Origin::Static, Some(map)) => {
+                        map.get(&e.mac.to_string()).cloned().unwrap_or_default()
+                    }
+                    _ => Vec::new(),
+                };
                 let (port, remote, node) = match e.dest {
                     FdbDest::Port(id) => (
                         Some(
@@ -268,6 +277,7 @@ impl Control {
                         Origin::Evpn => api::Origin::Evpn,
                     },
                     age_s: e.age.as_secs(),
+                    ips,
                 }
             })
             .collect())
@@ -324,6 +334,7 @@ impl Control {
                 )))
             }
         };
+        let ips = host_ips(&key, add.ips.as_deref(), &dest)?;
         let shown = stored.to_string();
         let net = self.state.networks.get(&vni.0);
         if let Some(existing) = net.and_then(|n| n.fdb.get(&key)) {
@@ -338,10 +349,18 @@ impl Control {
         let mut new = self.state.clone();
         if let Some(net) = new.networks.get_mut(&vni.0) {
             net.fdb.insert(key.clone(), stored);
+            if !ips.is_empty() {
+                net.fdb_ips.insert(key.clone(), ips.clone());
+            }
         }
-        self.commit(new, Command::FdbAddStatic(vni, mac, dest))
-            .await?;
-        log::info!("network {vni}: static fdb entry {key} -> {shown}");
+        let command = match dest {
+            FdbDest::Port(id) if !ips.is_empty() => {
+                Command::FdbAddStaticHost(vni, mac, id, ips.clone())
+            }
+            _ => Command::FdbAddStatic(vni, mac, dest),
+        };
+        self.commit(new, command).await?;
+        log::info!("network {vni}: static fdb entry {key} -> {shown} {ips:?}");
         Ok(api::FdbEntry {
             mac: key,
             port: add.port,
@@ -349,6 +368,7 @@ impl Control {
             node: add.node,
             origin: api::Origin::Static,
             age_s: 0,
+            ips,
         })
     }
 
@@ -367,6 +387,7 @@ impl Control {
             let mut new = self.state.clone();
             if let Some(net) = new.networks.get_mut(&vni.0) {
                 net.fdb.remove(&key);
+                net.fdb_ips.remove(&key);
             }
             self.commit(new, Command::FdbRemove(vni, mac)).await?;
             log::info!("network {vni}: static fdb entry {key} deleted");
@@ -391,6 +412,7 @@ impl Control {
             let mut new = self.state.clone();
             if let Some(net) = new.networks.get_mut(&vni.0) {
                 net.fdb.clear();
+                net.fdb_ips.clear();
             }
             self.commit(new, command).await?
         } else {
@@ -514,4 +536,39 @@ impl Control {
             overlay,
         })
     }
+}
+
+/// Most addresses one static host entry holds.
+const MAX_HOST_IPS: usize = 16;
+
+/// The host addresses of a static entry: only with a port, unicast, at most [`MAX_HOST_IPS`],
+/// sorted and without repeats.
+fn host_ips(key: &str, ips: Option<&[IpAddr]>, dest: &FdbDest) -> Result<Vec<IpAddr>, Failure> {
+    let Some(ips) = ips else {
+        return Ok(Vec::new());
+    };
+    if !matches!(dest, FdbDest::Port(_)) {
+        return Err(Failure::bad(format!(
+            "fdb entry for {key}: \"ips\" belong to a host behind a local port; give \"port\" \
+             or leave \"ips\" out"
+        )));
+    }
+    if ips.len() > MAX_HOST_IPS {
+        return Err(Failure::bad(format!(
+            "fdb entry for {key}: {} ips; at most {MAX_HOST_IPS}",
+            ips.len()
+        )));
+    }
+    if let Some(bad) = ips
+        .iter()
+        .find(|ip| ip.is_unspecified() || ip.is_multicast() || ip.is_loopback())
+    {
+        return Err(Failure::bad(format!(
+            "fdb entry for {key}: ip {bad} is not a host's unicast address"
+        )));
+    }
+    let mut ips = ips.to_vec();
+    ips.sort_unstable();
+    ips.dedup();
+    Ok(ips)
 }

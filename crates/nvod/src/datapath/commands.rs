@@ -67,6 +67,10 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             pipeline.fdb_add_static(vni, mac, dest)?;
             Reply::Done
         }
+        Command::FdbAddStaticHost(vni, mac, port, ips) => {
+            pipeline.fdb_add_static_host(vni, mac, port, &ips)?;
+            Reply::Done
+        }
         Command::FdbRemove(vni, mac) => {
             pipeline.fdb_remove(vni, mac)?;
             Reply::Done

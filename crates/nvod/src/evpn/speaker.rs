@@ -624,6 +624,12 @@ impl Speaker {
         let Some(rib) = self.rib.as_mut() else {
             return;
         };
+        // The networks as the control layer has them now, not as of the last tick: a flood
+        // entry the operator just took over must not be removed by a withdrawal that arrives
+        // before the tick.
+        if self.networks.has_changed().unwrap_or(false) {
+            rib.set_networks(self.networks.borrow_and_update().clone());
+        }
         let changes = rib.take_changes(Instant::now());
         if !changes.advert.is_empty() {
             let settings = rib.settings().clone();
