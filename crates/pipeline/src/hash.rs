@@ -13,6 +13,15 @@ const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 /// An arbitrary odd starting value, so that an all-zero input does not hash to zero.
 const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// The flow hash of a run of bytes (header fields already laid out one after another), for
+/// callers outside the pipeline that pick a source port for packets it does not parse, such as
+/// relayed tunnel packets.
+pub fn flow_hash16(bytes: &[u8]) -> u16 {
+    let mut h = FlowHasher::new();
+    h.bytes(bytes);
+    h.finish16()
+}
+
 /// Accumulates the fields of a flow.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FlowHasher {

@@ -28,6 +28,7 @@ use nvo_wire::std_wire::ArpOperation;
 use crate::actions::{Action, Actions};
 use crate::arp::Arp;
 use crate::frame::{self, Eth, ETHERTYPE_ARP, ETHERTYPE_IPV4};
+use crate::hash::FlowHasher;
 use crate::network::Network;
 use crate::{Mac, PortId};
 
@@ -220,16 +221,9 @@ fn ip_at(b: &[u8], at: usize) -> Ipv4Addr {
 /// outer source port.
 fn ip_entropy(packet: &[u8]) -> u16 {
     let ihl = usize::from(packet.first().map_or(5, |b| b & 0x0f)) * 4;
-    let mut h: u32 = 0x811c_9dc5;
-    let ports = packet.get(ihl..ihl + 4).unwrap_or_default();
-    for &b in packet
-        .get(9..10)
-        .into_iter()
-        .chain(packet.get(12..20))
-        .flatten()
-        .chain(ports)
-    {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    (h ^ (h >> 16)) as u16
+    let mut h = FlowHasher::new();
+    h.bytes(packet.get(9..10).unwrap_or_default());
+    h.bytes(packet.get(12..20).unwrap_or_default());
+    h.bytes(packet.get(ihl..ihl + 4).unwrap_or_default());
+    h.finish16()
 }

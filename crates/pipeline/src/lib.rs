@@ -73,6 +73,7 @@ pub use drop::DropReason;
 pub use error::TableError;
 pub use evpn::{EvpnApplied, EvpnChange, LocalHost, LocalHosts};
 pub use fdb::FdbView;
+pub use hash::flow_hash16;
 pub use network::NetworkView;
 pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};

@@ -627,15 +627,10 @@ fn stt_delivery_meta(stt_frame: &[u8], inner_len: usize) -> FrameMeta {
     FrameMeta { gso, csum }
 }
 
-/// A 16-bit FNV-1a hash of the bytes after a 16-byte tunnel header (inner MACs, IP addresses
-/// and ports), for the source port of relayed packets: one flow keeps one port.
+/// The flow hash of the bytes after a 16-byte tunnel header (inner MACs, IP addresses and
+/// ports), for the source port of relayed packets: one flow keeps one port.
 fn flow_hash(packet: &[u8]) -> u16 {
-    let inner = packet.get(16..packet.len().min(80)).unwrap_or(packet);
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in inner {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    (h ^ (h >> 16)) as u16
+    nvo_pipeline::flow_hash16(packet.get(16..packet.len().min(80)).unwrap_or(packet))
 }
 
 /// How a port send went, in the pipeline's terms.
