@@ -7,7 +7,7 @@ and where two effects' ranges overlap it says the run cannot tell them apart.
 
 import textwrap
 
-from . import offloads, stats
+from . import report, offloads, stats
 from .offloads import CONFIGS, LABEL, PROFILES, figures
 
 STT, VXLAN = PROFILES
@@ -150,7 +150,6 @@ def _verdict(effects):
 
 def render(doc, image_prefix):
     c = doc["config"]
-    m = doc["machine"]
     out = [f"# nvo offload study: STT against VXLAN, {doc['started_utc']}", "",
            "Single-stream TCP (`iperf3 -P 1 -t " + str(c["tcp_seconds"]) + "`, c1 → c2) over "
            "nvod's `stt` and `vxlan` profiles, each in its own two-host lab, with offloads "
@@ -161,14 +160,7 @@ def render(doc, image_prefix):
     out += ["", "## What it means", "",
             "Written from the figures above; a statement holds within the stated ranges.", ""]
     out += meaning(doc)
-    out += ["", "## Machine and run", "",
-            f"- {m['nproc']} CPUs ({m['cpu_model']}), Linux {m['kernel']}; commit "
-            f"`{doc['git'].get('commit', '?')[:12]}`"
-            + (", with uncommitted changes" if doc["git"].get("dirty") else "") + ".",
-            f"- {doc['started_utc']} to {doc.get('finished_utc', '?')} "
-            f"({doc.get('duration_s', 0) / 60:.1f} min); load average {m['loadavg_start']} at "
-            f"the start, {m.get('loadavg_end', '?')} at the end; "
-            f"{m['background_busy'] * 100:.0f} % of the CPUs busy before the run.",
+    out += ["", "## Machine and run", ""] + report.run_lines(doc) + [
             "- Tenant MTU: " + ", ".join(f"{LABEL[k]} {v.get('tenant_mtu')}"
                                          for k, v in doc["scenarios"].items()) + "."]
     bad = [f"{k}: {v['reason']}" for k, v in doc["scenarios"].items() if v["status"] != "ok"]

@@ -5,7 +5,7 @@ and throughput against payload size, RTT, TCP).
 
 import statistics
 
-from . import relay, stats
+from . import report, relay, stats
 from .measure import IP_UDP
 from .plots import COLORS, _err, _pyplot
 
@@ -126,7 +126,7 @@ def _mtu_note(doc):
 
 
 def render(doc, name):
-    c, m = doc["config"], doc["machine"]
+    c = doc["config"]
     out = [f"# nvo relay study: nvo's relay against the kernel's VXLAN → bridge → VXLAN, "
            f"{doc['started_utc']}", "",
            "c1 on ha talks to c2 on hc; ha and hc are cut from each other by nftables, so "
@@ -139,14 +139,7 @@ def render(doc, name):
             "not deliver):", ""] + _loss_rows(doc)
     out += ["", "## What it means", ""] + lead(doc) + ["", "Reading the figures:", ""] + READING
     out += ["", "## Does hb really relay the way each scenario says?", ""] + _checks(doc)
-    out += ["", "## Machine and run", "",
-            f"- {m['nproc']} CPUs ({m['cpu_model']}), Linux {m['kernel']}; commit "
-            f"`{doc['git'].get('commit', '?')[:12]}`"
-            + (", with uncommitted changes" if doc["git"].get("dirty") else "") + ".",
-            f"- {doc['started_utc']} to {doc.get('finished_utc', '?')} "
-            f"({doc.get('duration_s', 0) / 60:.1f} min); load average {m['loadavg_start']} at "
-            f"the start, {m.get('loadavg_end', '?')} at the end; "
-            f"{m['background_busy'] * 100:.0f} % of the CPUs busy before the run.",
+    out += ["", "## Machine and run", ""] + report.run_lines(doc) + [
             f"- iperf3 {c['tcp_seconds']} s per run; nvo-blast {c['udp_seconds']} s per size "
             f"(4 flows, batches of 64); {c['ping_count']} pings per run."]
     for k, v in doc["scenarios"].items():

@@ -78,6 +78,21 @@ def _measured(doc):
     return [sc for sc in doc["scenarios"] if doc["samples"].get(sc)]
 
 
+def run_lines(doc):
+    """The machine, commit, time span and load of a study's run (the offloads and relay
+    reports share them)."""
+    m = doc["machine"]
+    return [
+        f"- {m['nproc']} CPUs ({m['cpu_model']}), Linux {m['kernel']}; commit "
+        f"`{doc['git'].get('commit', '?')[:12]}`"
+        + (", with uncommitted changes" if doc["git"].get("dirty") else "") + ".",
+        f"- {doc['started_utc']} to {doc.get('finished_utc', '?')} "
+        f"({doc.get('duration_s', 0) / 60:.1f} min); load average {m['loadavg_start']} at "
+        f"the start, {m.get('loadavg_end', '?')} at the end; "
+        f"{m['background_busy'] * 100:.0f} % of the CPUs busy before the run.",
+    ]
+
+
 def _machine(doc):
     m = doc["machine"]
     git = doc["git"]

@@ -114,6 +114,12 @@ pub struct BgpSummary {
     pub routes_installed: u64,
     /// MACs now marked duplicate by mobility detection.
     pub duplicate_macs: u64,
+    /// Received routes dropped because the table held its most routes (1048576).
+    #[serde(default)]
+    pub routes_dropped: u64,
+    /// Changes the data path refused (a full table, a static entry holding the MAC or IP).
+    #[serde(default)]
+    pub routes_refused: u64,
 }
 
 /// A session's state (RFC 4271 §8.2.2 names).

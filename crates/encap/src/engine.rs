@@ -461,12 +461,7 @@ impl Engine {
             _ => {}
         }
         self.check_param_room(&(profile, vni, None), &values)?;
-        self.keys
-            .insert(profile, key, target)
-            .map_err(|e| EngineError::TableFull {
-                table: "key",
-                limit: e.limit,
-            })?;
+        self.insert_key(profile, key, target)?;
         self.store_params((profile, vni, None), values);
         Ok(())
     }
@@ -484,6 +479,21 @@ impl Engine {
         self.payloads.remove(&(profile, vni));
         self.templates
             .invalidate(|(p, v, _)| *p == profile && *v == vni);
+    }
+
+    fn insert_key(
+        &mut self,
+        profile: ProfileId,
+        key: Key,
+        target: Target,
+    ) -> Result<(), EngineError> {
+        self.keys
+            .insert(profile, key, target)
+            .map(|_| ())
+            .map_err(|e| EngineError::TableFull {
+                table: "key",
+                limit: e.limit,
+            })
     }
 
     /// Binds a raw key of `profile` (as it appears in its key field) to `target`, replacing
@@ -505,12 +515,7 @@ impl Engine {
             return Err(wrong_len());
         }
         let key = Key::new(key).ok_or_else(wrong_len)?;
-        self.keys
-            .insert(profile, key, target)
-            .map_err(|e| EngineError::TableFull {
-                table: "key",
-                limit: e.limit,
-            })?;
+        self.insert_key(profile, key, target)?;
         Ok(())
     }
 

@@ -309,7 +309,7 @@ pub fn overlay(client: &Client, format: Format, cmd: OverlayCmd) -> Result<(), C
                 node_id: id,
                 ..Default::default()
             };
-            let answer = put(client, "/v1/overlay", &body)?;
+            let answer = client.put::<_, Value>("/v1/overlay", &body)?;
             done(format, answer, format!("overlay node id set to {id}"))
         }
         OverlayCmd::Locator(c) => {
@@ -341,8 +341,7 @@ fn node(client: &Client, format: Format, cmd: NodeCmd) -> Result<(), CliError> {
         ),
         NodeCmd::Set { id, locators } => {
             let message = format!("node {id}: locators {}", locator_list(&locators));
-            let answer = put(
-                client,
+            let answer = client.put::<_, Value>(
                 &format!("/v1/overlay/nodes/{id}"),
                 &NodeLocators { locators },
             )?;
@@ -377,8 +376,7 @@ fn route(client: &Client, format: Format, cmd: OverlayRouteCmd) -> Result<(), Cl
             next_hops,
         } => {
             let message = format!("{app} route to {dst} via {}", list(&next_hops));
-            let answer = put(
-                client,
+            let answer = client.put::<_, Value>(
                 &format!("/v1/overlay/routes/{app}/{dst}"),
                 &RouteNextHops { next_hops },
             )?;
@@ -466,8 +464,7 @@ fn change_locators(
     let mut locators = node_locators(client, id)?;
     edit_locators(id, &mut locators, edit).map_err(CliError::Refused)?;
     let message = format!("node {id}: locators {}", locator_list(&locators));
-    let answer = put(
-        client,
+    let answer = client.put::<_, Value>(
         &format!("/v1/overlay/nodes/{id}"),
         &NodeLocators { locators },
     )?;
@@ -475,11 +472,6 @@ fn change_locators(
 }
 
 /// `PUT path` with a JSON body (the client has no `put` of its own).
-fn put<B: Serialize>(client: &Client, path: &str, body: &B) -> Result<Value, CliError> {
-    let body = serde_json::to_vec(body)?;
-    Ok(client.call("PUT", path, Some(&body))?)
-}
-
 /// `nvo overlay show` as text.
 pub fn own_view(info: &OverlayInfo, locators: &[LocatorSpec]) -> Table {
     let mut t = pairs([

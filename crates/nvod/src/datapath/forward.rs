@@ -203,8 +203,8 @@ impl Core {
             (Target::Forward { remote }, _) => {
                 return self.relay(transport, decap.profile, remote, packet, outer_len)
             }
-            // L3 payloads are not in the userspace datapath yet: the header was well formed
-            // but there is nothing to do with what it carries.
+            // Other payloads to a local network (IPv6, NSH to an end) are not delivered: the
+            // header was well formed but there is nothing to do with what it carries.
             _ => {
                 return self.pipeline.drop_underlay(
                     outer_len,
@@ -327,7 +327,7 @@ impl Core {
                         self.encap_segments((remote, vni, entropy, profile), frame, meta, offset);
                     }
                 }
-                // The overlay datapath (issue 6) is not wired yet: no network emits these.
+                // Networks on the overlay profile whose destination is a node ID (issue 6).
                 Action::EncapNode {
                     node,
                     vni,

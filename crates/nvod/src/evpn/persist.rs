@@ -39,9 +39,7 @@ impl Saved {
     pub fn of(installed: &Installed, local: Vec<(u32, Mac, Vec<IpAddr>, u32)>) -> Saved {
         Saved {
             version: VERSION,
-            saved_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            saved_at: unix_now(),
             fdb: installed
                 .fdb
                 .iter()
@@ -73,6 +71,13 @@ impl Saved {
         }
         i
     }
+}
+
+/// Seconds since the Unix epoch (0 on a clock before it).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The file in the state directory.

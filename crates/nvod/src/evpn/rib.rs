@@ -81,6 +81,17 @@ struct Path {
     stale: bool,
 }
 
+/// What [`Rib::receive`] did with a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Stored (new or replacing the peer's previous one).
+    Stored,
+    /// Not used: a type this table does not keep, or this node's own route come back.
+    Unused,
+    /// Dropped: the table holds `max_routes` received routes.
+    Full,
+}
+
 /// A data path change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Install {
@@ -176,10 +187,6 @@ pub struct Rib {
     adj_out: HashMap<NlriKey, (EvpnRoute, OutAttrs)>,
     dirty_macs: HashSet<(u32, Mac)>,
     dirty_vnis: HashSet<u32>,
-    /// Routes dropped at `max_routes`.
-    pub dropped: u64,
-    /// Received routes that came back from this node (own next hop or originator).
-    pub own_routes: u64,
 }
 
 impl Rib {
@@ -200,8 +207,6 @@ impl Rib {
             adj_out: HashMap::new(),
             dirty_macs: HashSet::new(),
             dirty_vnis: HashSet::new(),
-            dropped: 0,
-            own_routes: 0,
         }
     }
 
@@ -244,19 +249,17 @@ impl Rib {
     }
 
     /// A route received from `peer` (a new one or a replacement).
-    pub fn receive(&mut self, peer: PeerId, route: &EvpnRoute, got: Received) {
+    pub fn receive(&mut self, peer: PeerId, route: &EvpnRoute, got: Received) -> Taken {
         let Some(key) = key_of(route) else {
-            return;
+            return Taken::Unused;
         };
         if got.vtep == self.settings.next_hop {
-            self.own_routes += 1;
-            return;
+            return Taken::Unused;
         }
         let table = self.adj_in.entry(peer).or_default();
         let is_new = !table.contains_key(&key);
         if is_new && self.received >= self.max_routes {
-            self.dropped += 1;
-            return;
+            return Taken::Full;
         }
         let old_vni = table.get(&key).map(|p| p.got.vni);
         let vni = got.vni;
@@ -268,6 +271,7 @@ impl Rib {
             self.unindex(peer, key, old);
         }
         self.index(peer, key, vni);
+        Taken::Stored
     }
 
     /// A withdrawal from `peer`.

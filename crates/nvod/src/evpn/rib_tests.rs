@@ -9,7 +9,7 @@ use nvo_api as api;
 use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, RouteTarget};
 use nvo_pipeline::Mac;
 
-use super::rib::{mac_route, Advert, Install, Received, Rib};
+use super::rib::{mac_route, Advert, Install, Received, Rib, Taken};
 use super::settings::{default_rd, Settings};
 
 const VNI: u32 = 100;
@@ -114,11 +114,16 @@ fn foreign_route_targets_and_own_routes_are_not_installed() {
         asn: 65000,
         value: 999,
     }];
-    rib.receive(0, &remote_mac("192.0.2.2", A, None), other);
-    rib.receive(0, &imet("192.0.2.1"), got("192.0.2.1", 0));
+    assert_eq!(
+        rib.receive(0, &remote_mac("192.0.2.2", A, None), other),
+        Taken::Stored
+    );
+    assert_eq!(
+        rib.receive(0, &imet("192.0.2.1"), got("192.0.2.1", 0)),
+        Taken::Unused
+    );
     let c = rib.take_changes(Instant::now());
     assert!(c.install.is_empty(), "{:?}", c.install);
-    assert_eq!(rib.own_routes, 1);
 }
 
 #[test]
@@ -244,12 +249,17 @@ fn graceful_restart_keeps_stale_routes_until_swept() {
 #[test]
 fn received_routes_are_bounded() {
     let mut rib = rib();
-    for i in 0..10u8 {
-        let mac = Mac([2, 0, 0, 0, 1, i]);
-        rib.receive(0, &remote_mac("192.0.2.2", mac, None), got("192.0.2.2", 0));
-    }
+    let taken: Vec<Taken> = (0..10u8)
+        .map(|i| {
+            let mac = Mac([2, 0, 0, 0, 1, i]);
+            rib.receive(0, &remote_mac("192.0.2.2", mac, None), got("192.0.2.2", 0))
+        })
+        .collect();
     assert_eq!(rib.counts().1, 8);
-    assert_eq!(rib.dropped, 2);
+    assert_eq!(taken.iter().filter(|&&t| t == Taken::Full).count(), 2);
+    // A replacement of a stored route is taken at the limit.
+    let first = remote_mac("192.0.2.2", Mac([2, 0, 0, 0, 1, 0]), None);
+    assert_eq!(rib.receive(0, &first, got("192.0.2.2", 1)), Taken::Stored);
 }
 
 #[test]

@@ -20,8 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
 use super::advert::{self, PeerKind};
-use super::persist::{SaveFile, Saved};
-use super::rib::{Advert, Install, PeerId, Received, Rib};
+use super::persist::{unix_now, SaveFile, Saved};
+use super::rib::{Advert, Install, PeerId, Received, Rib, Taken};
 use super::settings::Settings;
 use super::Request;
 use crate::command::{Command, Datapath, Reply};
@@ -73,6 +73,9 @@ pub struct Speaker {
     suppression: HashMap<u32, bool>,
     dirty: bool,
     last_save: Instant,
+    /// Received routes dropped because the table was full.
+    dropped: u64,
+    /// Data path changes refused (a full table, a static entry holding the MAC).
     refused: u64,
 }
 
@@ -104,6 +107,7 @@ impl Speaker {
             suppression: HashMap::new(),
             dirty: false,
             last_save: Instant::now(),
+            dropped: 0,
             refused: 0,
         }
     }
@@ -422,9 +426,14 @@ impl Speaker {
                     rib.withdraw(id, route);
                 }
                 for (route, attrs) in &reach {
-                    match received(route, attrs) {
+                    let taken = match received(route, attrs) {
                         Some(got) => rib.receive(id, route, got),
-                        None => self.peers[index].ignored += 1,
+                        None => Taken::Unused,
+                    };
+                    match taken {
+                        Taken::Stored => {}
+                        Taken::Unused => self.peers[index].ignored += 1,
+                        Taken::Full => self.dropped += 1,
                     }
                 }
             }
@@ -707,6 +716,8 @@ impl Speaker {
                 routes_received: 0,
                 routes_installed: 0,
                 duplicate_macs: 0,
+                routes_dropped: self.dropped,
+                routes_refused: self.refused,
             };
         };
         let (local, received, installed) = rib.counts();
@@ -745,6 +756,8 @@ impl Speaker {
             routes_received: received,
             routes_installed: installed,
             duplicate_macs: rib.duplicates(),
+            routes_dropped: self.dropped,
+            routes_refused: self.refused,
         }
     }
 }
@@ -877,10 +890,4 @@ fn canonical(ip: IpAddr) -> IpAddr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
     }
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

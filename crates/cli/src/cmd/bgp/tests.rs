@@ -445,6 +445,8 @@ fn summary() -> BgpSummary {
         routes_received: 12,
         routes_installed: 9,
         duplicate_macs: 1,
+        routes_dropped: 0,
+        routes_refused: 0,
     }
 }
 
@@ -469,6 +471,14 @@ fn summary_has_a_header_and_a_row_per_neighbor() {
     );
     assert!(text.contains("102  rr1          -\n"), "{text}");
     assert!(text.contains("0  -            connect"), "{text}");
+    // Routes lost to a full table or refused by the data path show on the header line.
+    s.routes_dropped = 3;
+    s.routes_refused = 2;
+    let text = summary_view(&s);
+    assert!(
+        text.contains("1 duplicate MACs; 3 dropped (table full); 2 refused by the data path\n"),
+        "{text}"
+    );
     s.config = None;
     assert!(summary_view(&s).starts_with("bgp is not configured; `nvo bgp set"));
 }

@@ -89,9 +89,16 @@ pub fn summary_view(s: &BgpSummary) -> String {
                 starts the speaker\n"
             .to_owned();
     };
+    let mut lost = String::new();
+    if s.routes_dropped > 0 {
+        lost += &format!("; {} dropped (table full)", s.routes_dropped);
+    }
+    if s.routes_refused > 0 {
+        lost += &format!("; {} refused by the data path", s.routes_refused);
+    }
     let mut out = format!(
         "BGP router identifier {}, local AS {}\n\
-         EVPN routes: {} local, {} received, {} installed; {} duplicate MACs\n\n",
+         EVPN routes: {} local, {} received, {} installed; {} duplicate MACs{lost}\n\n",
         c.router_id, c.asn, s.routes_local, s.routes_received, s.routes_installed, s.duplicate_macs
     );
     let described = s.neighbors.iter().any(|n| n.description.is_some());
