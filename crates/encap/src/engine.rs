@@ -636,6 +636,55 @@ impl Engine {
             })
     }
 
+    /// The header a network sends to `remote` (or, with `None`, to any remote without values
+    /// of its own) before the per-packet fields — entropy, length and sequence patches — are
+    /// written: what a datapath that patches headers itself (the eBPF path) pushes. Not cached.
+    pub fn template_bytes(
+        &self,
+        profile: ProfileId,
+        vni: u32,
+        remote: Option<IpAddr>,
+    ) -> Result<Vec<u8>, EngineError> {
+        let p = self.get(profile)?;
+        check_vni(p, vni)?;
+        let empty = Vec::new();
+        let network = self.params.get(&(profile, vni, None)).unwrap_or(&empty);
+        let dest = match remote {
+            Some(r) => self.params.get(&(profile, vni, Some(r))).unwrap_or(&empty),
+            None => &empty,
+        };
+        let payload = self.network_payload(profile, vni);
+        Ok(Template::build(p, vni, payload, &[network, dest])
+            .bytes()
+            .to_vec())
+    }
+
+    /// The remotes that have parameter values of their own for network `vni` on `profile`.
+    pub fn param_remotes(&self, profile: ProfileId, vni: u32) -> Vec<IpAddr> {
+        let mut out: Vec<IpAddr> = self
+            .params
+            .keys()
+            .filter_map(|&(p, v, r)| (p == profile && v == vni).then_some(r).flatten())
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Every transport with its profiles in the order a received packet tries them.
+    pub fn receive_order(&self) -> impl Iterator<Item = (Transport, &[ProfileId])> {
+        self.order.iter().map(|(t, ids)| (*t, ids.as_slice()))
+    }
+
+    /// What network `vni` on `profile` carries: the profile's payload unless
+    /// [`Engine::set_payload`] said otherwise.
+    pub fn network_payload(&self, profile: ProfileId, vni: u32) -> Payload {
+        self.payloads
+            .get(&(profile, vni))
+            .copied()
+            .or_else(|| self.profile(profile).map(|p| p.payload))
+            .unwrap_or(Payload::Ethernet)
+    }
+
     /// Sets the parameter values of network `vni` on `profile` (`remote: None`, replacing the
     /// network's) or of one destination (`Some`, overriding the network's); an empty list
     /// clears them. Drops the templates they affect.

@@ -26,7 +26,11 @@ impl Pipeline {
         if self.networks.len() >= self.limits.max_networks {
             return Err(full("networks", self.limits.max_networks));
         }
-        self.networks.insert(spec.vni, Network::new(spec));
+        let mut net = Network::new(spec);
+        if self.fdb_journal {
+            net.fdb.journal = Some(Default::default());
+        }
+        self.networks.insert(spec.vni, net);
         Ok(())
     }
 

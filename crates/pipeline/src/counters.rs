@@ -29,6 +29,12 @@ impl DropCounters {
         self.0.iter().sum()
     }
 
+    /// Adds `n` drops of `reason`: how a datapath that counts on its own (the eBPF path)
+    /// merges its counts into the pipeline's.
+    pub fn add_count(&mut self, reason: DropReason, n: u64) {
+        self.0[reason.index()] += n;
+    }
+
     pub(crate) fn add(&mut self, reason: DropReason) {
         self.0[reason.index()] += 1;
     }

@@ -12,6 +12,11 @@
 //! - only unicast MACs are ever in the table (callers check sources; `add_static` and
 //!   `set_evpn` are checked by the control layer).
 //!
+//! A datapath that mirrors the table elsewhere (the eBPF path's map) turns on the change
+//! journal: every MAC whose entry was added, changed or removed — not a learned entry merely
+//! refreshed — is noted, at most [`JOURNAL_CAP`] per network between two reads; beyond that
+//! the journal only says it overflowed, and the reader resynchronises the whole network.
+//!
 //! The table is a `HashMap` bounded by `max_learned + max_static + max_evpn`. It grows on learning
 //! a new MAC (amortised, at most log2(bound) times over its life), never per packet once warm.
 
@@ -95,6 +100,26 @@ pub(crate) struct Removed {
     pub(crate) local: bool,
 }
 
+/// Changes noted between two reads of a network's journal.
+pub(crate) const JOURNAL_CAP: usize = 4096;
+
+/// The MACs whose entries changed since the journal was last read.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    pub(crate) macs: Vec<Mac>,
+    pub(crate) overflow: bool,
+}
+
+impl Journal {
+    fn note(&mut self, mac: Mac) {
+        if self.macs.len() < JOURNAL_CAP {
+            self.macs.push(mac);
+        } else {
+            self.overflow = true;
+        }
+    }
+}
+
 /// One network's FDB.
 #[derive(Debug, Default)]
 pub(crate) struct Fdb {
@@ -102,9 +127,29 @@ pub(crate) struct Fdb {
     learned: usize,
     statics: usize,
     evpn: usize,
+    /// Present when a datapath mirrors the table.
+    pub(crate) journal: Option<Journal>,
 }
 
 impl Fdb {
+    fn note(&mut self, mac: Mac) {
+        if let Some(j) = &mut self.journal {
+            j.note(mac);
+        }
+    }
+
+    /// The entry for `mac`: where it sends frames and how it got there.
+    pub(crate) fn entry(&self, mac: Mac) -> Option<(FdbDest, crate::Origin)> {
+        self.entries.get(&mac).map(|e| {
+            let origin = match e.kind {
+                Kind::Static => crate::Origin::Static,
+                Kind::Learned { .. } => crate::Origin::Learned,
+                Kind::Evpn => crate::Origin::Evpn,
+            };
+            (e.dest, origin)
+        })
+    }
+
     /// Where frames to `mac` go, if the table knows.
     pub(crate) fn lookup(&self, mac: Mac) -> Option<FdbDest> {
         self.entries.get(&mac).map(|e| e.dest)
@@ -128,6 +173,7 @@ impl Fdb {
                         Learned::Refreshed
                     } else {
                         entry.dest = dest;
+                        self.note(mac);
                         Learned::Moved { from_evpn: false }
                     }
                 }
@@ -142,6 +188,7 @@ impl Fdb {
                     };
                     self.evpn -= 1;
                     self.learned += 1;
+                    self.note(mac);
                     Learned::Moved { from_evpn: true }
                 }
             };
@@ -157,6 +204,7 @@ impl Fdb {
             },
         );
         self.learned += 1;
+        self.note(mac);
         Learned::New
     }
 
@@ -179,6 +227,7 @@ impl Fdb {
                 kind: Kind::Static,
             },
         );
+        self.note(mac);
         true
     }
 
@@ -210,6 +259,7 @@ impl Fdb {
                 kind: Kind::Evpn,
             },
         );
+        self.note(mac);
         Ok(was.map(|e| e.dest))
     }
 
@@ -220,6 +270,7 @@ impl Fdb {
         }
         self.entries.remove(&mac);
         self.evpn -= 1;
+        self.note(mac);
         true
     }
 
@@ -227,6 +278,7 @@ impl Fdb {
     pub(crate) fn remove(&mut self, mac: Mac) -> Option<FdbDest> {
         let entry = self.entries.remove(&mac)?;
         self.forget(entry.kind);
+        self.note(mac);
         Some(entry.dest)
     }
 
@@ -301,9 +353,13 @@ impl Fdb {
 
     fn remove_where(&mut self, mut doomed: impl FnMut(&Entry) -> bool) -> Removed {
         let (mut learned, mut statics, mut evpn, mut local) = (0, 0, 0, false);
-        self.entries.retain(|_, e| {
+        let journal = &mut self.journal;
+        self.entries.retain(|&mac, e| {
             if !doomed(e) {
                 return true;
+            }
+            if let Some(j) = journal.as_mut() {
+                j.note(mac);
             }
             match e.kind {
                 Kind::Static => statics += 1,

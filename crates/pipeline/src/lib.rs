@@ -57,6 +57,7 @@ mod frame;
 mod hash;
 mod icmp;
 pub mod l3;
+mod mirror;
 mod nd;
 mod neigh;
 mod network;

@@ -58,6 +58,8 @@ pub struct Pipeline {
     pub(crate) underlay: UnderlayCounters,
     /// Bumped on every change of the set of local hosts (`Pipeline::local_hosts`).
     pub(crate) hosts_generation: u64,
+    /// Whether new networks journal their FDB changes (`Pipeline::set_fdb_journal`).
+    pub(crate) fdb_journal: bool,
     scratch: Box<[u8]>,
 }
 
@@ -72,6 +74,7 @@ impl Pipeline {
             underlay: UnderlayCounters::default(),
             // 1, so that a poller starting from 0 gets the first set, even an empty one.
             hosts_generation: 1,
+            fdb_journal: false,
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
@@ -143,7 +146,7 @@ impl Pipeline {
             };
         }
         if net.spec.learning {
-            learn(net, eth.src, FdbDest::Port(port), now, hosts_generation);
+            learn_into(net, eth.src, FdbDest::Port(port), now, hosts_generation);
         }
         let snooped = suppress::Snoop {
             port,
@@ -304,7 +307,7 @@ impl Pipeline {
                 Some(node) => FdbDest::Node(node),
                 None => FdbDest::Remote(decap.src),
             };
-            learn(net, eth.src, dest, now, hosts_generation);
+            learn_into(net, eth.src, dest, now, hosts_generation);
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {
@@ -346,7 +349,13 @@ pub struct Decapsulated {
 
 /// Learns `src` behind `dest` and counts what happened; a change to the set of local MACs
 /// bumps `generation` (see `Pipeline::local_hosts`).
-fn learn(net: &mut Network, src: Mac, dest: FdbDest, now: Instant, generation: &mut u64) {
+pub(crate) fn learn_into(
+    net: &mut Network,
+    src: Mac,
+    dest: FdbDest,
+    now: Instant,
+    generation: &mut u64,
+) {
     let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
     match net.fdb.learn(src, dest, now, max) {
         Learned::New => {

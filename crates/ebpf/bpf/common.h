@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * What every program uses: counters, the one place drops are counted, verdicts in skb->cb,
+ * punting a frame to nvod, tracing what is sent.
+ */
+#ifndef NVO_COMMON_H
+#define NVO_COMMON_H
+
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+#define TC_ACT_REDIRECT 7
+
+#define ETH_HLEN 14
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define ETH_P_ARP 0x0806
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88A8
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define IPPROTO_ICMPV6 58
+#define IPPROTO_GRE 47
+#define AF_INET 2
+
+/* Flags of bpf_skb_adjust_room missing from older uapi headers (Linux 6.3). */
+#ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV4
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
+#endif
+
+/* Keeps the compiler from reloading a value whose bounds a check just established (the
+ * verifier only knows the bounds of the register that was checked). */
+#define NVO_BARRIER(x) asm volatile("" : "+r"(x))
+
+/* Bytes in front of the data of a ring record (struct nvo_punt or nvo_trace, padded). */
+#define NVO_RECORD_HEAD 48
+
+static __always_inline struct nvo_config *node_config(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&config, &zero);
+}
+
+static __always_inline struct nvo_node_counters *node_count(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&node_counters, &zero);
+}
+
+static __always_inline struct nvo_net_counters *net_count(const struct nvo_network *net)
+{
+	__u32 slot = net->slot;
+	return bpf_map_lookup_elem(&net_counters, &slot);
+}
+
+static __always_inline struct nvo_port_counters *port_count(__u32 slot)
+{
+	return bpf_map_lookup_elem(&port_counters, &slot);
+}
+
+static __always_inline void set_verdict(struct __sk_buff *skb, __u32 verdict, __u32 arg,
+					__u32 reason)
+{
+	skb->cb[0] = verdict;
+	skb->cb[1] = arg;
+	skb->cb[2] = reason;
+}
+
+/* The one place a drop is counted: by reason, and against the port it came from, if any. */
+static __always_inline int drop(struct __sk_buff *skb, __u32 reason, struct nvo_port_counters *pc)
+{
+	__u32 slot = reason;
+	__u64 *n = bpf_map_lookup_elem(&drop_counters, &slot);
+	if (n)
+		*n += 1;
+	if (pc)
+		pc->drops += 1;
+	set_verdict(skb, NVO_VERDICT_DROP, 0, reason);
+	return TC_ACT_SHOT;
+}
+
+static __always_inline struct nvo_scratch *cpu_scratch(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
+
+/* Copies `len` bytes of the frame from `off` behind the record head already in `s`, and writes
+ * the record to `ring`. Returns 0, or -1 when it did not fit (or `len` is out of range). */
+static __always_inline int ring_out(void *ring, struct __sk_buff *skb, struct nvo_scratch *s,
+				    __u32 off, __u32 len)
+{
+	/* Two checks with a barrier between: fused into one unsigned compare on a copy, they
+	 * would leave the verifier without the lower bound. */
+	if (len > NVO_PUNT_MAX)
+		return -1;
+	NVO_BARRIER(len);
+	if (len == 0)
+		return -1;
+	NVO_BARRIER(len);
+	if (bpf_skb_load_bytes(skb, off, s->data, len))
+		return -1;
+	return bpf_ringbuf_output(ring, s, NVO_RECORD_HEAD + len, 0) ? -1 : 0;
+}
+
+/* A function the verifier checks once, on its own, rather than at every call site: its
+ * arguments are the context and scalars (the BPF calling convention allows five). */
+#define NVO_FUNC __attribute__((noinline))
+
+/* Hands the frame (bytes from `off`) to nvod. `kind_off`: NVO_PUNT_* | off << 8;
+ * `remote_entropy`: the IPv4 remote | entropy << 32. */
+NVO_FUNC int nvo_punt(struct __sk_buff *skb, __u32 kind_off, __u32 port_id, __u32 vni,
+		      __u64 remote_entropy)
+{
+	__u32 kind = kind_off & 0xff, off = kind_off >> 8;
+	__u32 remote = (__u32)remote_entropy;
+	__u16 entropy = remote_entropy >> 32;
+	struct nvo_node_counters *nc = node_count();
+	struct nvo_scratch *s = cpu_scratch();
+	__u32 len = skb->len > off ? skb->len - off : 0;
+	int ok = -1;
+
+	if (s) {
+		__builtin_memset(s->head, 0, sizeof(s->head));
+		s->punt.kind = kind;
+		s->punt.port_id = port_id;
+		s->punt.vni = vni;
+		s->punt.len = len;
+		s->punt.remote[0] = remote;
+		s->punt.gso_size = skb->gso_size;
+		s->punt.entropy = entropy;
+		ok = ring_out(&punts, skb, s, off, len);
+	}
+	if (nc) {
+		if (ok == 0)
+			nc->punted += 1;
+		else
+			nc->punt_lost += 1;
+	}
+	return ok;
+}
+
+static __always_inline int punt(struct __sk_buff *skb, __u32 kind, __u32 port_id, __u32 vni,
+				__u32 off, __u32 remote, __u16 entropy)
+{
+	return nvo_punt(skb, kind | (off << 8), port_id, vni, remote | ((__u64)entropy << 32));
+}
+
+/* With tracing on, copies what is about to be sent (the whole skb) to the trace ring. */
+static __always_inline void trace_out(struct __sk_buff *skb, const struct nvo_config *cfg,
+				      __u32 kind, __u32 target)
+{
+	struct nvo_scratch *s;
+
+	if (!(cfg->flags & NVO_CFG_TRACE))
+		return;
+	s = cpu_scratch();
+	if (!s)
+		return;
+	__builtin_memset(s->head, 0, sizeof(s->head));
+	s->trace.kind = kind;
+	s->trace.target = target;
+	s->trace.len = skb->len;
+	ring_out(&trace, skb, s, 0, skb->len);
+}
+
+/* A 16-bit value of a header at a byte offset, from the packet. */
+static __always_inline int load_be16(struct __sk_buff *skb, __u32 off, __u16 *out)
+{
+	__u16 v;
+	if (bpf_skb_load_bytes(skb, off, &v, 2))
+		return -1;
+	*out = bpf_ntohs(v);
+	return 0;
+}
+
+static __always_inline int mac_is_multicast(const __u8 *mac)
+{
+	return mac[0] & 1;
+}
+
+static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4] &&
+	       a[5] == b[5];
+}
+
+static __always_inline int mac_is_zero(const __u8 *mac)
+{
+	return (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) == 0;
+}
+
+#endif

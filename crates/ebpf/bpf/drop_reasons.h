@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Drop reason codes: nvo_pipeline::DropReason, whose codes never change meaning (the model is
+ * Cilium's drop_reasons.h). The Rust test `drop_reasons_match_the_pipeline` (crates/ebpf/src/
+ * layout.rs) reads this file and fails unless every line below names a reason of the enum with
+ * its code, and every reason of the enum is here.
+ */
+#ifndef NVO_DROP_REASONS_H
+#define NVO_DROP_REASONS_H
+
+#define NVO_DROP_MALFORMED_FRAME 1
+#define NVO_DROP_UNKNOWN_PORT 2
+#define NVO_DROP_INVALID_SOURCE_MAC 3
+#define NVO_DROP_HAIRPIN 4
+#define NVO_DROP_TOO_BIG 5
+#define NVO_DROP_NO_DESTINATION 6
+#define NVO_DROP_MALFORMED_VXLAN 7
+#define NVO_DROP_VXLAN_FLAGS 8
+#define NVO_DROP_UNKNOWN_VNI 9
+#define NVO_DROP_REMOTE_TO_REMOTE 10
+#define NVO_DROP_TX_ERROR 11
+#define NVO_DROP_QUEUE_FULL 12
+#define NVO_DROP_MALFORMED_TUNNEL 13
+#define NVO_DROP_PROFILE_MISMATCH 14
+#define NVO_DROP_STT_REASSEMBLY 15
+#define NVO_DROP_HOP_LIMIT 16
+
+#endif

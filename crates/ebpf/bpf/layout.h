@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * The layout of every map the programs share with nvod. crates/ebpf/src/layout.rs mirrors each
+ * struct field for field (#[repr(C)]); both sides assert the sizes below, and the differential
+ * tests would fail on any other disagreement. Change both files together.
+ *
+ * Byte order: addresses, ports and MACs are in network order (as on the wire); every other
+ * integer is in host order. IPv4 addresses sit in the first 4 bytes of a 16-byte address with the
+ * rest zero (the kernel path carries IPv4 underlays only; see docs/design/ebpf.md).
+ */
+#ifndef NVO_LAYOUT_H
+#define NVO_LAYOUT_H
+
+/* Bounds the programs are compiled with. */
+#define NVO_MAX_TMPL 64        /* tunnel header bytes the kernel path pushes */
+#define NVO_MAX_MATCHES 4      /* receive matches per profile */
+#define NVO_MATCH_LEN 8        /* bytes one match tests */
+#define NVO_KEY_LEN 8          /* receive key bytes */
+#define NVO_MAX_ORDER 8        /* profiles tried on one transport */
+#define NVO_MAX_PROFILES 64    /* the engine's profile limit */
+#define NVO_MAX_FLOOD 256      /* the pipeline's flood-list limit */
+#define NVO_MAX_NET_PORTS 64   /* local ports one flood reaches in the kernel; more: userspace */
+#define NVO_PUNT_MAX 65536     /* frame bytes a punt record carries */
+#define NVO_DROP_SLOTS 32      /* drop counters (codes 1..31) */
+#define NVO_MAX_ENTROPY 16384  /* entries of the entropy source-port table */
+
+/* nvo_config.flags */
+#define NVO_CFG_TRACE 1        /* every packet a program sends is copied to the trace ring */
+#define NVO_CFG_DF 2           /* Don't Fragment on outer IPv4 */
+#define NVO_CFG_TTL_INHERIT 4  /* outer TTL from the inner IP packet */
+#define NVO_CFG_TOS_INHERIT 8  /* outer TOS from the inner IP packet */
+
+/* The node: one entry of the array map `config`. */
+struct nvo_config {
+	__u32 underlay_ifindex; /* where tunnel packets leave */
+	__u32 locator;          /* IPv4 source of tunnel packets, network order */
+	__u32 flags;            /* NVO_CFG_* */
+	__u16 entropy_ports;    /* entries of `entropy_ports` in use, at least 1 */
+	__u8 ttl;               /* outer TTL when not inherited */
+	__u8 tos;               /* outer TOS when not inherited */
+	__u8 multicast_ttl;     /* outer TTL towards a multicast group */
+	__u8 underlay_mac[6];   /* source MAC of what goes to a multicast group */
+	__u8 pad;
+};
+
+/* port_info.flags */
+#define NVO_PORT_VETH 1        /* the other end is a veth peer: bpf_redirect_peer reaches it */
+#define NVO_PORT_USERSPACE 2   /* nvod reads and writes this port itself (TAP): punt to it */
+
+/* A port by the ifindex of its interface (map `ports`, frames in) and by its id (map
+ * `port_out`, frames out). */
+struct nvo_port {
+	__u32 port_id;  /* the pipeline's PortId */
+	__u32 vni;      /* its network */
+	__u32 ifindex;
+	__u32 slot;     /* index into `port_counters` */
+	__u32 flags;    /* NVO_PORT_* */
+};
+
+/* A tunnel header as pushed: a profile's template with VNI, payload and parameters written in. */
+struct nvo_tmpl {
+	__u8 bytes[NVO_MAX_TMPL];
+	__u8 len;           /* bytes used, 0..NVO_MAX_TMPL */
+	__u8 entropy_off;   /* where the flow entropy goes ... */
+	__u8 entropy_len;   /* ... and how many bytes (0: none), big-endian, low bytes of a u16 */
+	__u8 transport;     /* NVO_TRANSPORT_* */
+	__u16 port;         /* UDP destination port, host order (UDP transport) */
+	__u8 protocol;      /* IP protocol (IP transport) */
+	__u8 pad;
+};
+
+#define NVO_TRANSPORT_UDP 1
+#define NVO_TRANSPORT_IP 2
+
+/* nvo_network.flags */
+#define NVO_NET_LEARNING 1     /* learn source MACs */
+#define NVO_NET_BUM_HEAD_END 2 /* flood to the flood list */
+#define NVO_NET_BUM_GROUP 4    /* flood once to `group` */
+#define NVO_NET_BUM_USER 8     /* flooding is userspace's (an overlay tree) */
+#define NVO_NET_REMOTE_TMPL 16 /* some remotes have a header of their own: look in `remote_tmpl` */
+
+/* A network the kernel path forwards (map `networks`, by VNI). Networks that only userspace
+ * serves have no entry: their ports carry no program and their keys say NVO_KEY_PASS. */
+struct nvo_network {
+	__u32 slot;          /* index into `net_counters` and `learn_budget` */
+	__u32 flags;         /* NVO_NET_* */
+	__u16 mtu;           /* tenant MTU (IP packet, no L2 header) */
+	__u16 profile;       /* the engine's ProfileId */
+	__u32 flood_count;   /* remotes in `flood` under this VNI */
+	__u32 port_count;    /* ports in `net_ports` under this VNI */
+	__u32 group;         /* the BUM multicast group (IPv4, network order) */
+	__u64 refresh_ns;    /* report a learned MAC again after this long */
+	struct nvo_tmpl tmpl;
+};
+
+/* A network's nth flood remote or local port. */
+struct nvo_net_index {
+	__u32 vni;
+	__u32 index;
+};
+
+struct nvo_remote {
+	__u32 addr[4];
+};
+
+/* How to reach a remote on the underlay (map `nexthops`, by IPv4 address): nvod resolves it
+ * from the host's routes and neighbours. Without an entry the kernel resolves it itself
+ * (bpf_redirect_neigh) or hands the packet to nvod's socket. */
+struct nvo_nexthop {
+	__u32 ifindex;
+	__u8 smac[6];
+	__u8 dmac[6];
+};
+
+/* A per-destination header (map `remote_tmpl`). */
+struct nvo_remote_key {
+	__u32 vni;
+	__u32 addr[4];
+};
+
+/* FDB (map `fdb`). */
+struct nvo_fdb_key {
+	__u32 vni;
+	__u8 mac[6];
+	__u16 pad;
+};
+
+#define NVO_DEST_PORT 1
+#define NVO_DEST_REMOTE 2
+#define NVO_DEST_NODE 3        /* an overlay node: userspace routes it */
+
+#define NVO_ORIGIN_STATIC 1
+#define NVO_ORIGIN_LEARNED 2
+#define NVO_ORIGIN_EVPN 3
+
+struct nvo_fdb_entry {
+	__u8 dest;          /* NVO_DEST_* */
+	__u8 origin;        /* NVO_ORIGIN_* */
+	__u16 pad;
+	__u32 port_id;      /* NVO_DEST_PORT: the port; NVO_DEST_NODE: the node ID */
+	__u32 remote[4];    /* NVO_DEST_REMOTE */
+	__u64 reported_ns;  /* learned entries: when the kernel last told nvod about it */
+};
+
+/* Receive key (map `keys`): the bytes of a profile's key field. */
+struct nvo_key {
+	__u16 profile;
+	__u8 len;
+	__u8 pad;
+	__u8 bytes[NVO_KEY_LEN];
+};
+
+#define NVO_KEY_LOCAL 1        /* a kernel network: decapsulate here */
+#define NVO_KEY_PASS 2         /* a userspace network or a relay: to nvod's socket */
+
+struct nvo_key_target {
+	__u32 kind;
+	__u32 vni;
+};
+
+/* One receive match: (bytes[offset..offset+len] & mask) == value. */
+struct nvo_match {
+	__u16 offset;
+	__u8 len;
+	__u8 pad;
+	__u8 mask[NVO_MATCH_LEN];
+	__u8 value[NVO_MATCH_LEN];
+};
+
+/* nvo_profile.flags */
+#define NVO_PROF_VALID 1
+#define NVO_PROF_LEN_FIELD 2   /* header length = base + (bytes[len_offset] & len_mask) * len_scale */
+#define NVO_PROF_PAYLOAD_FIELD 4
+#define NVO_PROF_DONT_LEARN 8  /* `dont_learn` is a match */
+#define NVO_PROF_KERNEL_MATCH 16 /* `kernel` must hold, else the packet is userspace's */
+#define NVO_PROF_KEY 32        /* has a key field */
+
+/* What the receive side knows of a profile (array map `profiles`, by ProfileId). */
+struct nvo_profile {
+	__u32 flags;
+	__u16 min_len;      /* the template's length: a header claiming less is truncated */
+	__u16 len_base;
+	__u16 len_offset;
+	__u8 len_mask;
+	__u8 len_scale;
+	__u8 match_count;
+	__u8 key_len;
+	__u16 key_offset;
+	__u16 payload_offset;   /* payload field */
+	__u8 payload_len;
+	__u8 pad;
+	__u64 payload_ethernet; /* the payload field's value for Ethernet */
+	__u64 payload_known[3]; /* values naming IPv4, IPv6, NSH (known but not Ethernet) */
+	__u8 payload_known_mask; /* which of payload_known are set */
+	__u8 pad2[7];
+	struct nvo_match matches[NVO_MAX_MATCHES];
+	struct nvo_match dont_learn;
+	struct nvo_match kernel;
+};
+
+/* The profiles on one transport, in receive order (map `transports`). */
+struct nvo_transport_key {
+	__u8 kind;          /* NVO_TRANSPORT_* */
+	__u8 pad;
+	__u16 value;        /* UDP port or IP protocol, host order */
+};
+
+#define NVO_TRANSPORT_VXLAN 1   /* the VXLAN port: its drops keep VXLAN's own reasons */
+
+struct nvo_transport {
+	__u32 count;
+	__u16 profiles[NVO_MAX_ORDER];
+	__u32 flags;        /* NVO_TRANSPORT_VXLAN */
+};
+
+/* Counters: per CPU, summed by nvod, merged into /v1/counters under the pipeline's names. */
+struct nvo_net_counters {
+	__u64 rx_port_frames;
+	__u64 rx_underlay_frames;
+	__u64 delivered;
+	__u64 encap_unicast;
+	__u64 encap_flood;
+	__u64 learn_limit;
+};
+
+struct nvo_port_counters {
+	__u64 rx_frames;
+	__u64 rx_bytes;
+	__u64 tx_frames;
+	__u64 tx_bytes;
+	__u64 drops;
+};
+
+struct nvo_node_counters {
+	__u64 rx_packets;      /* tunnel packets decapsulated (or dropped) by the kernel */
+	__u64 rx_bytes;
+	__u64 tx_packets;      /* tunnel packets the kernel sent */
+	__u64 tx_bytes;
+	__u64 tx_errors;
+	__u64 relayed;
+	__u64 punted;          /* frames handed to nvod */
+	__u64 punt_lost;       /* ... that did not fit the punt ring */
+	__u64 events_lost;     /* learn reports that did not fit the event ring */
+	__u64 passed;          /* underlay packets left to the host stack (nvod's sockets) */
+};
+
+/* Learn reports (ring `events`). */
+#define NVO_EVENT_LEARN 1      /* a new or moved source MAC, or one still active */
+
+struct nvo_event {
+	__u32 kind;
+	__u32 vni;
+	__u8 mac[6];
+	__u8 dest;          /* NVO_DEST_PORT or NVO_DEST_REMOTE */
+	__u8 pad;
+	__u32 port_id;
+	__u32 remote[4];
+};
+
+/* Frames for nvod (ring `punts`): a header, then `len` bytes of the frame. */
+#define NVO_PUNT_PORT 1        /* a frame from port `port_id`: nvod runs the pipeline on it */
+#define NVO_PUNT_DELIVER 2     /* deliver this frame to userspace port `port_id` */
+#define NVO_PUNT_ENCAP 3       /* encapsulate this frame of `vni` to `remote` (unresolved next hop) */
+
+struct nvo_punt {
+	__u32 kind;            /* NVO_PUNT_* */
+	__u32 port_id;
+	__u32 vni;
+	__u32 len;             /* frame bytes that follow */
+	__u32 remote[4];
+	__u16 gso_size;        /* a GSO frame's segment size, 0 otherwise */
+	__u16 entropy;
+	__u32 pad;
+};
+
+/* What a program did with a frame, written to skb->cb so that BPF_PROG_RUN returns it. */
+#define NVO_VERDICT_PASS 0
+#define NVO_VERDICT_DROP 1
+#define NVO_VERDICT_PORT 2     /* to a port (cb[1] = port id) */
+#define NVO_VERDICT_REMOTE 3   /* tunnelled to one remote */
+#define NVO_VERDICT_FLOOD 4    /* copies to ports and remotes */
+#define NVO_VERDICT_PUNT 5     /* to nvod */
+
+/* Trace records (ring `trace`, only with NVO_CFG_TRACE): each copy a program sends. */
+#define NVO_TRACE_PORT 1
+#define NVO_TRACE_UNDERLAY 2
+
+struct nvo_trace {
+	__u32 kind;            /* NVO_TRACE_* */
+	__u32 target;          /* port id, or the egress ifindex */
+	__u32 len;
+	__u32 pad;
+};
+
+/* The sizes crates/ebpf/src/layout.rs asserts too. */
+_Static_assert(sizeof(struct nvo_config) == 24, "nvo_config");
+_Static_assert(sizeof(struct nvo_port) == 20, "nvo_port");
+_Static_assert(sizeof(struct nvo_tmpl) == 72, "nvo_tmpl");
+_Static_assert(sizeof(struct nvo_network) == 104, "nvo_network");
+_Static_assert(sizeof(struct nvo_net_index) == 8, "nvo_net_index");
+_Static_assert(sizeof(struct nvo_remote) == 16, "nvo_remote");
+_Static_assert(sizeof(struct nvo_nexthop) == 16, "nvo_nexthop");
+_Static_assert(sizeof(struct nvo_remote_key) == 20, "nvo_remote_key");
+_Static_assert(sizeof(struct nvo_fdb_key) == 12, "nvo_fdb_key");
+_Static_assert(sizeof(struct nvo_fdb_entry) == 32, "nvo_fdb_entry");
+_Static_assert(sizeof(struct nvo_key) == 12, "nvo_key");
+_Static_assert(sizeof(struct nvo_key_target) == 8, "nvo_key_target");
+_Static_assert(sizeof(struct nvo_match) == 20, "nvo_match");
+_Static_assert(sizeof(struct nvo_profile) == 184, "nvo_profile");
+_Static_assert(sizeof(struct nvo_transport_key) == 4, "nvo_transport_key");
+_Static_assert(sizeof(struct nvo_transport) == 24, "nvo_transport");
+_Static_assert(sizeof(struct nvo_net_counters) == 48, "nvo_net_counters");
+_Static_assert(sizeof(struct nvo_port_counters) == 40, "nvo_port_counters");
+_Static_assert(sizeof(struct nvo_node_counters) == 80, "nvo_node_counters");
+_Static_assert(sizeof(struct nvo_event) == 36, "nvo_event");
+_Static_assert(sizeof(struct nvo_punt) == 40, "nvo_punt");
+_Static_assert(sizeof(struct nvo_trace) == 16, "nvo_trace");
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * nvo's kernel datapath (docs/design/ebpf.md): two tc programs over maps nvod fills from the
+ * same desired state as its userspace pipeline.
+ *
+ *   nvo_port      tc ingress of each port's host-side interface: a frame from a container
+ *   nvo_underlay  tc ingress of the locator's interface: a tunnel packet for this node
+ *
+ * Neither knows a tunnel protocol: headers come from templates and receive rules nvod compiles
+ * from each profile. What the programs do not do goes to nvod (`punts` ring, or the host stack
+ * for underlay packets), never to the floor. Every drop is counted by its DropReason code.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "layout.h"
+#include "drop_reasons.h"
+#include "maps.h"
+#include "common.h"
+#include "hash.h"
+#include "learn.h"
+#include "encap.h"
+#include "out.h"
+#include "port.h"
+#include "underlay.h"
+
+SEC("classifier")
+int nvo_port(struct __sk_buff *skb)
+{
+	return port_in(skb);
+}
+
+SEC("classifier")
+int nvo_underlay(struct __sk_buff *skb)
+{
+	return underlay_in(skb);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,308 @@
+//! Loading the programs, attaching them, and the maps as typed handles.
+//!
+//! ```text
+//!  Kernel::load(sizes)   the object (embedded at build time), every map sized from the
+//!                        pipeline's limits, both programs through the verifier
+//!  attach_underlay(if)   nvo_underlay at tc ingress of the locator's interface
+//!  attach_port(if)       nvo_port at tc ingress of a port's host-side interface
+//! ```
+//!
+//! On kernels with TCX (6.6 and later) programs are attached as links owned by this process:
+//! when nvod exits — or is killed — its descriptors close and the kernel detaches the programs,
+//! so nothing stale is left on an interface. Older kernels get classic cls_bpf filters, which
+//! outlive the process; [`Kernel::clean_stale`] removes those a previous nvod left (by program
+//! name) before anything is attached.
+
+use std::collections::HashMap;
+use std::io;
+
+use aya::maps::{Array, HashMap as BpfHash, MapData, PerCpuArray, RingBuf};
+use aya::programs::{tc, SchedClassifier, TcAttachType};
+use aya::{Ebpf, EbpfLoader};
+
+use crate::layout::{self, NodeCounters};
+use crate::limits::Sizes;
+
+/// The compiled programs (empty when clang was missing at build time).
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/nvo.bpf.o"));
+
+/// The port program's name in the object.
+pub const PORT_PROGRAM: &str = "nvo_port";
+/// The underlay program's name in the object.
+pub const UNDERLAY_PROGRAM: &str = "nvo_underlay";
+
+/// Why the kernel path could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The crate was built without clang.
+    #[error("the eBPF programs were not built (clang was missing when nvo was compiled; run scripts/setup.sh and rebuild)")]
+    NotBuilt,
+    /// The object or a map was refused.
+    #[error("the kernel refused the eBPF object: {0}")]
+    Object(String),
+    /// The verifier refused a program.
+    #[error("the kernel's verifier refused program {program}: {reason}")]
+    Verifier {
+        /// Which program.
+        program: &'static str,
+        /// The verifier's last words, or the errno.
+        reason: String,
+    },
+    /// A map the object must have is missing.
+    #[error("the eBPF object has no map {0}")]
+    MissingMap(&'static str),
+}
+
+/// Why a program could not be attached to an interface.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot attach {program} to {interface}: {reason}")]
+pub struct AttachError {
+    /// Which program.
+    pub program: &'static str,
+    /// The interface.
+    pub interface: String,
+    /// The kernel's reason.
+    pub reason: String,
+}
+
+/// The maps, as typed handles.
+pub struct Maps {
+    pub(crate) config: Array<MapData, layout::Config>,
+    pub(crate) entropy_ports: Array<MapData, u16>,
+    pub(crate) ports: BpfHash<MapData, u32, layout::Port>,
+    pub(crate) port_out: BpfHash<MapData, u32, layout::Port>,
+    pub(crate) networks: BpfHash<MapData, u32, layout::Network>,
+    pub(crate) net_ports: BpfHash<MapData, layout::NetIndex, u32>,
+    pub(crate) flood: BpfHash<MapData, layout::NetIndex, layout::Remote>,
+    pub(crate) nexthops: BpfHash<MapData, u32, layout::NextHop>,
+    pub(crate) remote_tmpl: BpfHash<MapData, layout::RemoteKey, layout::Tmpl>,
+    pub(crate) fdb: BpfHash<MapData, layout::FdbKey, layout::FdbEntry>,
+    pub(crate) learn_budget: Array<MapData, i64>,
+    pub(crate) keys: BpfHash<MapData, layout::Key, layout::KeyTarget>,
+    pub(crate) profiles: Array<MapData, layout::Profile>,
+    pub(crate) transports: BpfHash<MapData, layout::TransportKey, layout::Transport>,
+    pub(crate) groups: BpfHash<MapData, u32, u32>,
+    pub(crate) drop_counters: PerCpuArray<MapData, u64>,
+    pub(crate) net_counters: PerCpuArray<MapData, layout::NetCounters>,
+    pub(crate) port_counters: PerCpuArray<MapData, layout::PortCounters>,
+    pub(crate) node_counters: PerCpuArray<MapData, NodeCounters>,
+    pub(crate) events: RingBuf<MapData>,
+    pub(crate) punts: RingBuf<MapData>,
+    pub(crate) trace: RingBuf<MapData>,
+}
+
+impl std::fmt::Debug for Maps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Maps").finish_non_exhaustive()
+    }
+}
+
+/// The loaded programs and their maps.
+#[derive(Debug)]
+pub struct Kernel {
+    ebpf: Ebpf,
+    /// The maps.
+    pub maps: Maps,
+    /// Attachments by ifindex: (program, link).
+    links: HashMap<u32, (&'static str, tc::SchedClassifierLinkId)>,
+}
+
+fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, LoadError>
+where
+    T: TryFrom<aya::maps::Map>,
+    <T as TryFrom<aya::maps::Map>>::Error: std::fmt::Display,
+{
+    let map = ebpf.take_map(name).ok_or(LoadError::MissingMap(name))?;
+    T::try_from(map).map_err(|e| LoadError::Object(format!("map {name}: {e}")))
+}
+
+/// The verifier's reason in one line: its last non-empty line (where it says what it refused),
+/// with the errno.
+fn verifier_reason(e: &aya::programs::ProgramError) -> String {
+    match e {
+        aya::programs::ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => {
+            let log = verifier_log.to_string();
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| {
+                    !l.trim().is_empty()
+                        && !l.starts_with("processed")
+                        && !l.starts_with("verification time")
+                        && !l.starts_with("stack depth")
+                })
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            if last.is_empty() {
+                io_error.to_string()
+            } else {
+                format!("{last} ({io_error})")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+impl Kernel {
+    /// Whether the programs were compiled into this build.
+    pub fn built() -> bool {
+        !OBJECT.is_empty()
+    }
+
+    /// Loads the object with every map sized by `sizes` and both programs verified.
+    pub fn load(sizes: &Sizes) -> Result<Kernel, LoadError> {
+        if !Kernel::built() {
+            return Err(LoadError::NotBuilt);
+        }
+        let cpus =
+            aya::util::nr_cpus().map_err(|(what, e)| LoadError::Object(format!("{what}: {e}")))?;
+        let mut loader = EbpfLoader::new();
+        for (name, entries) in sizes.entries() {
+            loader.map_max_entries(name, entries);
+        }
+        loader.map_max_entries("scratch", u32::try_from(cpus).unwrap_or(u32::MAX).max(1));
+        let mut ebpf = loader.load(OBJECT).map_err(|e| {
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                why.push_str(": ");
+                why.push_str(&s.to_string());
+                source = s.source();
+            }
+            LoadError::Object(why)
+        })?;
+        for program in [PORT_PROGRAM, UNDERLAY_PROGRAM] {
+            let prog: &mut SchedClassifier = ebpf
+                .program_mut(program)
+                .ok_or_else(|| LoadError::Object(format!("no program {program}")))?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| LoadError::Object(e.to_string()))?;
+            prog.load().map_err(|e| LoadError::Verifier {
+                program,
+                reason: verifier_reason(&e),
+            })?;
+        }
+        let maps = Maps {
+            config: take(&mut ebpf, "config")?,
+            entropy_ports: take(&mut ebpf, "entropy_ports")?,
+            ports: take(&mut ebpf, "ports")?,
+            port_out: take(&mut ebpf, "port_out")?,
+            networks: take(&mut ebpf, "networks")?,
+            net_ports: take(&mut ebpf, "net_ports")?,
+            flood: take(&mut ebpf, "flood")?,
+            nexthops: take(&mut ebpf, "nexthops")?,
+            remote_tmpl: take(&mut ebpf, "remote_tmpl")?,
+            fdb: take(&mut ebpf, "fdb")?,
+            learn_budget: take(&mut ebpf, "learn_budget")?,
+            keys: take(&mut ebpf, "keys")?,
+            profiles: take(&mut ebpf, "profiles")?,
+            transports: take(&mut ebpf, "transports")?,
+            groups: take(&mut ebpf, "groups")?,
+            drop_counters: take(&mut ebpf, "drop_counters")?,
+            net_counters: take(&mut ebpf, "net_counters")?,
+            port_counters: take(&mut ebpf, "port_counters")?,
+            node_counters: take(&mut ebpf, "node_counters")?,
+            events: take(&mut ebpf, "events")?,
+            punts: take(&mut ebpf, "punts")?,
+            trace: take(&mut ebpf, "trace")?,
+        };
+        Ok(Kernel {
+            ebpf,
+            maps,
+            links: HashMap::new(),
+        })
+    }
+
+    fn program(&mut self, name: &'static str) -> Result<&mut SchedClassifier, String> {
+        self.ebpf
+            .program_mut(name)
+            .ok_or_else(|| format!("no program {name}"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| e.to_string())
+    }
+
+    /// Removes cls_bpf filters running nvo's programs that an earlier nvod attached with netlink
+    /// (kernels before TCX) and left behind. TCX links need no cleaning: they die with the
+    /// process that made them.
+    pub fn clean_stale(interface: &str) {
+        for program in [PORT_PROGRAM, UNDERLAY_PROGRAM] {
+            if tc::qdisc_detach_program(interface, TcAttachType::Ingress, program).is_ok() {
+                log::info!("removed a stale {program} left on {interface} by an earlier nvod");
+            }
+        }
+    }
+
+    /// Attaches `program` at tc ingress of `interface` (ifindex `ifindex`), replacing what this
+    /// process had attached there.
+    fn attach(
+        &mut self,
+        program: &'static str,
+        interface: &str,
+        ifindex: u32,
+    ) -> Result<(), AttachError> {
+        self.detach(ifindex);
+        let err = |reason: String| AttachError {
+            program,
+            interface: interface.to_string(),
+            reason,
+        };
+        Kernel::clean_stale(interface);
+        // Kernels without TCX attach through a clsact qdisc; it may exist already.
+        let _ = tc::qdisc_add_clsact(interface);
+        let prog = self.program(program).map_err(err)?;
+        let link = prog
+            .attach(interface, TcAttachType::Ingress)
+            .map_err(|e| err(e.to_string()))?;
+        self.links.insert(ifindex, (program, link));
+        Ok(())
+    }
+
+    /// Attaches the underlay program to the locator's interface.
+    pub fn attach_underlay(&mut self, interface: &str, ifindex: u32) -> Result<(), AttachError> {
+        self.attach(UNDERLAY_PROGRAM, interface, ifindex)
+    }
+
+    /// Attaches the port program to a port's host-side interface.
+    pub fn attach_port(&mut self, interface: &str, ifindex: u32) -> Result<(), AttachError> {
+        self.attach(PORT_PROGRAM, interface, ifindex)
+    }
+
+    /// Detaches whatever this process attached to `ifindex`.
+    pub fn detach(&mut self, ifindex: u32) {
+        if let Some((program, link)) = self.links.remove(&ifindex) {
+            if let Ok(prog) = self.program(program) {
+                // Fails only when the interface is gone, which took the program with it.
+                let _ = prog.detach(link);
+            }
+        }
+    }
+
+    /// Whether a program of this process is attached to `ifindex`.
+    pub fn attached(&self, ifindex: u32) -> bool {
+        self.links.contains_key(&ifindex)
+    }
+
+    /// The loaded program called `name`, for `BPF_PROG_RUN` (tests, benchmarks).
+    pub fn classifier(&self, name: &str) -> Option<&SchedClassifier> {
+        self.ebpf.program(name)?.try_into().ok()
+    }
+}
+
+/// Sums a per-CPU value.
+pub(crate) fn sum_per_cpu<T: aya::Pod + Copy>(
+    map: &PerCpuArray<MapData, T>,
+    index: u32,
+    mut add: impl FnMut(&mut T, &T),
+    zero: T,
+) -> io::Result<T> {
+    let values = map.get(&index, 0).map_err(io::Error::other)?;
+    let mut total = zero;
+    for v in values.iter() {
+        add(&mut total, v);
+    }
+    Ok(total)
+}

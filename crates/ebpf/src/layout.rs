@@ -1,0 +1,453 @@
+//! The map layouts shared with the programs: one `#[repr(C)]` struct per struct of
+//! `bpf/layout.h`, field for field, with the same sizes asserted on both sides, and the
+//! constants the programs and nvod agree on.
+//!
+//! Byte order as in the header: addresses, ports (except `nvo_tmpl.port` and transport keys)
+//! and MACs in network order, everything else in host order. An IPv4 address fills the first
+//! four bytes of a 16-byte address; the rest stays zero.
+
+#![allow(missing_docs)] // the fields are documented in bpf/layout.h, next to the C side
+
+use std::net::Ipv4Addr;
+
+/// Tunnel header bytes the kernel path pushes.
+pub const MAX_TMPL: usize = 64;
+/// Receive matches per profile.
+pub const MAX_MATCHES: usize = 4;
+/// Bytes one match tests.
+pub const MATCH_LEN: usize = 8;
+/// Receive key bytes.
+pub const KEY_LEN: usize = 8;
+/// Profiles tried on one transport.
+pub const MAX_ORDER: usize = 8;
+/// Entries of the profile array.
+pub const MAX_PROFILES: usize = 64;
+/// Flood remotes one frame is replicated to in the kernel.
+pub const MAX_FLOOD: usize = 256;
+/// Local ports one flood reaches in the kernel; a network with more floods in userspace.
+pub const MAX_NET_PORTS: usize = 64;
+/// Frame bytes a punt record carries.
+pub const PUNT_MAX: usize = 65536;
+/// Drop counter slots (codes 1..31).
+pub const DROP_SLOTS: usize = 32;
+/// Entries of the entropy source-port table.
+pub const MAX_ENTROPY: usize = 16384;
+/// Bytes in front of a ring record's frame.
+pub const RECORD_HEAD: usize = 48;
+
+pub const CFG_TRACE: u32 = 1;
+pub const CFG_DF: u32 = 2;
+pub const CFG_TTL_INHERIT: u32 = 4;
+pub const CFG_TOS_INHERIT: u32 = 8;
+
+pub const PORT_VETH: u32 = 1;
+pub const PORT_USERSPACE: u32 = 2;
+
+pub const TRANSPORT_UDP: u8 = 1;
+pub const TRANSPORT_IP: u8 = 2;
+pub const TRANSPORT_VXLAN: u32 = 1;
+
+pub const NET_LEARNING: u32 = 1;
+pub const NET_BUM_HEAD_END: u32 = 2;
+pub const NET_BUM_GROUP: u32 = 4;
+pub const NET_BUM_USER: u32 = 8;
+pub const NET_REMOTE_TMPL: u32 = 16;
+
+pub const DEST_PORT: u8 = 1;
+pub const DEST_REMOTE: u8 = 2;
+pub const DEST_NODE: u8 = 3;
+
+pub const ORIGIN_STATIC: u8 = 1;
+pub const ORIGIN_LEARNED: u8 = 2;
+pub const ORIGIN_EVPN: u8 = 3;
+
+pub const KEY_LOCAL: u32 = 1;
+pub const KEY_PASS: u32 = 2;
+
+pub const PROF_VALID: u32 = 1;
+pub const PROF_LEN_FIELD: u32 = 2;
+pub const PROF_PAYLOAD_FIELD: u32 = 4;
+pub const PROF_DONT_LEARN: u32 = 8;
+pub const PROF_KERNEL_MATCH: u32 = 16;
+pub const PROF_KEY: u32 = 32;
+
+pub const EVENT_LEARN: u32 = 1;
+
+pub const PUNT_PORT: u32 = 1;
+pub const PUNT_DELIVER: u32 = 2;
+pub const PUNT_ENCAP: u32 = 3;
+
+pub const VERDICT_PASS: u32 = 0;
+pub const VERDICT_DROP: u32 = 1;
+pub const VERDICT_PORT: u32 = 2;
+pub const VERDICT_REMOTE: u32 = 3;
+pub const VERDICT_FLOOD: u32 = 4;
+pub const VERDICT_PUNT: u32 = 5;
+
+pub const TRACE_PORT: u32 = 1;
+pub const TRACE_UNDERLAY: u32 = 2;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Config {
+    pub underlay_ifindex: u32,
+    pub locator: [u8; 4],
+    pub flags: u32,
+    pub entropy_ports: u16,
+    pub ttl: u8,
+    pub tos: u8,
+    pub multicast_ttl: u8,
+    pub underlay_mac: [u8; 6],
+    pub pad: u8,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Port {
+    pub port_id: u32,
+    pub vni: u32,
+    pub ifindex: u32,
+    pub slot: u32,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tmpl {
+    pub bytes: [u8; MAX_TMPL],
+    pub len: u8,
+    pub entropy_off: u8,
+    pub entropy_len: u8,
+    pub transport: u8,
+    pub port: u16,
+    pub protocol: u8,
+    pub pad: u8,
+}
+
+impl Default for Tmpl {
+    fn default() -> Tmpl {
+        Tmpl {
+            bytes: [0; MAX_TMPL],
+            len: 0,
+            entropy_off: 0,
+            entropy_len: 0,
+            transport: 0,
+            port: 0,
+            protocol: 0,
+            pad: 0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Network {
+    pub slot: u32,
+    pub flags: u32,
+    pub mtu: u16,
+    pub profile: u16,
+    pub flood_count: u32,
+    pub port_count: u32,
+    pub group: [u8; 4],
+    pub refresh_ns: u64,
+    pub tmpl: Tmpl,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NetIndex {
+    pub vni: u32,
+    pub index: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Remote {
+    pub addr: [u8; 16],
+}
+
+impl Remote {
+    /// An IPv4 address as the programs hold it.
+    pub fn v4(ip: Ipv4Addr) -> Remote {
+        let mut addr = [0u8; 16];
+        addr[..4].copy_from_slice(&ip.octets());
+        Remote { addr }
+    }
+
+    /// The IPv4 address in the first four bytes.
+    pub fn ipv4(&self) -> Ipv4Addr {
+        Ipv4Addr::new(self.addr[0], self.addr[1], self.addr[2], self.addr[3])
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NextHop {
+    pub ifindex: u32,
+    pub smac: [u8; 6],
+    pub dmac: [u8; 6],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RemoteKey {
+    pub vni: u32,
+    pub addr: [u8; 16],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FdbKey {
+    pub vni: u32,
+    pub mac: [u8; 6],
+    pub pad: u16,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FdbEntry {
+    pub dest: u8,
+    pub origin: u8,
+    pub pad: u16,
+    pub port_id: u32,
+    pub remote: [u8; 16],
+    pub reported_ns: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub profile: u16,
+    pub len: u8,
+    pub pad: u8,
+    pub bytes: [u8; KEY_LEN],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyTarget {
+    pub kind: u32,
+    pub vni: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Match {
+    pub offset: u16,
+    pub len: u8,
+    pub pad: u8,
+    pub mask: [u8; MATCH_LEN],
+    pub value: [u8; MATCH_LEN],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub flags: u32,
+    pub min_len: u16,
+    pub len_base: u16,
+    pub len_offset: u16,
+    pub len_mask: u8,
+    pub len_scale: u8,
+    pub match_count: u8,
+    pub key_len: u8,
+    pub key_offset: u16,
+    pub payload_offset: u16,
+    pub payload_len: u8,
+    pub pad: u8,
+    /// With a payload field: its value for Ethernet. Without one: non-zero when the profile
+    /// carries Ethernet.
+    pub payload_ethernet: u64,
+    pub payload_known: [u64; 3],
+    pub payload_known_mask: u8,
+    pub pad2: [u8; 7],
+    pub matches: [Match; MAX_MATCHES],
+    pub dont_learn: Match,
+    pub kernel: Match,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TransportKey {
+    pub kind: u8,
+    pub pad: u8,
+    pub value: u16,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Transport {
+    pub count: u32,
+    pub profiles: [u16; MAX_ORDER],
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    pub rx_port_frames: u64,
+    pub rx_underlay_frames: u64,
+    pub delivered: u64,
+    pub encap_unicast: u64,
+    pub encap_flood: u64,
+    pub learn_limit: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    pub rx_frames: u64,
+    pub rx_bytes: u64,
+    pub tx_frames: u64,
+    pub tx_bytes: u64,
+    pub drops: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_errors: u64,
+    pub relayed: u64,
+    pub punted: u64,
+    pub punt_lost: u64,
+    pub events_lost: u64,
+    pub passed: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Event {
+    pub kind: u32,
+    pub vni: u32,
+    pub mac: [u8; 6],
+    pub dest: u8,
+    pub pad: u8,
+    pub port_id: u32,
+    pub remote: [u8; 16],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Punt {
+    pub kind: u32,
+    pub port_id: u32,
+    pub vni: u32,
+    pub len: u32,
+    pub remote: [u8; 16],
+    pub gso_size: u16,
+    pub entropy: u16,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub kind: u32,
+    pub target: u32,
+    pub len: u32,
+    pub pad: u32,
+}
+
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<Config>() == 24);
+    assert!(size_of::<Port>() == 20);
+    assert!(size_of::<Tmpl>() == 72);
+    assert!(size_of::<Network>() == 104);
+    assert!(size_of::<NetIndex>() == 8);
+    assert!(size_of::<Remote>() == 16);
+    assert!(size_of::<NextHop>() == 16);
+    assert!(size_of::<RemoteKey>() == 20);
+    assert!(size_of::<FdbKey>() == 12);
+    assert!(size_of::<FdbEntry>() == 32);
+    assert!(size_of::<Key>() == 12);
+    assert!(size_of::<KeyTarget>() == 8);
+    assert!(size_of::<Match>() == 20);
+    assert!(size_of::<Profile>() == 184);
+    assert!(size_of::<TransportKey>() == 4);
+    assert!(size_of::<Transport>() == 24);
+    assert!(size_of::<NetCounters>() == 48);
+    assert!(size_of::<PortCounters>() == 40);
+    assert!(size_of::<NodeCounters>() == 80);
+    assert!(size_of::<Event>() == 36);
+    assert!(size_of::<Punt>() == 40);
+    assert!(size_of::<Trace>() == 16);
+};
+
+macro_rules! pod {
+    ($($t:ty),+ $(,)?) => {
+        $(
+            // SAFETY: a #[repr(C)] struct of integers and integer arrays, every bit pattern
+            // valid, padding spelled out as fields: what aya::Pod requires.
+            unsafe impl aya::Pod for $t {}
+        )+
+    };
+}
+
+pod!(
+    Config,
+    Port,
+    Tmpl,
+    Network,
+    NetIndex,
+    Remote,
+    NextHop,
+    RemoteKey,
+    FdbKey,
+    FdbEntry,
+    Key,
+    KeyTarget,
+    Profile,
+    TransportKey,
+    Transport,
+    NetCounters,
+    PortCounters,
+    NodeCounters,
+);
+
+/// Reads a `#[repr(C)]` record of plain integers from the start of `bytes` (a ring record).
+pub(crate) fn read_record<T: aya::Pod + Default>(bytes: &[u8]) -> Option<T> {
+    let size = std::mem::size_of::<T>();
+    let src = bytes.get(..size)?;
+    let mut out = T::default();
+    // SAFETY: T is Pod (every bit pattern is a valid T) and `src` holds exactly size_of::<T>()
+    // bytes; the copy is unaligned-safe byte by byte into a properly aligned T.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), (&mut out as *mut T).cast::<u8>(), size);
+    }
+    Some(out)
+}
+
+pod!(Event, Punt, Trace);
+
+#[cfg(test)]
+mod tests {
+    use nvo_pipeline::DropReason;
+
+    /// bpf/drop_reasons.h names every DropReason with its code, and nothing else.
+    #[test]
+    fn drop_reasons_match_the_pipeline() {
+        let header = include_str!("../bpf/drop_reasons.h");
+        let mut seen = Vec::new();
+        for line in header.lines() {
+            let Some(rest) = line.strip_prefix("#define NVO_DROP_") else {
+                continue;
+            };
+            let mut parts = rest.split_whitespace();
+            let (Some(name), Some(code)) = (parts.next(), parts.next()) else {
+                panic!("unreadable line {line:?}");
+            };
+            let code: u16 = code.parse().unwrap();
+            let reason = DropReason::from_code(code)
+                .unwrap_or_else(|| panic!("{name} = {code} is no DropReason"));
+            assert_eq!(reason.name().to_uppercase(), name, "code {code}");
+            seen.push(reason);
+        }
+        assert_eq!(seen, DropReason::ALL.to_vec());
+        const { assert!(DropReason::COUNT < super::DROP_SLOTS) };
+    }
+}

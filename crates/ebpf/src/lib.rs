@@ -1,0 +1,32 @@
+//! nvo-ebpf: nvo's kernel datapath (docs/design/ebpf.md).
+//!
+//! - `bpf/`: the programs, in C, compiled by clang when this crate builds: `nvo_port` (tc
+//!   ingress of each port's host-side interface) and `nvo_underlay` (tc ingress of the
+//!   locator's interface), over maps whose layout is `bpf/layout.h` = [`layout`].
+//! - [`Kernel`]: loads them (every map sized by [`Sizes`] from the pipeline's limits),
+//!   attaches them, runs them with `BPF_PROG_RUN` ([`testrun`]).
+//! - [`compile`]: profiles and networks as map entries — the programs know no protocol.
+//! - [`Mirror`]: keeps the maps equal to the userspace pipeline's tables, applies the
+//!   kernel's learn reports to the pipeline and hands over the frames it punts.
+//!
+//! The userspace pipeline (`nvo-pipeline`) is the reference: the programs do what it does, and
+//! the differential tests (tests/differential.rs) run the same frames through both.
+
+// This crate talks to the kernel: `unsafe` is confined to the Pod impls of the map layouts,
+// the ring record reader, getifaddrs and clock_gettime, each with a `// SAFETY:` comment.
+#![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod compile;
+pub mod iface;
+pub mod kernel;
+pub mod layout;
+pub mod limits;
+pub mod mirror;
+pub mod nexthop;
+pub mod testrun;
+
+pub use compile::Unsupported;
+pub use kernel::{AttachError, Kernel, LoadError};
+pub use limits::Sizes;
+pub use mirror::{Mirror, MirrorStats, NodeSettings, PortInfo};

@@ -1,0 +1,1037 @@
+//! nvod's tables in the maps: the pipeline and the engine are the desired state, the maps a
+//! mirror of it that [`Mirror::sync`] brings up to date after every change.
+//!
+//! ```text
+//!  sync(pipeline, engine, ports)      after every command batch and every tick
+//!    profiles, transports ─┐  compiled (compile.rs) and diffed against what was written
+//!    networks, ports, flood, keys ─┘  last (shadow copies), so only changes reach the kernel
+//!    fdb        the pipeline's journal: each changed (vni, mac) written or removed; a network
+//!               that changed more than the journal holds, or is new to the kernel, in full
+//!    budgets    how many MACs each network may still learn (max_learned − learned)
+//!  drain_events(pipeline)             learn reports → Pipeline::learn → the entry written back
+//!  drain_punts(f)                     frames for nvod → f (nvod runs the pipeline on them)
+//! ```
+//!
+//! A network whose profile or shape the kernel cannot carry ([`compile::Unsupported`]) gets no
+//! entry: its ports carry no program and its keys say "pass", so nvod's userspace path serves
+//! it whole.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+use aya::maps::{HashMap as BpfHash, MapData, PerCpuValues};
+use nvo_encap::engine::{Engine, Target};
+use nvo_encap::profile::{ProfileId, Transport};
+use nvo_pipeline::{
+    Counters, DropReason, FdbDest, Mac, NetworkView, Origin, Pipeline, PortId, Vni,
+};
+
+use crate::compile::{self, Unsupported};
+use crate::iface::Interface;
+use crate::kernel::{sum_per_cpu, AttachError, Kernel};
+use crate::layout::{self, read_record};
+
+/// A port as nvod knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    /// The pipeline's id.
+    pub id: PortId,
+    /// Its network.
+    pub vni: Vni,
+    /// Its interface's name.
+    pub name: String,
+    /// Its interface's index, while it is up.
+    pub ifindex: Option<u32>,
+    /// A veth (the kernel path runs it) rather than a TAP nvod reads itself.
+    pub veth: bool,
+}
+
+/// What the programs need to know of the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSettings {
+    /// The IPv4 locator.
+    pub locator: Ipv4Addr,
+    /// Its interface.
+    pub underlay: Interface,
+    /// The UDP port VXLAN uses on the wire (the engine's VXLAN transport is UDP 4789).
+    pub vxlan_port: u16,
+    /// Outer source ports, indexed by entropy modulo their number (nvod's UDP socket's).
+    pub source_ports: Vec<u16>,
+    /// Outer TTL, unless inherited.
+    pub ttl: u8,
+    /// Take the outer TTL from the inner packet.
+    pub ttl_inherit: bool,
+    /// Outer TOS, unless inherited.
+    pub tos: u8,
+    /// Take the outer TOS from the inner packet.
+    pub tos_inherit: bool,
+    /// Set Don't Fragment.
+    pub df: bool,
+    /// Outer TTL towards multicast groups.
+    pub multicast_ttl: u8,
+    /// Copy every packet the programs send to the trace ring (tests, capture).
+    pub trace: bool,
+}
+
+/// Counters of the mirror itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MirrorStats {
+    /// Map writes the kernel refused (a full FDB most likely).
+    pub write_errors: u64,
+    /// Learn reports applied.
+    pub learn_reports: u64,
+    /// Frames received from the programs.
+    pub punts: u64,
+}
+
+/// Slot numbers for counters and budgets, reused after a release.
+#[derive(Debug)]
+struct Slots<K> {
+    by_key: HashMap<K, u32>,
+    free: Vec<u32>,
+    next: u32,
+}
+
+impl<K> Default for Slots<K> {
+    fn default() -> Slots<K> {
+        Slots {
+            by_key: HashMap::new(),
+            free: Vec::new(),
+            next: 0,
+        }
+    }
+}
+
+impl<K: Eq + Hash + Copy> Slots<K> {
+    fn get(&mut self, key: K) -> (u32, bool) {
+        if let Some(&s) = self.by_key.get(&key) {
+            return (s, false);
+        }
+        let s = self.free.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        });
+        self.by_key.insert(key, s);
+        (s, true)
+    }
+
+    /// Releases every slot whose key is not in `keep`; returns them.
+    fn retain(&mut self, keep: impl Fn(&K) -> bool) -> Vec<u32> {
+        let gone: Vec<K> = self.by_key.keys().filter(|k| !keep(k)).copied().collect();
+        let mut freed = Vec::new();
+        for k in gone {
+            if let Some(s) = self.by_key.remove(&k) {
+                self.free.push(s);
+                freed.push(s);
+            }
+        }
+        freed
+    }
+}
+
+/// Writes `desired` into `map` where it differs from `shadow` (what was written last), removes
+/// what is no longer desired, and leaves `shadow` equal to what the map holds.
+fn reconcile<K, V>(
+    map: &mut BpfHash<MapData, K, V>,
+    shadow: &mut HashMap<K, V>,
+    desired: HashMap<K, V>,
+    errors: &mut u64,
+) where
+    K: aya::Pod + Eq + Hash,
+    V: aya::Pod + PartialEq,
+{
+    let stale: Vec<K> = shadow
+        .keys()
+        .filter(|k| !desired.contains_key(k))
+        .copied()
+        .collect();
+    for k in stale {
+        let _ = map.remove(&k);
+        shadow.remove(&k);
+    }
+    for (k, v) in desired {
+        if shadow.get(&k) == Some(&v) {
+            continue;
+        }
+        match map.insert(k, v, 0) {
+            Ok(()) => {
+                shadow.insert(k, v);
+            }
+            Err(_) => *errors += 1,
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns reads.
+fn ktime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// The kernel path's tables, kept equal to the pipeline's.
+#[derive(Debug)]
+pub struct Mirror {
+    kernel: Kernel,
+    settings: NodeSettings,
+    net_slots: Slots<Vni>,
+    port_slots: Slots<PortId>,
+    /// Why each network known so far runs where it does (Ok: the kernel).
+    modes: HashMap<Vni, Result<(), Unsupported>>,
+    networks: HashMap<u32, layout::Network>,
+    net_ports: HashMap<layout::NetIndex, u32>,
+    flood: HashMap<layout::NetIndex, layout::Remote>,
+    remote_tmpl: HashMap<layout::RemoteKey, layout::Tmpl>,
+    keys: HashMap<layout::Key, layout::KeyTarget>,
+    transports: HashMap<layout::TransportKey, layout::Transport>,
+    profiles: HashMap<u32, layout::Profile>,
+    ports_in: HashMap<u32, layout::Port>,
+    ports_out: HashMap<u32, layout::Port>,
+    groups: HashMap<u32, u32>,
+    /// Ports whose program is attached, by ifindex.
+    attached: HashMap<u32, PortId>,
+    /// Networks in the kernel at the last sync.
+    in_kernel: HashSet<Vni>,
+    stats: MirrorStats,
+    /// Remotes the kernel may send to (flood lists, FDB entries), whose next hops nvod
+    /// resolves: what `nexthops` holds for each.
+    remotes: HashMap<Ipv4Addr, Option<layout::NextHop>>,
+    changed: Vec<(Vni, Mac)>,
+    overflowed: Vec<Vni>,
+}
+
+impl Mirror {
+    /// Takes over a loaded kernel: writes the node's settings and attaches the underlay
+    /// program.
+    pub fn new(mut kernel: Kernel, settings: NodeSettings) -> Result<Mirror, AttachError> {
+        let mut flags = 0;
+        if settings.trace {
+            flags |= layout::CFG_TRACE;
+        }
+        if settings.df {
+            flags |= layout::CFG_DF;
+        }
+        if settings.ttl_inherit {
+            flags |= layout::CFG_TTL_INHERIT;
+        }
+        if settings.tos_inherit {
+            flags |= layout::CFG_TOS_INHERIT;
+        }
+        let ports: Vec<u16> = if settings.source_ports.is_empty() {
+            vec![nvo_entropy_base()]
+        } else {
+            settings.source_ports.clone()
+        };
+        let n = ports.len().min(layout::MAX_ENTROPY);
+        let config = layout::Config {
+            underlay_ifindex: settings.underlay.ifindex,
+            locator: settings.locator.octets(),
+            flags,
+            entropy_ports: n as u16,
+            ttl: settings.ttl,
+            tos: settings.tos,
+            multicast_ttl: settings.multicast_ttl,
+            underlay_mac: settings.underlay.mac,
+            pad: 0,
+        };
+        let err = |reason: String| AttachError {
+            program: crate::kernel::UNDERLAY_PROGRAM,
+            interface: settings.underlay.name.clone(),
+            reason,
+        };
+        for (i, &p) in ports.iter().take(n).enumerate() {
+            kernel
+                .maps
+                .entropy_ports
+                .set(i as u32, p.to_be(), 0)
+                .map_err(|e| err(format!("entropy port table: {e}")))?;
+        }
+        kernel
+            .maps
+            .config
+            .set(0, config, 0)
+            .map_err(|e| err(format!("config map: {e}")))?;
+        kernel.attach_underlay(&settings.underlay.name, settings.underlay.ifindex)?;
+        Ok(Mirror {
+            kernel,
+            settings,
+            net_slots: Slots::default(),
+            port_slots: Slots::default(),
+            modes: HashMap::new(),
+            networks: HashMap::new(),
+            net_ports: HashMap::new(),
+            flood: HashMap::new(),
+            remote_tmpl: HashMap::new(),
+            keys: HashMap::new(),
+            transports: HashMap::new(),
+            profiles: HashMap::new(),
+            ports_in: HashMap::new(),
+            ports_out: HashMap::new(),
+            groups: HashMap::new(),
+            attached: HashMap::new(),
+            in_kernel: HashSet::new(),
+            stats: MirrorStats::default(),
+            remotes: HashMap::new(),
+            changed: Vec::new(),
+            overflowed: Vec::new(),
+        })
+    }
+
+    /// The loaded programs and maps.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// The node's settings.
+    pub fn settings(&self) -> &NodeSettings {
+        &self.settings
+    }
+
+    /// The mirror's counters.
+    pub fn stats(&self) -> MirrorStats {
+        self.stats
+    }
+
+    /// Whether network `view` runs in the kernel, or why not.
+    pub fn mode(&self, engine: &Engine, view: &NetworkView) -> Result<(), Unsupported> {
+        compile::network_supported(engine, view, IpAddr::V4(self.settings.locator))
+    }
+
+    /// The decision last made for network `vni`, if it was seen.
+    pub fn known_mode(&self, vni: Vni) -> Option<&Result<(), Unsupported>> {
+        self.modes.get(&vni)
+    }
+
+    /// Whether the kernel runs port `id` (its frames never reach nvod's socket).
+    pub fn runs_port(&self, id: PortId) -> bool {
+        self.attached.values().any(|&p| p == id)
+    }
+
+    /// Brings every map up to date with the pipeline, the engine and the ports.
+    pub fn sync(
+        &mut self,
+        pipeline: &mut Pipeline,
+        engine: &Engine,
+        ports: &[PortInfo],
+        now: Instant,
+    ) {
+        let views = pipeline.networks();
+        let mut kernel_nets: HashMap<Vni, &NetworkView> = HashMap::new();
+        for view in &views {
+            let mode = self.mode(engine, view);
+            let previous = self.modes.insert(view.vni, mode.clone());
+            match &mode {
+                Ok(()) => {
+                    kernel_nets.insert(view.vni, view);
+                }
+                Err(why) if previous.as_ref() != Some(&mode) => {
+                    log::info!("network {} runs on the userspace path: {why}", view.vni)
+                }
+                Err(_) => {}
+            }
+        }
+        self.modes
+            .retain(|vni, _| views.iter().any(|v| v.vni == *vni));
+        self.sync_profiles(engine);
+        self.sync_networks(engine, &kernel_nets);
+        self.sync_keys(engine, &kernel_nets);
+        self.sync_ports(ports, &kernel_nets);
+        self.sync_fdb(pipeline, &kernel_nets, now);
+        self.sync_budgets(&kernel_nets);
+        self.resolve_new_remotes();
+    }
+
+    /// Resolves the next hops of remotes not tried yet.
+    fn resolve_new_remotes(&mut self) {
+        if self.remotes.values().any(Option::is_none) {
+            self.refresh_nexthops();
+        }
+    }
+
+    /// Reads the host's routes and neighbours and writes the next hop of every remote the
+    /// kernel may send to: what changed since the last read, and removes what went away. nvod
+    /// calls it every tick, and after handing a packet to its socket for an unresolved remote.
+    pub fn refresh_nexthops(&mut self) {
+        let tables = crate::nexthop::Tables::read();
+        let mut macs: HashMap<String, Option<crate::iface::Interface>> = HashMap::new();
+        let remotes: Vec<Ipv4Addr> = self.remotes.keys().copied().collect();
+        for r in remotes {
+            let want = tables.resolve(r).and_then(|(iface, dmac)| {
+                let i = macs
+                    .entry(iface.clone())
+                    .or_insert_with(|| crate::iface::interface(&iface).ok())
+                    .clone()?;
+                Some(layout::NextHop {
+                    ifindex: i.ifindex,
+                    smac: i.mac,
+                    dmac,
+                })
+            });
+            let had = self.remotes.get(&r).copied().flatten();
+            if want == had && self.remotes.get(&r).is_some_and(Option::is_some) {
+                continue;
+            }
+            let key = u32::from_ne_bytes(r.octets());
+            match want {
+                Some(nh) => {
+                    if self.kernel.maps.nexthops.insert(key, nh, 0).is_err() {
+                        self.stats.write_errors += 1;
+                    }
+                }
+                None => {
+                    let _ = self.kernel.maps.nexthops.remove(&key);
+                }
+            }
+            self.remotes.insert(r, want);
+        }
+    }
+
+    fn sync_profiles(&mut self, engine: &Engine) {
+        let mut profiles = HashMap::new();
+        for (id, p) in engine.profiles() {
+            if let Ok(rx) = compile::receive_profile(p) {
+                profiles.insert(u32::from(id.0), rx);
+            }
+        }
+        for i in 0..layout::MAX_PROFILES as u32 {
+            let want = profiles.get(&i).copied().unwrap_or_default();
+            if self.profiles.get(&i) != Some(&want) {
+                match self.kernel.maps.profiles.set(i, want, 0) {
+                    Ok(()) => {
+                        self.profiles.insert(i, want);
+                    }
+                    Err(_) => self.stats.write_errors += 1,
+                }
+            }
+        }
+        let mut transports = HashMap::new();
+        for (transport, ids) in engine.receive_order() {
+            // The order is followed in the kernel only if it can test every profile on it.
+            if ids.len() > layout::MAX_ORDER
+                || ids
+                    .iter()
+                    .any(|id| !profiles.contains_key(&u32::from(id.0)))
+            {
+                continue;
+            }
+            let (key, flags) = match transport {
+                Transport::Udp(port) if port == nvo_vxlan_port() => (
+                    layout::TransportKey {
+                        kind: layout::TRANSPORT_UDP,
+                        pad: 0,
+                        value: self.settings.vxlan_port,
+                    },
+                    layout::TRANSPORT_VXLAN,
+                ),
+                Transport::Udp(port) => (
+                    layout::TransportKey {
+                        kind: layout::TRANSPORT_UDP,
+                        pad: 0,
+                        value: port,
+                    },
+                    0,
+                ),
+                // STT's segments are TCP: the host stack and nvod's reassembler take them.
+                Transport::Ip(6) => continue,
+                Transport::Ip(proto) => (
+                    layout::TransportKey {
+                        kind: layout::TRANSPORT_IP,
+                        pad: 0,
+                        value: u16::from(proto),
+                    },
+                    0,
+                ),
+            };
+            let mut t = layout::Transport {
+                count: ids.len() as u32,
+                flags,
+                ..Default::default()
+            };
+            for (slot, id) in t.profiles.iter_mut().zip(ids) {
+                *slot = id.0;
+            }
+            transports.insert(key, t);
+        }
+        let maps = &mut self.kernel.maps;
+        reconcile(
+            &mut maps.transports,
+            &mut self.transports,
+            transports,
+            &mut self.stats.write_errors,
+        );
+    }
+
+    fn sync_networks(&mut self, engine: &Engine, kernel_nets: &HashMap<Vni, &NetworkView>) {
+        let freed = self.net_slots.retain(|vni| kernel_nets.contains_key(vni));
+        for slot in freed {
+            self.zero_net_counters(slot);
+        }
+        let mut networks = HashMap::new();
+        let mut net_ports = HashMap::new();
+        let mut flood = HashMap::new();
+        let mut remote_tmpl = HashMap::new();
+        let mut groups = HashMap::new();
+        for (&vni, view) in kernel_nets {
+            let (slot, fresh) = self.net_slots.get(vni);
+            if fresh {
+                self.zero_net_counters(slot);
+            }
+            let Some(mut net) = compile::network(engine, view, slot) else {
+                continue;
+            };
+            for (i, port) in view.ports.iter().enumerate() {
+                net_ports.insert(
+                    layout::NetIndex {
+                        vni: vni.0,
+                        index: i as u32,
+                    },
+                    port.0,
+                );
+            }
+            net.port_count = view.ports.len() as u32;
+            let mut n = 0u32;
+            for remote in &view.flood {
+                if let IpAddr::V4(r) = remote {
+                    self.remotes.entry(*r).or_insert(None);
+                    flood.insert(
+                        layout::NetIndex {
+                            vni: vni.0,
+                            index: n,
+                        },
+                        layout::Remote::v4(*r),
+                    );
+                    n += 1;
+                }
+            }
+            net.flood_count = n;
+            if net.flags & layout::NET_BUM_GROUP != 0 {
+                groups.insert(u32::from_ne_bytes(net.group), 1);
+            }
+            let id = ProfileId(view.profile.0);
+            if let Some(p) = engine.profile(id) {
+                for remote in engine.param_remotes(id, vni.0) {
+                    let (IpAddr::V4(r), Ok(bytes)) =
+                        (remote, engine.template_bytes(id, vni.0, Some(remote)))
+                    else {
+                        continue;
+                    };
+                    let key = layout::RemoteKey {
+                        vni: vni.0,
+                        addr: layout::Remote::v4(r).addr,
+                    };
+                    remote_tmpl.insert(key, compile::tmpl(p, &bytes));
+                }
+            }
+            networks.insert(vni.0, net);
+        }
+        let maps = &mut self.kernel.maps;
+        let errors = &mut self.stats.write_errors;
+        // Entries a network points at go in before the network; the network goes last.
+        reconcile(&mut maps.net_ports, &mut self.net_ports, net_ports, errors);
+        reconcile(&mut maps.flood, &mut self.flood, flood, errors);
+        reconcile(
+            &mut maps.remote_tmpl,
+            &mut self.remote_tmpl,
+            remote_tmpl,
+            errors,
+        );
+        reconcile(&mut maps.groups, &mut self.groups, groups, errors);
+        reconcile(&mut maps.networks, &mut self.networks, networks, errors);
+    }
+
+    fn zero_net_counters(&mut self, slot: u32) {
+        if let Ok(cpus) = aya::util::nr_cpus() {
+            let zeros = PerCpuValues::try_from(vec![layout::NetCounters::default(); cpus]);
+            if let Ok(zeros) = zeros {
+                let _ = self.kernel.maps.net_counters.set(slot, zeros, 0);
+            }
+        }
+    }
+
+    fn zero_port_counters(&mut self, slot: u32) {
+        if let Ok(cpus) = aya::util::nr_cpus() {
+            let zeros = PerCpuValues::try_from(vec![layout::PortCounters::default(); cpus]);
+            if let Ok(zeros) = zeros {
+                let _ = self.kernel.maps.port_counters.set(slot, zeros, 0);
+            }
+        }
+    }
+
+    fn sync_keys(&mut self, engine: &Engine, kernel_nets: &HashMap<Vni, &NetworkView>) {
+        let mut keys = HashMap::new();
+        for (profile, key, target) in engine.keys().iter() {
+            let bytes = key.as_bytes();
+            if bytes.len() > layout::KEY_LEN {
+                continue;
+            }
+            let mut k = layout::Key {
+                profile: profile.0,
+                len: bytes.len() as u8,
+                ..Default::default()
+            };
+            k.bytes[..bytes.len()].copy_from_slice(bytes);
+            let t = match *target {
+                Target::Local { vni } if kernel_nets.contains_key(&Vni(vni)) => layout::KeyTarget {
+                    kind: layout::KEY_LOCAL,
+                    vni,
+                },
+                Target::Local { vni } => layout::KeyTarget {
+                    kind: layout::KEY_PASS,
+                    vni,
+                },
+                Target::Forward { .. } => layout::KeyTarget {
+                    kind: layout::KEY_PASS,
+                    vni: 0,
+                },
+            };
+            keys.insert(k, t);
+        }
+        let maps = &mut self.kernel.maps;
+        reconcile(
+            &mut maps.keys,
+            &mut self.keys,
+            keys,
+            &mut self.stats.write_errors,
+        );
+    }
+
+    fn sync_ports(&mut self, ports: &[PortInfo], kernel_nets: &HashMap<Vni, &NetworkView>) {
+        let live: Vec<&PortInfo> = ports
+            .iter()
+            .filter(|p| p.ifindex.is_some() && kernel_nets.contains_key(&p.vni))
+            .collect();
+        let freed = self
+            .port_slots
+            .retain(|id| live.iter().any(|p| p.id == *id));
+        for slot in freed {
+            self.zero_port_counters(slot);
+        }
+        let mut ports_in = HashMap::new();
+        let mut ports_out = HashMap::new();
+        for p in &live {
+            let Some(ifindex) = p.ifindex else { continue };
+            let (slot, fresh) = self.port_slots.get(p.id);
+            if fresh {
+                self.zero_port_counters(slot);
+            }
+            let entry = layout::Port {
+                port_id: p.id.0,
+                vni: p.vni.0,
+                ifindex,
+                slot,
+                flags: if p.veth {
+                    layout::PORT_VETH
+                } else {
+                    layout::PORT_USERSPACE
+                },
+            };
+            ports_out.insert(p.id.0, entry);
+            if p.veth {
+                ports_in.insert(ifindex, entry);
+            }
+        }
+        // Programs come off before their entries go, and go on after their entries are in.
+        let gone: Vec<u32> = self
+            .attached
+            .keys()
+            .filter(|i| !ports_in.contains_key(i))
+            .copied()
+            .collect();
+        for ifindex in gone {
+            self.kernel.detach(ifindex);
+            self.attached.remove(&ifindex);
+        }
+        let maps = &mut self.kernel.maps;
+        let errors = &mut self.stats.write_errors;
+        reconcile(&mut maps.port_out, &mut self.ports_out, ports_out, errors);
+        reconcile(
+            &mut maps.ports,
+            &mut self.ports_in,
+            ports_in.clone(),
+            errors,
+        );
+        for (ifindex, entry) in ports_in {
+            if self.attached.get(&ifindex) == Some(&PortId(entry.port_id)) {
+                continue;
+            }
+            let Some(p) = live.iter().find(|p| p.id.0 == entry.port_id) else {
+                continue;
+            };
+            match self.kernel.attach_port(&p.name, ifindex) {
+                Ok(()) => {
+                    self.attached.insert(ifindex, p.id);
+                }
+                Err(e) => {
+                    log::warn!("{e}; the port's frames are dropped until it is added again");
+                    self.stats.write_errors += 1;
+                }
+            }
+        }
+    }
+
+    fn fdb_value(dest: FdbDest, origin: Origin, now_ns: u64) -> layout::FdbEntry {
+        let mut e = layout::FdbEntry {
+            origin: match origin {
+                Origin::Static => layout::ORIGIN_STATIC,
+                Origin::Learned => layout::ORIGIN_LEARNED,
+                Origin::Evpn => layout::ORIGIN_EVPN,
+            },
+            reported_ns: now_ns,
+            ..Default::default()
+        };
+        match dest {
+            FdbDest::Port(p) => {
+                e.dest = layout::DEST_PORT;
+                e.port_id = p.0;
+            }
+            FdbDest::Remote(IpAddr::V4(r)) => {
+                e.dest = layout::DEST_REMOTE;
+                e.remote = layout::Remote::v4(r).addr;
+            }
+            // What the programs cannot send themselves: nvod does (DEST_NODE is punted).
+            FdbDest::Remote(IpAddr::V6(_)) => e.dest = layout::DEST_NODE,
+            FdbDest::Node(n) => {
+                e.dest = layout::DEST_NODE;
+                e.port_id = n.0;
+            }
+        }
+        e
+    }
+
+    fn fdb_key(vni: Vni, mac: Mac) -> layout::FdbKey {
+        layout::FdbKey {
+            vni: vni.0,
+            mac: mac.0,
+            pad: 0,
+        }
+    }
+
+    /// Writes the pipeline's entry for (vni, mac), or removes the kernel's.
+    fn write_fdb(&mut self, pipeline: &Pipeline, vni: Vni, mac: Mac, now_ns: u64) {
+        let key = Mirror::fdb_key(vni, mac);
+        match pipeline.fdb_get(vni, mac) {
+            Some((dest, origin)) => {
+                if let FdbDest::Remote(IpAddr::V4(r)) = dest {
+                    self.remotes.entry(r).or_insert(None);
+                }
+                let value = Mirror::fdb_value(dest, origin, now_ns);
+                if self.kernel.maps.fdb.insert(key, value, 0).is_err() {
+                    self.stats.write_errors += 1;
+                }
+            }
+            None => {
+                let _ = self.kernel.maps.fdb.remove(&key);
+            }
+        }
+    }
+
+    /// The kernel's FDB keys of network `vni`.
+    fn kernel_fdb_keys(&self, vni: Vni) -> Vec<layout::FdbKey> {
+        self.kernel
+            .maps
+            .fdb
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| k.vni == vni.0)
+            .collect()
+    }
+
+    /// Makes the kernel's FDB of network `vni` the pipeline's, entry for entry.
+    fn resync_fdb(&mut self, pipeline: &Pipeline, vni: Vni, now: Instant, now_ns: u64) {
+        let Ok(entries) = pipeline.fdb_entries(vni, now) else {
+            return;
+        };
+        let wanted: HashSet<[u8; 6]> = entries.iter().map(|e| e.mac.0).collect();
+        for key in self.kernel_fdb_keys(vni) {
+            if !wanted.contains(&key.mac) {
+                let _ = self.kernel.maps.fdb.remove(&key);
+            }
+        }
+        for e in entries {
+            if let FdbDest::Remote(IpAddr::V4(r)) = e.dest {
+                self.remotes.entry(r).or_insert(None);
+            }
+            let value = Mirror::fdb_value(e.dest, e.origin, now_ns);
+            if self
+                .kernel
+                .maps
+                .fdb
+                .insert(Mirror::fdb_key(vni, e.mac), value, 0)
+                .is_err()
+            {
+                self.stats.write_errors += 1;
+            }
+        }
+    }
+
+    fn sync_fdb(
+        &mut self,
+        pipeline: &mut Pipeline,
+        kernel_nets: &HashMap<Vni, &NetworkView>,
+        now: Instant,
+    ) {
+        pipeline.set_fdb_journal(true);
+        let mut changed = std::mem::take(&mut self.changed);
+        let mut overflowed = std::mem::take(&mut self.overflowed);
+        changed.clear();
+        overflowed.clear();
+        pipeline.take_fdb_changes(&mut changed, &mut overflowed);
+        let now_ns = ktime_ns();
+        let left: Vec<Vni> = self
+            .in_kernel
+            .iter()
+            .filter(|v| !kernel_nets.contains_key(v))
+            .copied()
+            .collect();
+        for vni in left {
+            for key in self.kernel_fdb_keys(vni) {
+                let _ = self.kernel.maps.fdb.remove(&key);
+            }
+            self.in_kernel.remove(&vni);
+        }
+        for &vni in kernel_nets.keys() {
+            if self.in_kernel.insert(vni) {
+                overflowed.push(vni);
+            }
+        }
+        for &(vni, mac) in &changed {
+            if kernel_nets.contains_key(&vni) && !overflowed.contains(&vni) {
+                self.write_fdb(pipeline, vni, mac, now_ns);
+            }
+        }
+        for &vni in &overflowed {
+            if kernel_nets.contains_key(&vni) {
+                self.resync_fdb(pipeline, vni, now, now_ns);
+            }
+        }
+        self.changed = changed;
+        self.overflowed = overflowed;
+    }
+
+    fn sync_budgets(&mut self, kernel_nets: &HashMap<Vni, &NetworkView>) {
+        for (vni, view) in kernel_nets {
+            let Some(&slot) = self.net_slots.by_key.get(vni) else {
+                continue;
+            };
+            let budget = i64::from(view.max_learned) - view.learned as i64;
+            let _ = self.kernel.maps.learn_budget.set(slot, budget.max(0), 0);
+        }
+    }
+
+    /// Applies the kernel's learn reports to the pipeline and writes its verdicts back;
+    /// returns how many there were.
+    pub fn drain_events(&mut self, pipeline: &mut Pipeline, now: Instant) -> usize {
+        let mut events = Vec::new();
+        while let Some(item) = self.kernel.maps.events.next() {
+            if let Some(ev) = read_record::<layout::Event>(&item) {
+                events.push(ev);
+            }
+        }
+        let now_ns = ktime_ns();
+        for ev in &events {
+            let vni = Vni(ev.vni);
+            let mac = Mac(ev.mac);
+            let dest = match ev.dest {
+                layout::DEST_PORT => FdbDest::Port(PortId(ev.port_id)),
+                _ => FdbDest::Remote(IpAddr::V4(layout::Remote { addr: ev.remote }.ipv4())),
+            };
+            let _ = pipeline.learn(vni, mac, dest, now);
+            // Whatever the pipeline made of it — a new entry, a move, a refusal — is what the
+            // kernel holds from now on.
+            if self.in_kernel.contains(&vni) {
+                self.write_fdb(pipeline, vni, mac, now_ns);
+            }
+        }
+        self.stats.learn_reports += events.len() as u64;
+        if !events.is_empty() {
+            // The pipeline noted these changes too; they are written already.
+            self.changed.clear();
+            self.overflowed.clear();
+            let mut changed = std::mem::take(&mut self.changed);
+            let mut overflowed = std::mem::take(&mut self.overflowed);
+            pipeline.take_fdb_changes(&mut changed, &mut overflowed);
+            for &(vni, mac) in &changed {
+                if self.in_kernel.contains(&vni) {
+                    self.write_fdb(pipeline, vni, mac, now_ns);
+                }
+            }
+            for &vni in &overflowed {
+                if self.in_kernel.contains(&vni) {
+                    self.resync_fdb(pipeline, vni, now, now_ns);
+                }
+            }
+            self.changed = changed;
+            self.overflowed = overflowed;
+            let views = pipeline.networks();
+            let nets: HashMap<Vni, &NetworkView> = views
+                .iter()
+                .filter(|v| self.in_kernel.contains(&v.vni))
+                .map(|v| (v.vni, v))
+                .collect();
+            self.sync_budgets(&nets);
+        }
+        events.len()
+    }
+
+    /// Hands each frame the programs gave up to `f`: its header and bytes.
+    pub fn drain_punts(&mut self, mut f: impl FnMut(&layout::Punt, &[u8])) -> usize {
+        let mut n = 0;
+        while let Some(item) = self.kernel.maps.punts.next() {
+            let Some(hdr) = read_record::<layout::Punt>(&item) else {
+                continue;
+            };
+            let end = layout::RECORD_HEAD + hdr.len as usize;
+            if let Some(frame) = item.get(layout::RECORD_HEAD..end) {
+                f(&hdr, frame);
+                n += 1;
+            }
+        }
+        self.stats.punts += n as u64;
+        n
+    }
+
+    /// Every traced copy since the last call: (record, bytes).
+    pub fn drain_trace(&mut self) -> Vec<(layout::Trace, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(item) = self.kernel.maps.trace.next() {
+            let Some(hdr) = read_record::<layout::Trace>(&item) else {
+                continue;
+            };
+            let end = layout::RECORD_HEAD + hdr.len as usize;
+            if let Some(bytes) = item.get(layout::RECORD_HEAD..end) {
+                out.push((hdr, bytes.to_vec()));
+            }
+        }
+        out
+    }
+
+    /// The descriptors to poll: learn reports, punted frames.
+    pub fn fds(&self) -> [std::os::fd::BorrowedFd<'_>; 2] {
+        use std::os::fd::AsFd;
+        [
+            self.kernel.maps.events.as_fd(),
+            self.kernel.maps.punts.as_fd(),
+        ]
+    }
+
+    /// Adds the programs' counters to the pipeline's, under the same names.
+    pub fn add_counters(&self, counters: &mut Counters) {
+        let maps = &self.kernel.maps;
+        for reason in DropReason::ALL {
+            let n = sum_per_cpu(
+                &maps.drop_counters,
+                u32::from(reason.code()),
+                |t, v| *t += v,
+                0,
+            )
+            .unwrap_or(0);
+            counters.drops.add_count(reason, n);
+        }
+        for (vni, &slot) in &self.net_slots.by_key {
+            let Ok(k) = sum_per_cpu(
+                &maps.net_counters,
+                slot,
+                add_net,
+                layout::NetCounters::default(),
+            ) else {
+                continue;
+            };
+            let c = counters.networks.entry(*vni).or_default();
+            c.rx_port_frames += k.rx_port_frames;
+            c.rx_underlay_frames += k.rx_underlay_frames;
+            c.delivered += k.delivered;
+            c.encap_unicast += k.encap_unicast;
+            c.encap_flood += k.encap_flood;
+            c.learn_limit += k.learn_limit;
+        }
+        for (port, &slot) in &self.port_slots.by_key {
+            let Ok(k) = sum_per_cpu(
+                &maps.port_counters,
+                slot,
+                add_port,
+                layout::PortCounters::default(),
+            ) else {
+                continue;
+            };
+            let c = counters.ports.entry(*port).or_default();
+            c.rx_frames += k.rx_frames;
+            c.rx_bytes += k.rx_bytes;
+            c.tx_frames += k.tx_frames;
+            c.tx_bytes += k.tx_bytes;
+            c.drops += k.drops;
+        }
+        let node = self.node_counters();
+        let u = &mut counters.underlay;
+        u.rx_packets += node.rx_packets;
+        u.rx_bytes += node.rx_bytes;
+        u.tx_packets += node.tx_packets;
+        u.tx_bytes += node.tx_bytes;
+        u.tx_errors += node.tx_errors;
+        u.relayed += node.relayed;
+    }
+
+    /// The node-wide counters of the programs (punts, lost reports, packets passed up).
+    pub fn node_counters(&self) -> layout::NodeCounters {
+        sum_per_cpu(
+            &self.kernel.maps.node_counters,
+            0,
+            add_node,
+            layout::NodeCounters::default(),
+        )
+        .unwrap_or_default()
+    }
+
+    /// How long a learned MAC may go unreported by the kernel before the pipeline would age it:
+    /// the refresh period of the network (for tests and the design page).
+    pub fn refresh_of(ageing: Duration) -> Duration {
+        Duration::from_nanos(compile::refresh(ageing))
+    }
+}
+
+fn add_net(t: &mut layout::NetCounters, v: &layout::NetCounters) {
+    t.rx_port_frames += v.rx_port_frames;
+    t.rx_underlay_frames += v.rx_underlay_frames;
+    t.delivered += v.delivered;
+    t.encap_unicast += v.encap_unicast;
+    t.encap_flood += v.encap_flood;
+    t.learn_limit += v.learn_limit;
+}
+
+fn add_port(t: &mut layout::PortCounters, v: &layout::PortCounters) {
+    t.rx_frames += v.rx_frames;
+    t.rx_bytes += v.rx_bytes;
+    t.tx_frames += v.tx_frames;
+    t.tx_bytes += v.tx_bytes;
+    t.drops += v.drops;
+}
+
+fn add_node(t: &mut layout::NodeCounters, v: &layout::NodeCounters) {
+    t.rx_packets += v.rx_packets;
+    t.rx_bytes += v.rx_bytes;
+    t.tx_packets += v.tx_packets;
+    t.tx_bytes += v.tx_bytes;
+    t.tx_errors += v.tx_errors;
+    t.relayed += v.relayed;
+    t.punted += v.punted;
+    t.punt_lost += v.punt_lost;
+    t.events_lost += v.events_lost;
+    t.passed += v.passed;
+}
+
+/// The engine's VXLAN transport port (UDP 4789, whatever port VXLAN uses on the wire).
+fn nvo_vxlan_port() -> u16 {
+    4789
+}
+
+/// The first entropy source port, when nvod gives none.
+fn nvo_entropy_base() -> u16 {
+    49152
+}

@@ -1,0 +1,160 @@
+//! What a datapath that mirrors the tables needs (nvod's eBPF path, docs/design/ebpf.md): the
+//! FDB change journal, one entry read back, and learning reported by the mirror.
+//!
+//! The pipeline stays the table of record. The kernel learns on its own for speed and reports
+//! each MAC it inserted, moved or saw active again; [`Pipeline::learn`] runs the pipeline's
+//! learning on the report (counting, ageing, telling EVPN), and the journal tells the mirror
+//! which entries to write back — so a MAC the pipeline refuses (its learned table is full, a
+//! static entry holds it) is taken out of the kernel again.
+
+use std::time::Instant;
+
+use crate::pipeline::learn_into;
+use crate::{FdbDest, Mac, Origin, Pipeline, TableError, Vni};
+
+impl Pipeline {
+    /// Turns the FDB change journal of every network (present and future) on or off. Turning
+    /// it on again keeps what a journal holds.
+    pub fn set_fdb_journal(&mut self, on: bool) {
+        self.fdb_journal = on;
+        for net in self.networks.values_mut() {
+            match (on, &net.fdb.journal) {
+                (true, None) => net.fdb.journal = Some(Default::default()),
+                (false, Some(_)) => net.fdb.journal = None,
+                _ => {}
+            }
+        }
+    }
+
+    /// Moves the journal's notes out: `changed` gets every (network, MAC) whose entry was
+    /// added, changed or removed since the last call; `overflowed` the networks that changed
+    /// more than the journal holds (read those whole).
+    pub fn take_fdb_changes(&mut self, changed: &mut Vec<(Vni, Mac)>, overflowed: &mut Vec<Vni>) {
+        for (&vni, net) in self.networks.iter_mut() {
+            let Some(journal) = net.fdb.journal.as_mut() else {
+                continue;
+            };
+            if journal.overflow {
+                overflowed.push(vni);
+                journal.overflow = false;
+                journal.macs.clear();
+                continue;
+            }
+            changed.extend(journal.macs.drain(..).map(|mac| (vni, mac)));
+        }
+    }
+
+    /// The FDB entry for `mac` in network `vni`: where it sends frames and its origin.
+    pub fn fdb_get(&self, vni: Vni, mac: Mac) -> Option<(FdbDest, Origin)> {
+        self.networks.get(&vni)?.fdb.entry(mac)
+    }
+
+    /// Learns, as a frame from `mac` arriving from `dest` would, at `now`: what a datapath
+    /// that learned on its own reports. Counted like any learning (learned, moves,
+    /// learn_limit); a network without learning learns nothing.
+    pub fn learn(
+        &mut self,
+        vni: Vni,
+        mac: Mac,
+        dest: FdbDest,
+        now: Instant,
+    ) -> Result<(), TableError> {
+        if !mac.is_unicast() {
+            return Err(TableError::InvalidMac(mac));
+        }
+        let Pipeline {
+            networks,
+            hosts_generation,
+            ..
+        } = self;
+        let net = networks
+            .get_mut(&vni)
+            .ok_or(TableError::NoSuchNetwork(vni))?;
+        if net.spec.learning {
+            learn_into(net, mac, dest, now, hosts_generation);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FlushScope, Limits, NetworkSpec, PortId};
+
+    const A: Mac = Mac([2, 0, 0, 0, 0, 0xa]);
+    const B: Mac = Mac([2, 0, 0, 0, 0, 0xb]);
+
+    fn drain(p: &mut Pipeline) -> (Vec<(Vni, Mac)>, Vec<Vni>) {
+        let (mut c, mut o) = (Vec::new(), Vec::new());
+        p.take_fdb_changes(&mut c, &mut o);
+        (c, o)
+    }
+
+    #[test]
+    fn journal_notes_every_change_but_refreshes() {
+        let now = Instant::now();
+        let mut p = Pipeline::new(Limits::default());
+        p.add_network(NetworkSpec::new(Vni(1))).unwrap();
+        p.add_port(PortId(1), Vni(1)).unwrap();
+        p.learn(Vni(1), A, FdbDest::Port(PortId(1)), now).unwrap();
+        assert_eq!(drain(&mut p), (vec![], vec![]), "journal off");
+        p.set_fdb_journal(true);
+        p.learn(Vni(1), A, FdbDest::Port(PortId(1)), now).unwrap();
+        assert_eq!(drain(&mut p).0, vec![], "a refresh is no change");
+        let remote = FdbDest::Remote("192.0.2.1".parse().unwrap());
+        p.learn(Vni(1), A, remote, now).unwrap();
+        p.fdb_add_static(Vni(1), B, FdbDest::Port(PortId(1)))
+            .unwrap();
+        assert_eq!(drain(&mut p).0, vec![(Vni(1), A), (Vni(1), B)]);
+        assert_eq!(p.fdb_get(Vni(1), A), Some((remote, Origin::Learned)));
+        assert_eq!(
+            p.fdb_get(Vni(1), B),
+            Some((FdbDest::Port(PortId(1)), Origin::Static))
+        );
+        p.fdb_flush(Vni(1), FlushScope::All).unwrap();
+        let (mut changed, _) = drain(&mut p);
+        changed.sort();
+        assert_eq!(changed, vec![(Vni(1), A), (Vni(1), B)]);
+        // A network added later journals too.
+        p.add_network(NetworkSpec::new(Vni(2))).unwrap();
+        p.learn(Vni(2), A, remote, now).unwrap();
+        assert_eq!(drain(&mut p).0, vec![(Vni(2), A)]);
+    }
+
+    #[test]
+    fn journal_overflows_into_a_resync() {
+        let now = Instant::now();
+        let mut p = Pipeline::new(Limits::default());
+        let mut spec = NetworkSpec::new(Vni(1));
+        spec.max_learned = 1 << 16;
+        p.add_network(spec).unwrap();
+        p.set_fdb_journal(true);
+        let remote = FdbDest::Remote("192.0.2.1".parse().unwrap());
+        for i in 0..(crate::fdb::JOURNAL_CAP as u32 + 1) {
+            let [_, a, b, c] = i.to_be_bytes();
+            p.learn(Vni(1), Mac([2, 0, 0, a, b, c]), remote, now)
+                .unwrap();
+        }
+        assert_eq!(drain(&mut p), (vec![], vec![Vni(1)]));
+        assert_eq!(drain(&mut p), (vec![], vec![]));
+    }
+
+    #[test]
+    fn learning_follows_the_network() {
+        let now = Instant::now();
+        let mut p = Pipeline::new(Limits::default());
+        let mut spec = NetworkSpec::new(Vni(1));
+        spec.learning = false;
+        spec.max_learned = 1;
+        p.add_network(spec).unwrap();
+        let remote = FdbDest::Remote("192.0.2.1".parse().unwrap());
+        p.learn(Vni(1), A, remote, now).unwrap();
+        assert_eq!(p.fdb_get(Vni(1), A), None);
+        assert_eq!(
+            p.learn(Vni(9), A, remote, now),
+            Err(TableError::NoSuchNetwork(Vni(9)))
+        );
+        assert!(p.learn(Vni(1), Mac::BROADCAST, remote, now).is_err());
+    }
+}
