@@ -437,6 +437,9 @@ mod tests {
             let Some(rest) = line.strip_prefix("#define NVO_DROP_") else {
                 continue;
             };
+            if rest.starts_with("REASONS_H") {
+                continue; // the include guard
+            }
             let mut parts = rest.split_whitespace();
             let (Some(name), Some(code)) = (parts.next(), parts.next()) else {
                 panic!("unreadable line {line:?}");
