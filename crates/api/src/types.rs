@@ -18,8 +18,18 @@ pub struct NodeInfo {
     pub underlay_mtu: u16,
     /// Offloads the kernel accepted at start.
     pub offloads: Offloads,
+    /// The datapath forwarding this node's networks: `ebpf` or `userspace`.
+    #[serde(default = "userspace")]
+    pub datapath: String,
+    /// Why that one: the configuration, or what refused the other.
+    #[serde(default)]
+    pub datapath_reason: String,
     /// nvod's version.
     pub version: String,
+}
+
+fn userspace() -> String {
+    "userspace".to_owned()
 }
 
 /// Socket offloads in use.

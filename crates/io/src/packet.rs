@@ -49,6 +49,26 @@ impl PacketPort {
         Self::open_with(ifname, true)
     }
 
+    /// A port that only sends: bound with protocol 0, so the kernel queues it no frame at
+    /// all (an `ETH_P_ALL` socket is handed a clone of every frame on the interface, before tc
+    /// sees it). For an interface whose frames the kernel datapath (eBPF) takes: nvod still
+    /// delivers through it what its own pipeline forwards. With the virtio-net header when the
+    /// kernel offers it, so GSO frames go whole.
+    pub fn open_send_only(ifname: &str) -> io::Result<Self> {
+        let with_name =
+            |e: io::Error| io::Error::new(e.kind(), format!("packet port on {ifname}: {e}"));
+        let ifindex = sys::if_nametoindex(ifname).map_err(with_name)?;
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
+        let vnet = enable_vnet(fd.as_fd(), ifname);
+        sys::bind(fd.as_fd(), &RawAddr::link(ifindex, 0)).map_err(with_name)?;
+        Ok(PacketPort {
+            fd,
+            name: ifname.to_owned(),
+            ifindex,
+            vnet,
+        })
+    }
+
     /// As [`PacketPort::open`]; `vnet_hdr: false` never asks for the virtio-net header.
     pub fn open_with(ifname: &str, vnet_hdr: bool) -> io::Result<Self> {
         let with_name =

@@ -54,6 +54,14 @@ Configuration file (TOML, every key optional):
   stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
                                    1073741824; the least recently used frame is evicted first
   stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
+  datapath = \"auto\"                 which datapath forwards: \"ebpf\" (the kernel fast path:
+                                   tc eBPF programs on the ports and the locator's
+                                   interface; nvod refuses to start if the kernel refuses
+                                   them), \"userspace\" (nvod's own threads), or \"auto\"
+                                   (ebpf where it loads, else userspace, with one log line
+                                   saying why). Networks the kernel path cannot carry (STT,
+                                   L3 networks, IPv6 underlays, ...) run in userspace either
+                                   way; `nvo node` shows the choice and the reason
   [[profile]]                      a user-defined encapsulation profile (repeatable); the
                                    keys are those of POST /v1/profiles (docs/openapi.yaml),
                                    e.g. name, udp_port, template, vni, matches
@@ -115,6 +123,21 @@ pub struct Config {
     pub profiles: Vec<ProfileSpec>,
     /// The EVPN speaker's configuration from the file (used while state.json has none).
     pub bgp: Option<nvo_api::BgpConfig>,
+    /// Which datapath to run.
+    pub datapath: DatapathChoice,
+}
+
+/// The `datapath` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatapathChoice {
+    /// The kernel path where it loads, else userspace.
+    #[default]
+    Auto,
+    /// The kernel path, or no start.
+    Ebpf,
+    /// nvod's userspace path only.
+    Userspace,
 }
 
 /// Default bytes of STT frames in reassembly.
@@ -145,6 +168,7 @@ struct ConfigFile {
     #[serde(default)]
     profile: Vec<ProfileSpec>,
     bgp: Option<nvo_api::BgpConfig>,
+    datapath: Option<DatapathChoice>,
 }
 
 /// Why the configuration cannot be used.
@@ -365,6 +389,7 @@ fn resolve(
         stt_reassembly,
         profiles: file.profile,
         bgp: file.bgp,
+        datapath: file.datapath.unwrap_or_default(),
     })
 }
 

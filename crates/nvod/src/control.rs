@@ -137,6 +137,8 @@ pub struct Control {
     evpn: Option<crate::evpn::Handle>,
     /// The VXLAN networks, for the EVPN speaker.
     evpn_networks: tokio::sync::watch::Sender<crate::evpn::Networks>,
+    /// Which datapath forwards, and why (`GET /v1/node`).
+    path: crate::datapath::kernel::Choice,
 }
 
 impl Control {
@@ -161,7 +163,16 @@ impl Control {
             next_probe: 0,
             evpn: None,
             evpn_networks: tokio::sync::watch::channel(Default::default()).0,
+            path: crate::datapath::kernel::Choice {
+                datapath: "userspace",
+                reason: String::new(),
+            },
         }
+    }
+
+    /// Records which datapath the datapath thread runs, for `GET /v1/node`.
+    pub fn set_path(&mut self, choice: crate::datapath::kernel::Choice) {
+        self.path = choice;
     }
 
     /// Applies the loaded desired state to the (empty) datapath at start: networks with their
@@ -249,6 +260,8 @@ impl Control {
             vxlan_port: self.config.vxlan_port,
             underlay_mtu: self.config.underlay_mtu,
             offloads: self.offloads,
+            datapath: self.path.datapath.to_owned(),
+            datapath_reason: self.path.reason.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
     }

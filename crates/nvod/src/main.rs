@@ -77,6 +77,8 @@ fn run(config: Config) -> Result<(), String> {
     let state = store.load().map_err(|e| e.to_string())?;
     let datapath = datapath::start(&config).map_err(|e| e.to_string())?;
     let offloads = datapath.offloads;
+    let choice = datapath.choice.clone();
+    log::info!("datapath: {} ({})", choice.datapath, choice.reason);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -84,6 +86,7 @@ fn run(config: Config) -> Result<(), String> {
     let handle = datapath.handle.clone();
     let result = runtime.block_on(async {
         let mut control = Control::new(config.clone(), offloads, store, state, handle);
+        control.set_path(choice);
         control.restore().await.map_err(|f| f.message)?;
         control.start_evpn();
         serve(&config, control, offloads).await

@@ -77,6 +77,11 @@ pub enum LabCmd {
         /// On failure, leave what was built in place (for a look; `nvo lab down` removes it).
         #[arg(long)]
         keep_on_failure: bool,
+        /// The datapath of every nvo host whose `nvod:` does not choose one: auto, ebpf or
+        /// userspace (default: the NVO_LAB_DATAPATH environment variable, else nvod's own
+        /// default, auto).
+        #[arg(long, value_name = "auto|ebpf|userspace")]
+        datapath: Option<String>,
     },
     /// Remove a lab: stop its processes (SIGTERM, SIGKILL after 2 s), delete its namespaces and
     /// its run directory. Works on half-built labs and labs whose nvod died.
@@ -124,11 +129,14 @@ pub fn run(cmd: LabCmd, format: Format) -> Result<ExitCode, CliError> {
             file,
             nvod,
             keep_on_failure,
+            datapath,
         } => {
+            let datapath = datapath.or_else(|| std::env::var("NVO_LAB_DATAPATH").ok());
             let record = up::up(&up::UpOptions {
                 file,
                 nvod,
                 keep_on_failure,
+                datapath,
             })?;
             let lab = status::lab_status(&record);
             match format {

@@ -43,6 +43,8 @@ pub fn node(n: &NodeInfo) -> Table {
                 offloads.join(" ")
             },
         ),
+        ("datapath", n.datapath.clone()),
+        ("datapath_reason", n.datapath_reason.clone()),
         ("version", n.version.clone()),
     ])
 }
@@ -698,11 +700,14 @@ mod tests {
                 gro: true,
                 gso: false,
             },
+            datapath: "ebpf".into(),
+            datapath_reason: "configured: datapath = \"ebpf\"".into(),
             version: "0.1.0".into(),
         };
         let text = node(&n).to_string();
-        assert!(text.contains("locator       10.100.0.1\n"), "{text}");
-        assert!(text.contains("offloads      gro\n"), "{text}");
+        assert!(text.contains("locator          10.100.0.1\n"), "{text}");
+        assert!(text.contains("offloads         gro\n"), "{text}");
+        assert!(text.contains("datapath         ebpf\n"), "{text}");
         let p = Port {
             name: "c-red1".into(),
             vni: 100,

@@ -143,7 +143,12 @@ pub struct NvodExtras {
     pub udp_gro: Option<bool>,
     /// UDP GSO on nvod's underlay sockets (false turns it off).
     pub udp_gso: Option<bool>,
+    /// The datapath: auto, ebpf or userspace.
+    pub datapath: Option<String>,
 }
+
+/// The values of `nvod.datapath` (and `nvo lab up --datapath`).
+pub const DATAPATHS: [&str; 3] = ["auto", "ebpf", "userspace"];
 
 impl NvodExtras {
     /// Whether no key is set.
@@ -181,6 +186,13 @@ impl NvodExtras {
         if let Some(t) = self.stt_reassembly_timeout_s {
             if !(1..=3600).contains(&t) {
                 return at("stt_reassembly_timeout_s", t, "1..=3600");
+            }
+        }
+        if let Some(d) = &self.datapath {
+            if !DATAPATHS.contains(&d.as_str()) {
+                return Err(format!(
+                    "host {host}: nvod.datapath {d:?} is none of auto, ebpf, userspace"
+                ));
             }
         }
         Ok(())

@@ -53,6 +53,8 @@ pub struct UpOptions {
     pub nvod: Option<PathBuf>,
     /// Leave a half-built lab in place on failure.
     pub keep_on_failure: bool,
+    /// The datapath of nvo hosts whose topology does not choose one.
+    pub datapath: Option<String>,
 }
 
 /// Reads, checks and plans a topology file.
@@ -72,7 +74,19 @@ pub fn load(file: &Path) -> Result<(Topology, Plan), LabError> {
 
 /// Builds the lab; returns its record.
 pub fn up(opts: &UpOptions) -> Result<LabRecord, LabError> {
-    let (topo, plan) = load(&opts.file)?;
+    let (topo, mut plan) = load(&opts.file)?;
+    if let Some(d) = &opts.datapath {
+        if !super::topology::DATAPATHS.contains(&d.as_str()) {
+            return Err(TopologyError::Invalid {
+                file: opts.file.display().to_string(),
+                message: format!("--datapath {d:?}: use auto, ebpf or userspace"),
+            }
+            .into());
+        }
+        for h in &mut plan.hosts {
+            h.nvod.datapath.get_or_insert_with(|| d.clone());
+        }
+    }
     preflight(&plan)?;
     let nvod = if plan.hosts.iter().any(|h| h.kind == HostKind::Nvo) {
         Some(find_nvod(opts.nvod.as_deref())?)
@@ -272,6 +286,7 @@ fn nvod_extras(x: &NvodExtras) -> String {
             .map(|v| format!("stt_reassembly_timeout_s = {v}")),
         x.udp_gro.map(|v| format!("udp_gro = {v}")),
         x.udp_gso.map(|v| format!("udp_gso = {v}")),
+        x.datapath.as_ref().map(|v| format!("datapath = \"{v}\"")),
     ];
     lines.into_iter().flatten().map(|l| l + "\n").collect()
 }

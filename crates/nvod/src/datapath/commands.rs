@@ -135,11 +135,17 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         Command::PortsUp => {
             Reply::PortsUp(core.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
         }
-        Command::Counters => Reply::Counters(
-            Box::new(pipeline.counters()),
-            core.underlays.stats(),
-            fwd.reassembler.counters(),
-        ),
+        Command::Counters => {
+            let mut counters = pipeline.counters();
+            if let Some(k) = &core.kernel {
+                k.add_counters(&mut counters);
+            }
+            Reply::Counters(
+                Box::new(counters),
+                core.underlays.stats(),
+                fwd.reassembler.counters(),
+            )
+        }
         Command::AddProfile(profile) => {
             core.engine.add_profile(*profile)?;
             Reply::Done
@@ -276,7 +282,14 @@ fn add_port(
     offloads: nvo_api::PortOffloads,
     must_open: bool,
 ) -> Result<(), DatapathError> {
-    let io = match ports::open(&name, kind, &offloads) {
+    // A veth of a network the kernel datapath runs: its frames are the kernel's.
+    let kernel = kind == PortKindState::Veth
+        && fwd.kernel.as_ref().is_some_and(|k| {
+            fwd.pipeline
+                .network(vni)
+                .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
+        });
+    let io = match ports::open(&name, kind, &offloads, kernel) {
         Ok(io) => Some(io),
         Err(e) if must_open => return Err(open_error(name, kind, e)),
         Err(e) => {
@@ -292,6 +305,7 @@ fn add_port(
         vni,
         large: offloads.large_frames.unwrap_or(true),
         offloads,
+        kernel,
         io,
     });
     Ok(())

@@ -73,6 +73,8 @@ pub struct Core {
     pub(super) relay_buf: Vec<u8>,
     /// Where GSO frames are cut into segments for profiles that need them.
     finish_scratch: Vec<u8>,
+    /// The kernel datapath, when it runs: the maps mirroring the tables above.
+    pub kernel: Option<nvo_ebpf::Mirror>,
 }
 
 /// The forwarder: the core and the STT reassembler.
@@ -112,6 +114,7 @@ impl Forwarder {
                 stt_frame: Vec::with_capacity(usize::from(u16::MAX)),
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
+                kernel: None,
             },
             reassembler,
         }
@@ -362,7 +365,7 @@ impl Core {
     /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished
     /// (segmented, checksums completed) in software first; each segment goes from `offset`
     /// (0 for a frame, the L3 header for an L3 network's packet).
-    fn encap_segments(
+    pub(super) fn encap_segments(
         &mut self,
         to: (IpAddr, Vni, u16, ProfileId),
         frame: &[u8],
@@ -387,7 +390,7 @@ impl Core {
     /// Queues `frame` for `remote` inside the profile's header, on the profile's socket. Only
     /// STT takes an unfinished frame (`meta`): its header tells the receiver what is left.
     /// `inner_is_ip`: `frame` is an L3 network's IP packet, not an Ethernet frame.
-    fn encap(
+    pub(super) fn encap(
         &mut self,
         (remote, vni, entropy, profile): (IpAddr, Vni, u16, ProfileId),
         frame: &[u8],

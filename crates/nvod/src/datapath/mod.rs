@@ -20,6 +20,7 @@
 mod commands;
 mod forward;
 mod groups;
+pub mod kernel;
 mod overlay;
 mod ports;
 pub mod probe;
@@ -73,6 +74,9 @@ pub enum StartError {
     /// The eventfd or the thread could not be created.
     #[error("cannot start the datapath thread: {0}")]
     Thread(io::Error),
+    /// `datapath = "ebpf"` and the kernel refused the programs.
+    #[error(transparent)]
+    Kernel(#[from] kernel::Refused),
 }
 
 /// A running datapath.
@@ -82,6 +86,8 @@ pub struct Started {
     pub handle: Datapath,
     /// Offloads the underlay sockets got.
     pub offloads: nvo_api::Offloads,
+    /// Which datapath forwards, and why.
+    pub choice: kernel::Choice,
     thread: JoinHandle<()>,
 }
 
@@ -137,7 +143,7 @@ pub fn start(config: &Config) -> Result<Started, StartError> {
         config.entropy_ports,
         config.outer,
     );
-    let fwd = Forwarder::new(
+    let mut fwd = Forwarder::new(
         Pipeline::new(Limits::default()),
         underlays,
         Engine::new(Default::default()),
@@ -145,16 +151,46 @@ pub fn start(config: &Config) -> Result<Started, StartError> {
         config.underlay_mtu,
         OverlayTables::new(NodeId(config.node_id), OverlayLimits::default()),
     );
+    // The kernel path is loaded on the datapath thread, which owns it (its maps and rings are
+    // that thread's); the thread says how it went before it starts looping.
+    let (chosen, choice) = std::sync::mpsc::sync_channel(1);
+    let config = config.clone();
     let thread = std::thread::Builder::new()
         .name("nvod-datapath".to_owned())
-        .spawn(move || Loop::new(fwd, commands, wake).run())
+        .spawn(move || {
+            let kernel = kernel::start(&config, &fwd.core);
+            let (mirror, made) = match kernel {
+                Ok(k) => k,
+                Err(e) => {
+                    let _ = chosen.send(Err(e));
+                    return;
+                }
+            };
+            fwd.core.kernel = mirror;
+            let _ = chosen.send(Ok(made));
+            Loop::new(fwd, commands, wake).run()
+        })
         .map_err(StartError::Thread)?;
+    let choice = match choice.recv() {
+        Ok(Ok(choice)) => choice,
+        Ok(Err(refused)) => {
+            let _ = thread.join();
+            return Err(refused.into());
+        }
+        Err(_) => {
+            let _ = thread.join();
+            return Err(StartError::Thread(io::Error::other(
+                "the datapath thread died at start",
+            )));
+        }
+    };
     Ok(Started {
         handle,
         offloads: nvo_api::Offloads {
             gro: offloads.gro,
             gso: offloads.gso,
         },
+        choice,
         thread,
     })
 }
@@ -175,6 +211,8 @@ struct Loop {
     polled_groups: usize,
     /// Position in the port list of each polled port, in poll order after the groups.
     polled_ports: Vec<usize>,
+    /// Whether the kernel path's two rings follow the ports in the poll set.
+    polled_kernel: bool,
     recv: RecvBatch,
     /// Raw sockets' batch: an IP datagram can be 64 KiB (GRO-coalesced or reassembled).
     raw_recv: RecvBatch,
@@ -200,6 +238,7 @@ impl Loop {
             polled_underlays: 0,
             polled_groups: 0,
             polled_ports: Vec::new(),
+            polled_kernel: false,
             recv,
             raw_recv: RecvBatch::new(BATCH, nvo_io::MAX_RAW_PACKET),
             frames: FrameBatch::default(),
@@ -236,6 +275,12 @@ impl Loop {
                     self.port(self.polled_ports[k], now);
                 }
             }
+            let first_ring = first_port + self.polled_ports.len();
+            if self.polled_kernel
+                && (self.poller.is_ready(first_ring) || self.poller.is_ready(first_ring + 1))
+            {
+                kernel::drain(&mut self.fwd, now);
+            }
             self.fwd.flush();
             if self.poller.is_ready(0) && !self.commands(now) {
                 return;
@@ -247,6 +292,10 @@ impl Loop {
                 self.fwd.reassembler.expire(now);
                 self.fwd.core.probes.expire(now);
                 self.fwd.core.ports.retry();
+                if let Some(k) = self.fwd.core.kernel.as_mut() {
+                    k.refresh_nexthops();
+                }
+                kernel::sync(&mut self.fwd.core, now);
                 self.next_tick = now + TICK;
             }
         }
@@ -279,10 +328,18 @@ impl Loop {
         }
         self.polled_ports.clear();
         for (at, port) in core.ports.iter().enumerate() {
-            if let Some(io) = &port.io {
+            // A port the kernel runs is only sent on: its socket never has anything to read.
+            if let (Some(io), false) = (&port.io, port.kernel) {
                 self.poller.add(io.as_fd());
                 self.polled_ports.push(at);
             }
+        }
+        self.polled_kernel = false;
+        if let Some(k) = &core.kernel {
+            for fd in k.fds() {
+                self.poller.add(fd);
+            }
+            self.polled_kernel = true;
         }
         self.polled = Some(self.generations());
     }
@@ -376,6 +433,9 @@ impl Loop {
                 return false;
             }
             let reply = commands::run(&mut self.fwd, request.command, now);
+            // The kernel's maps follow before the requester hears back: once a change is
+            // acknowledged, both datapaths forward by it.
+            kernel::sync(&mut self.fwd.core, now);
             // The requester may have gone (its connection closed); the change stands anyway,
             // as it is already in the state file.
             let _ = request.reply.send(reply);

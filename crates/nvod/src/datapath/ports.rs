@@ -29,6 +29,8 @@ pub struct Port {
     pub large: bool,
     /// The interface offloads to set when it is opened.
     pub offloads: nvo_api::PortOffloads,
+    /// The kernel datapath takes its frames: nvod only sends on it (never polled).
+    pub kernel: bool,
     /// The open interface; `None` while it is down.
     pub io: Option<Box<dyn FramePort + Send>>,
 }
@@ -52,13 +54,16 @@ fn ifindex(name: &str) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Opens (veth) or creates (tap) the interface of a port, and sets the offloads asked for.
+/// Opens (veth) or creates (tap) the interface of a port, and sets the offloads asked for. A
+/// veth the kernel datapath runs (`kernel`) is opened to send only.
 pub fn open(
     name: &str,
     kind: PortKindState,
     offloads: &nvo_api::PortOffloads,
+    kernel: bool,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
+        PortKindState::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
         PortKindState::Veth => Box::new(PacketPort::open(name)?),
         PortKindState::Tap => Box::new(TapPort::create(name, true)?),
     };
@@ -147,6 +152,20 @@ impl Ports {
         }
     }
 
+    /// What the kernel datapath needs to know of every port.
+    pub fn infos(&self) -> Vec<nvo_ebpf::PortInfo> {
+        self.list
+            .iter()
+            .map(|p| nvo_ebpf::PortInfo {
+                id: p.id,
+                vni: p.vni,
+                name: p.name.clone(),
+                ifindex: p.io.as_ref().map(|io| io.ifindex()),
+                veth: p.kind == PortKindState::Veth,
+            })
+            .collect()
+    }
+
     /// Whether the port at position `at` keeps TSO/GSO frames whole.
     pub fn large_at(&self, at: usize) -> bool {
         self.list.get(at).is_some_and(|p| p.large)
@@ -178,7 +197,7 @@ impl Ports {
     pub fn retry(&mut self) {
         let mut changed = false;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
-            if let Ok(io) = open(&port.name, port.kind, &port.offloads) {
+            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel) {
                 log::info!("port {} (network {}) is up", port.name, port.vni);
                 port.io = Some(io);
                 changed = true;
