@@ -475,6 +475,7 @@ mod tests {
             stt_reassembly: Default::default(),
             profiles: Vec::new(),
             bgp: None,
+            datapath: Default::default(),
         }
     }
 
