@@ -13,6 +13,8 @@
 #ifndef NVO_LEARN_H
 #define NVO_LEARN_H
 
+#define NVO_EVPN_REPORT_NS 1000000000ULL
+
 static __always_inline void report(__u32 vni, const __u8 *mac, __u8 dest, __u32 port_id,
 				   __u32 remote)
 {
@@ -48,8 +50,10 @@ static __always_inline void learn(const struct nvo_network *net, __u32 vni, cons
 		if (e->origin == NVO_ORIGIN_STATIC)
 			return;
 		if (e->origin == NVO_ORIGIN_EVPN) {
-			/* Only a local port overrides the control plane (the pipeline's rule). */
-			if (dest == NVO_DEST_PORT && now - e->reported_ns >= net->refresh_ns) {
+			/* Only a local port overrides the control plane (the pipeline's rule): the
+			 * MAC moved here. Reported at once (nvod writes EVPN entries with
+			 * reported_ns 0), then at most once a second while nvod decides. */
+			if (dest == NVO_DEST_PORT && now - e->reported_ns >= NVO_EVPN_REPORT_NS) {
 				e->reported_ns = now;
 				report(vni, mac, dest, port_id, remote);
 			}

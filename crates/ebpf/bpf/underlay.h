@@ -73,7 +73,6 @@ struct decap {
 	__u32 vni;
 	int ethernet;     /* the payload is an Ethernet frame */
 	int dont_learn;
-	int kernel_ok;    /* the profile's kernel match holds (or it has none) */
 };
 
 struct decap_ctx {
@@ -84,6 +83,7 @@ struct decap_ctx {
 	int shorted;
 	int error;        /* DECAP_*, set when a matching profile fails the packet at once */
 	int found;
+	int pass;         /* a matching profile leaves this packet to nvod */
 };
 
 /* One profile of the transport's order: Engine::decap's loop body. */
@@ -110,6 +110,12 @@ static long decap_profile_cb(__u32 i, void *data)
 		return 0;
 	}
 	c->matched = 1;
+	if ((p->flags & NVO_PROF_KERNEL_MATCH) && match_test(&p->kernel, h) != MATCH_HOLDS) {
+		/* The profile's packets of this kind are nvod's whatever their key (the overlay's
+		 * node-routed packets: nvod relays or delivers them). */
+		c->pass = 1;
+		return 1;
+	}
 	__u32 hl = p->min_len;
 	if (p->flags & NVO_PROF_LEN_FIELD) {
 		__u32 off = p->len_offset;
@@ -164,7 +170,6 @@ static long decap_profile_cb(__u32 i, void *data)
 	c->d->vni = t->vni;
 	c->d->ethernet = ethernet;
 	c->d->dont_learn = (p->flags & NVO_PROF_DONT_LEARN) && match_test(&p->dont_learn, h) == MATCH_HOLDS;
-	c->d->kernel_ok = !(p->flags & NVO_PROF_KERNEL_MATCH) || match_test(&p->kernel, h) == MATCH_HOLDS;
 	return 1;
 }
 
@@ -194,6 +199,19 @@ static __always_inline int decap_strip(struct __sk_buff *skb, __u32 inner_off, c
 	if (bpf_skb_adjust_room(skb, -(__s32)inner_off, BPF_ADJ_ROOM_MAC, flags))
 		return -1;
 	return bpf_skb_store_bytes(skb, 0, inner_eth, ETH_HLEN, 0) ? -1 : 0;
+}
+
+/* Whether a GSO packet carries one inner frame (a TSO frame tunnelled whole, whose IP length
+ * covers the rest of the packet) rather than several datagrams, each with a tunnel header. */
+static __always_inline int one_frame(struct __sk_buff *skb, __u32 inner_off, __u16 inner_type)
+{
+	__u16 len;
+	__u32 rest = skb->len - inner_off;
+	if (inner_type == ETH_P_IP)
+		return !load_be16(skb, inner_off + ETH_HLEN + 2, &len) && ETH_HLEN + len == rest;
+	if (inner_type == ETH_P_IPV6)
+		return !load_be16(skb, inner_off + ETH_HLEN + 4, &len) && ETH_HLEN + 40 + len == rest;
+	return 0;
 }
 
 static __always_inline int underlay_in(struct __sk_buff *skb)
@@ -248,6 +266,12 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	__u32 count = tr->count < NVO_MAX_ORDER ? tr->count : NVO_MAX_ORDER;
 	bpf_loop(count, decap_profile_cb, &c, 0);
 	struct nvo_node_counters *nc = node_count();
+	if (c.pass) {
+		if (nc)
+			nc->passed += 1;
+		set_verdict(skb, NVO_VERDICT_PASS, 0, 0);
+		return TC_ACT_OK;
+	}
 	if (!c.found) {
 		int error = c.error ? c.error
 				    : c.matched ? DECAP_UNKNOWN_KEY
@@ -277,8 +301,10 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	}
 	/* nvod's: relays, userspace networks, overlay packets routed by node, a frame too short
 	 * for adjust_room to leave (it keeps at least an IPv4 header's worth), floods to more
-	 * ports than the kernel replicates to. */
-	if (!net || !d.kernel_ok ||
+	 * ports than the kernel replicates to, and a GSO packet that is not one tunnelled frame
+	 * (several datagrams sent at once with UDP GSO, which a veth hands on unsegmented): the
+	 * host stack cuts that into its datagrams for nvod's socket. */
+	if (!net || (skb->gso_size && !one_frame(skb, inner_off, inner_type)) ||
 	    (inner_ok && skb->len - inner_off - ETH_HLEN < 20) ||
 	    (inner_ok && !dst && net->port_count > NVO_MAX_NET_PORTS)) {
 		if (nc)

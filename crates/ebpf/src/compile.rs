@@ -202,8 +202,12 @@ const fn nvo_wire_gre() -> u8 {
     47
 }
 
-/// The header template of `bytes` for profile `p`.
-pub fn tmpl(p: &Profile, bytes: &[u8]) -> layout::Tmpl {
+/// The UDP port the engine names VXLAN's transport by, whatever port VXLAN uses on the wire.
+pub const ENGINE_VXLAN_PORT: u16 = 4789;
+
+/// The header template of `bytes` for profile `p`; VXLAN's transport goes to `vxlan_port` (the
+/// node's `vxlan_port`: 8472 talks to kernels of the old default).
+pub fn tmpl(p: &Profile, bytes: &[u8], vxlan_port: u16) -> layout::Tmpl {
     let mut t = layout::Tmpl {
         len: bytes.len().min(layout::MAX_TMPL) as u8,
         ..Default::default()
@@ -217,7 +221,11 @@ pub fn tmpl(p: &Profile, bytes: &[u8]) -> layout::Tmpl {
     match p.transport {
         Transport::Udp(port) => {
             t.transport = layout::TRANSPORT_UDP;
-            t.port = port;
+            t.port = if port == ENGINE_VXLAN_PORT {
+                vxlan_port
+            } else {
+                port
+            };
         }
         Transport::Ip(proto) => {
             t.transport = layout::TRANSPORT_IP;
@@ -268,7 +276,12 @@ pub fn network_supported(
 }
 
 /// The network entry of a kernel network (slot, counts and port list are the caller's).
-pub fn network(engine: &Engine, view: &NetworkView, slot: u32) -> Option<layout::Network> {
+pub fn network(
+    engine: &Engine,
+    view: &NetworkView,
+    slot: u32,
+    vxlan_port: u16,
+) -> Option<layout::Network> {
     let id = ProfileId(view.profile.0);
     let p = engine.profile(id)?;
     let bytes = engine.template_bytes(id, view.vni.0, None).ok()?;
@@ -297,7 +310,7 @@ pub fn network(engine: &Engine, view: &NetworkView, slot: u32) -> Option<layout:
         port_count: 0,
         group,
         refresh_ns: refresh(view.ageing),
-        tmpl: tmpl(p, &bytes),
+        tmpl: tmpl(p, &bytes, vxlan_port),
     })
 }
 
@@ -351,13 +364,13 @@ mod tests {
         );
         assert_eq!((r.key_offset, r.key_len, r.min_len), (4, 3, 8));
         assert_eq!(r.payload_ethernet, 1);
-        let t = tmpl(&p, &p.template);
+        let t = tmpl(&p, &p.template, 4789);
         assert_eq!(
             (t.len, t.transport, t.port, t.entropy_len),
             (8, layout::TRANSPORT_UDP, 4789, 0)
         );
         let nvgre = builtin::nvgre_profile();
-        let t = tmpl(&nvgre, &nvgre.template);
+        let t = tmpl(&nvgre, &nvgre.template, 4789);
         assert_eq!(
             (t.transport, t.protocol, t.entropy_off, t.entropy_len),
             (layout::TRANSPORT_IP, 47, 7, 1)

@@ -51,10 +51,11 @@ pub struct PortInfo {
 /// What the programs need to know of the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSettings {
-    /// The IPv4 locator.
-    pub locator: Ipv4Addr,
-    /// Its interface.
-    pub underlay: Interface,
+    /// The locator. With an IPv6 one every network runs on the userspace path (the programs
+    /// build IPv4 outer headers) and the underlay program is not attached.
+    pub locator: IpAddr,
+    /// The locator's interface (an IPv4 locator's).
+    pub underlay: Option<Interface>,
     /// The UDP port VXLAN uses on the wire (the engine's VXLAN transport is UDP 4789).
     pub vxlan_port: u16,
     /// Outer source ports, indexed by entropy modulo their number (nvod's UDP socket's).
@@ -231,20 +232,31 @@ impl Mirror {
             settings.source_ports.clone()
         };
         let n = ports.len().min(layout::MAX_ENTROPY);
+        let locator = match settings.locator {
+            IpAddr::V4(v4) => v4.octets(),
+            IpAddr::V6(_) => [0; 4],
+        };
+        let (underlay_ifindex, underlay_mac) = settings
+            .underlay
+            .as_ref()
+            .map_or((0, [0; 6]), |u| (u.ifindex, u.mac));
         let config = layout::Config {
-            underlay_ifindex: settings.underlay.ifindex,
-            locator: settings.locator.octets(),
+            underlay_ifindex,
+            locator,
             flags,
             entropy_ports: n as u16,
             ttl: settings.ttl,
             tos: settings.tos,
             multicast_ttl: settings.multicast_ttl,
-            underlay_mac: settings.underlay.mac,
+            underlay_mac,
             pad: 0,
         };
         let err = |reason: String| AttachError {
             program: crate::kernel::UNDERLAY_PROGRAM,
-            interface: settings.underlay.name.clone(),
+            interface: settings
+                .underlay
+                .as_ref()
+                .map_or_else(String::new, |u| u.name.clone()),
             reason,
         };
         for (i, &p) in ports.iter().take(n).enumerate() {
@@ -259,7 +271,9 @@ impl Mirror {
             .config
             .set(0, config, 0)
             .map_err(|e| err(format!("config map: {e}")))?;
-        kernel.attach_underlay(&settings.underlay.name, settings.underlay.ifindex)?;
+        if let (Some(u), IpAddr::V4(_)) = (&settings.underlay, settings.locator) {
+            kernel.attach_underlay(&u.name, u.ifindex)?;
+        }
         Ok(Mirror {
             kernel,
             settings,
@@ -302,7 +316,7 @@ impl Mirror {
 
     /// Whether network `view` runs in the kernel, or why not.
     pub fn mode(&self, engine: &Engine, view: &NetworkView) -> Result<(), Unsupported> {
-        compile::network_supported(engine, view, IpAddr::V4(self.settings.locator))
+        compile::network_supported(engine, view, self.settings.locator)
     }
 
     /// The decision last made for network `vni`, if it was seen.
@@ -423,7 +437,7 @@ impl Mirror {
                 continue;
             }
             let (key, flags) = match transport {
-                Transport::Udp(port) if port == nvo_vxlan_port() => (
+                Transport::Udp(port) if port == compile::ENGINE_VXLAN_PORT => (
                     layout::TransportKey {
                         kind: layout::TRANSPORT_UDP,
                         pad: 0,
@@ -484,7 +498,8 @@ impl Mirror {
             if fresh {
                 self.zero_net_counters(slot);
             }
-            let Some(mut net) = compile::network(engine, view, slot) else {
+            let Some(mut net) = compile::network(engine, view, slot, self.settings.vxlan_port)
+            else {
                 continue;
             };
             for (i, port) in view.ports.iter().enumerate() {
@@ -527,7 +542,7 @@ impl Mirror {
                         vni: vni.0,
                         addr: layout::Remote::v4(r).addr,
                     };
-                    remote_tmpl.insert(key, compile::tmpl(p, &bytes));
+                    remote_tmpl.insert(key, compile::tmpl(p, &bytes, self.settings.vxlan_port));
                 }
             }
             networks.insert(vni.0, net);
@@ -684,7 +699,9 @@ impl Mirror {
                 Origin::Learned => layout::ORIGIN_LEARNED,
                 Origin::Evpn => layout::ORIGIN_EVPN,
             },
-            reported_ns: now_ns,
+            // A learned entry was just reported (it came from the pipeline); an EVPN entry
+            // seen on a local port must be reported at once (the MAC moved here).
+            reported_ns: if origin == Origin::Learned { now_ns } else { 0 },
             ..Default::default()
         };
         match dest {
@@ -1024,11 +1041,6 @@ fn add_node(t: &mut layout::NodeCounters, v: &layout::NodeCounters) {
     t.punt_lost += v.punt_lost;
     t.events_lost += v.events_lost;
     t.passed += v.passed;
-}
-
-/// The engine's VXLAN transport port (UDP 4789, whatever port VXLAN uses on the wire).
-fn nvo_vxlan_port() -> u16 {
-    4789
 }
 
 /// The first entropy source port, when nvod gives none.

@@ -12,7 +12,8 @@
 //!    keeps them out of the others). Unless the topology sets a network's MTU, nvod picks it
 //!    from the profile's overhead, and the MTU it answers with is the one its containers get;
 //! 6. the containers: namespace, veth pair (eth0 inside with its MAC, addresses and the
-//!    network's MTU on that host; checksum offload off on kernel hosts), and the host end
+//!    network's MTU on that host; offloads left as they are — a fair baseline for kernel hosts,
+//!    and nvod completes the checksums such containers leave), and the host end
 //!    attached as a port (nvo) or to the bridge (kernel).
 //!
 //! Each namespace and process goes into lab.json as it is made. On failure `up` removes what it
@@ -459,14 +460,6 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
     ip(ns, &format!("addr add {} dev eth0", c.ip))?;
     if let Some(v6) = c.ipv6 {
         ip(ns, &format!("addr add {v6} dev eth0 nodad"))?;
-    }
-    if host.kind == HostKind::Kernel {
-        // With transmit checksum offload a veth hands TCP and UDP frames on with the checksum
-        // left for "hardware" to fill in, and the kernel's VXLAN device tunnels them that way:
-        // an nvod at the far end reads the inner frame from a UDP socket with no sign that the
-        // checksum is partial, and its container drops the frame. nvod's own ports need no such
-        // help: nvo-io reads them with PACKET_VNET_HDR and completes the checksums.
-        exec_in(ns, "ethtool -K eth0 tx off")?;
     }
     ip(ns, "link set eth0 up")?;
     match host.kind {

@@ -136,8 +136,8 @@ impl Fixture {
         let sizes = Sizes::from_limits(&Limits::default(), &Default::default(), 1 << 16);
         let kernel = Kernel::load(&sizes).unwrap_or_else(|e| panic!("{e}"));
         let settings = NodeSettings {
-            locator: LOCATOR,
-            underlay,
+            locator: IpAddr::V4(LOCATOR),
+            underlay: Some(underlay),
             vxlan_port: 4789,
             source_ports: (0..SOURCE_PORTS).map(|i| 49152 + i).collect(),
             ttl: 64,

@@ -231,7 +231,7 @@ impl Core {
         let meta = if transport == STT {
             stt_delivery_meta(packet, inner.len())
         } else {
-            FrameMeta::COMPLETE
+            super::csum::received_meta(inner)
         };
         self.perform(inner, &meta);
     }

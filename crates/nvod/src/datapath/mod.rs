@@ -18,6 +18,7 @@
 //! of its networks (see `groups`).
 
 mod commands;
+mod csum;
 mod forward;
 mod groups;
 pub mod kernel;
