@@ -5,7 +5,8 @@
 #   3. cargo fmt --check and cargo clippy -D warnings
 #   4. cargo test: unit, scapy vectors, tshark round trips, property tests, fuzz corpus replay,
 #      nvod and nvo-io tests in network namespaces
-#   5. end-to-end tests (tests/e2e, pytest): labs of namespaces with nvod and the kernel's VXLAN
+#   5. end-to-end tests (tests/e2e, pytest): labs of namespaces with nvod and the kernel's VXLAN,
+#      twice: every nvod on the kernel datapath (eBPF), then every nvod on the userspace one
 # Needs root: the namespace tests are part of the suite, not skipped.
 # Each step prints its name; the first failure stops the run and says which step broke.
 set -euo pipefail
@@ -47,15 +48,20 @@ if ! cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"; then
     fail "cargo test (see the failures above)"
 fi
 
-step "end-to-end tests (tests/e2e)"
 cargo build --workspace --bins --locked --quiet || fail "building nvo and nvod for the end-to-end tests"
 ip netns list | awk '{print $1}' | sort > "$tmp/netns.before"
-if ! /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider 2>&1 | tee "$tmp/e2e.log"; then
-    fail "end-to-end tests (see the failures above)"
-fi
-leftover=$(ip netns list | awk '{print $1}' | sort | comm -13 "$tmp/netns.before" - | tr '\n' ' ')
-[ -z "$leftover" ] || fail "namespaces left behind by the tests: $leftover"
+: > "$tmp/e2e.counts"
+for datapath in ebpf userspace; do
+    step "end-to-end tests (tests/e2e) with every nvod on the $datapath datapath"
+    # Hosts whose topology chooses a datapath keep it (tests/e2e/test_datapath.py mixes them).
+    if ! NVO_LAB_DATAPATH=$datapath /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider 2>&1 | tee "$tmp/e2e.$datapath.log"; then
+        fail "end-to-end tests on the $datapath datapath (see the failures above)"
+    fi
+    grep -Eo '[0-9]+ passed' "$tmp/e2e.$datapath.log" | tail -1 | awk '{print $1+0}' >> "$tmp/e2e.counts"
+    leftover=$(ip netns list | awk '{print $1}' | sort | comm -13 "$tmp/netns.before" - | tr '\n' ' ')
+    [ -z "$leftover" ] || fail "namespaces left behind by the tests ($datapath): $leftover"
+done
 
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$tmp/test.log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-e2e=$(grep -Eo '[0-9]+ passed' "$tmp/e2e.log" | tail -1 | awk '{print $1+0}')
+e2e=$(awk '{s+=$1} END {print s+0}' "$tmp/e2e.counts")
 printf '\nall steps passed\n%s passed, 0 failed\n' "$((passed + e2e))"

@@ -396,6 +396,7 @@ fn lab_up_and_down() {
         file,
         nvod,
         keep_on_failure,
+        datapath,
     }) = parse(&[
         "lab",
         "up",
@@ -403,11 +404,14 @@ fn lab_up_and_down() {
         "--nvod",
         "/x/nvod",
         "--keep-on-failure",
+        "--datapath",
+        "ebpf",
     ])
     .command
     else {
         panic!()
     };
+    assert_eq!(datapath.as_deref(), Some("ebpf"));
     assert_eq!(file, PathBuf::from("examples/lab/demo.yaml"));
     assert_eq!(nvod, Some(PathBuf::from("/x/nvod")));
     assert!(keep_on_failure);

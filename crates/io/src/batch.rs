@@ -139,6 +139,22 @@ impl RecvBatch {
         }
     }
 
+    /// Every buffer of the last receive whole, as (source, bytes, GRO segment size; 0 for a
+    /// plain datagram): for a caller that must look at a GRO buffer before splitting it. A
+    /// veth hands on a tunnel packet a kernel built as one GSO datagram (a whole TSO frame
+    /// behind one tunnel header); the socket reads it as one buffer whose "segment size" is
+    /// the inner frame's MSS, and splitting it would make garbage of it.
+    pub fn buffers(&self) -> impl Iterator<Item = (SocketAddr, &[u8], usize)> {
+        self.datagrams[..self.len]
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.len > 0)
+            .map(|(i, d)| {
+                let start = i * self.buf_len + d.start;
+                (d.src, &self.data[start..start + d.len], d.segment)
+            })
+    }
+
     /// Receives into the batch with one `recvmmsg(MSG_DONTWAIT)`; returns the number of
     /// datagrams (GRO segments counted one by one). Would-block is `Ok(0)`. `strip` says what
     /// precedes the payload in each buffer; it is skipped in place, not copied.

@@ -12,8 +12,9 @@
 //!    keeps them out of the others). Unless the topology sets a network's MTU, nvod picks it
 //!    from the profile's overhead, and the MTU it answers with is the one its containers get;
 //! 6. the containers: namespace, veth pair (eth0 inside with its MAC, addresses and the
-//!    network's MTU on that host; offloads left as they are — a fair baseline for kernel hosts,
-//!    and nvod completes the checksums such containers leave), and the host end
+//!    network's MTU on that host; offloads left on everywhere, so kernel hosts are the
+//!    kernel as users run it — a fair baseline — and nvod, on either datapath, takes the
+//!    whole TSO frames and partial checksums a veth carries from them), and the host end
 //!    attached as a port (nvo) or to the bridge (kernel).
 //!
 //! Each namespace and process goes into lab.json as it is made. On failure `up` removes what it
@@ -336,7 +337,7 @@ fn start_nvod(
     Ok(child)
 }
 
-fn wait_api(h: &HostPlan, child: &mut Child) -> Result<(), LabError> {
+fn wait_api(h: &HostPlan, child: &mut Child) -> Result<NodeInfo, LabError> {
     let client = Client::new(&h.socket);
     let deadline = Instant::now() + API_WAIT;
     let reason = loop {
@@ -344,7 +345,7 @@ fn wait_api(h: &HostPlan, child: &mut Child) -> Result<(), LabError> {
             break format!("exited ({status}) before its API answered");
         }
         match client.get::<NodeInfo>("/v1/node") {
-            Ok(_) => return Ok(()),
+            Ok(node) => return Ok(node),
             Err(e) if Instant::now() >= deadline => {
                 break format!("did not answer within {} s: {e}", API_WAIT.as_secs())
             }

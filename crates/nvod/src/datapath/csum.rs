@@ -100,6 +100,26 @@ fn partial_checksum(frame: &[u8], l4: usize, proto: u8, v4: bool, offset: usize)
     field == fold(pseudo) && fold(sum16(&segment[..len], pseudo)) != 0xffff
 }
 
+/// What a frame taken out of a tunnel longer than the network's `mtu` allows needs: to be cut
+/// into segments that fit it (a TSO frame tunnelled whole, whose MSS is not known here: the
+/// MTU's is the largest that fits), its checksum finished.
+pub fn large_frame_meta(frame: &[u8], mtu: u16) -> FrameMeta {
+    let Some((l4, proto, _)) = l4_of(frame) else {
+        return received_meta(frame);
+    };
+    let l4_len = match proto {
+        6 => frame.get(l4 + 12).map_or(20, |&o| usize::from(o >> 4) * 4),
+        17 => 8,
+        _ => return received_meta(frame),
+    };
+    let headers = (l4 - 14) + l4_len;
+    let size = usize::from(mtu).saturating_sub(headers);
+    if size == 0 || frame.len() <= l4 + l4_len + size {
+        return received_meta(frame);
+    }
+    punted_meta(frame, u16::try_from(size).unwrap_or(u16::MAX))
+}
+
 /// What a frame taken out of a tunnel needs: its checksum finished, if the sender left it.
 pub fn received_meta(frame: &[u8]) -> FrameMeta {
     punted_meta(frame, 0)

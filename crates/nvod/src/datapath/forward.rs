@@ -167,6 +167,74 @@ impl Forwarder {
     pub fn flush(&mut self) {
         self.core.flush();
     }
+
+    /// Whether a GRO buffer of the socket at `at` is one tunnel packet around one large frame
+    /// (a GSO datagram another kernel tunnelled whole) rather than datagrams to split: its
+    /// header decapsulates to a local network, and the inner IP packet's length covers the
+    /// rest of the buffer.
+    pub fn is_tunnelled_gso(&self, at: usize, buffer: &[u8]) -> bool {
+        let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
+            return false;
+        };
+        if transport == STT || transport == Transport::Udp(super::overlay::PORT) {
+            return false;
+        }
+        let Ok(decap) = self.core.engine.decap(transport, buffer) else {
+            return false;
+        };
+        if !matches!(
+            (decap.target, decap.payload),
+            (Target::Local { .. }, Payload::Ethernet)
+        ) {
+            return false;
+        }
+        let inner = buffer.get(decap.header_len..).unwrap_or_default();
+        let ip_len = match inner.get(12..14) {
+            Some([0x08, 0x00]) => inner
+                .get(16..18)
+                .map(|l| 14 + usize::from(u16::from_be_bytes([l[0], l[1]]))),
+            Some([0x86, 0xdd]) => inner
+                .get(18..20)
+                .map(|l| 54 + usize::from(u16::from_be_bytes([l[0], l[1]]))),
+            _ => None,
+        };
+        ip_len == Some(inner.len())
+    }
+
+    /// A tunnel packet around a large frame (see `is_tunnelled_gso`): decapsulated once, the
+    /// frame delivered whole with its segment size (`segment`, the inner MSS) so the port or
+    /// its kernel cuts it.
+    pub fn underlay_gso(
+        &mut self,
+        at: usize,
+        src: IpAddr,
+        buffer: &[u8],
+        segment: usize,
+        now: Instant,
+    ) {
+        let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
+            return;
+        };
+        let core = &mut self.core;
+        let Ok(decap) = core.engine.decap(transport, buffer) else {
+            return;
+        };
+        let Target::Local { vni } = decap.target else {
+            return;
+        };
+        let inner = buffer.get(decap.header_len..).unwrap_or_default();
+        let d = Decapsulated {
+            src,
+            vni: Vni(vni),
+            profile: ProfileTag(decap.profile.0),
+            dont_learn: decap.dont_learn,
+            src_node: None,
+        };
+        core.pipeline
+            .from_decapsulated(d, buffer.len(), inner, now, &mut core.actions);
+        let meta = super::csum::punted_meta(inner, u16::try_from(segment).unwrap_or(u16::MAX));
+        core.perform(inner, &meta);
+    }
 }
 
 impl Core {
@@ -230,6 +298,14 @@ impl Core {
         // delivered whole with that, and the port (or its kernel) finishes it.
         let meta = if transport == STT {
             stt_delivery_meta(packet, inner.len())
+        } else if inner.len() > usize::from(self.underlay_mtu) {
+            // A whole TSO frame another kernel tunnelled as one datagram (a veth carries it
+            // unsegmented): delivered as a GSO frame cut at the network's MTU.
+            let mtu = self
+                .pipeline
+                .network(Vni(vni))
+                .map_or(self.underlay_mtu, |n| n.mtu);
+            super::csum::large_frame_meta(inner, mtu)
         } else {
             super::csum::received_meta(inner)
         };

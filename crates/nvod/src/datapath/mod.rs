@@ -376,8 +376,18 @@ impl Loop {
                 }
             }
             let batch = if raw { &self.raw_recv } else { &self.recv };
-            for (src, payload) in batch.iter() {
-                self.fwd.underlay_packet(at, src.ip(), payload, now);
+            for (src, buffer, segment) in batch.buffers() {
+                if segment > 0 && buffer.len() > segment {
+                    if self.fwd.is_tunnelled_gso(at, buffer) {
+                        self.fwd.underlay_gso(at, src.ip(), buffer, segment, now);
+                        continue;
+                    }
+                    for datagram in buffer.chunks(segment) {
+                        self.fwd.underlay_packet(at, src.ip(), datagram, now);
+                    }
+                } else {
+                    self.fwd.underlay_packet(at, src.ip(), buffer, now);
+                }
             }
             self.fwd.flush();
         }

@@ -61,6 +61,13 @@ pub struct Nvod {
 impl Nvod {
     /// Writes a config in `dir` (extra TOML lines appended) and starts nvod in `netns`.
     pub fn start(netns: &str, dir: &Path, locator: &str, extra: &str) -> Nvod {
+        let mut nvod = Nvod::prepare(netns, dir, locator, extra);
+        nvod.spawn();
+        nvod
+    }
+
+    /// Writes the config; does not start nvod.
+    pub fn prepare(netns: &str, dir: &Path, locator: &str, extra: &str) -> Nvod {
         let socket = dir.join("nvod.sock");
         let state_dir = dir.join("state");
         let config = dir.join("nvod.toml");
@@ -73,7 +80,7 @@ impl Nvod {
             ),
         )
         .unwrap();
-        let mut nvod = Nvod {
+        Nvod {
             child: None,
             client: Client::new(&socket),
             socket,
@@ -81,34 +88,68 @@ impl Nvod {
             config,
             log: dir.join("nvod.log"),
             netns: netns.to_owned(),
-        };
-        nvod.spawn();
-        nvod
+        }
     }
 
     /// Starts (again) the process and waits until it answers.
     pub fn spawn(&mut self) {
+        self.spawn_under(&[]);
+    }
+
+    /// Starts nvod as `ip netns exec NS WRAPPER... nvod` (`setpriv` dropping capabilities,
+    /// say) and waits until it answers.
+    pub fn spawn_under(&mut self, wrapper: &[&str]) {
+        let child = self.launch(wrapper);
+        self.child = Some(child);
+        self.wait_answer();
+    }
+
+    /// Starts nvod under `wrapper` and waits for it to exit: its status and log, for a start
+    /// that must fail.
+    pub fn start_failing(
+        netns: &str,
+        dir: &Path,
+        locator: &str,
+        extra: &str,
+        wrapper: &[&str],
+    ) -> (std::process::ExitStatus, String) {
+        let mut nvod = Nvod::prepare(netns, dir, locator, extra);
+        let mut child = nvod.launch(wrapper);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return (status, nvod.log_text());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                nvod.child = None;
+                panic!("nvod did not exit:\n{}", nvod.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn launch(&mut self, wrapper: &[&str]) -> Child {
         assert!(self.child.is_none(), "nvod already running");
         let log = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .unwrap();
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.netns,
-                env!("CARGO_BIN_EXE_nvod"),
-                "--config",
-            ])
+        Command::new("ip")
+            .args(["netns", "exec", &self.netns])
+            .args(wrapper)
+            .args([env!("CARGO_BIN_EXE_nvod"), "--config"])
             .arg(&self.config)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .unwrap();
-        self.child = Some(child);
+            .unwrap()
+    }
+
+    fn wait_answer(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if self.client.get::<serde_json::Value>("/v1/node").is_ok() {
