@@ -1,9 +1,10 @@
 # nvo: the README commands and the benchmark harness. Every target needs root.
 #   make test        the whole test suite (scripts/test.sh)
 #   make demo        the README demo (scripts/demo.sh)
-#   make bench       quick benchmark: nvo against native routing, kernel VXLAN and Open vSwitch (~5 min)
+#   make bench       quick benchmark: nvo (eBPF and userspace datapaths) against native routing,
+#                    kernel VXLAN and Open vSwitch (~6 min)
 #   make bench-full  full benchmark: 5 repetitions, longer runs, 8 UDP payload sizes (~35 min)
-#   make bench-encaps   every encapsulation profile against native and kernel VXLAN (~10 min)
+#   make bench-encaps   every encapsulation profile, both datapaths, against native and kernel VXLAN (~16 min)
 #   make bench-offloads STT against VXLAN with TSO/GSO/GRO toggled, 5 repetitions (~5 min)
 #   make bench-relay    relaying on a middle host: nvo against the kernel's VXLAN + bridge (~12 min)
 #   make bench-evpn     EVPN control plane: 10k and 100k MAC routes via an FRR route reflector to

@@ -8,9 +8,10 @@
     bench/run.py --compare A.json B.json
 
 LIST is comma-separated scenario names or groups: `default` (native, kernel, ovs-afpacket,
-ovs-afxdp, nvo: what `make bench` runs), `encaps` (native, kernel and nvo with every Ethernet
-profile nvod ships: nvo, nvo-vxlan-gbp, nvo-vxlan-gpe, nvo-geneve, nvo-nvgre, nvo-overlay,
-nvo-stt), `all`. (`make bench` and `make bench-full`.) Needs root. One run:
+ovs-afxdp, nvo, nvo-ebpf: what `make bench` runs), `encaps` (native, kernel and nvo with every
+Ethernet profile nvod ships, on its userspace path — nvo, nvo-vxlan-gbp, nvo-vxlan-gpe,
+nvo-geneve, nvo-nvgre, nvo-overlay, nvo-stt — and on its kernel datapath — nvo-ebpf,
+nvo-ebpf-vxlan-gbp, ... nvo-ebpf-overlay), `all`. (`make bench` and `make bench-full`.) Needs root. One run:
 
 1. builds the release binaries (`cargo build --release --bins`: nvo, nvod, nvo-blast);
 2. builds every scenario from scratch on network namespaces (bench/nvobench/scenarios.py,
@@ -229,7 +230,7 @@ def measure_all(cfg, inv, env, scenarios, doc):
     for sc in live:
         if sc.key == "nvo":
             doc["nvod_memory"] = nvod_memory(sc, inv)
-        elif sc.key in encaps.KEYS:
+        elif sc.key in encaps.KEYS or sc.key.startswith("nvo"):
             doc.setdefault("nvod_memory_profiles", {})[sc.key] = nvod_memory(sc, inv)
         elif hasattr(sc, "hosts"):
             doc.setdefault("ovs_memory", {})[sc.key] = {
@@ -327,10 +328,12 @@ def summary_lines(doc):
     for m in mlist:
         r = doc["ratios"][m.key]
         lines.append(f"  {m.label:36} " + "  ".join(f"{cell(r.get(k)):>16}" for k in keys))
-    profiles = encaps.measured(doc)
-    if any(k != "nvo" for k in profiles):
-        for b in (b for b in encaps.BASES if doc["samples"].get(b)):
-            lines += ["", f"  each nvo profile ÷ {b}",
+    for fam in encaps.FAMILIES:
+        profiles = encaps.measured(doc, fam)
+        if not any(k != fam.base for k in profiles):
+            continue
+        for b in (b for b in fam.bases if doc["samples"].get(b)):
+            lines += ["", f"  each {fam.base} profile ÷ {b}",
                       f"  {'':36} " + "  ".join(f"{encaps.LABELS[k]:>9}" for k in profiles)]
             for m in mlist:
                 r = doc["ratios"][m.key]

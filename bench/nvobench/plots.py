@@ -10,7 +10,10 @@ median, its error bar the min..max of the repetitions.
 COLORS = {"native": "#7f7f7f", "kernel": "#1f77b4", "ovs-afpacket": "#2ca02c",
           "ovs-afxdp": "#9467bd", "nvo": "#ff7f0e", "nvo-vxlan-gbp": "#ffbb78",
           "nvo-vxlan-gpe": "#d62728", "nvo-geneve": "#8c564b", "nvo-nvgre": "#e377c2",
-          "nvo-overlay": "#bcbd22", "nvo-stt": "#17becf"}
+          "nvo-overlay": "#bcbd22", "nvo-stt": "#17becf", "nvo-ebpf": "#393b79",
+          "nvo-ebpf-vxlan-gbp": "#ff9896", "nvo-ebpf-vxlan-gpe": "#c49c94",
+          "nvo-ebpf-geneve": "#f7b6d2", "nvo-ebpf-nvgre": "#dbdb8d",
+          "nvo-ebpf-overlay": "#9edae5"}
 
 
 def available():

@@ -39,6 +39,10 @@ READING = [
     "runs beside the sender and loses what it cannot keep up with. Their containers have "
     "transmit checksum offload off (OVS's userspace datapath needs it; PEERS.md), which also "
     "turns off TSO: TCP then goes in MTU-sized segments, as it does for nvo.",
+    "- *nvo-ebpf* is nvod's kernel datapath: tc programs on the container veths and the "
+    "underlay encapsulate, decapsulate and redirect inside the same softirq as *native* and "
+    "*kernel*, so like them it runs at the sender's pace on the sender's CPU; nvod only keeps "
+    "the maps. Its containers keep their offloads (TSO, checksum offload) as the kernel's do.",
     "- CPU per Gbit and per packet count the whole machine (all CPUs, idle time excluded) "
     "during the run; when every CPU is saturated they come down to CPUs / throughput.",
 ]
@@ -247,7 +251,7 @@ def render(doc, image_prefix):
     out += ["", "## Scenarios", ""] + _scenarios(doc)
     out += ["", "Not measured in this run:", ""]
     absent = [] if any(k.startswith("ovs-") for k in doc["scenarios"]) else [OVS_ABSENT]
-    if not any(k != "nvo" for k in encaps.measured(doc)):
+    if not any(k not in ("nvo", "nvo-ebpf") for k in encaps.measured(doc)):
         absent.append(PROFILES_ABSENT)
     absent.append(OFFLOADS_ABSENT)
     out += [f"- {what}: {why}." for what, why in absent + NOT_MEASURED]

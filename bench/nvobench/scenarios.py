@@ -1,4 +1,4 @@
-"""The scenarios: one topology shape, five ways to carry the traffic.
+"""The scenarios: one topology shape, six ways to carry the traffic.
 
     c1 ──veth── h1 ──veth── [ul: bridge br0] ──veth── h2 ──veth── c2
    (client)   (host)             (underlay)           (host)     (server)
@@ -12,7 +12,10 @@ Every box is a network namespace; c1 talks to c2. What the hosts do with the fra
 - ovs-afpacket, ovs-afxdp: Open vSwitch's userspace datapath with VXLAN on each host
   (ovsdb-server and ovs-vswitchd started by hand in the host namespace, `datapath_type=netdev`),
   the veths as AF_PACKET (`system`) or AF_XDP (`afxdp-nonpmd`) ports; tenant MTU 1450.
-- nvo: the same lab with two nvo hosts: nvod (release build) on each, veth ports.
+- nvo: the same lab with two nvo hosts: nvod (release build) on each, veth ports, every frame
+  through nvod's userspace path (`datapath = "userspace"`).
+- nvo-ebpf: the same, with nvod's kernel datapath (`datapath = "ebpf"`): nvod's tables in eBPF
+  maps, frames carried by its tc programs on the ports and the underlay.
 
 All of them have the same veth hops and the same underlay bridge, so the difference is what the
 hosts do. Each scenario is built from scratch by `up()` and removed by the run's Inventory.
@@ -30,8 +33,8 @@ LAB_TOPOLOGY = """\
 name: {name}
 underlay: {{family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}}
 hosts:
-  - {{name: h1, kind: {kind}}}
-  - {{name: h2, kind: {kind}}}
+  - {{name: h1, kind: {kind}{nvod}}}
+  - {{name: h2, kind: {kind}{nvod}}}
 networks:
   - {{vni: 100, name: bench{encap}}}
 containers:
@@ -144,6 +147,8 @@ class Lab(Scenario):
     # The network's encapsulation profile and its parameters (YAML), None for the default.
     encap = None
     params = None
+    # nvod's datapath on nvo hosts (None: the lab's default).
+    datapath = None
     server_ip = "10.0.0.2"
     tenant_mtu = 1450
 
@@ -151,8 +156,9 @@ class Lab(Scenario):
         path = pathlib.Path(env["workdir"]) / f"{self.name}.yaml"
         encap = f", encap: {self.encap}" if self.encap else ""
         encap += f", params: {self.params}" if self.params else ""
+        nvod = f", nvod: {{datapath: {self.datapath}}}" if self.datapath else ""
         path.write_text(LAB_TOPOLOGY.format(key=self.key, name=self.name, kind=self.kind,
-                                            encap=encap))
+                                            encap=encap, nvod=nvod))
         inv.lab_up(self.name, path, env["nvod"])
         # nvod chooses the tenant MTU per profile; the containers get what it chose.
         self.tenant_mtu = link_mtu(self.ns("c1"), "eth0")
@@ -176,21 +182,25 @@ class Kernel(Lab):
 
     def up(self, inv, env):
         super().up(inv, env)
-        # `nvo lab` turns transmit checksum offload off in containers of kernel hosts, for
-        # nvod peers only (see crates/cli/src/lab/up.rs); between two kernel hosts it is not
-        # needed, and without it the kernel loses TSO. Turned back on: the kernel as users run it.
+        # The baseline as users run it: `nvo lab` leaves the containers' offloads on for kernel
+        # hosts; checked, so that a change there cannot cripple the baseline unnoticed.
         for node in ("c1", "c2"):
-            run(in_ns(self.ns(node), "ethtool", "-K", "eth0", "tx", "on"))
-        self.notes.append("container transmit checksum offload (and with it TSO) turned back on "
-                          "after `nvo lab up`, which turns it off on kernel hosts for nvod peers")
+            out = run(in_ns(self.ns(node), "ethtool", "-k", "eth0")).stdout
+            off = [f for f in ("tx-checksumming", "tcp-segmentation-offload")
+                   if f"{f}: off" in out]
+            if off:
+                raise SetupFailed(f"{node}'s eth0 has {', '.join(off)} off: the kernel VXLAN "
+                                  "baseline must run with its offloads on")
 
 
 class Nvo(Lab):
     key = "nvo"
     kind = "nvo"
-    title = "nvo (nvod VXLAN)"
-    description = ("`nvo lab` with two nvo hosts: nvod (release build) on each, containers on "
-                   "veth ports (AF_PACKET), VNI 100, port 4789, learning, tenant MTU 1450")
+    datapath = "userspace"
+    title = "nvo userspace (nvod VXLAN)"
+    description = ("`nvo lab` with two nvo hosts: nvod (release build) on each, "
+                   "`datapath = \"userspace\"`, containers on veth ports (AF_PACKET), VNI 100, "
+                   "port 4789, learning, tenant MTU 1450")
 
     def daemons(self, inv):
         try:
@@ -198,6 +208,23 @@ class Nvo(Lab):
         except (CommandFailed, ValueError):
             return {}
         return {n["name"]: n["nvod_pid"] for n in nodes if n.get("nvod_pid")}
+
+
+class NvoEbpf(Nvo):
+    key = "nvo-ebpf"
+    datapath = "ebpf"
+    title = "nvo eBPF (nvod VXLAN, kernel datapath)"
+    description = ("as nvo, with `datapath = \"ebpf\"`: nvod's tc programs on the container "
+                   "veths and the underlay carry the frames (nvod keeps the maps)")
+
+    def up(self, inv, env):
+        super().up(inv, env)
+        for host in ("h1", "h2"):
+            node = json.loads(run([inv.nvo, "--socket", self.socket(host), "-o", "json",
+                                   "node"]).stdout)
+            if node.get("datapath") != "ebpf":
+                raise SetupFailed(f"{host}: nvod runs the {node.get('datapath')} datapath, "
+                                  f"not ebpf ({node.get('datapath_reason')})")
 
 
 class Ovs(Scenario):
@@ -285,4 +312,4 @@ class OvsAfXdp(Ovs):
                    "polled by ovs-vswitchd's main thread, no busy-polling PMD threads)")
 
 
-SCENARIOS = {cls.key: cls for cls in (Native, Kernel, OvsAfPacket, OvsAfXdp, Nvo)}
+SCENARIOS = {cls.key: cls for cls in (Native, Kernel, OvsAfPacket, OvsAfXdp, Nvo, NvoEbpf)}

@@ -68,10 +68,12 @@ def ratio(a, b):
             "lo": a["min"] / b["max"], "hi": a["max"] / b["min"]}
 
 
-# The ratios the report leads with, (numerator, denominator): nvo against native routing, the
-# kernel's VXLAN and Open vSwitch's userspace datapath with each port type. The last one is
-# context: how far the kernel's VXLAN is from native on this machine, to compare with nvo's.
-PAIRS = [("nvo", "native"), ("nvo", "kernel"), ("nvo", "ovs-afpacket"), ("nvo", "ovs-afxdp"),
+# The ratios the report leads with, (numerator, denominator): nvo's kernel datapath against
+# native routing, the kernel's VXLAN and nvo's userspace path; the userspace path against
+# native, the kernel's VXLAN and Open vSwitch's userspace datapath with each port type. The
+# last one is context: how far the kernel's VXLAN is from native on this machine.
+PAIRS = [("nvo-ebpf", "native"), ("nvo-ebpf", "kernel"), ("nvo-ebpf", "nvo"),
+         ("nvo", "native"), ("nvo", "kernel"), ("nvo", "ovs-afpacket"), ("nvo", "ovs-afxdp"),
          ("kernel", "native")]
 # Every ratio a run computes: the lead pairs, then each encapsulation profile against native,
 # the kernel and nvo's VXLAN (encaps.PAIRS; the ones PAIRS already has are not repeated).

@@ -94,8 +94,25 @@ class Lab:
         return json.loads((RUN / self.name / "lab.json").read_text())
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test item, so lab_factory knows a test failed."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+def dump_lab(name):
+    """What a failed test leaves to read: the tail of every nvod log of lab NAME, and the
+    datapath each nvod ran."""
+    for log in sorted((RUN / name).glob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()[-25:]
+        print(f"--- {name}/{log.name} (last {len(lines)} lines) ---")
+        print("\n".join(lines))
+
+
 @pytest.fixture
-def lab_factory(tmp_path):
+def lab_factory(tmp_path, request):
     """Builds labs from topology text (YAML without the name: line); tears all of them down."""
     made, attempted = [], []
 
@@ -110,6 +127,10 @@ def lab_factory(tmp_path):
         return Lab(name, path)
 
     yield make
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        for name in made:
+            dump_lab(name)
     failures = []
     for name in made:
         kill_strays(name)

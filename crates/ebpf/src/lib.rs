@@ -12,13 +12,12 @@
 //! The userspace pipeline (`nvo-pipeline`) is the reference: the programs do what it does, and
 //! the differential tests (tests/differential.rs) run the same frames through both.
 
-// This crate talks to the kernel: `unsafe` is confined to the Pod impls of the map layouts,
-// the ring record reader, getifaddrs and clock_gettime, each with a `// SAFETY:` comment.
+// `unsafe` here is only the plain-data marking of the map layouts (aya::Pod) and the ring
+// record reader that relies on it, each with a `// SAFETY:` comment; system calls are nvo-io's.
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod compile;
-pub mod iface;
 pub mod kernel;
 pub mod layout;
 pub mod limits;

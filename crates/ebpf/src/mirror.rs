@@ -29,9 +29,9 @@ use nvo_pipeline::{
 };
 
 use crate::compile::{self, Unsupported};
-use crate::iface::Interface;
 use crate::kernel::{sum_per_cpu, AttachError, Kernel};
 use crate::layout::{self, read_record};
+use nvo_io::iface::Interface;
 
 /// A port as nvod knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,19 +163,6 @@ fn reconcile<K, V>(
             Err(_) => *errors += 1,
         }
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns reads.
-fn ktime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// The kernel path's tables, kept equal to the pipeline's.
@@ -375,13 +362,13 @@ impl Mirror {
     /// calls it every tick, and after handing a packet to its socket for an unresolved remote.
     pub fn refresh_nexthops(&mut self) {
         let tables = crate::nexthop::Tables::read();
-        let mut macs: HashMap<String, Option<crate::iface::Interface>> = HashMap::new();
+        let mut macs: HashMap<String, Option<nvo_io::iface::Interface>> = HashMap::new();
         let remotes: Vec<Ipv4Addr> = self.remotes.keys().copied().collect();
         for r in remotes {
             let want = tables.resolve(r).and_then(|(iface, dmac)| {
                 let i = macs
                     .entry(iface.clone())
-                    .or_insert_with(|| crate::iface::interface(&iface).ok())
+                    .or_insert_with(|| nvo_io::iface::interface(&iface).ok())
                     .clone()?;
                 Some(layout::NextHop {
                     ifindex: i.ifindex,
@@ -801,7 +788,7 @@ impl Mirror {
         changed.clear();
         overflowed.clear();
         pipeline.take_fdb_changes(&mut changed, &mut overflowed);
-        let now_ns = ktime_ns();
+        let now_ns = nvo_io::iface::monotonic_ns();
         let left: Vec<Vni> = self
             .in_kernel
             .iter()
@@ -852,7 +839,7 @@ impl Mirror {
                 events.push(ev);
             }
         }
-        let now_ns = ktime_ns();
+        let now_ns = nvo_io::iface::monotonic_ns();
         for ev in &events {
             let vni = Vni(ev.vni);
             let mac = Mac(ev.mac);

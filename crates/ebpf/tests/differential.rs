@@ -73,7 +73,7 @@ fn programs_pass_the_verifier_and_attach() {
     assert!(fx
         .mirror
         .kernel()
-        .attached(nvo_ebpf::iface::interface("ul0").unwrap().ifindex));
+        .attached(nvo_io::iface::interface("ul0").unwrap().ifindex));
 }
 
 #[test]

@@ -1,5 +1,7 @@
-//! nvo-io: the Linux sockets of the userspace datapath, and the only crate of nvo with
-//! `unsafe` (system calls through `libc`, all in `sys.rs` and each with a `// SAFETY:` line).
+//! nvo-io: the Linux sockets of the userspace datapath and the system calls of the kernel one:
+//! the crate of nvo whose `unsafe` talks to the kernel (system calls through `libc`, in `sys.rs`
+//! and `iface.rs`, each with a `// SAFETY:` line; nvo-ebpf's only `unsafe` is the plain-data
+//! marking of its map layouts).
 //!
 //! - [`UdpUnderlay`]: the VXLAN underlay (and every UDP tunnel). One receive socket, a pool of
 //!   send sockets whose source ports carry flow entropy, `recvmmsg`/`sendmmsg` on preallocated
@@ -16,6 +18,7 @@
 //!   uses the virtio-net header — or, read with [`Frames::next_frame_meta`], hands GSO frames
 //!   over whole with their [`FrameMeta`], for [`FramePort::send_meta`] to pass on.
 //! - [`ethtool`]: per-interface offload switches (TSO, GSO, GRO, TX checksum, scatter-gather).
+//! - [`iface`]: an interface by name or by one of its addresses (index, MAC); the monotonic clock.
 //! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
 //! - [`netns`]: namespaces for tests and labs (create, enter from a thread).
 //!
@@ -32,6 +35,7 @@
 mod batch;
 pub mod ethtool;
 mod frame;
+pub mod iface;
 mod meta;
 pub mod netns;
 mod outer;

@@ -122,7 +122,7 @@ impl Fixture {
             ip(&ns, &["link", "set", &c, "addrgenmode", "none"]);
             ip(&ns, &["link", "set", &c, "up"]);
             ip(&ns, &["link", "set", &p, "up"]);
-            let ifindex = nvo_ebpf::iface::interface(&p).unwrap().ifindex;
+            let ifindex = nvo_io::iface::interface(&p).unwrap().ifindex;
             ports.push(PortInfo {
                 id: PortId(i),
                 vni: Vni(0),
@@ -131,7 +131,7 @@ impl Fixture {
                 veth: true,
             });
         }
-        let underlay = nvo_ebpf::iface::holding(LOCATOR).unwrap();
+        let underlay = nvo_io::iface::holding(LOCATOR).unwrap();
         let ul_mac = underlay.mac;
         let sizes = Sizes::from_limits(&Limits::default(), &Default::default(), 1 << 16);
         let kernel = Kernel::load(&sizes).unwrap_or_else(|e| panic!("{e}"));
@@ -268,7 +268,7 @@ impl Fixture {
         frame[6..12].copy_from_slice(&remote_mac(R2));
         frame[12..14].copy_from_slice(&[0x08, 0x00]);
         frame.extend_from_slice(packet);
-        let ifindex = nvo_ebpf::iface::interface("ul0").unwrap().ifindex;
+        let ifindex = nvo_io::iface::interface("ul0").unwrap().ifindex;
         let run = self
             .mirror
             .kernel()

@@ -82,7 +82,7 @@ fn load(config: &Config, core: &Core) -> Result<Mirror, String> {
     // runs on the userspace path; no underlay program.
     let underlay = match config.locator {
         IpAddr::V4(v4) => Some(
-            nvo_ebpf::iface::holding(v4)
+            nvo_io::iface::holding(v4)
                 .map_err(|e| format!("cannot find the locator's interface: {e}"))?,
         ),
         IpAddr::V6(_) => None,

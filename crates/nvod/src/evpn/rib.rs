@@ -14,7 +14,10 @@
 //! advertised with N + 1; a received route with a higher sequence takes a local MAC away (its
 //! local route is withdrawn, the remote VTEP installed). Every change of winner is a move;
 //! `dup_moves` moves within `dup_window` mark the MAC duplicate: frozen where it is (no longer
-//! advertised, received routes for it not acted on) until the window has passed.
+//! advertised, received routes for it not acted on) until the window has passed. The old VTEP
+//! may withdraw before the MAC shows up here (it saw the MAC's frames come through the tunnel
+//! and learned it away): a remote route that went with nothing in its place is remembered for
+//! `dup_window`, so the MAC appearing here is still a move, advertised with N + 1.
 //!
 //! Bounds: received routes over every peer at most `max_routes` (more are dropped and counted);
 //! the mobility history at most [`MAX_TRACKED`] MACs (the oldest quiet ones are forgotten).
@@ -183,6 +186,11 @@ pub struct Rib {
     local: HashMap<(u32, Mac), Local>,
     history: HashMap<(u32, Mac), History>,
     duplicates: HashSet<(u32, Mac)>,
+    /// The sequence of the remote route that won each MAC installed now.
+    won_seq: HashMap<(u32, Mac), u32>,
+    /// MACs whose winning remote route went with nothing in its place: (VTEP, sequence, when);
+    /// at most [`MAX_TRACKED`], each for `dup_window`.
+    departed: HashMap<(u32, Mac), (IpAddr, u32, Instant)>,
     installed: Installed,
     adj_out: HashMap<NlriKey, (EvpnRoute, OutAttrs)>,
     dirty_macs: HashSet<(u32, Mac)>,
@@ -203,6 +211,8 @@ impl Rib {
             local: HashMap::new(),
             history: HashMap::new(),
             duplicates: HashSet::new(),
+            won_seq: HashMap::new(),
+            departed: HashMap::new(),
             installed: Installed::default(),
             adj_out: HashMap::new(),
             dirty_macs: HashSet::new(),
@@ -396,7 +406,9 @@ impl Rib {
                 None => {
                     let seq = self
                         .remote_best(key)
-                        .map_or(0, |(_, s, _)| s.saturating_add(1));
+                        .map(|(_, s, _)| s)
+                        .or_else(|| self.departed.get(&key).map(|&(_, s, _)| s))
+                        .map_or(0, |s| s.saturating_add(1));
                     self.local.insert(
                         key,
                         Local {
@@ -505,7 +517,11 @@ impl Rib {
         let ours = self.settings.next_hop;
         let local = self.local.get(&key).map(|l| l.seq);
         let duplicate = self.is_duplicate(key, now);
-        let before = self.current_winner(key);
+        let before = self.current_winner(key).or_else(|| {
+            self.departed
+                .get(&key)
+                .map(|&(vtep, _, _)| Winner::Remote(vtep))
+        });
         let mut winner = match (local, remote) {
             (Some(s), Some((vtep, r, sticky))) => {
                 if sticky || r > s || (r == s && vtep < ours) {
@@ -529,6 +545,24 @@ impl Rib {
         if let (Some(Winner::Remote(_)), Some(_), false) = (winner, local, duplicate) {
             // The MAC moved away: forget it here, so that showing up again is a new move.
             self.local.remove(&key);
+        }
+        match winner {
+            Some(Winner::Remote(_)) => {
+                if let Some((_, seq, _)) = remote {
+                    self.won_seq.insert(key, seq);
+                }
+                self.departed.remove(&key);
+            }
+            Some(Winner::Local) => {
+                self.won_seq.remove(&key);
+                self.departed.remove(&key);
+            }
+            None => {
+                if let (Some(Winner::Remote(vtep)), Some(seq)) = (before, self.won_seq.remove(&key))
+                {
+                    self.note_departed(key, vtep, seq, now);
+                }
+            }
         }
         // Data path.
         let want_fdb = match winner {
@@ -731,9 +765,26 @@ impl Rib {
         }
     }
 
-    /// Duplicate MACs whose freeze has run out are evaluated again.
+    /// Remembers that `key`'s remote route (from `vtep`, sequence `seq`) went with nothing in
+    /// its place.
+    fn note_departed(&mut self, key: (u32, Mac), vtep: IpAddr, seq: u32, now: Instant) {
+        let window = self.settings.dup_window;
+        if self.departed.len() >= MAX_TRACKED {
+            self.departed
+                .retain(|_, &mut (_, _, t)| now.saturating_duration_since(t) <= window);
+            if self.departed.len() >= MAX_TRACKED {
+                return;
+            }
+        }
+        self.departed.insert(key, (vtep, seq, now));
+    }
+
+    /// Duplicate MACs whose freeze has run out are evaluated again; departed routes older than
+    /// the window are forgotten.
     fn thaw(&mut self, now: Instant) {
         let window = self.settings.dup_window;
+        self.departed
+            .retain(|_, &mut (_, _, t)| now.saturating_duration_since(t) <= window);
         let thawed: Vec<(u32, Mac)> = self
             .duplicates
             .iter()

@@ -172,6 +172,37 @@ fn a_mac_that_moves_here_gets_a_higher_sequence_and_back() {
 }
 
 #[test]
+fn a_mac_whose_old_vtep_withdrew_first_still_moves_here_with_a_higher_sequence() {
+    let mut rib = rib();
+    let t = Instant::now();
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 4));
+    rib.take_changes(t);
+    // The old VTEP saw the MAC's frames come through the tunnel and withdrew before the MAC
+    // showed up here: still a move from 192.0.2.2, advertised with 5.
+    rib.withdraw(0, &remote_mac("192.0.2.2", A, None));
+    let c = rib.take_changes(t);
+    assert!(c.install.contains(&Install::FdbRemove(VNI, A)));
+    rib.set_local(&[(VNI, A, vec![])], false);
+    let c = rib.take_changes(t + Duration::from_secs(1));
+    assert_eq!(announced_seq(&c.advert, A), Some(5));
+}
+
+#[test]
+fn a_withdrawn_remote_mac_is_forgotten_after_the_window() {
+    let mut rib = rib();
+    let t = Instant::now();
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 4));
+    rib.take_changes(t);
+    rib.withdraw(0, &remote_mac("192.0.2.2", A, None));
+    rib.take_changes(t);
+    // The window (60 s) has passed: the MAC that shows up is new, sequence 0.
+    rib.take_changes(t + Duration::from_secs(61));
+    rib.set_local(&[(VNI, A, vec![])], false);
+    let c = rib.take_changes(t + Duration::from_secs(62));
+    assert_eq!(announced_seq(&c.advert, A), Some(0));
+}
+
+#[test]
 fn equal_sequences_go_to_the_lowest_vtep() {
     let mut rib = rib();
     rib.receive(0, &remote_mac("192.0.2.9", A, None), got("192.0.2.9", 2));

@@ -1,5 +1,7 @@
-//! The interface that holds the locator: where the underlay program goes and tunnel packets
-//! leave.
+//! Interfaces by name or by address, asked of the kernel in the calling thread's namespace: the
+//! interface that holds the locator (where the kernel datapath's underlay program goes and its
+//! tunnel packets leave), an interface's index and MAC; and the monotonic clock the kernel's
+//! programs read.
 
 use std::ffi::CStr;
 use std::io;
@@ -110,6 +112,20 @@ pub fn holding(addr: Ipv4Addr) -> io::Result<Interface> {
         )
     })?;
     interface(&name)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock `bpf_ktime_get_ns` reads, so a time nvod writes into a
+/// map compares with the programs' own.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 #[cfg(test)]
