@@ -10,8 +10,8 @@
 LIST is comma-separated scenario names or groups: `default` (native, kernel, ovs-afpacket,
 ovs-afxdp, nvo, nvo-ebpf: what `make bench` runs), `encaps` (native, kernel and nvo with every
 Ethernet profile nvod ships, on its userspace path — nvo, nvo-vxlan-gbp, nvo-vxlan-gpe,
-nvo-geneve, nvo-nvgre, nvo-overlay, nvo-stt — and on its kernel datapath — nvo-ebpf,
-nvo-ebpf-vxlan-gbp, ... nvo-ebpf-overlay), `all`. (`make bench` and `make bench-full`.) Needs root. One run:
+nvo-geneve, nvo-nvgre, nvo-overlay, nvo-usertun, nvo-stt — and on its kernel datapath —
+nvo-ebpf, nvo-ebpf-vxlan-gbp, ... nvo-ebpf-usertun), `all`. (`make bench` and `make bench-full`.) Needs root. One run:
 
 1. builds the release binaries (`cargo build --release --bins`: nvo, nvod, nvo-blast);
 2. builds every scenario from scratch on network namespaces (bench/nvobench/scenarios.py,

@@ -20,10 +20,19 @@ PROFILES = [
     ("geneve", "Geneve without options, UDP 6081"),
     ("nvgre", "NVGRE: GRE (IP protocol 47) with the VSID in the key"),
     ("overlay", "nvo's routed overlay header (20 bytes: node IDs, TTL, flow hash), UDP 60002"),
+    ("usertun", "a profile defined at run time (`profiles:` in the lab topology): an 8-byte "
+                "header on UDP 7777 with a magic, a 24-bit VNI and a byte of flow entropy"),
     ("stt", "STT: TCP-like segments (IP protocol 6, port 7471) carrying frames up to 64 KiB "
             "whole, segmented by nvod and reassembled by the receiving nvod"),
 ]
 PARAMS = {"vxlan-gbp": "{group: 100}"}
+# User-defined profiles: their `profiles:` section in the lab topology.
+DEFINED = {"usertun": """\
+profiles:
+  - {name: usertun, udp_port: 7777, template: "4e01 0000 0000 0000",
+     matches: [{offset: 0, mask: "ffff", value: "4e01"}], vni: {offset: 4, len: 3},
+     entropy: {offset: 7, len: 1}, payload: ethernet}
+"""}
 # The profiles the kernel datapath carries.
 EBPF_PROFILES = [(p, what) for p, what in PROFILES if p != "stt"]
 
@@ -51,6 +60,7 @@ def _scenario(parent, profile, what):
         key = f"{parent.key}-{profile}"
         encap = profile
         params = PARAMS.get(profile)
+        profiles = DEFINED.get(profile)
         title = f"{parent.key} ({profile})"
         description = (f"as {parent.key}, with the network's `encap: {profile}`: {what}; the "
                        "tenant MTU is nvod's choice (underlay MTU minus the profile's overhead)")

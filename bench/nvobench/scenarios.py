@@ -35,7 +35,7 @@ underlay: {{family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}}
 hosts:
   - {{name: h1, kind: {kind}{nvod}}}
   - {{name: h2, kind: {kind}{nvod}}}
-networks:
+{profiles}networks:
   - {{vni: 100, name: bench{encap}}}
 containers:
   - {{name: c1, host: h1, vni: 100, ip: 10.0.0.1/24}}
@@ -149,6 +149,8 @@ class Lab(Scenario):
     params = None
     # nvod's datapath on nvo hosts (None: the lab's default).
     datapath = None
+    # A `profiles:` section (YAML) defining the profile `encap` names, if it is user-defined.
+    profiles = None
     server_ip = "10.0.0.2"
     tenant_mtu = 1450
 
@@ -158,7 +160,8 @@ class Lab(Scenario):
         encap += f", params: {self.params}" if self.params else ""
         nvod = f", nvod: {{datapath: {self.datapath}}}" if self.datapath else ""
         path.write_text(LAB_TOPOLOGY.format(key=self.key, name=self.name, kind=self.kind,
-                                            encap=encap, nvod=nvod))
+                                            encap=encap, nvod=nvod,
+                                            profiles=self.profiles or ""))
         inv.lab_up(self.name, path, env["nvod"])
         # nvod chooses the tenant MTU per profile; the containers get what it chose.
         self.tenant_mtu = link_mtu(self.ns("c1"), "eth0")
