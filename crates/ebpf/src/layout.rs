@@ -282,6 +282,46 @@ pub struct Transport {
     pub flags: u32,
 }
 
+/// `add`, summing two copies of a counter struct field by field (one CPU's into a total).
+macro_rules! summed {
+    ($t:ty { $($field:ident),* $(,)? }) => {
+        impl $t {
+            /// Adds `other`'s counts to these.
+            pub fn add(&mut self, other: &Self) {
+                $(self.$field += other.$field;)*
+            }
+        }
+    };
+}
+
+summed!(NetCounters {
+    rx_port_frames,
+    rx_underlay_frames,
+    delivered,
+    encap_unicast,
+    encap_flood,
+    learn_limit,
+});
+summed!(PortCounters {
+    rx_frames,
+    rx_bytes,
+    tx_frames,
+    tx_bytes,
+    drops,
+});
+summed!(NodeCounters {
+    rx_packets,
+    rx_bytes,
+    tx_packets,
+    tx_bytes,
+    tx_errors,
+    relayed,
+    punted,
+    punt_lost,
+    events_lost,
+    passed,
+});
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetCounters {

@@ -12,6 +12,8 @@
 //!  drain_punts(f)                     frames for nvod → f (nvod runs the pipeline on them)
 //! ```
 //!
+//! The programs' counters are added to the pipeline's in `counters.rs`.
+//!
 //! A network whose profile or shape the kernel cannot carry ([`compile::Unsupported`]) gets no
 //! entry: its ports carry no program and its keys say "pass", so nvod's userspace path serves
 //! it whole.
@@ -19,19 +21,19 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use aya::maps::{HashMap as BpfHash, MapData, PerCpuValues};
 use nvo_encap::engine::{Engine, Target};
 use nvo_encap::profile::{ProfileId, Transport};
-use nvo_pipeline::{
-    Counters, DropReason, FdbDest, Mac, NetworkView, Origin, Pipeline, PortId, Vni,
-};
+use nvo_pipeline::{FdbDest, Mac, NetworkView, Origin, Pipeline, PortId, Vni};
 
 use crate::compile::{self, Unsupported};
-use crate::kernel::{sum_per_cpu, AttachError, Kernel};
+use crate::kernel::{AttachError, Kernel};
 use crate::layout::{self, read_record};
 use nvo_io::iface::Interface;
+
+mod counters;
 
 /// A port as nvod knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,7 +216,7 @@ impl Mirror {
             flags |= layout::CFG_TOS_INHERIT;
         }
         let ports: Vec<u16> = if settings.source_ports.is_empty() {
-            vec![nvo_entropy_base()]
+            vec![ENTROPY_BASE]
         } else {
             settings.source_ports.clone()
         };
@@ -925,112 +927,7 @@ impl Mirror {
             self.kernel.maps.punts.as_fd(),
         ]
     }
-
-    /// Adds the programs' counters to the pipeline's, under the same names.
-    pub fn add_counters(&self, counters: &mut Counters) {
-        let maps = &self.kernel.maps;
-        for reason in DropReason::ALL {
-            let n = sum_per_cpu(
-                &maps.drop_counters,
-                u32::from(reason.code()),
-                |t, v| *t += v,
-                0,
-            )
-            .unwrap_or(0);
-            counters.drops.add_count(reason, n);
-        }
-        for (vni, &slot) in &self.net_slots.by_key {
-            let Ok(k) = sum_per_cpu(
-                &maps.net_counters,
-                slot,
-                add_net,
-                layout::NetCounters::default(),
-            ) else {
-                continue;
-            };
-            let c = counters.networks.entry(*vni).or_default();
-            c.rx_port_frames += k.rx_port_frames;
-            c.rx_underlay_frames += k.rx_underlay_frames;
-            c.delivered += k.delivered;
-            c.encap_unicast += k.encap_unicast;
-            c.encap_flood += k.encap_flood;
-            c.learn_limit += k.learn_limit;
-        }
-        for (port, &slot) in &self.port_slots.by_key {
-            let Ok(k) = sum_per_cpu(
-                &maps.port_counters,
-                slot,
-                add_port,
-                layout::PortCounters::default(),
-            ) else {
-                continue;
-            };
-            let c = counters.ports.entry(*port).or_default();
-            c.rx_frames += k.rx_frames;
-            c.rx_bytes += k.rx_bytes;
-            c.tx_frames += k.tx_frames;
-            c.tx_bytes += k.tx_bytes;
-            c.drops += k.drops;
-        }
-        let node = self.node_counters();
-        let u = &mut counters.underlay;
-        u.rx_packets += node.rx_packets;
-        u.rx_bytes += node.rx_bytes;
-        u.tx_packets += node.tx_packets;
-        u.tx_bytes += node.tx_bytes;
-        u.tx_errors += node.tx_errors;
-        u.relayed += node.relayed;
-    }
-
-    /// The node-wide counters of the programs (punts, lost reports, packets passed up).
-    pub fn node_counters(&self) -> layout::NodeCounters {
-        sum_per_cpu(
-            &self.kernel.maps.node_counters,
-            0,
-            add_node,
-            layout::NodeCounters::default(),
-        )
-        .unwrap_or_default()
-    }
-
-    /// How long a learned MAC may go unreported by the kernel before the pipeline would age it:
-    /// the refresh period of the network (for tests and the design page).
-    pub fn refresh_of(ageing: Duration) -> Duration {
-        Duration::from_nanos(compile::refresh(ageing))
-    }
-}
-
-fn add_net(t: &mut layout::NetCounters, v: &layout::NetCounters) {
-    t.rx_port_frames += v.rx_port_frames;
-    t.rx_underlay_frames += v.rx_underlay_frames;
-    t.delivered += v.delivered;
-    t.encap_unicast += v.encap_unicast;
-    t.encap_flood += v.encap_flood;
-    t.learn_limit += v.learn_limit;
-}
-
-fn add_port(t: &mut layout::PortCounters, v: &layout::PortCounters) {
-    t.rx_frames += v.rx_frames;
-    t.rx_bytes += v.rx_bytes;
-    t.tx_frames += v.tx_frames;
-    t.tx_bytes += v.tx_bytes;
-    t.drops += v.drops;
-}
-
-fn add_node(t: &mut layout::NodeCounters, v: &layout::NodeCounters) {
-    t.rx_packets += v.rx_packets;
-    t.rx_bytes += v.rx_bytes;
-    t.tx_packets += v.tx_packets;
-    t.tx_bytes += v.tx_bytes;
-    t.tx_errors += v.tx_errors;
-    t.relayed += v.relayed;
-    t.punted += v.punted;
-    t.punt_lost += v.punt_lost;
-    t.events_lost += v.events_lost;
-    t.passed += v.passed;
 }
 
 /// The first entropy source port, when nvod gives none.
-fn nvo_entropy_base() -> u16 {
-    49152
-}
+const ENTROPY_BASE: u16 = 49152;

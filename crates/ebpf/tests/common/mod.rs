@@ -285,13 +285,15 @@ impl Fixture {
         (kernel, expected)
     }
 
+    /// Runs the IPv4 tunnel `packet` through `engine` and `pipeline` as nvod does; the inner
+    /// frame, empty when the packet was dropped.
     fn decap(
         engine: &Engine,
         pipeline: &mut Pipeline,
         packet: &[u8],
         now: Instant,
         actions: &mut Actions,
-    ) -> Option<(usize, usize)> {
+    ) -> Vec<u8> {
         let ihl = usize::from(packet[0] & 0xf) * 4;
         let src = IpAddr::V4(Ipv4Addr::new(
             packet[12], packet[13], packet[14], packet[15],
@@ -313,7 +315,7 @@ impl Fixture {
                     _ => DropReason::MalformedTunnel,
                 };
                 pipeline.drop_underlay(payload.len(), reason, actions);
-                None
+                Vec::new()
             }
             Ok(d) => match (d.target, d.payload) {
                 (Target::Local { vni }, Payload::Ethernet) => {
@@ -326,11 +328,11 @@ impl Fixture {
                     };
                     let inner = &payload[d.header_len..];
                     pipeline.from_decapsulated(dec, payload.len(), inner, now, actions);
-                    Some((off + d.header_len, payload.len()))
+                    inner.to_vec()
                 }
                 _ => {
                     pipeline.drop_underlay(payload.len(), DropReason::ProfileMismatch, actions);
-                    None
+                    Vec::new()
                 }
             },
         }
@@ -338,16 +340,13 @@ impl Fixture {
 
     fn reference_underlay(&mut self, packet: &[u8]) -> Result {
         let mut actions = std::mem::take(&mut self.actions);
-        let inner = Fixture::decap(
+        let frame = Fixture::decap(
             &self.ref_engine,
             &mut self.reference,
             packet,
             self.now,
             &mut actions,
         );
-        let frame = inner
-            .map(|(at, _)| packet[at..].to_vec())
-            .unwrap_or_default();
         let r = self.expected(&frame, &actions);
         self.actions = actions;
         r
@@ -355,16 +354,13 @@ impl Fixture {
 
     fn mirrored_underlay(&mut self, packet: &[u8]) -> Result {
         let mut actions = Actions::new();
-        let inner = Fixture::decap(
+        let frame = Fixture::decap(
             &self.engine,
             &mut self.mirrored,
             packet,
             self.now,
             &mut actions,
         );
-        let frame = inner
-            .map(|(at, _)| packet[at..].to_vec())
-            .unwrap_or_default();
         let r = self.expected_with(&frame, &actions, false);
         self.sync();
         r

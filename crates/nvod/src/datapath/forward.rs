@@ -22,11 +22,11 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
-use nvo_encap::engine::{DecapError, Engine, Target};
+use nvo_encap::engine::{Decap, DecapError, Engine, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
 use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttMeta};
 use nvo_io::{FrameMeta, Gso, GsoKind, OuterValues};
-use nvo_pipeline::overlay::{Hop, OverlayTables};
+use nvo_pipeline::overlay::{Hop, NodeId, OverlayTables};
 use nvo_pipeline::{
     Action, Actions, Decapsulated, DropReason, Pipeline, PortId, ProfileTag, TxOutcome, TxTarget,
     Vni,
@@ -168,26 +168,33 @@ impl Forwarder {
         self.core.flush();
     }
 
-    /// Whether a GRO buffer of the socket at `at` is one tunnel packet around one large frame
-    /// (a GSO datagram another kernel tunnelled whole) rather than datagrams to split: its
-    /// header decapsulates to a local network, and the inner IP packet's length covers the
-    /// rest of the buffer.
-    pub fn is_tunnelled_gso(&self, at: usize, buffer: &[u8]) -> bool {
+    /// A GRO buffer of the socket at `at` that is one tunnel packet around one large frame (a
+    /// GSO datagram another kernel tunnelled whole) rather than datagrams to split: its header
+    /// decapsulates to a local network and the inner IP packet's length covers the rest of the
+    /// buffer. Such a buffer is decapsulated once and its frame delivered whole with its segment
+    /// size (`segment`, the inner MSS), so the port or its kernel cuts it; returns false, doing
+    /// nothing, for any other buffer (the caller splits it).
+    pub fn underlay_gso(
+        &mut self,
+        at: usize,
+        src: IpAddr,
+        buffer: &[u8],
+        segment: usize,
+        now: Instant,
+    ) -> bool {
         let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
             return false;
         };
         if transport == STT || transport == Transport::Udp(super::overlay::PORT) {
             return false;
         }
-        let Ok(decap) = self.core.engine.decap(transport, buffer) else {
+        let core = &mut self.core;
+        let Ok(decap) = core.engine.decap(transport, buffer) else {
             return false;
         };
-        if !matches!(
-            (decap.target, decap.payload),
-            (Target::Local { .. }, Payload::Ethernet)
-        ) {
+        let (Target::Local { vni }, Payload::Ethernet) = (decap.target, decap.payload) else {
             return false;
-        }
+        };
         let inner = buffer.get(decap.header_len..).unwrap_or_default();
         let ip_len = match inner.get(12..14) {
             Some([0x08, 0x00]) => inner
@@ -198,42 +205,32 @@ impl Forwarder {
                 .map(|l| 54 + usize::from(u16::from_be_bytes([l[0], l[1]]))),
             _ => None,
         };
-        ip_len == Some(inner.len())
-    }
-
-    /// A tunnel packet around a large frame (see `is_tunnelled_gso`): decapsulated once, the
-    /// frame delivered whole with its segment size (`segment`, the inner MSS) so the port or
-    /// its kernel cuts it.
-    pub fn underlay_gso(
-        &mut self,
-        at: usize,
-        src: IpAddr,
-        buffer: &[u8],
-        segment: usize,
-        now: Instant,
-    ) {
-        let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
-            return;
-        };
-        let core = &mut self.core;
-        let Ok(decap) = core.engine.decap(transport, buffer) else {
-            return;
-        };
-        let Target::Local { vni } = decap.target else {
-            return;
-        };
-        let inner = buffer.get(decap.header_len..).unwrap_or_default();
-        let d = Decapsulated {
-            src,
-            vni: Vni(vni),
-            profile: ProfileTag(decap.profile.0),
-            dont_learn: decap.dont_learn,
-            src_node: None,
-        };
+        if ip_len != Some(inner.len()) {
+            return false;
+        }
+        let d = decapsulated(&decap, src, vni, None);
         core.pipeline
             .from_decapsulated(d, buffer.len(), inner, now, &mut core.actions);
         let meta = super::csum::punted_meta(inner, u16::try_from(segment).unwrap_or(u16::MAX));
         core.perform(inner, &meta);
+        true
+    }
+}
+
+/// The pipeline's view of a packet `decap` took the header off: from underlay address `src`
+/// (and overlay node `src_node`) to network `vni`.
+pub(super) fn decapsulated(
+    decap: &Decap,
+    src: IpAddr,
+    vni: u32,
+    src_node: Option<NodeId>,
+) -> Decapsulated {
+    Decapsulated {
+        src,
+        vni: Vni(vni),
+        profile: ProfileTag(decap.profile.0),
+        dont_learn: decap.dont_learn,
+        src_node,
     }
 }
 
@@ -259,13 +256,7 @@ impl Core {
         let vni = match (decap.target, decap.payload) {
             (Target::Local { vni }, Payload::Ethernet) => vni,
             (Target::Local { vni }, Payload::Ipv4) => {
-                let d = Decapsulated {
-                    src,
-                    vni: Vni(vni),
-                    profile: ProfileTag(decap.profile.0),
-                    dont_learn: decap.dont_learn,
-                    src_node: None,
-                };
+                let d = decapsulated(&decap, src, vni, None);
                 let inner = packet.get(decap.header_len..).unwrap_or_default();
                 self.pipeline
                     .from_decapsulated_ip(d, outer_len, inner, &mut self.actions);
@@ -285,13 +276,7 @@ impl Core {
             }
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
-        let d = Decapsulated {
-            src,
-            vni: Vni(vni),
-            profile: ProfileTag(decap.profile.0),
-            dont_learn: decap.dont_learn,
-            src_node: None,
-        };
+        let d = decapsulated(&decap, src, vni, None);
         self.pipeline
             .from_decapsulated(d, outer_len, inner, now, &mut self.actions);
         // STT says what the sender's TSO left undone (MSS, partial checksum): the frame is

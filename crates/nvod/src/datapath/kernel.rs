@@ -131,21 +131,20 @@ pub fn drain(fwd: &mut Forwarder, now: Instant) {
         return;
     };
     let reports = mirror.drain_events(&mut fwd.core.pipeline, now);
-    let mut punted = Vec::new();
-    mirror.drain_punts(|hdr, frame| punted.push((*hdr, frame.to_vec())));
-    let unresolved = punted.iter().any(|(h, _)| h.kind == layout::PUNT_ENCAP);
-    fwd.core.kernel = Some(mirror);
-    for (hdr, frame) in &punted {
+    // Each frame is handled where it lies in the ring (nothing on the per-frame path needs
+    // the mirror, which is out of `fwd` meanwhile).
+    let mut unresolved = false;
+    let punts = mirror.drain_punts(|hdr, frame| {
+        unresolved |= hdr.kind == layout::PUNT_ENCAP;
         fwd.punted(hdr, frame, now);
-    }
+    });
     fwd.flush();
     if unresolved {
         // The socket sends just made the host resolve those next hops.
-        if let Some(m) = fwd.core.kernel.as_mut() {
-            m.refresh_nexthops();
-        }
+        mirror.refresh_nexthops();
     }
-    if reports > 0 || !punted.is_empty() {
+    fwd.core.kernel = Some(mirror);
+    if reports > 0 || punts > 0 {
         sync(&mut fwd.core, now);
     }
 }

@@ -378,8 +378,7 @@ impl Loop {
             let batch = if raw { &self.raw_recv } else { &self.recv };
             for (src, buffer, segment) in batch.buffers() {
                 if segment > 0 && buffer.len() > segment {
-                    if self.fwd.is_tunnelled_gso(at, buffer) {
-                        self.fwd.underlay_gso(at, src.ip(), buffer, segment, now);
+                    if self.fwd.underlay_gso(at, src.ip(), buffer, segment, now) {
                         continue;
                     }
                     for datagram in buffer.chunks(segment) {

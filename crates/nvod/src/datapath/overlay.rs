@@ -18,7 +18,7 @@ use std::time::Instant;
 use nvo_encap::profile::ProfileId;
 use nvo_io::OuterValues;
 use nvo_pipeline::overlay::{App, Hop, NodeId};
-use nvo_pipeline::{Decapsulated, DropReason, ProfileTag, TxOutcome, TxTarget, Vni};
+use nvo_pipeline::{DropReason, TxOutcome, TxTarget, Vni};
 use nvo_wire::overlay::OverlayPacket;
 use nvo_wire::overlay::HEADER_LEN;
 use nvo_wire::ports;
@@ -163,13 +163,7 @@ impl Core {
             return;
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
-        let d = Decapsulated {
-            src,
-            vni: Vni(vni),
-            profile: ProfileTag(decap.profile.0),
-            dont_learn: decap.dont_learn,
-            src_node: Some(src_node),
-        };
+        let d = super::forward::decapsulated(&decap, src, vni, Some(src_node));
         self.pipeline
             .from_decapsulated(d, packet.len(), inner, now, &mut self.actions);
         self.perform(inner, &nvo_io::FrameMeta::COMPLETE);
