@@ -10,9 +10,11 @@ replication trees and weighted locators.
  node IDs: each host's default, its IPv4 locator as a number   in the relay test)
 """
 
+import os
 import signal
 import subprocess
 
+from bgp_peers import nvod_pid
 from conftest import api, wait_for
 
 UL = {"ha": "10.100.0.1", "hb": "10.100.0.2", "hc": "10.100.0.3", "hd": "10.100.0.4", "he": "10.100.0.5"}
@@ -123,6 +125,39 @@ def test_relay_through_b_without_decapsulation(lab_factory, tmp_path):
     assert all(int(r[2]) == 64 and int(r[3]) == NODE["ha"] and int(r[4]) == NODE["hc"] for r in into), into
     assert all(int(r[2]) == 63 and int(r[3]) == NODE["ha"] and int(r[4]) == NODE["hc"] for r in out_of), out_of
     assert {r[5] for r in into} == {r[5] for r in out_of}, "the flow hash changed at the relay"
+
+
+def test_the_kernel_relays_while_the_relay_nvod_is_stopped(lab_factory):
+    """On the kernel datapath hb relays in its tc program (the XDP relay's twin; a veth keeps
+    XDP off): with hb's nvod stopped, unicast between ca and cc still crosses hb."""
+    lab = lab_factory(RELAY.replace("{name: hb}", "{name: hb, nvod: {datapath: ebpf}}"))
+    learn_ids(lab, "ha", "hb", "hc", "hd")
+    cut(lab, "ha", "hc")
+    for h in ("ha", "hb", "hc"):
+        overlay_network(lab, h)
+    node(lab, "ha", "hb", UL["hb"])
+    node(lab, "hc", "hb", UL["hb"])
+    node(lab, "hb", "ha", UL["ha"])
+    node(lab, "hb", "hc", UL["hc"])
+    route(lab, "ha", "hc", "hb")
+    route(lab, "hc", "ha", "hb")
+    bum_tree(lab, ("ha", "hc"), {"ha": ["ha", "hb"], "hb": ["ha", "hc"], "hc": ["hc", "hb"]})
+    info = lab.nvo("hb", "node")
+    assert info["datapath"] == "ebpf" and info["relay"].startswith("tc on "), info
+    # ARP crosses the tree (replication: nvod's); then the unicast path is the kernel's.
+    wait_for(lambda: lab.ping("ca", "10.60.0.3", count=1, check=False).returncode == 0,
+             timeout=15, what="ca → cc through hb")
+    before = overlay_counters(lab, "hb")["relayed"]
+    pid = nvod_pid(lab, "hb")
+    assert pid, "hb's nvod"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        lab.ping("ca", "10.60.0.3", count=5)
+        lab.ping("cc", "10.60.0.1", count=5)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # The kernel's relays are counted with nvod's: 20 packets, each way.
+    assert overlay_counters(lab, "hb")["relayed"] - before >= 20, overlay_counters(lab, "hb")
 
 
 def test_a_routing_loop_dies_by_ttl(lab_factory):

@@ -24,6 +24,10 @@ pub struct NodeInfo {
     /// Why that one: the configuration, or what refused the other.
     #[serde(default)]
     pub datapath_reason: String,
+    /// Where overlay packets for other nodes are relayed: `xdp driver on IF`, `xdp generic
+    /// on IF`, `tc on IF` (the kernel path) or `userspace`.
+    #[serde(default = "userspace")]
+    pub relay: String,
     /// nvod's version.
     pub version: String,
 }

@@ -23,6 +23,7 @@
 #define NVO_PUNT_MAX 65536     /* frame bytes a punt record carries */
 #define NVO_DROP_SLOTS 32      /* drop counters (codes 1..31) */
 #define NVO_MAX_ENTROPY 16384  /* entries of the entropy source-port table */
+#define NVO_RELAY_LOCS 8       /* locators of one relay next hop (the overlay's default limit) */
 
 /* nvo_config.flags */
 #define NVO_CFG_TRACE 1        /* every packet a program sends is copied to the trace ring */
@@ -244,6 +245,35 @@ struct nvo_node_counters {
 	__u64 passed;          /* underlay packets left to the host stack (nvod's sockets) */
 };
 
+/* The overlay relay (map `relays`, by application and destination node): the locators of the
+ * one next hop a packet for `dst` goes to, when that is a node other than this one. nvod writes
+ * an entry only for such routes (and for every other node of the LIB, reached directly); trees,
+ * local copies and IPv6 locators have none, and their packets are nvod's. */
+struct nvo_relay_key {
+	__u32 dst;          /* destination node ID */
+	__u8 app;           /* the header's application number (7, 4, 6) */
+	__u8 pad[3];
+};
+
+struct nvo_relay_loc {
+	__u32 addr;         /* IPv4, network order */
+	__u32 weight;       /* 0: drained */
+};
+
+struct nvo_relay {
+	__u32 count;        /* locators in use */
+	__u32 total;        /* sum of their weights */
+	struct nvo_relay_loc locs[NVO_RELAY_LOCS];
+};
+
+/* How nvod's overlay socket sends (array map `relay_config`, one entry): a relayed packet leaves
+ * as that socket would send it. */
+struct nvo_relay_config {
+	__u16 port;         /* the overlay's UDP port, host order; 0: the kernel relays nothing */
+	__u16 sports;       /* entries of `relay_ports` in use */
+	__u32 pad;
+};
+
 /* Learn reports (ring `events`). */
 #define NVO_EVENT_LEARN 1      /* a new or moved source MAC, or one still active */
 
@@ -312,6 +342,9 @@ _Static_assert(sizeof(struct nvo_transport) == 24, "nvo_transport");
 _Static_assert(sizeof(struct nvo_net_counters) == 48, "nvo_net_counters");
 _Static_assert(sizeof(struct nvo_port_counters) == 40, "nvo_port_counters");
 _Static_assert(sizeof(struct nvo_node_counters) == 80, "nvo_node_counters");
+_Static_assert(sizeof(struct nvo_relay_key) == 8, "nvo_relay_key");
+_Static_assert(sizeof(struct nvo_relay) == 72, "nvo_relay");
+_Static_assert(sizeof(struct nvo_relay_config) == 8, "nvo_relay_config");
 _Static_assert(sizeof(struct nvo_event) == 36, "nvo_event");
 _Static_assert(sizeof(struct nvo_punt) == 40, "nvo_punt");
 _Static_assert(sizeof(struct nvo_trace) == 16, "nvo_trace");

@@ -122,6 +122,29 @@ struct {
 } groups SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nvo_relay_key);
+	__type(value, struct nvo_relay);
+} relays SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nvo_relay_config);
+} relay_config SEC(".maps");
+
+/* The overlay socket's source ports, network order: entry (flow & 0xffff) % relay_config.sports. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NVO_MAX_ENTROPY);
+	__type(key, __u32);
+	__type(value, __u16);
+} relay_ports SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, NVO_DROP_SLOTS);
 	__type(key, __u32);

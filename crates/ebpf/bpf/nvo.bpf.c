@@ -5,6 +5,8 @@
  *
  *   nvo_port      tc ingress of each port's host-side interface: a frame from a container
  *   nvo_underlay  tc ingress of the locator's interface: a tunnel packet for this node
+ *   nvo_relay     XDP on the locator's interface, where it can run: overlay packets for
+ *                 another node relayed before the stack sees them (relay.h); the rest passes
  *
  * Neither knows a tunnel protocol: headers come from templates and receive rules nvod compiles
  * from each profile. What the programs do not do goes to nvod (`punts` ring, or the host stack
@@ -23,6 +25,7 @@
 #include "encap.h"
 #include "out.h"
 #include "port.h"
+#include "relay.h"
 #include "underlay.h"
 
 SEC("classifier")
@@ -35,6 +38,12 @@ SEC("classifier")
 int nvo_underlay(struct __sk_buff *skb)
 {
 	return underlay_in(skb);
+}
+
+SEC("xdp")
+int nvo_relay(struct xdp_md *ctx)
+{
+	return relay_xdp(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

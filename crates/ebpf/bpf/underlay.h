@@ -5,6 +5,7 @@
  *
  *   IPv4 to the locator (or a joined group), not a fragment, on a transport some profile uses?
  *     ─ no → left to the host stack
+ *   an overlay packet for another node the kernel relays (relay.h) → relayed
  *   the transport's profiles in receive order (the engine's Engine::decap, step for step):
  *     matches hold? header length, payload, key → keys: a kernel network / nvod's (pass)
  *     errors: malformed_vxlan, vxlan_flags (VXLAN's port), malformed_tunnel, unknown_vni
@@ -245,6 +246,12 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 		tk.kind = NVO_TRANSPORT_UDP;
 		tk.value = dport;
 		hdr_off = l4 + 8;
+		/* An overlay packet for another node: relayed here when nvo_relay (XDP) is not on
+		 * this interface or left it to the stack (it decides the same way: then nvod's). */
+		struct nvo_relay_config *rc = relay_config_get();
+		int verdict;
+		if (rc && rc->port == dport && relay_tc(skb, cfg, &verdict))
+			return verdict;
 	} else {
 		tk.kind = NVO_TRANSPORT_IP;
 		tk.value = ip[9];

@@ -5,6 +5,7 @@
 //!                        pipeline's limits, both programs through the verifier
 //!  attach_underlay(if)   nvo_underlay at tc ingress of the locator's interface
 //!  attach_port(if)       nvo_port at tc ingress of a port's host-side interface
+//!  attach_relay(if, m)   nvo_relay, XDP on the locator's interface (driver or generic mode)
 //! ```
 //!
 //! On kernels with TCX (6.6 and later) programs are attached as links owned by this process:
@@ -17,7 +18,8 @@ use std::collections::HashMap;
 use std::io;
 
 use aya::maps::{Array, HashMap as BpfHash, MapData, PerCpuArray, RingBuf};
-use aya::programs::{tc, SchedClassifier, TcAttachType};
+use aya::programs::xdp::XdpLinkId;
+use aya::programs::{tc, SchedClassifier, TcAttachType, Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
 
 use crate::layout::{self, NodeCounters};
@@ -30,6 +32,34 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/nvo.bpf.o"));
 pub const PORT_PROGRAM: &str = "nvo_port";
 /// The underlay program's name in the object.
 pub const UNDERLAY_PROGRAM: &str = "nvo_underlay";
+/// The XDP relay's name in the object.
+pub const RELAY_PROGRAM: &str = "nvo_relay";
+
+/// How the XDP relay runs on an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpAttach {
+    /// In the driver, before a socket buffer exists (what a NIC with XDP support gives).
+    Driver,
+    /// In the stack, on socket buffers (any interface; no faster than tc for most).
+    Generic,
+}
+
+impl XdpAttach {
+    fn mode(self) -> XdpMode {
+        match self {
+            XdpAttach::Driver => XdpMode::Driver,
+            XdpAttach::Generic => XdpMode::Skb,
+        }
+    }
+
+    /// "driver" or "generic".
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpAttach::Driver => "driver",
+            XdpAttach::Generic => "generic",
+        }
+    }
+}
 
 /// Why the kernel path could not start.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +112,9 @@ pub struct Maps {
     pub(crate) profiles: Array<MapData, layout::Profile>,
     pub(crate) transports: BpfHash<MapData, layout::TransportKey, layout::Transport>,
     pub(crate) groups: BpfHash<MapData, u32, u32>,
+    pub(crate) relays: BpfHash<MapData, layout::RelayKey, layout::Relay>,
+    pub(crate) relay_config: Array<MapData, layout::RelayConfig>,
+    pub(crate) relay_ports: Array<MapData, u16>,
     pub(crate) drop_counters: PerCpuArray<MapData, u64>,
     pub(crate) net_counters: PerCpuArray<MapData, layout::NetCounters>,
     pub(crate) port_counters: PerCpuArray<MapData, layout::PortCounters>,
@@ -105,6 +138,8 @@ pub struct Kernel {
     pub maps: Maps,
     /// Attachments by ifindex: (program, link).
     links: HashMap<u32, (&'static str, tc::SchedClassifierLinkId)>,
+    /// The XDP relay's attachment: (ifindex, link).
+    xdp_link: Option<(u32, XdpLinkId)>,
 }
 
 fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, LoadError>
@@ -186,6 +221,15 @@ impl Kernel {
                 reason: verifier_reason(&e),
             })?;
         }
+        let relay: &mut Xdp = ebpf
+            .program_mut(RELAY_PROGRAM)
+            .ok_or_else(|| LoadError::Object(format!("no program {RELAY_PROGRAM}")))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| LoadError::Object(e.to_string()))?;
+        relay.load().map_err(|e| LoadError::Verifier {
+            program: RELAY_PROGRAM,
+            reason: verifier_reason(&e),
+        })?;
         let maps = Maps {
             config: take(&mut ebpf, "config")?,
             entropy_ports: take(&mut ebpf, "entropy_ports")?,
@@ -202,6 +246,9 @@ impl Kernel {
             profiles: take(&mut ebpf, "profiles")?,
             transports: take(&mut ebpf, "transports")?,
             groups: take(&mut ebpf, "groups")?,
+            relays: take(&mut ebpf, "relays")?,
+            relay_config: take(&mut ebpf, "relay_config")?,
+            relay_ports: take(&mut ebpf, "relay_ports")?,
             drop_counters: take(&mut ebpf, "drop_counters")?,
             net_counters: take(&mut ebpf, "net_counters")?,
             port_counters: take(&mut ebpf, "port_counters")?,
@@ -214,6 +261,7 @@ impl Kernel {
             ebpf,
             maps,
             links: HashMap::new(),
+            xdp_link: None,
         })
     }
 
@@ -281,6 +329,58 @@ impl Kernel {
         }
     }
 
+    /// Attaches the XDP relay to `interface` in `mode` (native in the driver, or generic),
+    /// replacing the one this process had attached. The link dies with the process, as the
+    /// tc links do.
+    pub fn attach_relay(
+        &mut self,
+        interface: &str,
+        ifindex: u32,
+        mode: XdpAttach,
+    ) -> Result<(), AttachError> {
+        self.detach_relay();
+        let err = |reason: String| AttachError {
+            program: RELAY_PROGRAM,
+            interface: interface.to_string(),
+            reason,
+        };
+        let prog: &mut Xdp = self
+            .ebpf
+            .program_mut(RELAY_PROGRAM)
+            .ok_or_else(|| err(format!("no program {RELAY_PROGRAM}")))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| err(e.to_string()))?;
+        let link = prog
+            .attach_to_if_index(ifindex, mode.mode())
+            .map_err(|e| err(program_error(&e)))?;
+        self.xdp_link = Some((ifindex, link));
+        Ok(())
+    }
+
+    /// Detaches the XDP relay, if this process attached it.
+    pub fn detach_relay(&mut self) {
+        let Some((_, link)) = self.xdp_link.take() else {
+            return;
+        };
+        if let Some(prog) = self
+            .ebpf
+            .program_mut(RELAY_PROGRAM)
+            .and_then(|p| <&mut Xdp>::try_from(p).ok())
+        {
+            let _ = prog.detach(link);
+        }
+    }
+
+    /// The interface the XDP relay is attached to, if any.
+    pub fn relay_attached(&self) -> Option<u32> {
+        self.xdp_link.as_ref().map(|(ifindex, _)| *ifindex)
+    }
+
+    /// The loaded XDP relay, for `BPF_PROG_RUN`.
+    pub fn relay_program(&self) -> Option<&Xdp> {
+        self.ebpf.program(RELAY_PROGRAM)?.try_into().ok()
+    }
+
     /// Whether a program of this process is attached to `ifindex`.
     pub fn attached(&self, ifindex: u32) -> bool {
         self.links.contains_key(&ifindex)
@@ -290,6 +390,18 @@ impl Kernel {
     pub fn classifier(&self, name: &str) -> Option<&SchedClassifier> {
         self.ebpf.program(name)?.try_into().ok()
     }
+}
+
+/// A program error with its causes, in one line.
+fn program_error(e: &aya::programs::ProgramError) -> String {
+    let mut why = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        why.push_str(": ");
+        why.push_str(&s.to_string());
+        source = s.source();
+    }
+    why
 }
 
 /// Sums a per-CPU value.

@@ -32,6 +32,8 @@ pub const PUNT_MAX: usize = 65536;
 pub const DROP_SLOTS: usize = 32;
 /// Entries of the entropy source-port table.
 pub const MAX_ENTROPY: usize = 16384;
+/// Locators of one relay next hop.
+pub const RELAY_LOCS: usize = 8;
 /// Bytes in front of a ring record's frame.
 pub const RECORD_HEAD: usize = 48;
 
@@ -359,6 +361,37 @@ pub struct NodeCounters {
 }
 
 #[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RelayKey {
+    pub dst: u32,
+    pub app: u8,
+    pub pad: [u8; 3],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RelayLoc {
+    pub addr: [u8; 4],
+    pub weight: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Relay {
+    pub count: u32,
+    pub total: u32,
+    pub locs: [RelayLoc; RELAY_LOCS],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RelayConfig {
+    pub port: u16,
+    pub sports: u16,
+    pub pad: u32,
+}
+
+#[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Event {
     pub kind: u32,
@@ -413,6 +446,9 @@ const _: () = {
     assert!(size_of::<NetCounters>() == 48);
     assert!(size_of::<PortCounters>() == 40);
     assert!(size_of::<NodeCounters>() == 80);
+    assert!(size_of::<RelayKey>() == 8);
+    assert!(size_of::<Relay>() == 72);
+    assert!(size_of::<RelayConfig>() == 8);
     assert!(size_of::<Event>() == 36);
     assert!(size_of::<Punt>() == 40);
     assert!(size_of::<Trace>() == 16);
@@ -447,6 +483,9 @@ pod!(
     NetCounters,
     PortCounters,
     NodeCounters,
+    RelayKey,
+    Relay,
+    RelayConfig,
 );
 
 /// Reads a `#[repr(C)]` record of plain integers from the start of `bytes` (a ring record).

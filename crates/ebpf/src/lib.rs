@@ -1,8 +1,9 @@
 //! nvo-ebpf: nvo's kernel datapath (docs/design/ebpf.md).
 //!
 //! - `bpf/`: the programs, in C, compiled by clang when this crate builds: `nvo_port` (tc
-//!   ingress of each port's host-side interface) and `nvo_underlay` (tc ingress of the
-//!   locator's interface), over maps whose layout is `bpf/layout.h` = [`layout`].
+//!   ingress of each port's host-side interface), `nvo_underlay` (tc ingress of the
+//!   locator's interface) and `nvo_relay` (XDP there, the overlay relay, where the interface
+//!   allows), over maps whose layout is `bpf/layout.h` = [`layout`].
 //! - [`Kernel`]: loads them (every map sized by [`Sizes`] from the pipeline's limits),
 //!   attaches them, runs them with `BPF_PROG_RUN` ([`testrun`]).
 //! - [`compile`]: profiles and networks as map entries — the programs know no protocol.
@@ -26,6 +27,6 @@ pub mod nexthop;
 pub mod testrun;
 
 pub use compile::Unsupported;
-pub use kernel::{AttachError, Kernel, LoadError};
+pub use kernel::{AttachError, Kernel, LoadError, XdpAttach};
 pub use limits::Sizes;
 pub use mirror::{Mirror, MirrorStats, NodeSettings, PortInfo};

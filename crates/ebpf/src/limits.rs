@@ -9,6 +9,7 @@
 //! for an unknown MAC.
 
 use nvo_encap::engine::Limits as EngineLimits;
+use nvo_pipeline::overlay::{App, OverlayLimits};
 use nvo_pipeline::Limits;
 
 use crate::layout;
@@ -31,6 +32,9 @@ pub struct Sizes {
     pub keys: u32,
     /// Per-destination headers.
     pub remote_tmpl: u32,
+    /// Overlay relay entries: one per (application, destination) the node may route, that is
+    /// every node of the LIB and every route of each application's RIB.
+    pub relays: u32,
 }
 
 fn clamp(n: usize) -> u32 {
@@ -38,7 +42,8 @@ fn clamp(n: usize) -> u32 {
 }
 
 impl Sizes {
-    /// The sizes that mirror these limits.
+    /// The sizes that mirror these limits (the overlay's at their defaults: see
+    /// [`Sizes::with_overlay`]).
     pub fn from_limits(pipeline: &Limits, engine: &EngineLimits, fdb: u32) -> Sizes {
         Sizes {
             networks: clamp(pipeline.max_networks),
@@ -47,7 +52,16 @@ impl Sizes {
             fdb: fdb.max(1),
             keys: clamp(engine.max_keys),
             remote_tmpl: clamp(engine.max_templates),
+            relays: 0,
         }
+        .with_overlay(&OverlayLimits::default())
+    }
+
+    /// The same with the relay map sized for the overlay tables' limits.
+    pub fn with_overlay(mut self, overlay: &OverlayLimits) -> Sizes {
+        let per_app = overlay.max_nodes.saturating_add(overlay.max_routes);
+        self.relays = clamp(per_app.saturating_mul(App::ALL.len()));
+        self
     }
 
     /// (map name, max_entries) for every map sized at load.
@@ -68,6 +82,7 @@ impl Sizes {
             ("port_counters", self.ports),
             ("profiles", layout::MAX_PROFILES as u32),
             ("transports", layout::MAX_PROFILES as u32),
+            ("relays", self.relays),
         ]
     }
 }
@@ -84,6 +99,7 @@ mod tests {
         assert_eq!(s.flood, 4096 * 256);
         assert_eq!(s.keys, 65536);
         assert_eq!(s.fdb, 1 << 20);
+        assert_eq!(s.relays, 3 * (4096 + 16384));
         assert!(s.entries().iter().all(|&(_, n)| n > 0));
     }
 }

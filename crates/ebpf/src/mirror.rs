@@ -34,6 +34,9 @@ use crate::layout::{self, read_record};
 use nvo_io::iface::Interface;
 
 mod counters;
+mod relay;
+
+pub use relay::relay_entries;
 
 /// A port as nvod knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +77,7 @@ pub struct NodeSettings {
     pub df: bool,
     /// Outer TTL towards multicast groups.
     pub multicast_ttl: u8,
+
     /// Copy every packet the programs send to the trace ring (tests, capture).
     pub trace: bool,
 }
@@ -196,6 +200,11 @@ pub struct Mirror {
     remotes: HashMap<Ipv4Addr, Option<layout::NextHop>>,
     changed: Vec<(Vni, Mac)>,
     overflowed: Vec<Vni>,
+    /// The relay map as written, and the overlay tables' generation it was written from.
+    relays: HashMap<layout::RelayKey, layout::Relay>,
+    relay_generation: Option<u64>,
+    /// The overlay socket's port and source ports as written to `relay_config`.
+    relay_socket: Option<(u16, Vec<u16>)>,
 }
 
 impl Mirror {
@@ -285,12 +294,20 @@ impl Mirror {
             remotes: HashMap::new(),
             changed: Vec::new(),
             overflowed: Vec::new(),
+            relays: HashMap::new(),
+            relay_generation: None,
+            relay_socket: None,
         })
     }
 
     /// The loaded programs and maps.
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
+    }
+
+    /// The loaded programs and maps, to attach the XDP relay (Kernel::attach_relay).
+    pub fn kernel_mut(&mut self) -> &mut Kernel {
+        &mut self.kernel
     }
 
     /// The node's settings.

@@ -90,3 +90,54 @@ impl Kernel {
         })
     }
 }
+
+/// XDP return values.
+pub const XDP_PASS: u32 = 2;
+/// Sent back out of the interface it came in on.
+pub const XDP_TX: u32 = 3;
+/// Sent out of another interface.
+pub const XDP_REDIRECT: u32 = 4;
+
+/// What the XDP relay made of one packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdpRun {
+    /// XDP_PASS, XDP_TX, XDP_REDIRECT (or a drop).
+    pub retval: u32,
+    /// The packet as the program left it.
+    pub data: Vec<u8>,
+}
+
+impl Kernel {
+    /// Runs the XDP relay on `packet` as if it arrived on interface `ifindex` (which must
+    /// exist in the calling thread's namespace).
+    pub fn run_relay(&self, packet: &[u8], ifindex: u32) -> Result<XdpRun, RunError> {
+        let prog = self
+            .relay_program()
+            .ok_or_else(|| RunError::NoProgram(crate::kernel::RELAY_PROGRAM.to_string()))?;
+        // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index,
+        // egress_ifindex; data_end must be the packet's length, the rest of the offsets 0.
+        let mut ctx_in = [0u8; 24];
+        let len = u32::try_from(packet.len()).unwrap_or(u32::MAX);
+        ctx_in[4..8].copy_from_slice(&len.to_ne_bytes());
+        ctx_in[12..16].copy_from_slice(&ifindex.to_ne_bytes());
+        let mut data_out = vec![0u8; packet.len() + 256];
+        let result = prog
+            .test_run(TestRunOptions {
+                data_in: Some(packet),
+                data_out: Some(&mut data_out),
+                ctx_in: Some(&ctx_in),
+                ..TestRunOptions::new()
+            })
+            .map_err(|e| {
+                let source = std::error::Error::source(&e)
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default();
+                RunError::Kernel(format!("{e}{source} ({} bytes)", packet.len()))
+            })?;
+        data_out.truncate(result.data_size_out as usize);
+        Ok(XdpRun {
+            retval: result.return_value,
+            data: data_out,
+        })
+    }
+}

@@ -104,6 +104,13 @@ pub fn set_offload(ifname: &str, feature: Offload, on: bool) -> io::Result<()> {
     call(ifname, feature, "setting", &mut value)
 }
 
+/// The name of the driver behind interface `ifname` (`ethtool -i`: "veth", "tun", "mlx5_core").
+pub fn driver(ifname: &str) -> io::Result<String> {
+    let socket = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    sys::ethtool_driver(socket.as_fd(), ifname)
+        .map_err(|e| io::Error::new(e.kind(), format!("driver of interface {ifname}: {e}")))
+}
+
 fn call(ifname: &str, feature: Offload, what: &str, value: &mut EthtoolValue) -> io::Result<()> {
     let context = |e: io::Error| {
         io::Error::new(

@@ -589,6 +589,32 @@ pub(crate) fn ethtool_value(
     Ok(())
 }
 
+/// `struct ethtool_drvinfo` (`include/uapi/linux/ethtool.h`), for ETHTOOL_GDRVINFO.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub(crate) struct EthtoolDrvinfo {
+    pub(crate) cmd: u32,
+    pub(crate) driver: [u8; 32],
+    pub(crate) rest: [u8; 32 * 4 + 12 + 5 * 4],
+}
+
+/// SIOCETHTOOL ETHTOOL_GDRVINFO on interface `name`: its driver's name.
+pub(crate) fn ethtool_driver(fd: BorrowedFd<'_>, name: &str) -> io::Result<String> {
+    let mut info = EthtoolDrvinfo {
+        cmd: 0x3,
+        driver: [0; 32],
+        rest: [0; 32 * 4 + 12 + 5 * 4],
+    };
+    let mut ifr = ifreq(name)?;
+    ifr.ifr_ifru.ifru_data = ptr::from_mut(&mut info).cast();
+    let ifr: *mut libc::ifreq = &mut ifr;
+    // SAFETY: `ifr` points to a live ifreq whose data pointer points to `info`, a live
+    // ethtool_drvinfo of the uapi size; ETHTOOL_GDRVINFO writes only that struct.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), SIOCETHTOOL, ifr) })?;
+    let end = info.driver.iter().position(|&b| b == 0).unwrap_or(32);
+    Ok(String::from_utf8_lossy(&info.driver[..end]).into_owned())
+}
+
 /// An ioctl whose argument is a pointer to an int (TUNGETFEATURES, TUNSETVNETHDRSZ).
 pub(crate) fn ioctl_int_ptr(fd: BorrowedFd<'_>, req: c_ulong, value: &mut c_int) -> io::Result<()> {
     let value: *mut c_int = value;

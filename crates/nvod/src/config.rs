@@ -62,6 +62,13 @@ Configuration file (TOML, every key optional):
                                    saying why). Networks the kernel path cannot carry (STT,
                                    L3 networks, IPv6 underlays, ...) run in userspace either
                                    way; `nvo node` shows the choice and the reason
+  xdp = \"auto\"                      where the kernel path relays overlay packets for other
+                                   nodes: \"driver\" (XDP in the NIC's driver), \"generic\"
+                                   (XDP in the stack), \"off\" (the tc program), or \"auto\"
+                                   (driver where the locator's interface is not a veth, else
+                                   tc; a failed attach falls back to tc with a log line).
+                                   driver and generic refuse to start when the kernel
+                                   refuses them
   [[profile]]                      a user-defined encapsulation profile (repeatable); the
                                    keys are those of POST /v1/profiles (docs/openapi.yaml),
                                    e.g. name, udp_port, template, vni, matches
@@ -125,6 +132,25 @@ pub struct Config {
     pub bgp: Option<nvo_api::BgpConfig>,
     /// Which datapath to run.
     pub datapath: DatapathChoice,
+    /// Where the kernel path relays overlay packets: XDP or its tc program.
+    pub xdp: XdpChoice,
+}
+
+/// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpChoice {
+    /// XDP in the driver where the interface is not a veth; the tc program on a veth (native
+    /// XDP on a veth turns its peer's segmentation offload off and needs the peer's NAPI, so
+    /// it would cost the node's own traffic more than the relay gains).
+    #[default]
+    Auto,
+    /// XDP in the driver, or no start.
+    Driver,
+    /// Generic XDP (in the stack, on socket buffers), or no start.
+    Generic,
+    /// No XDP: the tc program relays.
+    Off,
 }
 
 /// The `datapath` key.
@@ -169,6 +195,7 @@ struct ConfigFile {
     profile: Vec<ProfileSpec>,
     bgp: Option<nvo_api::BgpConfig>,
     datapath: Option<DatapathChoice>,
+    xdp: Option<XdpChoice>,
 }
 
 /// Why the configuration cannot be used.
@@ -390,6 +417,7 @@ fn resolve(
         profiles: file.profile,
         bgp: file.bgp,
         datapath: file.datapath.unwrap_or_default(),
+        xdp: file.xdp.unwrap_or_default(),
     })
 }
 

@@ -166,6 +166,7 @@ impl Control {
             path: crate::datapath::kernel::Choice {
                 datapath: "userspace",
                 reason: String::new(),
+                relay: "userspace".to_owned(),
             },
         }
     }
@@ -262,6 +263,7 @@ impl Control {
             offloads: self.offloads,
             datapath: self.path.datapath.to_owned(),
             datapath_reason: self.path.reason.clone(),
+            relay: self.path.relay.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
     }

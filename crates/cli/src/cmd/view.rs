@@ -45,6 +45,7 @@ pub fn node(n: &NodeInfo) -> Table {
         ),
         ("datapath", n.datapath.clone()),
         ("datapath_reason", n.datapath_reason.clone()),
+        ("relay", n.relay.clone()),
         ("version", n.version.clone()),
     ])
 }
@@ -702,6 +703,7 @@ mod tests {
             },
             datapath: "ebpf".into(),
             datapath_reason: "configured: datapath = \"ebpf\"".into(),
+            relay: "tc on eth0".into(),
             version: "0.1.0".into(),
         };
         let text = node(&n).to_string();

@@ -145,10 +145,14 @@ pub struct NvodExtras {
     pub udp_gso: Option<bool>,
     /// The datapath: auto, ebpf or userspace.
     pub datapath: Option<String>,
+    /// Where the kernel path relays overlay packets: auto, driver, generic or off (tc).
+    pub xdp: Option<String>,
 }
 
 /// The values of `nvod.datapath` (and `nvo lab up --datapath`).
 pub const DATAPATHS: [&str; 3] = ["auto", "ebpf", "userspace"];
+/// The values of `nvod.xdp`.
+pub const XDP_MODES: [&str; 4] = ["auto", "driver", "generic", "off"];
 
 impl NvodExtras {
     /// Whether no key is set.
@@ -192,6 +196,13 @@ impl NvodExtras {
             if !DATAPATHS.contains(&d.as_str()) {
                 return Err(format!(
                     "host {host}: nvod.datapath {d:?} is none of auto, ebpf, userspace"
+                ));
+            }
+        }
+        if let Some(x) = &self.xdp {
+            if !XDP_MODES.contains(&x.as_str()) {
+                return Err(format!(
+                    "host {host}: nvod.xdp {x:?} is none of auto, driver, generic, off"
                 ));
             }
         }

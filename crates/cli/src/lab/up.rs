@@ -289,6 +289,7 @@ fn nvod_extras(x: &NvodExtras) -> String {
         x.udp_gro.map(|v| format!("udp_gro = {v}")),
         x.udp_gso.map(|v| format!("udp_gso = {v}")),
         x.datapath.as_ref().map(|v| format!("datapath = \"{v}\"")),
+        x.xdp.as_ref().map(|v| format!("xdp = \"{v}\"")),
     ];
     lines.into_iter().flatten().map(|l| l + "\n").collect()
 }

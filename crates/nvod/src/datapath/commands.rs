@@ -109,7 +109,14 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             core.overlay.remove_route(app, dst)?;
             Reply::Done
         }
-        Command::OverlayCounters => Reply::Overlay(core.overlay.counters()),
+        Command::OverlayCounters => {
+            let mut counters = core.overlay.counters();
+            if let Some(k) = &core.kernel {
+                // Packets the kernel relayed never reached the tables.
+                counters.relayed += k.node_counters().relayed;
+            }
+            Reply::Overlay(counters)
+        }
         Command::OverlayProbeStart {
             id,
             dst,

@@ -3,7 +3,9 @@
 //! ```text
 //!  start (datapath thread)   datapath = auto | ebpf | userspace → nvo_ebpf::Kernel::load,
 //!                            Mirror::new (underlay program on the locator's interface)
-//!  after commands, each tick Mirror::sync: every map equal to the pipeline, engine, ports
+//!                            the XDP relay on that interface where it can run (xdp = …)
+//!  after commands, each tick Mirror::sync: every map equal to the pipeline, engine, ports;
+//!                            Mirror::sync_relay: the relay map equal to the overlay tables
 //!  events ring readable      Mirror::drain_events: the kernel's learning into the pipeline
 //!  punts ring readable       each frame: from a port → the pipeline (as if read from it),
 //!                            for a userspace port → sent to it, to encapsulate for an
@@ -18,12 +20,12 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
-use nvo_ebpf::{layout, Kernel, Mirror, NodeSettings, Sizes};
+use nvo_ebpf::{layout, Kernel, Mirror, NodeSettings, Sizes, XdpAttach};
 use nvo_encap::profile::ProfileId;
 use nvo_pipeline::{PortId, TxTarget, Vni};
 
 use super::forward::{Core, Forwarder};
-use crate::config::{Config, DatapathChoice};
+use crate::config::{Config, DatapathChoice, XdpChoice};
 
 /// Which datapath runs, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +34,9 @@ pub struct Choice {
     pub datapath: &'static str,
     /// Why.
     pub reason: String,
+    /// Where overlay packets for other nodes are relayed (`xdp driver on IF`, `tc on IF`,
+    /// `userspace`).
+    pub relay: String,
 }
 
 /// Why `datapath = "ebpf"` cannot start.
@@ -49,6 +54,7 @@ pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), R
                 Choice {
                     datapath: "userspace",
                     reason: "configured: datapath = \"userspace\"".to_owned(),
+                    relay: "userspace".to_owned(),
                 },
             ))
         }
@@ -56,11 +62,12 @@ pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), R
         DatapathChoice::Ebpf => "configured: datapath = \"ebpf\"",
     };
     match load(config, core) {
-        Ok(mirror) => Ok((
+        Ok((mirror, relay)) => Ok((
             Some(mirror),
             Choice {
                 datapath: "ebpf",
                 reason: reason.to_owned(),
+                relay,
             },
         )),
         Err(why) if config.datapath == DatapathChoice::Auto => {
@@ -70,6 +77,7 @@ pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), R
                 Choice {
                     datapath: "userspace",
                     reason: format!("auto: {why}"),
+                    relay: "userspace".to_owned(),
                 },
             ))
         }
@@ -77,7 +85,7 @@ pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), R
     }
 }
 
-fn load(config: &Config, core: &Core) -> Result<Mirror, String> {
+fn load(config: &Config, core: &Core) -> Result<(Mirror, String), String> {
     // An IPv6 locator: the programs load (and must pass the verifier), but every network
     // runs on the userspace path; no underlay program.
     let underlay = match config.locator {
@@ -113,7 +121,38 @@ fn load(config: &Config, core: &Core) -> Result<Mirror, String> {
         multicast_ttl: config.multicast_ttl,
         trace: false,
     };
-    Mirror::new(kernel, settings).map_err(|e| e.to_string())
+    let mut mirror = Mirror::new(kernel, settings).map_err(|e| e.to_string())?;
+    let relay = attach_relay(config.xdp, &mut mirror)?;
+    Ok((mirror, relay))
+}
+
+/// Attaches the XDP relay as `xdp` asks: where the relay runs, or why nvod cannot start.
+fn attach_relay(xdp: XdpChoice, mirror: &mut Mirror) -> Result<String, String> {
+    let Some(underlay) = mirror.settings().underlay.clone() else {
+        // An IPv6 locator: every overlay packet is nvod's.
+        return Ok("userspace".to_owned());
+    };
+    let tc = format!("tc on {}", underlay.name);
+    let mode = match xdp {
+        XdpChoice::Off => return Ok(tc),
+        XdpChoice::Driver => XdpAttach::Driver,
+        XdpChoice::Generic => XdpAttach::Generic,
+        XdpChoice::Auto => match nvo_io::ethtool::driver(&underlay.name) {
+            Ok(driver) if driver != "veth" => XdpAttach::Driver,
+            _ => return Ok(tc),
+        },
+    };
+    match mirror
+        .kernel_mut()
+        .attach_relay(&underlay.name, underlay.ifindex, mode)
+    {
+        Ok(()) => Ok(format!("xdp {} on {}", mode.name(), underlay.name)),
+        Err(e) if xdp == XdpChoice::Auto => {
+            log::info!("{e}; the tc program relays overlay packets");
+            Ok(tc)
+        }
+        Err(e) => Err(format!("xdp = \"{}\": {e}", mode.name())),
+    }
 }
 
 /// Brings the kernel's maps up to date with the tables.
@@ -123,6 +162,20 @@ pub fn sync(core: &mut Core, now: Instant) {
     };
     let ports = core.ports.infos();
     mirror.sync(&mut core.pipeline, &core.engine, &ports, now);
+    // The kernel relays once nvod's overlay socket is open: packets leave as it sends them.
+    let overlay = nvo_encap::profile::Transport::Udp(super::overlay::PORT);
+    let socket = core.underlays.find(overlay).and_then(|at| core.underlays.at(at));
+    if let Some(super::underlays::Underlay {
+        socket: super::underlays::Socket::Udp(u),
+        port,
+        ..
+    }) = socket
+    {
+        if let Err(e) = mirror.set_overlay_socket(*port, u.source_ports()) {
+            log::warn!("cannot give the kernel the overlay socket's ports: {e}");
+        }
+    }
+    mirror.sync_relay(&core.overlay);
 }
 
 /// Applies the kernel's learn reports and handles the frames it punted; syncs after.

@@ -59,6 +59,9 @@ pub struct OverlayTables {
     lib: HashMap<NodeId, Vec<Locator>>,
     ribs: [HashMap<NodeId, Vec<NodeId>>; 3],
     counters: OverlayCounters,
+    /// Bumped by every change of the own ID, the LIB or a RIB: what a mirror of the tables
+    /// (the kernel path's relay map) compares to know it is current.
+    generation: u64,
 }
 
 impl OverlayTables {
@@ -71,6 +74,7 @@ impl OverlayTables {
             lib: HashMap::new(),
             ribs: Default::default(),
             counters: OverlayCounters::default(),
+            generation: 0,
         }
     }
 
@@ -82,7 +86,13 @@ impl OverlayTables {
     /// Changes this node's ID; 0 is refused.
     pub fn set_own(&mut self, id: NodeId) -> Result<(), OverlayError> {
         self.own = NodeId::new(id.0)?;
+        self.generation += 1;
         Ok(())
+    }
+
+    /// A number that changes whenever the own ID, the LIB or a RIB does.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The limits the tables were made with.
@@ -121,15 +131,15 @@ impl OverlayTables {
             return Err(full("node", self.limits.max_nodes));
         }
         self.lib.insert(node, locs);
+        self.generation += 1;
         Ok(())
     }
 
     /// Removes a node and its locators. Routes through it stay (and count `no_locator`).
     pub fn remove_node(&mut self, node: NodeId) -> Result<(), OverlayError> {
-        self.lib
-            .remove(&node)
-            .map(drop)
-            .ok_or(OverlayError::NoSuchNode(node))
+        self.lib.remove(&node).ok_or(OverlayError::NoSuchNode(node))?;
+        self.generation += 1;
+        Ok(())
     }
 
     /// The locators of a node, in table order.
@@ -177,6 +187,7 @@ impl OverlayTables {
             return Err(full("route", self.limits.max_routes));
         }
         rib.insert(dst, next_hops);
+        self.generation += 1;
         Ok(())
     }
 
@@ -184,8 +195,9 @@ impl OverlayTables {
     pub fn remove_route(&mut self, app: App, dst: NodeId) -> Result<(), OverlayError> {
         self.ribs[app.index()]
             .remove(&dst)
-            .map(drop)
-            .ok_or(OverlayError::NoSuchRoute { app, dst })
+            .ok_or(OverlayError::NoSuchRoute { app, dst })?;
+        self.generation += 1;
+        Ok(())
     }
 
     /// The next hops of the route of `app` to `dst`, if there is one.
