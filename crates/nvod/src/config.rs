@@ -460,6 +460,20 @@ mod tests {
     }
 
     #[test]
+    fn xdp_takes_its_four_values_and_refuses_others() {
+        assert_eq!(resolve_text("").unwrap().xdp, XdpChoice::Auto);
+        for (text, want) in [
+            ("auto", XdpChoice::Auto),
+            ("driver", XdpChoice::Driver),
+            ("generic", XdpChoice::Generic),
+            ("off", XdpChoice::Off),
+        ] {
+            assert_eq!(resolve_text(&format!("xdp = \"{text}\"")).unwrap().xdp, want);
+        }
+        assert!(resolve_text("xdp = \"native\"").is_err());
+    }
+
+    #[test]
     fn empty_file_gives_every_default() {
         let c = resolve_text("").unwrap();
         assert_eq!(c.locator, "192.0.2.7".parse::<IpAddr>().unwrap());

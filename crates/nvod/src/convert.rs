@@ -476,6 +476,7 @@ mod tests {
             profiles: Vec::new(),
             bgp: None,
             datapath: Default::default(),
+            xdp: Default::default(),
         }
     }
 
