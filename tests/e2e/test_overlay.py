@@ -14,6 +14,8 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from bgp_peers import nvod_pid
 from conftest import api, wait_for
 
@@ -127,10 +129,13 @@ def test_relay_through_b_without_decapsulation(lab_factory, tmp_path):
     assert {r[5] for r in into} == {r[5] for r in out_of}, "the flow hash changed at the relay"
 
 
-def test_the_kernel_relays_while_the_relay_nvod_is_stopped(lab_factory):
-    """On the kernel datapath hb relays in its tc program (the XDP relay's twin; a veth keeps
-    XDP off): with hb's nvod stopped, unicast between ca and cc still crosses hb."""
-    lab = lab_factory(RELAY.replace("{name: hb}", "{name: hb, nvod: {datapath: ebpf}}"))
+@pytest.mark.parametrize("xdp,where", [("auto", "tc on "), ("generic", "xdp generic on ")])
+def test_the_kernel_relays_while_the_relay_nvod_is_stopped(lab_factory, xdp, where):
+    """On the kernel datapath hb relays in its tc program (auto, on a veth) or in XDP (generic
+    mode): with hb's nvod stopped, unicast between ca and cc still crosses hb, checksums and
+    all. (Driver-mode XDP on a veth is left out: its XDP_TX frames are counted sent but never
+    reach the peer here; see docs/design/ebpf.md.)"""
+    lab = lab_factory(RELAY.replace("{name: hb}", f"{{name: hb, nvod: {{datapath: ebpf, xdp: {xdp}}}}}"))
     learn_ids(lab, "ha", "hb", "hc", "hd")
     cut(lab, "ha", "hc")
     for h in ("ha", "hb", "hc"):
@@ -143,7 +148,7 @@ def test_the_kernel_relays_while_the_relay_nvod_is_stopped(lab_factory):
     route(lab, "hc", "ha", "hb")
     bum_tree(lab, ("ha", "hc"), {"ha": ["ha", "hb"], "hb": ["ha", "hc"], "hc": ["hc", "hb"]})
     info = lab.nvo("hb", "node")
-    assert info["datapath"] == "ebpf" and info["relay"].startswith("tc on "), info
+    assert info["datapath"] == "ebpf" and info["relay"].startswith(where), info
     # ARP crosses the tree (replication: nvod's); then the unicast path is the kernel's.
     wait_for(lambda: lab.ping("ca", "10.60.0.3", count=1, check=False).returncode == 0,
              timeout=15, what="ca → cc through hb")

@@ -58,6 +58,10 @@ pub struct SendArgs {
     /// Stop after this many datagrams even if time is left.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// Bytes every payload starts with, in hex (a tunnel header to send straight to a relay
+    /// or a VTEP); instead of the "nvo-blast" mark. Longer than --size: refused.
+    #[arg(long, value_name = "HEX", value_parser = parse_hex)]
+    pub prefix: Option<HexBytes>,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -111,6 +115,29 @@ mod tests {
         Cli::try_parse_from(std::iter::once("nvo-blast").chain(args.iter().copied()))
             .map(|c| c.command)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn send_takes_a_prefix_in_hex() {
+        let send = |prefix: &str| {
+            parse(&[
+                "send",
+                "--dst",
+                "10.0.0.2:9000",
+                "--size",
+                "64",
+                "--seconds",
+                "1",
+                "--prefix",
+                prefix,
+            ])
+        };
+        let Command::Send(a) = send("01 07:40ff").unwrap() else {
+            panic!("not send");
+        };
+        assert_eq!(a.prefix, Some(HexBytes(vec![1, 7, 0x40, 0xff])));
+        assert!(send("0").is_err());
+        assert!(send("zz").is_err());
     }
 
     #[test]
@@ -221,4 +248,24 @@ mod tests {
             assert!(parse_seconds(bad).is_err(), "{bad}");
         }
     }
+}
+
+/// Bytes given in hex on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HexBytes(pub Vec<u8>);
+
+/// Hex digits (spaces and colons allowed between bytes) as bytes.
+fn parse_hex(text: &str) -> Result<HexBytes, String> {
+    let digits: String = text.chars().filter(|c| !matches!(c, ' ' | ':')).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("{text:?}: an odd number of hex digits"));
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&digits[i..i + 2], 16)
+                .map_err(|_| format!("{text:?}: not hex at {:?}", &digits[i..i + 2]))
+        })
+        .collect::<Result<Vec<u8>, String>>()
+        .map(HexBytes)
 }

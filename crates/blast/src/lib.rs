@@ -37,6 +37,9 @@ pub enum BlastError {
         /// The system's reason.
         source: io::Error,
     },
+    /// Options that do not fit together.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// The error for a failed socket call, for `map_err`.

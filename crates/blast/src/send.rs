@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::cli::SendArgs;
+use crate::cli::{HexBytes, SendArgs};
 use crate::sys::{self, Buffer, Mmsg};
 use crate::{mbps, per_second, socket_error as err, BlastError};
 
@@ -97,6 +97,18 @@ impl Sender {
         batch: usize,
         flows: usize,
     ) -> Result<Sender, BlastError> {
+        let mark = &MAGIC[..MAGIC.len().min(size)];
+        Sender::with_prefix(dst, size, batch, flows, mark)
+    }
+
+    /// The same with every payload starting with `prefix` (at most `size` bytes).
+    pub fn with_prefix(
+        dst: SocketAddr,
+        size: usize,
+        batch: usize,
+        flows: usize,
+        prefix: &[u8],
+    ) -> Result<Sender, BlastError> {
         let any = match dst.ip() {
             IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
@@ -112,9 +124,8 @@ impl Sender {
                 .map_err(err("size the send buffer towards", dst))?;
             socks.push(sock);
         }
-        let mut payload = vec![0u8; size];
-        let mark = MAGIC.len().min(size);
-        payload[..mark].copy_from_slice(&MAGIC[..mark]);
+        let mut payload = vec![0u8; size.max(prefix.len())];
+        payload[..prefix.len()].copy_from_slice(prefix);
         Ok(Sender {
             dst,
             socks,
@@ -150,7 +161,17 @@ impl Sender {
 /// Sends for `args.seconds` (or until `args.count`), then reports.
 pub fn run(args: &SendArgs) -> Result<SendReport, BlastError> {
     let size = args.size as usize;
-    let mut sender = Sender::open(args.dst, size, args.batch as usize, args.flows as usize)?;
+    let (batch, flows) = (args.batch as usize, args.flows as usize);
+    let mut sender = match &args.prefix {
+        Some(HexBytes(prefix)) if prefix.len() > size => {
+            return Err(BlastError::Usage(format!(
+                "--prefix has {} bytes, more than --size {size}",
+                prefix.len()
+            )))
+        }
+        Some(HexBytes(prefix)) => Sender::with_prefix(args.dst, size, batch, flows, prefix)?,
+        None => Sender::open(args.dst, size, batch, flows)?,
+    };
     let limit = args.count.unwrap_or(u64::MAX);
     let batch = sender.batch() as u64;
     let (mut packets, mut calls, mut errors) = (0u64, 0u64, 0u64);
@@ -221,5 +242,9 @@ mod tests {
             .starts_with(MAGIC));
         assert_eq!(Sender::open(dst, 3, 1, 1).unwrap().payload, b"nvo");
         assert!(Sender::open(dst, 0, 1, 1).unwrap().payload.is_empty());
+        let p = Sender::with_prefix(dst, 8, 1, 1, &[1, 2, 3])
+            .unwrap()
+            .payload;
+        assert_eq!(p, [1, 2, 3, 0, 0, 0, 0, 0]);
     }
 }

@@ -468,7 +468,10 @@ mod tests {
             ("generic", XdpChoice::Generic),
             ("off", XdpChoice::Off),
         ] {
-            assert_eq!(resolve_text(&format!("xdp = \"{text}\"")).unwrap().xdp, want);
+            assert_eq!(
+                resolve_text(&format!("xdp = \"{text}\"")).unwrap().xdp,
+                want
+            );
         }
         assert!(resolve_text("xdp = \"native\"").is_err());
     }

@@ -164,7 +164,10 @@ pub fn sync(core: &mut Core, now: Instant) {
     mirror.sync(&mut core.pipeline, &core.engine, &ports, now);
     // The kernel relays once nvod's overlay socket is open: packets leave as it sends them.
     let overlay = nvo_encap::profile::Transport::Udp(super::overlay::PORT);
-    let socket = core.underlays.find(overlay).and_then(|at| core.underlays.at(at));
+    let socket = core
+        .underlays
+        .find(overlay)
+        .and_then(|at| core.underlays.at(at));
     if let Some(super::underlays::Underlay {
         socket: super::underlays::Socket::Udp(u),
         port,

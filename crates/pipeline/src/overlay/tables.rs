@@ -137,7 +137,9 @@ impl OverlayTables {
 
     /// Removes a node and its locators. Routes through it stay (and count `no_locator`).
     pub fn remove_node(&mut self, node: NodeId) -> Result<(), OverlayError> {
-        self.lib.remove(&node).ok_or(OverlayError::NoSuchNode(node))?;
+        self.lib
+            .remove(&node)
+            .ok_or(OverlayError::NoSuchNode(node))?;
         self.generation += 1;
         Ok(())
     }
