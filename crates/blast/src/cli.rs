@@ -257,7 +257,7 @@ pub struct HexBytes(pub Vec<u8>);
 /// Hex digits (spaces and colons allowed between bytes) as bytes.
 fn parse_hex(text: &str) -> Result<HexBytes, String> {
     let digits: String = text.chars().filter(|c| !matches!(c, ' ' | ':')).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("{text:?}: an odd number of hex digits"));
     }
     (0..digits.len())
