@@ -79,6 +79,7 @@ struct nvo_tmpl {
 #define NVO_NET_BUM_GROUP 4    /* flood once to `group` */
 #define NVO_NET_BUM_USER 8     /* flooding is userspace's (an overlay tree) */
 #define NVO_NET_REMOTE_TMPL 16 /* some remotes have a header of their own: look in `remote_tmpl` */
+#define NVO_NET_SUPPRESS 32    /* ARP suppression: answer requests from `neighbors` */
 
 /* A network the kernel path forwards (map `networks`, by VNI). Networks that only userspace
  * serves have no entry: their ports carry no program and their keys say NVO_KEY_PASS. */
@@ -117,6 +118,19 @@ struct nvo_nexthop {
 struct nvo_remote_key {
 	__u32 vni;
 	__u32 addr[4];
+};
+
+/* ARP suppression's neighbour table (map `neighbors`): the pipeline's, IPv4 entries of the
+ * networks that suppress. */
+struct nvo_neigh_key {
+	__u32 vni;
+	__u32 ip;           /* network order */
+};
+
+struct nvo_neigh {
+	__u8 mac[6];
+	__u16 pad;
+	__u32 port_id;      /* the local port it lives behind (a port answers for itself); 0: none */
 };
 
 /* FDB (map `fdb`). */
@@ -291,6 +305,7 @@ struct nvo_event {
 #define NVO_PUNT_PORT 1        /* a frame from port `port_id`: nvod runs the pipeline on it */
 #define NVO_PUNT_DELIVER 2     /* deliver this frame to userspace port `port_id` */
 #define NVO_PUNT_ENCAP 3       /* encapsulate this frame of `vni` to `remote` (unresolved next hop) */
+#define NVO_PUNT_ANSWERED 4    /* an ARP request from port `port_id` the kernel answered: snoop it */
 
 struct nvo_punt {
 	__u32 kind;            /* NVO_PUNT_* */
@@ -332,6 +347,8 @@ _Static_assert(sizeof(struct nvo_remote) == 16, "nvo_remote");
 _Static_assert(sizeof(struct nvo_nexthop) == 16, "nvo_nexthop");
 _Static_assert(sizeof(struct nvo_remote_key) == 20, "nvo_remote_key");
 _Static_assert(sizeof(struct nvo_fdb_key) == 12, "nvo_fdb_key");
+_Static_assert(sizeof(struct nvo_neigh_key) == 8, "nvo_neigh_key");
+_Static_assert(sizeof(struct nvo_neigh) == 12, "nvo_neigh");
 _Static_assert(sizeof(struct nvo_fdb_entry) == 32, "nvo_fdb_entry");
 _Static_assert(sizeof(struct nvo_key) == 12, "nvo_key");
 _Static_assert(sizeof(struct nvo_key_target) == 8, "nvo_key_target");

@@ -82,6 +82,14 @@ struct {
 	__type(value, struct nvo_fdb_entry);
 } fdb SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nvo_neigh_key);
+	__type(value, struct nvo_neigh);
+} neighbors SEC(".maps");
+
 /* How many more MACs the kernel may learn in a network before nvod has caught up: nvod sets it
  * to (max_learned - learned) after each batch of reports, the programs take one per new MAC. */
 struct {

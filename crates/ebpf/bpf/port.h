@@ -4,6 +4,8 @@
  * from_port, for the frames the kernel takes.
  *
  *   port known? ─ no → unknown_port
+ *   an ARP request ARP suppression answers from `neighbors` → the reply back out of the port,
+ *     the request to nvod to snoop (arp_answer)
  *   frame for nvod? (network not in the kernel, 802.1Q tag, ARP or NS/NA to snoop and maybe
  *     answer, longer than the MTU, destination an overlay node, a flood the kernel does not
  *     replicate) → punted whole, before anything is counted or learned
@@ -30,6 +32,73 @@ static __always_inline int neighbour_discovery(struct __sk_buff *skb, __u16 ethe
 	if (bpf_skb_load_bytes(skb, ETH_HLEN + 40, &type, 1))
 		return 0;
 	return type == 135 || type == 136;
+}
+
+#define ARP_FRAME (ETH_HLEN + 28)
+
+/* ARP suppression (the pipeline's suppress::answer, for ARP): a request from a port that asks
+ * for a peer (not gratuitous, not a probe), whose target the network's neighbour table knows
+ * somewhere other than behind this port, is answered here — the reply, from the target's MAC,
+ * back out of the port — and the request goes to nvod flagged answered, which snoops and
+ * counts it (arp_suppressed) without answering again. Returns the program's verdict, or -1
+ * when the frame is not answered here (it is then punted whole, as every ARP frame is). */
+static __always_inline int arp_answer(struct __sk_buff *skb, const struct nvo_config *cfg,
+				      __u32 vni, const struct nvo_port *port, const __u8 *eth,
+				      struct nvo_port_counters *pc)
+{
+	__u8 a[28];
+	if (skb->vlan_present || bpf_skb_load_bytes(skb, ETH_HLEN, a, 28))
+		return -1;
+	/* Ethernet/IPv4, 6/4-byte addresses, a request (what ArpRepr::parse takes). */
+	if (a[0] || a[1] != 1 || a[2] != 0x08 || a[3] || a[4] != 6 || a[5] != 4 || a[6] ||
+	    a[7] != 1)
+		return -1;
+	const __u8 *sender_mac = a + 8, *sender_ip = a + 14, *target_ip = a + 24;
+	__u32 sip, tip;
+	__builtin_memcpy(&sip, sender_ip, 4);
+	__builtin_memcpy(&tip, target_ip, 4);
+	/* Arp::asks_peer, and a unicast sender to answer to. */
+	if (sip == 0 || tip == 0 || sip == tip || mac_is_multicast(sender_mac) ||
+	    mac_is_zero(sender_mac) || mac_is_multicast(eth + 6) || mac_is_zero(eth + 6))
+		return -1;
+	struct nvo_neigh_key nk = { .vni = vni, .ip = tip };
+	struct nvo_neigh *n = bpf_map_lookup_elem(&neighbors, &nk);
+	if (!n || n->port_id == port->port_id)
+		return -1;
+	struct nvo_fdb_key fk = { .vni = vni };
+	__builtin_memcpy(fk.mac, n->mac, 6);
+	struct nvo_fdb_entry *f = bpf_map_lookup_elem(&fdb, &fk);
+	if (f && f->dest == NVO_DEST_PORT && f->port_id == port->port_id)
+		return -1; /* behind this port: it answers for itself */
+	__u8 reply[ARP_FRAME];
+	__builtin_memcpy(reply, sender_mac, 6);
+	__builtin_memcpy(reply + 6, n->mac, 6);
+	reply[12] = ETH_P_ARP >> 8;
+	reply[13] = ETH_P_ARP & 0xff;
+	__builtin_memcpy(reply + 14, a, 6);
+	reply[20] = 0;
+	reply[21] = 2;
+	__builtin_memcpy(reply + 22, n->mac, 6);
+	__builtin_memcpy(reply + 28, target_ip, 4);
+	__builtin_memcpy(reply + 32, sender_mac, 6);
+	__builtin_memcpy(reply + 38, sender_ip, 4);
+	/* The request to nvod first (snooping stays the pipeline's); not answered if it cannot
+	 * go, so that nvod sees every ARP frame. */
+	if (punt(skb, NVO_PUNT_ANSWERED, port->port_id, vni, 0, 0, 0))
+		return -1;
+	if ((skb->len != ARP_FRAME && bpf_skb_change_tail(skb, ARP_FRAME, 0)) ||
+	    bpf_skb_store_bytes(skb, 0, reply, ARP_FRAME, 0)) {
+		tx_failed(skb, 0);
+		set_verdict(skb, NVO_VERDICT_DROP, port->port_id, NVO_DROP_TX_ERROR);
+		return TC_ACT_SHOT;
+	}
+	if (pc) {
+		pc->tx_frames += 1;
+		pc->tx_bytes += ARP_FRAME;
+	}
+	trace_out(skb, cfg, NVO_TRACE_PORT, port->port_id);
+	set_verdict(skb, NVO_VERDICT_PORT, port->port_id, 0);
+	return bpf_redirect(port->ifindex, 0);
 }
 
 /* The length of the largest frame this one becomes: a GSO frame's headers plus one segment. */
@@ -184,6 +253,11 @@ static __always_inline int port_in(struct __sk_buff *skb)
 			  (!dst && ((net->flags & NVO_NET_BUM_USER) ||
 				    net->port_count > NVO_MAX_NET_PORTS ||
 				    net->flood_count > NVO_MAX_FLOOD));
+	}
+	if (to_nvod && net && parsed && ethertype == ETH_P_ARP && (net->flags & NVO_NET_SUPPRESS)) {
+		int verdict = arp_answer(skb, cfg, vni, port, eth, pc);
+		if (verdict >= 0)
+			return verdict;
 	}
 	if (to_nvod) {
 		punt(skb, NVO_PUNT_PORT, port->port_id, vni, 0, 0, 0);

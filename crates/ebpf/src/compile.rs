@@ -301,6 +301,9 @@ pub fn network(
     if !engine.param_remotes(id, view.vni.0).is_empty() {
         flags |= layout::NET_REMOTE_TMPL;
     }
+    if view.arp_suppression {
+        flags |= layout::NET_SUPPRESS;
+    }
     Some(layout::Network {
         slot,
         flags,

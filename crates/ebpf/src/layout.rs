@@ -54,6 +54,7 @@ pub const NET_BUM_HEAD_END: u32 = 2;
 pub const NET_BUM_GROUP: u32 = 4;
 pub const NET_BUM_USER: u32 = 8;
 pub const NET_REMOTE_TMPL: u32 = 16;
+pub const NET_SUPPRESS: u32 = 32;
 
 pub const DEST_PORT: u8 = 1;
 pub const DEST_REMOTE: u8 = 2;
@@ -78,6 +79,7 @@ pub const EVENT_LEARN: u32 = 1;
 pub const PUNT_PORT: u32 = 1;
 pub const PUNT_DELIVER: u32 = 2;
 pub const PUNT_ENCAP: u32 = 3;
+pub const PUNT_ANSWERED: u32 = 4;
 
 pub const VERDICT_PASS: u32 = 0;
 pub const VERDICT_DROP: u32 = 1;
@@ -362,6 +364,21 @@ pub struct NodeCounters {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NeighKey {
+    pub vni: u32,
+    pub ip: [u8; 4],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Neigh {
+    pub mac: [u8; 6],
+    pub pad: u16,
+    pub port_id: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct RelayKey {
     pub dst: u32,
     pub app: u8,
@@ -446,6 +463,8 @@ const _: () = {
     assert!(size_of::<NetCounters>() == 48);
     assert!(size_of::<PortCounters>() == 40);
     assert!(size_of::<NodeCounters>() == 80);
+    assert!(size_of::<NeighKey>() == 8);
+    assert!(size_of::<Neigh>() == 12);
     assert!(size_of::<RelayKey>() == 8);
     assert!(size_of::<Relay>() == 72);
     assert!(size_of::<RelayConfig>() == 8);
@@ -486,6 +505,8 @@ pod!(
     RelayKey,
     Relay,
     RelayConfig,
+    NeighKey,
+    Neigh,
 );
 
 /// Reads a `#[repr(C)]` record of plain integers from the start of `bytes` (a ring record).

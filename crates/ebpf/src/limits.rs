@@ -83,6 +83,8 @@ impl Sizes {
             ("profiles", layout::MAX_PROFILES as u32),
             ("transports", layout::MAX_PROFILES as u32),
             ("relays", self.relays),
+            // ARP suppression's neighbours, node-wide like the FDB (one per host address).
+            ("neighbors", self.fdb),
         ]
     }
 }

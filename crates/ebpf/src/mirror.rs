@@ -8,6 +8,7 @@
 //!    fdb        the pipeline's journal: each changed (vni, mac) written or removed; a network
 //!               that changed more than the journal holds, or is new to the kernel, in full
 //!    budgets    how many MACs each network may still learn (max_learned − learned)
+//!    neighbors  ARP suppression's IPv4 entries of suppressing networks (neighbors.rs)
 //!  drain_events(pipeline)             learn reports → Pipeline::learn → the entry written back
 //!  drain_punts(f)                     frames for nvod → f (nvod runs the pipeline on them)
 //! ```
@@ -34,6 +35,7 @@ use crate::layout::{self, read_record};
 use nvo_io::iface::Interface;
 
 mod counters;
+mod neighbors;
 mod relay;
 
 pub use relay::relay_entries;
@@ -205,6 +207,10 @@ pub struct Mirror {
     relay_generation: Option<u64>,
     /// The overlay socket's port and source ports as written to `relay_config`.
     relay_socket: Option<(u16, Vec<u16>)>,
+    /// ARP suppression's entries as written, per network, and the generation of the
+    /// pipeline's table they were written from.
+    neighbors: HashMap<Vni, HashMap<layout::NeighKey, layout::Neigh>>,
+    neigh_generations: HashMap<Vni, u64>,
 }
 
 impl Mirror {
@@ -297,6 +303,8 @@ impl Mirror {
             relays: HashMap::new(),
             relay_generation: None,
             relay_socket: None,
+            neighbors: HashMap::new(),
+            neigh_generations: HashMap::new(),
         })
     }
 
@@ -366,6 +374,7 @@ impl Mirror {
         self.sync_ports(ports, &kernel_nets);
         self.sync_fdb(pipeline, &kernel_nets, now);
         self.sync_budgets(&kernel_nets);
+        self.sync_neighbors(pipeline, &kernel_nets);
         self.resolve_new_remotes();
     }
 

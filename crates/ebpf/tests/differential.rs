@@ -122,6 +122,65 @@ fn vxlan_port_side_unicast_flood_local_and_drops() {
 }
 
 #[test]
+fn arp_suppression_answers_in_the_kernel_as_the_pipeline_does() {
+    let mut fx = Fixture::new("da");
+    fx.network(100, "vxlan", &[R2], &[1, 2, 3], &[]);
+    fx.network(101, "vxlan", &[R2], &[4, 5], &[]);
+    let vni = nvo_pipeline::Vni(100);
+    fx.both(|p, _| p.set_arp_suppression(vni, true).unwrap());
+    // C2 on port 2 asks for an address nobody knows: handed over; the pipeline snoops C2.
+    let (k, _) = fx.port_frame(2, &arp_request(C2, [10, 0, 0, 2], [10, 0, 0, 9]));
+    assert!(k.punted, "an unknown target is nvod's");
+    // C1 asks for C2's address: the kernel answers from its copy of the table.
+    let r = fx.port_frame(1, &arp_request(C1, [10, 0, 0, 1], [10, 0, 0, 2]));
+    assert!(!r.0.punted && r.1.replied, "answered in the kernel: {r:?}");
+    same("ARP answered", r);
+    // C2 asks for C1's, which the pipeline snooped from the answered request.
+    let r = fx.port_frame(2, &arp_request(C2, [10, 0, 0, 2], [10, 0, 0, 1]));
+    assert!(
+        !r.0.punted,
+        "C1 was snooped from the request the kernel answered"
+    );
+    same("ARP answered from a snooped request", r);
+    // A static host's address behind port 3.
+    let mac3 = nvo_pipeline::Mac([2, 0, 0, 0, 0, 3]);
+    let ip3: std::net::IpAddr = "10.0.0.3".parse().unwrap();
+    fx.both(|p, _| {
+        p.fdb_add_static_host(vni, mac3, nvo_pipeline::PortId(3), &[ip3])
+            .unwrap()
+    });
+    same(
+        "ARP for a static host",
+        fx.port_frame(1, &arp_request(C1, [10, 0, 0, 1], [10, 0, 0, 3])),
+    );
+    // Not answered: asked from behind the target's own port, gratuitous, a probe.
+    for (what, port, frame) in [
+        (
+            "same port",
+            2,
+            arp_request(FAR, [10, 0, 0, 7], [10, 0, 0, 2]),
+        ),
+        (
+            "gratuitous",
+            1,
+            arp_request(C1, [10, 0, 0, 1], [10, 0, 0, 1]),
+        ),
+        ("probe", 1, arp_request(C1, [0, 0, 0, 0], [10, 0, 0, 2])),
+    ] {
+        let (k, _) = fx.port_frame(port, &frame);
+        assert!(k.punted, "{what}: must be nvod's");
+    }
+    // A network that does not suppress hands every request over.
+    let (k, _) = fx.port_frame(4, &arp_request(C1, [10, 0, 0, 1], [10, 0, 0, 2]));
+    assert!(k.punted, "no suppression in 101");
+    // Suppression switched off: the kernel stops answering at the next sync.
+    fx.both(|p, _| p.set_arp_suppression(vni, false).unwrap());
+    let (k, _) = fx.port_frame(1, &arp_request(C1, [10, 0, 0, 1], [10, 0, 0, 2]));
+    assert!(k.punted, "suppression off");
+    agree(&fx, &[100, 101]);
+}
+
+#[test]
 fn every_kernel_profile_encapsulates_like_the_engine() {
     let mut fx = Fixture::new("d2");
     let spec: nvo_encap::spec::ProfileSpec = serde_json::from_str(

@@ -11,7 +11,7 @@
 //! The local hosts are read by polling: every change of the set bumps a generation number, and
 //! [`Pipeline::local_hosts_since`] answers None while it has not moved.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde::{Deserialize, Serialize};
 
@@ -109,6 +109,10 @@ pub struct LocalHost {
     pub ips: Vec<IpAddr>,
 }
 
+/// One IPv4 neighbour ARP suppression answers for: its address, MAC, and the local port it
+/// lives behind (None: elsewhere).
+pub type ArpNeighbor = (Ipv4Addr, Mac, Option<PortId>);
+
 impl Pipeline {
     /// Applies each change on its own (see the module documentation); an unknown network
     /// refuses a change.
@@ -130,6 +134,33 @@ impl Pipeline {
     pub fn set_arp_suppression(&mut self, vni: Vni, on: bool) -> Result<(), TableError> {
         self.network_mut(vni)?.suppress = on;
         Ok(())
+    }
+
+    /// The IPv4 neighbours ARP suppression answers for in network `vni` — (address, MAC,
+    /// the local port it lives behind) — with the table's generation, which changes whenever
+    /// an entry does; None for an unknown network or one that does not suppress. What a
+    /// datapath that answers ARP itself mirrors (the kernel path).
+    pub fn arp_neighbors(&self, vni: Vni) -> Option<(u64, Vec<ArpNeighbor>)> {
+        let net = self.network_ref(vni).ok()?;
+        if !net.suppress {
+            return None;
+        }
+        let entries = net
+            .neigh
+            .entries()
+            .filter_map(|(ip, mac, port)| match ip {
+                IpAddr::V4(v4) => Some((v4, mac, port)),
+                IpAddr::V6(_) => None,
+            })
+            .collect();
+        Some((net.neigh.generation(), entries))
+    }
+
+    /// The generation of ARP suppression's neighbour table of `vni` (see
+    /// [`Pipeline::arp_neighbors`]); None when the network does not suppress.
+    pub fn arp_neighbors_generation(&self, vni: Vni) -> Option<u64> {
+        let net = self.network_ref(vni).ok()?;
+        net.suppress.then(|| net.neigh.generation())
     }
 
     /// The generation of the set of local hosts, as [`LocalHosts::generation`] reports it.

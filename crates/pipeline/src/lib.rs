@@ -72,7 +72,7 @@ pub use counters::{
 };
 pub use drop::DropReason;
 pub use error::TableError;
-pub use evpn::{EvpnApplied, EvpnChange, LocalHost, LocalHosts};
+pub use evpn::{ArpNeighbor, EvpnApplied, EvpnChange, LocalHost, LocalHosts};
 pub use fdb::FdbView;
 pub use hash::flow_hash16;
 pub use network::NetworkView;

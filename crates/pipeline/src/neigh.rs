@@ -79,9 +79,22 @@ pub(crate) enum Snooped {
 #[derive(Debug, Default)]
 pub(crate) struct Neighbors {
     entries: HashMap<IpAddr, Neighbor>,
+    /// Bumped by every change of an entry's address, MAC or port (not by a refresh): what a
+    /// mirror of the table (the kernel path's) compares.
+    generation: u64,
 }
 
 impl Neighbors {
+    /// A number that changes whenever an entry is added, removed, or changes MAC or port.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Every entry: (IP, MAC, the local port behind which it lives, if any).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (IpAddr, Mac, Option<PortId>)> + '_ {
+        self.entries.iter().map(|(&ip, n)| (ip, n.mac, n.port()))
+    }
+
     /// What `ip` resolves to, if the table knows.
     pub(crate) fn lookup(&self, ip: IpAddr) -> Option<Neighbor> {
         self.entries.get(&ip).copied()
@@ -110,6 +123,7 @@ impl Neighbors {
             return if same {
                 Snooped::Refreshed
             } else {
+                self.generation += 1;
                 Snooped::Changed
             };
         }
@@ -117,6 +131,7 @@ impl Neighbors {
             return Snooped::Limit;
         }
         self.entries.insert(ip, Neighbor { mac, origin });
+        self.generation += 1;
         Snooped::Changed
     }
 
@@ -141,6 +156,7 @@ impl Neighbors {
         max: usize,
     ) -> Result<Option<Neighbor>, NeighRefused> {
         if let Some(old) = self.entries.get(&ip).copied() {
+            self.generation += 1;
             self.entries.remove(&ip);
             self.entries.insert(
                 ip,
@@ -186,6 +202,7 @@ impl Neighbors {
             None if self.entries.len() >= max => return Err(NeighRefused::Full),
             _ => {}
         }
+        self.generation += 1;
         Ok(self.entries.insert(ip, Neighbor { mac, origin }))
     }
 
@@ -195,6 +212,7 @@ impl Neighbors {
             return false;
         }
         self.entries.remove(&ip);
+        self.generation += 1;
         true
     }
 
@@ -229,7 +247,11 @@ impl Neighbors {
     fn remove_where(&mut self, mut doomed: impl FnMut(&Neighbor) -> bool) -> usize {
         let before = self.entries.len();
         self.entries.retain(|_, n| !doomed(n));
-        before - self.entries.len()
+        let removed = before - self.entries.len();
+        if removed > 0 {
+            self.generation += 1;
+        }
+        removed
     }
 }
 
@@ -244,6 +266,31 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_generation_moves_with_every_change_but_a_refresh() {
+        let mut t = Neighbors::default();
+        let now = Instant::now();
+        let g0 = t.generation();
+        t.snoop(ip("10.0.0.1"), A, P1, now, 8);
+        let g1 = t.generation();
+        assert_ne!(g0, g1);
+        t.snoop(ip("10.0.0.1"), A, P1, now, 8); // refreshed
+        assert_eq!(t.generation(), g1);
+        t.snoop(ip("10.0.0.1"), A, P2, now, 8); // moved
+        let g2 = t.generation();
+        assert_ne!(g1, g2);
+        t.set_evpn(ip("10.0.0.2"), B, 8).unwrap();
+        let g3 = t.generation();
+        assert_ne!(g2, g3);
+        assert_eq!(t.remove_port(PortId(9)), 0);
+        assert_eq!(t.generation(), g3);
+        assert!(t.remove_evpn(ip("10.0.0.2")));
+        assert_ne!(t.generation(), g3);
+        let mut seen: Vec<_> = t.entries().collect();
+        seen.sort();
+        assert_eq!(seen, vec![(ip("10.0.0.1"), A, Some(P2))]);
     }
 
     #[test]

@@ -109,6 +109,33 @@ impl Pipeline {
         now: Instant,
         actions: &mut Actions,
     ) {
+        self.port_frame(port, frame, segment_len, now, actions, false);
+    }
+
+    /// [`Pipeline::from_port`] for an ARP request that a datapath answered from the neighbour
+    /// table itself (the kernel path, which mirrors `arp_neighbors`): counted, learned and
+    /// snooped as any frame, counted `arp_suppressed`, and nothing more — the reply is out.
+    /// Should the frame not be a question this pipeline would take, `actions` forward it as
+    /// usual. Clears `actions` first.
+    pub fn from_port_answered(
+        &mut self,
+        port: PortId,
+        frame: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) {
+        self.port_frame(port, frame, frame.len(), now, actions, true);
+    }
+
+    fn port_frame(
+        &mut self,
+        port: PortId,
+        frame: &[u8],
+        segment_len: usize,
+        now: Instant,
+        actions: &mut Actions,
+        answered: bool,
+    ) {
         actions.clear();
         let Pipeline {
             limits,
@@ -163,6 +190,9 @@ impl Pipeline {
             return reject(drops, Some(pc), DropReason::TooBig, actions);
         }
         if let Some(q) = &question {
+            if answered && suppress::count_answered(net, q) {
+                return;
+            }
             if suppress::answer(net, port, q, &eth, scratch, actions) {
                 return;
             }

@@ -156,6 +156,18 @@ fn behind(neighbor: &Neighbor, port: PortId, fdb: Option<FdbDest>) -> bool {
     neighbor.port() == Some(port) || fdb == Some(FdbDest::Port(port))
 }
 
+/// Counts a question another datapath answered (`Pipeline::from_port_answered`): an ARP
+/// request, `arp_suppressed`. Returns false for anything else (it was not answered).
+pub(crate) fn count_answered(net: &mut Network, question: &Question) -> bool {
+    match question {
+        Question::Arp(_) => {
+            net.counters.arp_suppressed += 1;
+            true
+        }
+        Question::Solicit { .. } => false,
+    }
+}
+
 /// Counts a question that is flooded (suppression off, or the target unknown).
 pub(crate) fn count_flooded(net: &mut Network, question: &Question) {
     match question {

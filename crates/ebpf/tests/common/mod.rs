@@ -54,6 +54,8 @@ pub struct Result {
     pub outs: Vec<Out>,
     pub drop: Option<u16>,
     pub punted: bool,
+    /// The pipeline answered (ARP/ND suppression).
+    pub replied: bool,
 }
 
 pub struct Fixture {
@@ -209,24 +211,35 @@ impl Fixture {
     }
 
     /// Drains the kernel's rings into the mirrored pipeline as nvod does: learn reports applied,
-    /// punted frames run through it. Returns whether a frame was punted.
+    /// punted frames run through it. Returns whether a frame was punted (handed over for the
+    /// pipeline to decide).
     fn settle(&mut self) -> bool {
         self.mirror.drain_events(&mut self.mirrored, self.now);
         let mut punted = Vec::new();
         self.mirror
             .drain_punts(|hdr, frame| punted.push((*hdr, frame.to_vec())));
         for (hdr, frame) in &punted {
-            assert_eq!(
-                hdr.kind,
-                layout::PUNT_PORT,
-                "only frames from ports are punted here"
-            );
             let mut actions = Actions::new();
-            self.mirrored
-                .from_port(PortId(hdr.port_id), frame, self.now, &mut actions);
+            match hdr.kind {
+                layout::PUNT_PORT => {
+                    self.mirrored
+                        .from_port(PortId(hdr.port_id), frame, self.now, &mut actions)
+                }
+                layout::PUNT_ANSWERED => {
+                    self.mirrored.from_port_answered(
+                        PortId(hdr.port_id),
+                        frame,
+                        self.now,
+                        &mut actions,
+                    );
+                    assert!(actions.is_empty(), "an answered request is not forwarded");
+                }
+                k => panic!("only frames from ports are punted here, not kind {k}"),
+            }
         }
         self.sync();
-        !punted.is_empty()
+        // A request the kernel answered was not handed over: it counts as sent, not punted.
+        punted.iter().any(|(h, _)| h.kind == layout::PUNT_PORT)
     }
 
     fn kernel_result(&mut self, run: nvo_ebpf::testrun::Run) -> Result {
@@ -241,7 +254,12 @@ impl Fixture {
             .collect();
         let drop = (run.verdict[0] == layout::VERDICT_DROP).then_some(run.verdict[2] as u16);
         let punted = run.verdict[0] == layout::VERDICT_PUNT;
-        Result { outs, drop, punted }
+        Result {
+            outs,
+            drop,
+            punted,
+            replied: false,
+        }
     }
 
     /// A frame from port `port`: (the kernel's result, the reference's).
@@ -376,6 +394,7 @@ impl Fixture {
         let mut outs = Vec::new();
         let mut drop = None;
         let mut punted = false;
+        let mut replied = false;
         for a in actions.iter() {
             match *a {
                 Action::Deliver { port } => outs.push(Out::Port(port.0, frame.to_vec())),
@@ -404,14 +423,26 @@ impl Fixture {
                     )));
                 }
                 Action::Drop(reason) => drop = Some(reason.code()),
-                // Answers the pipeline builds itself (ARP/ND, ICMP too-big): the kernel's
-                // part is to hand the frame over.
-                Action::Reply { .. } | Action::EncapNode { .. } | Action::EncapL3 { .. } => {
-                    punted = true
+                // An answer the pipeline builds (ARP/ND suppression, ICMP too-big): the kernel
+                // answers ARP itself, and hands the rest over (then nothing is compared).
+                Action::Reply { port, len } => {
+                    let p = if reference {
+                        &self.reference
+                    } else {
+                        &self.mirrored
+                    };
+                    outs.push(Out::Port(port.0, p.scratch()[..len].to_vec()));
+                    replied = true;
                 }
+                Action::EncapNode { .. } | Action::EncapL3 { .. } => punted = true,
             }
         }
-        Result { outs, drop, punted }
+        Result {
+            outs,
+            drop,
+            punted: punted || (replied && drop.is_some()),
+            replied,
+        }
     }
 
     pub fn counters(&self) -> (Counters, Counters) {

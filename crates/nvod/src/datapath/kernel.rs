@@ -8,6 +8,7 @@
 //!                            Mirror::sync_relay: the relay map equal to the overlay tables
 //!  events ring readable      Mirror::drain_events: the kernel's learning into the pipeline
 //!  punts ring readable       each frame: from a port → the pipeline (as if read from it),
+//!                            an ARP request the kernel answered → the pipeline snoops it,
 //!                            for a userspace port → sent to it, to encapsulate for an
 //!                            unresolved remote → through the profile's socket
 //! ```
@@ -211,6 +212,18 @@ impl Forwarder {
         let meta = super::csum::punted_meta(frame, hdr.gso_size);
         match hdr.kind {
             layout::PUNT_PORT => self.port_frame(PortId(hdr.port_id), frame, meta, now),
+            layout::PUNT_ANSWERED => {
+                // The kernel replied from its copy of the neighbour table; the pipeline snoops
+                // the request and counts it (and forwards it, should it not take it as one).
+                let core = &mut self.core;
+                core.pipeline.from_port_answered(
+                    PortId(hdr.port_id),
+                    frame,
+                    now,
+                    &mut core.actions,
+                );
+                core.perform(frame, &meta);
+            }
             layout::PUNT_DELIVER => {
                 let port = PortId(hdr.port_id);
                 let sent = self.core.ports.send_meta(port, frame, &meta);
