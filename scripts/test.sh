@@ -2,7 +2,8 @@
 # Runs the whole test suite: the README's second command, and what CI runs (.ci/run).
 #   1. dependencies (scripts/setup.sh, idempotent)
 #   2. the scapy byte vectors are regenerated and must equal the committed ones
-#   3. cargo fmt --check and cargo clippy -D warnings
+#   3. cargo fmt --check and cargo clippy -D warnings; no two files of a crate import each other
+#      (scripts/check_imports.py)
 #   4. cargo test: unit, scapy vectors, tshark round trips, property tests, fuzz corpus replay,
 #      nvod and nvo-io tests in network namespaces
 #   5. end-to-end tests (tests/e2e, pytest): labs of namespaces with nvod and the kernel's VXLAN,
@@ -36,6 +37,9 @@ echo "vectors match"
 step "cargo fmt --check"
 cargo fmt --all -- --check || fail "formatting: run cargo fmt"
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check || fail "formatting of fuzz targets: run cargo fmt --manifest-path fuzz/Cargo.toml"
+
+step "no two-file import circles"
+/usr/bin/python3 scripts/check_imports.py . || fail "import circles (see above)"
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings || fail "clippy"

@@ -20,6 +20,7 @@ pub mod attribute;
 pub mod community;
 mod error;
 pub mod evpn;
+mod header;
 pub mod message;
 pub mod open;
 pub mod pack;

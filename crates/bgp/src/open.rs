@@ -279,10 +279,10 @@ impl OpenRepr {
         let mut params = Reader::new(r.take(params_len, "open optional parameters")?);
         if !r.is_empty() {
             // Parameters shorter than the message: RFC 4271 §6.1 Bad Message Length.
-            let length = u16::try_from(body.len() + crate::message::HEADER_LEN).unwrap_or(u16::MAX);
+            let length = u16::try_from(body.len() + crate::header::HEADER_LEN).unwrap_or(u16::MAX);
             return Err(Error::Length {
                 length,
-                msg_type: crate::message::msg_type::OPEN,
+                msg_type: crate::header::msg_type::OPEN,
             });
         }
         let repr = OpenRepr {

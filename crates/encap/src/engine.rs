@@ -56,21 +56,7 @@ impl Default for Limits {
     }
 }
 
-/// Where a received packet goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Target {
-    /// A local network: hand the inner packet to the pipeline.
-    Local {
-        /// The network's VNI.
-        vni: u32,
-    },
-    /// Send it on to another node (NSH next hop, overlay relay).
-    Forward {
-        /// The next hop's underlay address.
-        remote: IpAddr,
-    },
-}
+pub use crate::keys::Target;
 
 /// A received header, understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

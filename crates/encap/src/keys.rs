@@ -8,10 +8,28 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::engine::Target;
+use serde::Serialize;
+
 use crate::profile::{ByteField, ProfileId, MAX_FIELD_LEN};
+
+/// Where a received packet goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A local network: hand the inner packet to the pipeline.
+    Local {
+        /// The network's VNI.
+        vni: u32,
+    },
+    /// Send it on to another node (NSH next hop, overlay relay).
+    Forward {
+        /// The next hop's underlay address.
+        remote: IpAddr,
+    },
+}
 
 const KEY_CAPACITY: usize = MAX_FIELD_LEN as usize;
 

@@ -25,8 +25,7 @@ use crate::meta::FrameMeta;
 use crate::sys::MAX_BATCH;
 use crate::vnet::{self, Segmenter, VnetError, VnetHdr, VNET_HDR_LEN};
 
-/// Largest frame a port may hand over: a 64 KiB GSO frame plus its Ethernet and VLAN headers.
-pub const MAX_FRAME: usize = 65_535 + 18;
+pub use crate::meta::MAX_FRAME;
 
 /// What a port can do; implemented by [`crate::PacketPort`] and [`crate::TapPort`].
 pub trait FramePort: AsFd + fmt::Debug {

@@ -19,11 +19,13 @@
 use std::cell::RefCell;
 use std::io;
 
-use crate::frame::MAX_FRAME;
 use crate::vnet::{
     self, Segmenter, VnetError, VnetHdr, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4,
     VNET_HDR_LEN,
 };
+
+/// Largest frame a port may hand over: a 64 KiB GSO frame plus its Ethernet and VLAN headers.
+pub const MAX_FRAME: usize = 65_535 + 18;
 
 /// The kind of a GSO frame: what its segments are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

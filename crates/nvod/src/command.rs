@@ -166,7 +166,7 @@ pub enum Reply {
     /// The overlay's counters.
     Overlay(OverlayCounters),
     /// A probe run's measurements (None: no such run).
-    Probe(Option<crate::datapath::probe::RunResult>),
+    Probe(Option<crate::datapath::probes::RunResult>),
     /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
     Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
     /// What an EVPN batch did.

@@ -19,6 +19,7 @@ mod convert;
 mod datapath;
 mod evpn;
 mod state;
+mod values;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use nvo_encap::spec::ProfileSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::convert;
+use crate::values;
 
 /// Version of the file format, written into the file.
 pub const FORMAT_VERSION: u32 = 1;
@@ -133,7 +133,7 @@ pub struct NetworkState {
 }
 
 fn default_encap() -> String {
-    crate::convert::DEFAULT_ENCAP.to_owned()
+    crate::values::DEFAULT_ENCAP.to_owned()
 }
 
 /// BUM handling as stored.
@@ -237,10 +237,10 @@ impl State {
             ));
         }
         for (&vni, net) in &self.networks {
-            convert::check_vni(vni).map_err(|e| format!("network {vni}: {e}"))?;
-            convert::check_mtu(net.mtu).map_err(|e| format!("network {vni}: {e}"))?;
+            values::check_vni(vni).map_err(|e| format!("network {vni}: {e}"))?;
+            values::check_mtu(net.mtu).map_err(|e| format!("network {vni}: {e}"))?;
             for (mac, dest) in &net.fdb {
-                convert::parse_mac(mac).map_err(|e| format!("network {vni}: {e}"))?;
+                values::parse_mac(mac).map_err(|e| format!("network {vni}: {e}"))?;
                 if let StaticDest::Port(name) = dest {
                     if self.ports.get(name).map(|p| p.vni) != Some(vni) {
                         return Err(format!(
@@ -252,7 +252,7 @@ impl State {
             }
         }
         for (name, port) in &self.ports {
-            convert::check_ifname(name).map_err(|e| format!("port {name:?}: {e}"))?;
+            values::check_ifname(name).map_err(|e| format!("port {name:?}: {e}"))?;
             if !self.networks.contains_key(&port.vni) {
                 return Err(format!(
                     "port {name:?} belongs to network {}, which is not defined",

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::counters::NetworkCounters;
 use crate::fdb::{serialize_secs, Fdb};
-use crate::l3::{L3Tables, Route};
+use crate::l3::tables::{L3Tables, Route};
 use crate::neigh::Neighbors;
 use crate::{BumMode, NetworkSpec, PortId, Vni};
 

@@ -12,10 +12,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::load;
 use super::record::{self, run_dir, LabRecord};
 use super::sys;
 use super::topology::check_name;
-use super::up::load;
 use super::LabError;
 
 /// What `down` removed.

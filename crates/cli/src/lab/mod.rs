@@ -14,7 +14,6 @@
 //! the record lists, `status` reads the records; `sys` runs `ip`, `bridge` and `ethtool`.
 
 pub mod down;
-pub mod encap;
 pub mod plan;
 pub mod record;
 pub mod status;

@@ -7,7 +7,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use crate::addr::{Cidr, Mac};
-use crate::lab::topology::{container_mac, Family, HostKind, NvodExtras, Topology, UNDERLAY_NODE};
+use crate::lab::topology::{
+    container_mac, Family, HostKind, NvodExtras, Topology, TopologyError, UNDERLAY_NODE,
+};
+use crate::lab::LabError;
 
 /// Where labs keep their state, one directory per lab.
 pub const RUN_ROOT: &str = "/run/nvo/lab";
@@ -292,6 +295,21 @@ fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, String> 
         });
     }
     Ok(hosts)
+}
+
+/// Reads, checks and plans a topology file.
+pub fn load(file: &Path) -> Result<(Topology, Plan), LabError> {
+    let text = std::fs::read_to_string(file).map_err(|source| LabError::Read {
+        path: file.to_owned(),
+        source,
+    })?;
+    let name = file.display().to_string();
+    let topo = Topology::parse(&name, &text)?;
+    let plan = Plan::new(&topo, Path::new(RUN_ROOT)).map_err(|message| TopologyError::Invalid {
+        file: name,
+        message,
+    })?;
+    Ok((topo, plan))
 }
 
 #[cfg(test)]

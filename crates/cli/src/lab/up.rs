@@ -33,11 +33,11 @@ use nvo_api::{
 };
 
 use super::down::teardown;
-use super::encap::on_vxlan_port;
-use super::plan::{ContainerPlan, HostPlan, Plan, RUN_ROOT, UNDERLAY_BRIDGE};
+use super::plan::{ContainerPlan, HostPlan, Plan, UNDERLAY_BRIDGE};
 use super::record::{LabRecord, ProcessRecord, Recorder, RECORD_FILE};
 use super::sys::{self, bridge, exec_in, ip, run};
-use super::topology::{HostKind, NvodExtras, Topology, TopologyError};
+use super::topology::encap::on_vxlan_port;
+use super::topology::{HostKind, NvodExtras, TopologyError};
 use super::LabError;
 
 /// Each network's tenant MTU on each host, by (host, VNI): what its containers' eth0 gets.
@@ -59,24 +59,9 @@ pub struct UpOptions {
     pub datapath: Option<String>,
 }
 
-/// Reads, checks and plans a topology file.
-pub fn load(file: &Path) -> Result<(Topology, Plan), LabError> {
-    let text = std::fs::read_to_string(file).map_err(|source| LabError::Read {
-        path: file.to_owned(),
-        source,
-    })?;
-    let name = file.display().to_string();
-    let topo = Topology::parse(&name, &text)?;
-    let plan = Plan::new(&topo, Path::new(RUN_ROOT)).map_err(|message| TopologyError::Invalid {
-        file: name,
-        message,
-    })?;
-    Ok((topo, plan))
-}
-
 /// Builds the lab; returns its record.
 pub fn up(opts: &UpOptions) -> Result<LabRecord, LabError> {
-    let (topo, mut plan) = load(&opts.file)?;
+    let (topo, mut plan) = super::plan::load(&opts.file)?;
     if let Some(d) = &opts.datapath {
         if !super::topology::DATAPATHS.contains(&d.as_str()) {
             return Err(TopologyError::Invalid {
@@ -488,6 +473,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::topology::Topology;
 
     #[test]
     fn nvod_config_names_the_hosts_files_and_locator() {

@@ -7,7 +7,7 @@ use axum::{Json, Router};
 use nvo_api as api;
 
 use super::error::{ApiFailure, Body};
-use super::routes::Shared;
+use super::Shared;
 use crate::control::Failure;
 
 type Answer<T> = Result<T, ApiFailure>;

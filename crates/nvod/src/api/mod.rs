@@ -14,7 +14,10 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-pub use routes::{router, Shared};
+pub use routes::router;
+
+/// The control state every handler shares; the mutex serialises changes.
+pub type Shared = std::sync::Arc<tokio::sync::Mutex<crate::control::Control>>;
 
 /// Why the API socket cannot be set up.
 #[derive(Debug, thiserror::Error)]

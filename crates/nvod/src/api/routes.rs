@@ -2,20 +2,15 @@
 //! control lock, calls one [`Control`] method and turns the result into an answer.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use nvo_api as api;
-use tokio::sync::Mutex;
 
 use super::error::{no_method, no_route, ApiFailure, Body, Params, MAX_BODY};
-use crate::control::Control;
-
-/// The control state every handler shares; the mutex serialises changes.
-pub type Shared = Arc<Mutex<Control>>;
+use super::Shared;
 
 type Answer<T> = Result<T, ApiFailure>;
 type Created<T> = Answer<(StatusCode, Json<T>)>;

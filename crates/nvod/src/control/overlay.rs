@@ -219,10 +219,10 @@ impl Control {
         let dst = node(req.dst)?;
         let via = req.via.map(node).transpose()?;
         let count = req.count.unwrap_or(10);
-        if !(1..=crate::datapath::probe::MAX_COUNT).contains(&count) {
+        if !(1..=crate::datapath::probes::MAX_COUNT).contains(&count) {
             return Err(Failure::bad(format!(
                 "count {count} is out of range; use 1 to {}",
-                crate::datapath::probe::MAX_COUNT
+                crate::datapath::probes::MAX_COUNT
             )));
         }
         let timeout = req.timeout_ms.unwrap_or(500);

@@ -125,7 +125,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         } => {
             ensure_overlay_socket(core)?;
             if !core.probe_start(id, dst, via, count, now) {
-                return Err(DatapathError::ProbesBusy(super::probe::MAX_RUNS));
+                return Err(DatapathError::ProbesBusy(super::probes::MAX_RUNS));
             }
             Reply::Done
         }

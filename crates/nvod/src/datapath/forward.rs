@@ -66,7 +66,7 @@ pub struct Core {
     /// Where `OverlayTables::forward` puts the hops of one packet.
     pub(super) hops: Vec<Hop>,
     /// Overlay probe runs in flight.
-    pub probes: super::probe::Probes,
+    pub probes: super::probes::Probes,
     /// An STT frame (header + inner frame) put together before segmentation.
     stt_frame: Vec<u8>,
     /// A packet being relayed, with its hop count decremented.
@@ -138,7 +138,7 @@ impl Forwarder {
         let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
             return;
         };
-        if transport == Transport::Udp(super::overlay::PORT) {
+        if transport == Transport::Udp(ports::OVERLAY) {
             return self.core.overlay_packet(src, packet, now);
         }
         if transport != STT {
@@ -185,7 +185,7 @@ impl Forwarder {
         let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
             return false;
         };
-        if transport == STT || transport == Transport::Udp(super::overlay::PORT) {
+        if transport == STT || transport == Transport::Udp(ports::OVERLAY) {
             return false;
         }
         let core = &mut self.core;

@@ -25,6 +25,7 @@ pub mod kernel;
 mod overlay;
 mod ports;
 pub mod probe;
+pub mod probes;
 mod stt_guard;
 pub mod underlays;
 

@@ -4,9 +4,8 @@
 //! replies to its runs and measures the round trip. Runs are bounded ([`MAX_RUNS`], at most
 //! [`MAX_COUNT`] probes each); a run is read once and forgotten.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nvo_io::OuterValues;
 use nvo_pipeline::overlay::{App, Arrival, Hop, NodeId};
@@ -14,68 +13,13 @@ use nvo_wire::overlay::{Application, OverlayPacket, OverlayRepr, HEADER_LEN};
 
 use super::forward::{queue, Core};
 use super::overlay::PORT;
+use super::probes::{Run, MAX_COUNT, MAX_RUNS, PROBE_VNI};
 
-/// The VNI probes travel on: no network uses it.
-pub const PROBE_VNI: u32 = 0;
-/// Most probe runs in flight.
-pub const MAX_RUNS: usize = 64;
-/// Most probes in one run.
-pub const MAX_COUNT: u32 = 100;
 const MAGIC: &[u8; 4] = b"NVOP";
 const REQUEST: u8 = 1;
 const REPLY: u8 = 2;
 const BODY: usize = 13;
 const TTL: u8 = 64;
-
-/// One run of probes.
-#[derive(Debug)]
-pub struct Run {
-    /// When each probe left (by sequence number), and its round trip once answered.
-    sent: Vec<(Instant, Option<Duration>)>,
-    started: Instant,
-}
-
-/// What a run measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RunResult {
-    /// Probes sent.
-    pub sent: u32,
-    /// Replies received.
-    pub received: u32,
-    /// Shortest, mean and longest round trip of the replies.
-    pub rtt: Option<(Duration, Duration, Duration)>,
-}
-
-/// The runs in flight.
-#[derive(Debug, Default)]
-pub struct Probes {
-    runs: HashMap<u32, Run>,
-}
-
-impl Probes {
-    /// The run's measurements; the run is forgotten.
-    pub fn take(&mut self, id: u32) -> Option<RunResult> {
-        let run = self.runs.remove(&id)?;
-        let rtts: Vec<Duration> = run.sent.iter().filter_map(|(_, r)| *r).collect();
-        let rtt = (!rtts.is_empty()).then(|| {
-            let min = rtts.iter().copied().min().unwrap_or_default();
-            let max = rtts.iter().copied().max().unwrap_or_default();
-            let mean = rtts.iter().sum::<Duration>() / rtts.len() as u32;
-            (min, mean, max)
-        });
-        Some(RunResult {
-            sent: run.sent.len() as u32,
-            received: rtts.len() as u32,
-            rtt,
-        })
-    }
-
-    /// Forgets runs older than a minute (their reader went away).
-    pub fn expire(&mut self, now: Instant) {
-        self.runs
-            .retain(|_, r| now.duration_since(r.started) < Duration::from_secs(60));
-    }
-}
 
 impl Core {
     /// Starts run `id`: `count` requests to `dst`, straight along the routes or first to the

@@ -13,7 +13,7 @@ use nvo_api::ProfileSpec;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::encap;
+pub mod encap;
 use crate::addr::{Cidr, Mac};
 
 /// Longest lab, host or container name (namespaces are `nvo-<lab>-<node>`).

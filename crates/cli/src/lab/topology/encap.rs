@@ -9,7 +9,7 @@ use nvo_api::ProfileSpec;
 use nvo_encap::builtin;
 use nvo_encap::profile::Profile;
 
-use super::topology::{HostKind, NetworkDef, Topology};
+use super::{HostKind, NetworkDef, Topology};
 
 /// The profile of a network that names none (nvod's default too).
 pub const DEFAULT: &str = builtin::names::VXLAN;
