@@ -26,11 +26,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::time::Instant;
 
-use nvo_api as api;
-use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, MacIpRoute, RouteDistinguisher, RouteTarget};
+use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, RouteTarget};
 use nvo_pipeline::Mac;
 
-use super::settings::{show_rd, show_rt, Settings};
+use super::settings::Settings;
+
+mod mobility;
+mod nlri;
+mod view;
+
+use mobility::History;
+pub use nlri::{key_of, mac_route};
 
 /// Most MACs whose move history is kept.
 pub const MAX_TRACKED: usize = 1 << 16;
@@ -151,13 +157,6 @@ struct Local {
 enum Winner {
     Local,
     Remote(IpAddr),
-}
-
-/// Moves of one MAC that moved at least once lately.
-#[derive(Debug, Default)]
-struct History {
-    moves: Vec<Instant>,
-    duplicate_since: Option<Instant>,
 }
 
 /// What is in the data path now, as this table put it there.
@@ -722,94 +721,6 @@ impl Rib {
         self.adj_out.contains_key(&k).then_some(Winner::Local)
     }
 
-    fn record_move(&mut self, key: (u32, Mac), now: Instant) {
-        if !self.history.contains_key(&key) && self.history.len() >= MAX_TRACKED {
-            self.prune_quiet(now);
-            if self.history.len() >= MAX_TRACKED {
-                return;
-            }
-        }
-        let window = self.settings.dup_window;
-        let limit = self.settings.dup_moves as usize;
-        let h = self.history.entry(key).or_default();
-        h.moves
-            .retain(|&t| now.saturating_duration_since(t) <= window);
-        h.moves.push(now);
-        if h.moves.len() >= limit && h.duplicate_since.is_none() {
-            h.duplicate_since = Some(now);
-            self.duplicates.insert(key);
-            log::warn!(
-                "evpn: vni {} mac {} moved {} times within {:?}: marked duplicate for as long",
-                key.0,
-                key.1,
-                h.moves.len(),
-                window
-            );
-        }
-    }
-
-    fn is_duplicate(&mut self, key: (u32, Mac), now: Instant) -> bool {
-        let window = self.settings.dup_window;
-        let Some(h) = self.history.get_mut(&key) else {
-            return false;
-        };
-        match h.duplicate_since {
-            Some(t) if now.saturating_duration_since(t) > window => {
-                h.duplicate_since = None;
-                h.moves.clear();
-                self.duplicates.remove(&key);
-                false
-            }
-            Some(_) => true,
-            None => false,
-        }
-    }
-
-    /// Remembers that `key`'s remote route (from `vtep`, sequence `seq`) went with nothing in
-    /// its place.
-    fn note_departed(&mut self, key: (u32, Mac), vtep: IpAddr, seq: u32, now: Instant) {
-        let window = self.settings.dup_window;
-        if self.departed.len() >= MAX_TRACKED {
-            self.departed
-                .retain(|_, &mut (_, _, t)| now.saturating_duration_since(t) <= window);
-            if self.departed.len() >= MAX_TRACKED {
-                return;
-            }
-        }
-        self.departed.insert(key, (vtep, seq, now));
-    }
-
-    /// Duplicate MACs whose freeze has run out are evaluated again; departed routes older than
-    /// the window are forgotten.
-    fn thaw(&mut self, now: Instant) {
-        let window = self.settings.dup_window;
-        self.departed
-            .retain(|_, &mut (_, _, t)| now.saturating_duration_since(t) <= window);
-        let thawed: Vec<(u32, Mac)> = self
-            .duplicates
-            .iter()
-            .filter(|k| {
-                self.history
-                    .get(k)
-                    .and_then(|h| h.duplicate_since)
-                    .is_none_or(|t| now.saturating_duration_since(t) > window)
-            })
-            .copied()
-            .collect();
-        self.dirty_macs.extend(thawed);
-    }
-
-    /// Forgets histories with no move inside the window.
-    fn prune_quiet(&mut self, now: Instant) {
-        let window = self.settings.dup_window;
-        self.history.retain(|_, h| {
-            h.duplicate_since.is_some()
-                || h.moves
-                    .iter()
-                    .any(|&t| now.saturating_duration_since(t) <= window)
-        });
-    }
-
     /// How many MACs are duplicate now.
     pub fn duplicates(&self) -> u64 {
         self.duplicates.len() as u64
@@ -835,177 +746,5 @@ impl Rib {
             self.received as u64,
             installed as u64,
         )
-    }
-
-    /// The routes as the API lists them; `source` names a peer.
-    pub fn routes(
-        &self,
-        vni: Option<u32>,
-        route_type: Option<u8>,
-        source: impl Fn(PeerId) -> String,
-    ) -> Vec<api::EvpnRoute> {
-        let mut list = Vec::new();
-        let export = |v: u32| self.settings.vni(v).export;
-        for (route, attrs) in self.adj_out.values() {
-            let dup = match route {
-                EvpnRoute::MacIp(r) => self
-                    .history
-                    .get(&(attrs.vni, Mac(r.mac)))
-                    .is_some_and(|h| h.duplicate_since.is_some()),
-                _ => false,
-            };
-            list.push(show(
-                route,
-                attrs.vni,
-                self.settings.next_hop,
-                "local".into(),
-                attrs.seq,
-                false,
-                &export(attrs.vni),
-                true,
-                false,
-                dup,
-            ));
-        }
-        for (&peer, table) in &self.adj_in {
-            for (key, path) in table {
-                let route = route_of(key, path.got.vni);
-                let best = match key {
-                    NlriKey::Mac { mac, .. } => {
-                        self.installed.fdb.get(&(path.got.vni, *mac)) == Some(&path.got.vtep)
-                    }
-                    NlriKey::Imet { .. } => self
-                        .installed
-                        .flood
-                        .get(&path.got.vni)
-                        .is_some_and(|s| s.contains(&path.got.vtep)),
-                };
-                let dup = match key {
-                    NlriKey::Mac { mac, .. } => self
-                        .history
-                        .get(&(path.got.vni, *mac))
-                        .is_some_and(|h| h.duplicate_since.is_some()),
-                    NlriKey::Imet { .. } => false,
-                };
-                list.push(show(
-                    &route,
-                    path.got.vni,
-                    path.got.vtep,
-                    source(peer),
-                    path.got.seq,
-                    path.got.sticky,
-                    &path.got.rts,
-                    best,
-                    path.stale,
-                    dup,
-                ));
-            }
-        }
-        list.retain(|r| {
-            vni.is_none_or(|v| v == r.vni) && route_type.is_none_or(|t| t == r.route_type)
-        });
-        list.sort_by(|a, b| {
-            (a.vni, a.route_type, &a.mac, a.ip, a.vtep, &a.source).cmp(&(
-                b.vni,
-                b.route_type,
-                &b.mac,
-                b.ip,
-                b.vtep,
-                &b.source,
-            ))
-        });
-        list
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn show(
-    route: &EvpnRoute,
-    vni: u32,
-    vtep: IpAddr,
-    source: String,
-    seq: u32,
-    sticky: bool,
-    rts: &[RouteTarget],
-    best: bool,
-    stale: bool,
-    duplicate: bool,
-) -> api::EvpnRoute {
-    let (route_type, rd, mac, ip) = match route {
-        EvpnRoute::MacIp(r) => (2, r.rd, Some(Mac(r.mac).to_string()), r.ip),
-        EvpnRoute::InclusiveMulticast(r) => (3, r.rd, None, None),
-        EvpnRoute::Other { route_type, .. } => {
-            (*route_type, RouteDistinguisher::Unknown([0; 8]), None, None)
-        }
-    };
-    api::EvpnRoute {
-        route_type,
-        rd: show_rd(&rd),
-        vni,
-        mac,
-        ip,
-        vtep,
-        source,
-        seq,
-        sticky,
-        rt: rts.iter().map(show_rt).collect(),
-        best,
-        stale,
-        duplicate,
-    }
-}
-
-/// A type 2 route of this node.
-pub fn mac_route(rd: RouteDistinguisher, vni: u32, mac: Mac, ip: Option<IpAddr>) -> EvpnRoute {
-    EvpnRoute::MacIp(MacIpRoute {
-        rd,
-        esi: [0; 10],
-        ethernet_tag: 0,
-        mac: mac.0,
-        ip,
-        label1: vni,
-        label2: None,
-    })
-}
-
-/// The key of a route; None for types this table does not use.
-pub fn key_of(route: &EvpnRoute) -> Option<NlriKey> {
-    match route {
-        EvpnRoute::MacIp(r) => Some(NlriKey::Mac {
-            rd: r.rd.to_bytes(),
-            tag: r.ethernet_tag,
-            mac: Mac(r.mac),
-            ip: r.ip,
-        }),
-        EvpnRoute::InclusiveMulticast(r) => Some(NlriKey::Imet {
-            rd: r.rd.to_bytes(),
-            tag: r.ethernet_tag,
-            originator: r.originator,
-        }),
-        EvpnRoute::Other { .. } => None,
-    }
-}
-
-/// A route rebuilt from its key (for listing and withdrawing).
-pub fn route_of(key: &NlriKey, vni: u32) -> EvpnRoute {
-    match *key {
-        NlriKey::Mac { rd, tag, mac, ip } => EvpnRoute::MacIp(MacIpRoute {
-            rd: RouteDistinguisher::from_bytes(rd),
-            esi: [0; 10],
-            ethernet_tag: tag,
-            mac: mac.0,
-            ip,
-            label1: vni,
-            label2: None,
-        }),
-        NlriKey::Imet {
-            rd,
-            tag,
-            originator,
-        } => EvpnRoute::InclusiveMulticast(InclusiveMulticastRoute {
-            rd: RouteDistinguisher::from_bytes(rd),
-            ethernet_tag: tag,
-            originator,
-        }),
     }
 }
