@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Fails when two files of a crate import each other (issue 14: the module graph reads top-down).
+"""Fails when two files of a crate import each other (issue 14: the module graph reads top-down),
+or when a source file is longer than 800 lines without saying why at its top (a line
+`//! Longer than 800 lines: <reason>` in its first 30 lines).
 
 A file imports another when it names a path into it: `crate::a::b::…`, `super::…` or
 `self::…` resolved to the longest prefix that is a module file of the same crate (`a/b.rs`,
@@ -69,6 +71,20 @@ def circles(root):
     return out
 
 
+MAX_LINES = 800
+REASON = "//! Longer than 800 lines:"
+
+
+def long_files(root):
+    """Source files over MAX_LINES lines that do not say why."""
+    out = []
+    for f in sorted((root / "crates").glob("*/src/**/*.rs")):
+        lines = f.read_text().splitlines()
+        if len(lines) > MAX_LINES and not any(l.startswith(REASON) for l in lines[:30]):
+            out.append((f.relative_to(root), len(lines)))
+    return out
+
+
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     found = circles(root)
@@ -77,8 +93,12 @@ def main():
     if found:
         print(f"{len(found)} two-file import circle(s): move what both need where it belongs "
               "(a third module, the caller, or the lower one of the two)")
+    long = long_files(root)
+    for f, n in long:
+        print(f"{f}: {n} lines; split it, or say why at its top ({REASON} …)")
+    if found or long:
         return 1
-    print("no two-file import circles")
+    print(f"no two-file import circles, no file over {MAX_LINES} lines without a reason")
     return 0
 
 
