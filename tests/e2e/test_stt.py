@@ -265,7 +265,10 @@ def test_flood_of_incomplete_frames_stays_under_the_cap(stt_lab):
           f"evicted {after['evicted'] - before['evicted']}, ping replies during it {received}/8")
     assert sent > 2 * CAP // 60000, sent
     assert worst <= CAP, samples
-    assert max(s["in_progress"] for s in samples) <= CAP // 60000, samples
+    # The flood's frames are ~60000 bytes each; one of the pinger's 3000-byte frames may be half
+    # reassembled beside them when a sample is taken (seen: 17 flood frames + 1532 bytes of a
+    # ping, 18 in progress).
+    assert max(s["in_progress"] for s in samples) <= CAP // 60000 + 1, samples
     assert after["evicted"] > before["evicted"], (before, after)
     assert received >= 4, ping_out  # good traffic kept flowing during the flood
     # And after it, with nvod as it was.
