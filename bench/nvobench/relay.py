@@ -72,6 +72,8 @@ PAIRS = [("nvo-xdp-relay", "kernel-relay"), ("nvo-ebpf-relay", "kernel-relay"),
          ("nvo-relay", "kernel-relay"), ("nvo-xdp-relay", "nvo-relay"),
          ("nvo-ebpf-relay", "nvo-relay"), ("nvo-relay", "nvo-direct"),
          ("kernel-relay", "kernel-direct"), ("nvo-direct", "kernel-direct")]
+# What relaying costs each: relay ÷ direct (the report's TCP lines).
+COST_PAIRS = [("nvo-relay", "nvo-direct"), ("kernel-relay", "kernel-direct")]
 # The relay packet rate: inner frames of this many bytes sent straight at hb (see relay_pps).
 RELAY_FRAME = 64
 UL = {"ha": "10.100.0.1", "hb": "10.100.0.2", "hc": "10.100.0.3"}

@@ -88,7 +88,7 @@ def lead(doc):
     figs = relay.figures(doc)
     rats = relay.ratios(figs)
     out = []
-    for a, b in relay.PAIRS[:5]:
+    for a, b in [p for p in relay.PAIRS if p[0] in relay.RELAYS and p[1] in relay.RELAYS]:
         r = rats.get("relay_kpps", {}).get(f"{a}/{b}")
         if r:
             out.append(f"- Relay packet rate on hb ({relay.RELAY_FRAME} B frames sent at it): "
@@ -103,7 +103,7 @@ def lead(doc):
                         else "nvo's figure is the higher" if r["lo"] > 1 else
                         "nvo's figure is the lower")
                 out.append(f"- {what}: {LABEL[a]} ÷ {LABEL[b]} {_r(r)}; {side}.")
-    for a, b in relay.PAIRS[5:7]:
+    for a, b in relay.COST_PAIRS:
         r = rats.get("tcp1_gbps", {}).get(f"{a}/{b}")
         if r:
             out.append(f"- What relaying costs TCP: {LABEL[a]} ÷ {LABEL[b]} {_r(r)}.")

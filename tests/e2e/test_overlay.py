@@ -82,10 +82,10 @@ def overlay_network(lab, host):
         api(lab, host, "POST", "/v1/ports", {"name": p, "vni": 600})
 
 
-def test_relay_through_b_without_decapsulation(lab_factory, tmp_path):
-    lab = lab_factory(RELAY)
+def through_hb(lab):
+    """The RELAY lab routed through hb: ha and hc cut from each other, each routing the other
+    via hb, network 600 flooding along a tree ha → [ha, hb], hb → [ha, hc], hc → [hc, hb]."""
     learn_ids(lab, "ha", "hb", "hc", "hd")
-    assert len(set(NODE.values())) == 4, NODE
     cut(lab, "ha", "hc")
     for h in ("ha", "hb", "hc"):
         overlay_network(lab, h)
@@ -96,6 +96,12 @@ def test_relay_through_b_without_decapsulation(lab_factory, tmp_path):
     route(lab, "ha", "hc", "hb")
     route(lab, "hc", "ha", "hb")
     bum_tree(lab, ("ha", "hc"), {"ha": ["ha", "hb"], "hb": ["ha", "hc"], "hc": ["hc", "hb"]})
+
+
+def test_relay_through_b_without_decapsulation(lab_factory, tmp_path):
+    lab = lab_factory(RELAY)
+    through_hb(lab)
+    assert len(set(NODE.values())) == 4, NODE
 
     pcap = tmp_path / "hb.pcap"
     cap = lab.capture("hb", pcap, "udp port 60002")
@@ -136,17 +142,7 @@ def test_the_kernel_relays_while_the_relay_nvod_is_stopped(lab_factory, xdp, whe
     all. (Driver-mode XDP on a veth is left out: its XDP_TX frames are counted sent but never
     reach the peer here; see docs/design/ebpf.md.)"""
     lab = lab_factory(RELAY.replace("{name: hb}", f"{{name: hb, nvod: {{datapath: ebpf, xdp: {xdp}}}}}"))
-    learn_ids(lab, "ha", "hb", "hc", "hd")
-    cut(lab, "ha", "hc")
-    for h in ("ha", "hb", "hc"):
-        overlay_network(lab, h)
-    node(lab, "ha", "hb", UL["hb"])
-    node(lab, "hc", "hb", UL["hb"])
-    node(lab, "hb", "ha", UL["ha"])
-    node(lab, "hb", "hc", UL["hc"])
-    route(lab, "ha", "hc", "hb")
-    route(lab, "hc", "ha", "hb")
-    bum_tree(lab, ("ha", "hc"), {"ha": ["ha", "hb"], "hb": ["ha", "hc"], "hc": ["hc", "hb"]})
+    through_hb(lab)
     info = lab.nvo("hb", "node")
     assert info["datapath"] == "ebpf" and info["relay"].startswith(where), info
     # ARP crosses the tree (replication: nvod's); then the unicast path is the kernel's.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * nvo's kernel datapath (docs/design/ebpf.md): two tc programs over maps nvod fills from the
- * same desired state as its userspace pipeline.
+ * nvo's kernel datapath (docs/design/ebpf.md): two tc programs and an XDP relay over maps
+ * nvod fills from the same desired state as its userspace pipeline.
  *
  *   nvo_port      tc ingress of each port's host-side interface: a frame from a container
  *   nvo_underlay  tc ingress of the locator's interface: a tunnel packet for this node

@@ -71,10 +71,9 @@ static __always_inline __u32 relay_pick(const struct nvo_relay *r, __u32 flow)
 /* Whether the kernel relays the packet whose first RELAY_HDRS bytes are `b` (of `pkt_len`),
  * and if so how: 0 and `hop` filled, or -1 (nvod's). Rewrites `b` into the relayed headers. */
 static __always_inline int relay_decide(__u8 *b, __u32 pkt_len, const struct nvo_config *cfg,
-					struct relay_hop *hop)
+					const struct nvo_relay_config *rc, struct relay_hop *hop)
 {
-	struct nvo_relay_config *rc = relay_config_get();
-	if (!rc || rc->port == 0)
+	if (rc->port == 0)
 		return -1;
 	if (b[12] != 0x08 || b[13] != 0x00)
 		return -1;
@@ -183,12 +182,13 @@ static __always_inline int relay_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nvo_config *cfg = node_config();
-	if (!cfg || data + RELAY_HDRS > data_end)
+	struct nvo_relay_config *rc = relay_config_get();
+	if (!cfg || !rc || data + RELAY_HDRS > data_end)
 		return XDP_PASS;
 	__u8 b[RELAY_HDRS];
 	__builtin_memcpy(b, data, RELAY_HDRS);
 	struct relay_hop hop = {};
-	if (relay_decide(b, (__u32)(data_end - data), cfg, &hop))
+	if (relay_decide(b, (__u32)(data_end - data), cfg, rc, &hop))
 		return XDP_PASS;
 	/* No UDP checksum (0: none, which IPv4 allows; tunnels usually send none): XDP cannot tell
 	 * a full checksum from the partial one a veth hands on from a local sender, so it could
@@ -206,7 +206,7 @@ static __always_inline int relay_xdp(struct xdp_md *ctx)
  * 0 when it is not the kernel's to relay. The checksum goes through the kernel's helpers,
  * which know whether the socket buffer carries a full or a partial (offloaded) checksum. */
 static __always_inline int relay_tc(struct __sk_buff *skb, const struct nvo_config *cfg,
-				    int *verdict)
+				    const struct nvo_relay_config *rc, int *verdict)
 {
 	if (skb->gso_size || skb->len < RELAY_HDRS)
 		return 0;
@@ -214,7 +214,7 @@ static __always_inline int relay_tc(struct __sk_buff *skb, const struct nvo_conf
 	if (bpf_skb_load_bytes(skb, 0, b, RELAY_HDRS))
 		return 0;
 	struct relay_hop hop = {};
-	if (relay_decide(b, skb->len, cfg, &hop))
+	if (relay_decide(b, skb->len, cfg, rc, &hop))
 		return 0;
 	__u32 csum_off = RELAY_UDP + 6;
 	__u64 pseudo = BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0 | 2;

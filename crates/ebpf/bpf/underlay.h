@@ -250,7 +250,7 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 		 * this interface or left it to the stack (it decides the same way: then nvod's). */
 		struct nvo_relay_config *rc = relay_config_get();
 		int verdict;
-		if (rc && rc->port == dport && relay_tc(skb, cfg, &verdict))
+		if (rc && rc->port == dport && relay_tc(skb, cfg, rc, &verdict))
 			return verdict;
 	} else {
 		tk.kind = NVO_TRANSPORT_IP;

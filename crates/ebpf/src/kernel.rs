@@ -201,16 +201,9 @@ impl Kernel {
             loader.map_max_entries(name, entries);
         }
         loader.map_max_entries("scratch", u32::try_from(cpus).unwrap_or(u32::MAX).max(1));
-        let mut ebpf = loader.load(OBJECT).map_err(|e| {
-            let mut why = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                why.push_str(": ");
-                why.push_str(&s.to_string());
-                source = s.source();
-            }
-            LoadError::Object(why)
-        })?;
+        let mut ebpf = loader
+            .load(OBJECT)
+            .map_err(|e| LoadError::Object(error_chain(&e)))?;
         for program in [PORT_PROGRAM, UNDERLAY_PROGRAM] {
             let prog: &mut SchedClassifier = ebpf
                 .program_mut(program)
@@ -354,7 +347,7 @@ impl Kernel {
             .map_err(|e: aya::programs::ProgramError| err(e.to_string()))?;
         let link = prog
             .attach_to_if_index(ifindex, mode.mode())
-            .map_err(|e| err(program_error(&e)))?;
+            .map_err(|e| err(error_chain(&e)))?;
         self.xdp_link = Some((ifindex, link));
         Ok(())
     }
@@ -394,10 +387,10 @@ impl Kernel {
     }
 }
 
-/// A program error with its causes, in one line.
-fn program_error(e: &aya::programs::ProgramError) -> String {
+/// An error with its causes, in one line: "what: why: deeper why".
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut why = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(s) = source {
         why.push_str(": ");
         why.push_str(&s.to_string());

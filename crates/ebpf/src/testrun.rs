@@ -5,7 +5,7 @@
 
 use aya::programs::{TestRun, TestRunOptions};
 
-use crate::kernel::Kernel;
+use crate::kernel::{error_chain, Kernel};
 
 /// `sizeof(struct __sk_buff)` and the offsets of the fields a run sets or reads.
 const SKB_LEN: usize = 192;
@@ -73,10 +73,7 @@ impl Kernel {
                 ..TestRunOptions::new()
             })
             .map_err(|e| {
-                let source = std::error::Error::source(&e)
-                    .map(|s| format!(": {s}"))
-                    .unwrap_or_default();
-                RunError::Kernel(format!("{e}{source} ({} bytes)", frame.len()))
+                RunError::Kernel(format!("{} ({} bytes)", error_chain(&e), frame.len()))
             })?;
         data_out.truncate(result.data_size_out as usize);
         Ok(Run {
@@ -129,10 +126,7 @@ impl Kernel {
                 ..TestRunOptions::new()
             })
             .map_err(|e| {
-                let source = std::error::Error::source(&e)
-                    .map(|s| format!(": {s}"))
-                    .unwrap_or_default();
-                RunError::Kernel(format!("{e}{source} ({} bytes)", packet.len()))
+                RunError::Kernel(format!("{} ({} bytes)", error_chain(&e), packet.len()))
             })?;
         data_out.truncate(result.data_size_out as usize);
         Ok(XdpRun {

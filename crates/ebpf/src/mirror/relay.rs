@@ -44,7 +44,13 @@ pub fn relay_entries(tables: &OverlayTables) -> HashMap<RelayKey, Relay> {
     let own = tables.own();
     let nodes = tables.nodes();
     let mut out = HashMap::new();
-    let entry = |hop: NodeId| (hop != own).then(|| tables.locators(hop).and_then(relay_of));
+    // The own node is a local copy, not a relay: no entry.
+    let entry = |hop: NodeId| {
+        (hop != own)
+            .then(|| tables.locators(hop))
+            .flatten()
+            .and_then(relay_of)
+    };
     for app in App::ALL {
         let key = |dst: NodeId| RelayKey {
             dst: dst.0,
@@ -53,14 +59,14 @@ pub fn relay_entries(tables: &OverlayTables) -> HashMap<RelayKey, Relay> {
         };
         for (dst, hops) in tables.routes(app) {
             if let [hop] = hops[..] {
-                if let Some(Some(relay)) = entry(hop) {
+                if let Some(relay) = entry(hop) {
                     out.insert(key(dst), relay);
                 }
             }
         }
         for (node, _) in &nodes {
             if tables.route(app, *node).is_none() {
-                if let Some(Some(relay)) = entry(*node) {
+                if let Some(relay) = entry(*node) {
                     out.insert(key(*node), relay);
                 }
             }
