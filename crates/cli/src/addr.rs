@@ -1,5 +1,5 @@
-//! Addresses as operators type them: MAC addresses and CIDR prefixes, parsed with errors that
-//! quote the text, and written back in one canonical form (lowercase, colon-separated MACs).
+//! Addresses as operators type them: CIDR prefixes, parsed with errors that quote the text; MAC
+//! addresses are `nvo_wire::Mac` (re-exported here), written back lowercase and colon-separated.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -10,9 +10,6 @@ use serde::{Deserialize, Serialize};
 /// Why an address did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AddrError {
-    /// Not six hex bytes.
-    #[error("bad mac address {0:?}: expected six hex bytes like 02:00:00:00:00:01")]
-    Mac(String),
     /// Not ADDRESS/PREFIX.
     #[error("bad cidr {text:?}: {reason}")]
     Cidr {
@@ -23,59 +20,7 @@ pub enum AddrError {
     },
 }
 
-/// A MAC address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Mac(pub [u8; 6]);
-
-impl Mac {
-    /// Whether the address names one station (the I/G bit is clear) and is not all zeros.
-    pub fn is_unicast(&self) -> bool {
-        self.0[0] & 1 == 0 && self.0 != [0; 6]
-    }
-}
-
-impl FromStr for Mac {
-    type Err = AddrError;
-
-    /// Accepts `aa:bb:cc:dd:ee:ff` and `aa-bb-cc-dd-ee-ff`, any case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || AddrError::Mac(s.to_owned());
-        let mut out = [0u8; 6];
-        let mut parts = s.split([':', '-']);
-        for byte in &mut out {
-            let part = parts.next().ok_or_else(bad)?;
-            if part.len() != 2 {
-                return Err(bad());
-            }
-            *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
-        }
-        if parts.next().is_some() {
-            return Err(bad());
-        }
-        Ok(Mac(out))
-    }
-}
-
-impl TryFrom<String> for Mac {
-    type Error = AddrError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<Mac> for String {
-    fn from(m: Mac) -> String {
-        m.to_string()
-    }
-}
-
-impl fmt::Display for Mac {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [a, b, c, d, e, g] = self.0;
-        write!(f, "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x}")
-    }
-}
+pub use nvo_wire::Mac;
 
 /// An address with a prefix length, `10.0.0.1/24` or `fd00::1/64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -188,26 +133,6 @@ impl fmt::Display for Cidr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn macs_parse_in_either_form_and_print_canonically() {
-        let m: Mac = "02:AA:bb:00:00:0F".parse().unwrap();
-        assert_eq!(m.to_string(), "02:aa:bb:00:00:0f");
-        assert_eq!("02-aa-bb-00-00-0f".parse::<Mac>().unwrap(), m);
-        assert!(m.is_unicast());
-        assert!(!"01:00:5e:00:00:01".parse::<Mac>().unwrap().is_unicast());
-        assert!(!"00:00:00:00:00:00".parse::<Mac>().unwrap().is_unicast());
-        for bad in [
-            "",
-            "02:00:00:00:00",
-            "02:00:00:00:00:00:00",
-            "2:0:0:0:0:0",
-            "zz:00:00:00:00:00",
-        ] {
-            let err = bad.parse::<Mac>().unwrap_err().to_string();
-            assert!(err.contains(&format!("{bad:?}")), "{err}");
-        }
-    }
 
     #[test]
     fn cidrs_parse_and_reject_what_is_not_one() {

@@ -1,23 +1,22 @@
 //! Decoding captured frames into their tunnel layers, for `nvo decode`.
 //!
-//! Standard headers are sliced by etherparse; every tunnel header is parsed by `nvo_wire`, the
-//! same code the data path uses. Which UDP ports mean which tunnel is a [`Ports`] table, with the
+//! Every header is parsed by the code the data path uses: standard headers by smoltcp's `wire`
+//! (`nvo_wire::std_wire`; 802.1Q tags and IPv6 extension headers are walked here), tunnel
+//! headers by `nvo_wire`. Which UDP ports mean which tunnel is a [`Ports`] table, with the
 //! IANA defaults. A header that does not parse ends the packet's decoding with a [`Malformed`]
 //! record naming the layer and the reason; the next packet is decoded as usual.
 
-use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use etherparse::{
-    EtherType, Ethernet2Slice, IpNumber, Ipv4Slice, Ipv6Slice, SingleVlanSlice, TcpSlice, UdpSlice,
-};
 use nvo_wire::geneve::{GeneveOptions, GenevePacket, GeneveRepr};
 use nvo_wire::gre::{GrePacket, GreRepr};
 use nvo_wire::nsh::{NshPacket, NshRepr};
 use nvo_wire::overlay::{OverlayPacket, OverlayRepr};
+use nvo_wire::std_wire::{EthernetFrame, Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket};
 use nvo_wire::stt::{SttPacket, SttRepr, SttSegmentPacket};
 use nvo_wire::vxlan::{VxlanPacket, VxlanRepr};
 use nvo_wire::vxlan_gpe::{NextProtocol, VxlanGpePacket, VxlanGpeRepr};
+use nvo_wire::{ip_proto, EtherType, Mac};
 use serde::Serialize;
 
 use crate::capture::LinkType;
@@ -235,48 +234,73 @@ fn malformed(layer: &'static str, reason: impl ToString) -> Malformed {
 
 type Step = Result<(), Malformed>;
 
+fn truncated(len: usize, needed: usize) -> String {
+    format!("truncated: {len} bytes, header needs {needed}")
+}
+
+/// Walks IPv6 extension headers (RFC 8200 §4: hop-by-hop, routing, fragment, destination
+/// options; RFC 4302 AH) to the upper-layer header: its number, its bytes, and whether the
+/// packet is a fragment (a fragment header with an offset or More Fragments set).
+fn ipv6_extensions(mut next: u8, mut rest: &[u8]) -> Result<(u8, &[u8], bool), Malformed> {
+    const HOP_BY_HOP: u8 = 0;
+    const ROUTING: u8 = 43;
+    const FRAGMENT: u8 = 44;
+    const AH: u8 = 51;
+    const DEST_OPTS: u8 = 60;
+    let mut fragmented = false;
+    // At most one of each kind is allowed, destination options twice (RFC 8200 §4.1).
+    for _ in 0..6 {
+        let len = match next {
+            HOP_BY_HOP | ROUTING | DEST_OPTS => rest.get(1).map(|&l| (usize::from(l) + 1) * 8),
+            FRAGMENT => Some(8),
+            AH => rest.get(1).map(|&l| (usize::from(l) + 2) * 4),
+            _ => return Ok((next, rest, fragmented)),
+        };
+        let Some(header) = len.and_then(|l| rest.get(..l)) else {
+            return Err(malformed(
+                "ipv6",
+                format!("truncated extension header {next}"),
+            ));
+        };
+        if next == FRAGMENT {
+            let offset_flags = u16::from_be_bytes([header[2], header[3]]);
+            fragmented |= offset_flags & 0xfff9 != 0;
+        }
+        next = header[0];
+        rest = &rest[header.len()..];
+    }
+    Err(malformed("ipv6", "more than six extension headers"))
+}
+
 struct Decoder<'p> {
     ports: &'p Ports,
     layers: Vec<Layer>,
     depth: usize,
 }
 
-fn mac(b: [u8; 6]) -> String {
-    let mut s = String::with_capacity(17);
-    for (i, x) in b.iter().enumerate() {
-        if i > 0 {
-            s.push(':');
-        }
-        let _ = write!(s, "{x:02x}");
-    }
-    s
-}
-
 impl Decoder<'_> {
     fn ethernet(&mut self, data: &[u8]) -> Step {
-        let eth =
-            Ethernet2Slice::from_slice_without_fcs(data).map_err(|e| malformed("ethernet", e))?;
-        let mut ethertype = eth.ether_type();
-        let mut rest = eth.payload_slice();
+        let eth = EthernetFrame::new_checked(data)
+            .map_err(|_| malformed("ethernet", truncated(data.len(), 14)))?;
+        let mut ethertype = EtherType::from(eth.ethertype());
+        let mut rest = eth.payload();
         let mut vlans = Vec::new();
-        while matches!(
-            ethertype,
-            EtherType::VLAN_TAGGED_FRAME
-                | EtherType::PROVIDER_BRIDGING
-                | EtherType::VLAN_DOUBLE_TAGGED_FRAME
-        ) {
-            let tag = SingleVlanSlice::from_slice(rest).map_err(|e| malformed("802.1q", e))?;
-            vlans.push(tag.vlan_identifier().value());
-            ethertype = tag.ether_type();
-            rest = tag.payload_slice();
+        // 802.1Q and 802.1ad tags, and the pre-standard 0x9100 QinQ TPID.
+        while ethertype.is_vlan_tag() || ethertype == EtherType::Unknown(0x9100) {
+            let [tci0, tci1, t0, t1, ..] = *rest else {
+                return Err(malformed("802.1q", truncated(rest.len(), 4)));
+            };
+            vlans.push(u16::from_be_bytes([tci0, tci1]) & 0x0fff);
+            ethertype = EtherType::from(u16::from_be_bytes([t0, t1]));
+            rest = &rest[4..];
         }
         self.layers.push(Layer::Ethernet {
-            src: mac(eth.source()),
-            dst: mac(eth.destination()),
+            src: Mac::from(eth.src_addr()).to_string(),
+            dst: Mac::from(eth.dst_addr()).to_string(),
             vlans,
-            ethertype: ethertype.0,
+            ethertype: ethertype.value(),
         });
-        self.ethertype(ethertype.0, rest)
+        self.ethertype(ethertype.value(), rest)
     }
 
     fn linux_sll(&mut self, data: &[u8], header_len: usize, proto_at: usize) -> Step {
@@ -309,15 +333,15 @@ impl Decoder<'_> {
     }
 
     fn ethertype(&mut self, ethertype: u16, rest: &[u8]) -> Step {
-        match EtherType(ethertype) {
-            EtherType::IPV4 => self.ipv4(rest),
-            EtherType::IPV6 => self.ipv6(rest),
-            EtherType::ARP => {
+        match EtherType::from(ethertype) {
+            EtherType::Ipv4 => self.ipv4(rest),
+            EtherType::Ipv6 => self.ipv6(rest),
+            EtherType::Arp => {
                 self.layers.push(Layer::Arp);
                 Ok(())
             }
-            EtherType(0x894f) => self.tunnel(|d| d.nsh(rest)),
-            other => self.data(format!("ethertype {:#06x}", other.0), rest),
+            EtherType::Nsh => self.tunnel(|d| d.nsh(rest)),
+            other => self.data(format!("ethertype {:#06x}", other.value()), rest),
         }
     }
 
@@ -330,54 +354,73 @@ impl Decoder<'_> {
     }
 
     fn ipv4(&mut self, data: &[u8]) -> Step {
-        let ip = Ipv4Slice::from_slice(data).map_err(|e| malformed("ipv4", e))?;
-        let h = ip.header();
-        let proto = h.protocol();
-        self.layers.push(Layer::Ipv4 {
-            src: h.source_addr(),
-            dst: h.destination_addr(),
-            ttl: h.ttl(),
-            protocol: proto.0,
-        });
-        let payload = ip.payload();
-        if payload.fragmented {
-            return self.data("ipv4 fragment".into(), payload.payload);
+        if data.first().map(|b| b >> 4) != Some(4) {
+            return Err(malformed("ipv4", "version is not 4"));
         }
-        self.ip_payload(proto, payload.payload)
+        let ip = Ipv4Packet::new_checked(data).map_err(|_| {
+            malformed(
+                "ipv4",
+                "truncated: header or total length longer than the packet",
+            )
+        })?;
+        let proto = u8::from(ip.next_header());
+        self.layers.push(Layer::Ipv4 {
+            src: ip.src_addr(),
+            dst: ip.dst_addr(),
+            ttl: ip.hop_limit(),
+            protocol: proto,
+        });
+        if ip.more_frags() || ip.frag_offset() != 0 {
+            return self.data("ipv4 fragment".into(), ip.payload());
+        }
+        self.ip_payload(proto, ip.payload())
     }
 
     fn ipv6(&mut self, data: &[u8]) -> Step {
-        let ip = Ipv6Slice::from_slice(data).map_err(|e| malformed("ipv6", e))?;
-        let h = ip.header();
-        let payload = ip.payload();
-        self.layers.push(Layer::Ipv6 {
-            src: h.source_addr(),
-            dst: h.destination_addr(),
-            hop_limit: h.hop_limit(),
-            next_header: payload.ip_number.0,
-        });
-        if payload.fragmented {
-            return self.data("ipv6 fragment".into(), payload.payload);
+        if data.first().map(|b| b >> 4) != Some(6) {
+            return Err(malformed("ipv6", "version is not 6"));
         }
-        self.ip_payload(payload.ip_number, payload.payload)
+        let ip = Ipv6Packet::new_checked(data).map_err(|_| {
+            malformed(
+                "ipv6",
+                "truncated: header or payload length longer than the packet",
+            )
+        })?;
+        let (next_header, payload, fragmented) =
+            ipv6_extensions(u8::from(ip.next_header()), ip.payload())?;
+        self.layers.push(Layer::Ipv6 {
+            src: ip.src_addr(),
+            dst: ip.dst_addr(),
+            hop_limit: ip.hop_limit(),
+            next_header,
+        });
+        if fragmented {
+            return self.data("ipv6 fragment".into(), payload);
+        }
+        self.ip_payload(next_header, payload)
     }
 
-    fn ip_payload(&mut self, proto: IpNumber, rest: &[u8]) -> Step {
+    fn ip_payload(&mut self, proto: u8, rest: &[u8]) -> Step {
         match proto {
-            IpNumber::UDP => self.udp(rest),
-            IpNumber::TCP => self.tcp(rest),
-            IpNumber::GRE => self.tunnel(|d| d.gre(rest)),
-            IpNumber::IPV4 => self.tunnel(|d| d.ipv4(rest)),
-            IpNumber::IPV6 => self.tunnel(|d| d.ipv6(rest)),
-            other => self.data(format!("ip protocol {}", other.0), rest),
+            ip_proto::UDP => self.udp(rest),
+            ip_proto::TCP => self.tcp(rest),
+            ip_proto::GRE => self.tunnel(|d| d.gre(rest)),
+            ip_proto::IPIP => self.tunnel(|d| d.ipv4(rest)),
+            ip_proto::IPV6 => self.tunnel(|d| d.ipv6(rest)),
+            other => self.data(format!("ip protocol {other}"), rest),
         }
     }
 
     fn udp(&mut self, data: &[u8]) -> Step {
-        let udp = UdpSlice::from_slice(data).map_err(|e| malformed("udp", e))?;
-        let dport = udp.destination_port();
+        let udp = UdpPacket::new_checked(data).map_err(|_| {
+            malformed(
+                "udp",
+                "truncated: header or length field longer than the packet",
+            )
+        })?;
+        let dport = udp.dst_port();
         self.layers.push(Layer::Udp {
-            src_port: udp.source_port(),
+            src_port: udp.src_port(),
             dst_port: dport,
         });
         let rest = udp.payload();
@@ -396,13 +439,14 @@ impl Decoder<'_> {
     }
 
     fn tcp(&mut self, data: &[u8]) -> Step {
-        let tcp = TcpSlice::from_slice(data).map_err(|e| malformed("tcp", e))?;
-        let dport = tcp.destination_port();
+        let tcp = TcpPacket::new_checked(data)
+            .map_err(|_| malformed("tcp", "truncated: header longer than the packet"))?;
+        let dport = tcp.dst_port();
         if self.ports.stt.contains(&dport) {
             return self.tunnel(|d| d.stt(data));
         }
         self.layers.push(Layer::Tcp {
-            src_port: tcp.source_port(),
+            src_port: tcp.src_port(),
             dst_port: dport,
         });
         self.data(format!("tcp port {dport}"), tcp.payload())
@@ -559,15 +603,15 @@ impl Decoder<'_> {
     /// Decodes the start of a frame whose tail is in other segments: the Ethernet addresses are
     /// there even when the IP packet is not whole.
     fn ethernet_prefix(&mut self, data: &[u8]) -> Step {
-        let eth =
-            Ethernet2Slice::from_slice_without_fcs(data).map_err(|e| malformed("ethernet", e))?;
+        let eth = EthernetFrame::new_checked(data)
+            .map_err(|_| malformed("ethernet", truncated(data.len(), 14)))?;
         self.layers.push(Layer::Ethernet {
-            src: mac(eth.source()),
-            dst: mac(eth.destination()),
+            src: Mac::from(eth.src_addr()).to_string(),
+            dst: Mac::from(eth.dst_addr()).to_string(),
             vlans: Vec::new(),
-            ethertype: eth.ether_type().0,
+            ethertype: u16::from(eth.ethertype()),
         });
-        self.data("segmented frame".into(), eth.payload_slice())
+        self.data("segmented frame".into(), eth.payload())
     }
 
     fn overlay(&mut self, data: &[u8]) -> Step {

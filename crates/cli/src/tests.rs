@@ -179,7 +179,7 @@ fn fdb_add_needs_exactly_one_destination_and_a_real_mac() {
         "c"
     ])
     .contains("cannot be used with"));
-    assert!(refuse(&["fdb", "del", "100", "02:00:00"]).contains("bad mac address"));
+    assert!(refuse(&["fdb", "del", "100", "02:00:00"]).contains("invalid mac address"));
     let Command::Fdb(FdbCmd::Flush { all, .. }) = parse(&["fdb", "flush", "100", "--all"]).command
     else {
         panic!()

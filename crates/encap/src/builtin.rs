@@ -8,7 +8,7 @@
 //! one whose matches test more bits is tried first (vxlan-gbp before vxlan). Built-ins cannot be
 //! removed.
 
-use nvo_wire::{gre, overlay, ports, stt, vxlan, vxlan_gpe};
+use nvo_wire::{gre, ip_proto, overlay, ports, stt, vxlan, vxlan_gpe};
 
 use crate::profile::{
     ByteField, HeaderLen, Match, Param, Payload, PayloadField, Profile, Transport,
@@ -239,7 +239,7 @@ pub fn nvgre_profile() -> Profile {
         )],
         ..fixed(
             names::NVGRE,
-            Transport::Ip(ports::IP_PROTO_GRE),
+            Transport::Ip(ip_proto::GRE),
             template,
             Payload::Ethernet,
         )

@@ -21,6 +21,9 @@
 //!   u16 csum_offset where, after csum_start, the checksum goes
 //! ```
 
+use nvo_wire::ip_proto::{TCP as PROTO_TCP, UDP as PROTO_UDP};
+use nvo_wire::EtherType;
+
 /// Length of the header before each frame.
 pub const VNET_HDR_LEN: usize = 10;
 
@@ -33,13 +36,6 @@ pub(crate) const GSO_TCPV4: u8 = 1;
 pub(crate) const GSO_TCPV6: u8 = 4;
 pub(crate) const GSO_UDP_L4: u8 = 5;
 pub(crate) const GSO_ECN: u8 = 0x80;
-
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const ETHERTYPE_VLAN: u16 = 0x8100;
-const ETHERTYPE_QINQ: u16 = 0x88a8;
-const PROTO_TCP: u8 = 6;
-const PROTO_UDP: u8 = 17;
 
 /// Why a frame with a virtio-net header could not be made ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,8 +151,8 @@ impl Segmenter {
         };
         let (l3, ethertype) = ip_offset(frame).ok_or(VnetError::Malformed)?;
         let ipv4 = match ethertype {
-            ETHERTYPE_IPV4 => true,
-            ETHERTYPE_IPV6 => false,
+            EtherType::Ipv4 => true,
+            EtherType::Ipv6 => false,
             _ => return Err(VnetError::Malformed),
         };
         if want_v4.is_some_and(|v4| v4 != ipv4) {
@@ -290,11 +286,12 @@ impl Segmenter {
 }
 
 /// Offset of the IP header and its ethertype, after any 802.1Q/802.1ad tags.
-fn ip_offset(frame: &[u8]) -> Option<(usize, u16)> {
+fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
     let mut off = 12;
     loop {
-        let ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-        if ethertype != ETHERTYPE_VLAN && ethertype != ETHERTYPE_QINQ {
+        let ethertype =
+            EtherType::from(u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]));
+        if !ethertype.is_vlan_tag() {
             return Some((off + 2, ethertype));
         }
         off += 4;

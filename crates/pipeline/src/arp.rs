@@ -9,8 +9,9 @@ use std::net::Ipv4Addr;
 
 use nvo_wire::std_wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress};
 
-use crate::frame::{self, Eth, ETHERTYPE_ARP};
+use crate::frame::{self, Eth};
 use crate::Mac;
+use nvo_wire::EtherType;
 
 /// An Ethernet/IPv4 ARP packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +26,7 @@ pub(crate) struct Arp {
 impl Arp {
     /// The ARP packet of `frame`, when it carries an Ethernet/IPv4 one.
     pub(crate) fn parse(frame: &[u8], eth: &Eth) -> Option<Arp> {
-        if eth.ethertype != ETHERTYPE_ARP {
+        if eth.ethertype != EtherType::Arp {
             return None;
         }
         let packet = ArpPacket::new_checked(frame.get(eth.l3..)?).ok()?;
@@ -89,7 +90,7 @@ impl Arp {
         vlan_tci: Option<u16>,
         out: &mut [u8],
     ) -> Option<usize> {
-        let l2 = frame::write_header(out, eth_dst, self.sender_mac, vlan_tci, ETHERTYPE_ARP)?;
+        let l2 = frame::write_header(out, eth_dst, self.sender_mac, vlan_tci, EtherType::Arp)?;
         let repr = ArpRepr::EthernetIpv4 {
             operation: self.op,
             source_hardware_addr: EthernetAddress(self.sender_mac.0),

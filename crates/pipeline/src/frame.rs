@@ -6,18 +6,12 @@
 //! then the encapsulated ethertype). Stacked tags (QinQ) are not looked into: such a frame is
 //! forwarded on its MACs with the outer tag's ethertype.
 
-use nvo_wire::std_wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, Ipv6Packet,
-};
+use nvo_wire::std_wire::{EthernetFrame, IpProtocol, Ipv4Packet, Ipv6Packet};
+use nvo_wire::EtherType;
 
 use crate::hash::FlowHasher;
 use crate::Mac;
 
-/// The 802.1Q tag protocol identifier.
-pub(crate) const TPID_8021Q: u16 = 0x8100;
-pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
-pub(crate) const ETHERTYPE_IPV6: u16 = 0x86dd;
-pub(crate) const ETHERTYPE_ARP: u16 = 0x0806;
 /// Ethernet header without a tag.
 pub(crate) const ETH_HEADER_LEN: usize = 14;
 /// An 802.1Q tag.
@@ -31,7 +25,7 @@ pub(crate) struct Eth {
     /// The TCI of an 802.1Q tag, if the frame carries one.
     pub(crate) vlan_tci: Option<u16>,
     /// The ethertype after the tag, if any.
-    pub(crate) ethertype: u16,
+    pub(crate) ethertype: EtherType,
     /// Offset of the L3 header: 14, or 18 behind a tag.
     pub(crate) l3: usize,
 }
@@ -40,9 +34,9 @@ impl Eth {
     /// Parses the header; `None` when the frame is shorter than its header.
     pub(crate) fn parse(frame: &[u8]) -> Option<Eth> {
         let eth = EthernetFrame::new_checked(frame).ok()?;
-        let ethertype = u16::from(eth.ethertype());
-        let (dst, src) = (Mac(eth.dst_addr().0), Mac(eth.src_addr().0));
-        if ethertype != TPID_8021Q {
+        let ethertype = EtherType::from(eth.ethertype());
+        let (dst, src) = (Mac::from(eth.dst_addr()), Mac::from(eth.src_addr()));
+        if ethertype != EtherType::Vlan {
             return Some(Eth {
                 dst,
                 src,
@@ -56,7 +50,7 @@ impl Eth {
             dst,
             src,
             vlan_tci: Some(u16::from_be_bytes([tag[0], tag[1]])),
-            ethertype: u16::from_be_bytes([tag[2], tag[3]]),
+            ethertype: EtherType::from(u16::from_be_bytes([tag[2], tag[3]])),
             l3: ETH_HEADER_LEN + VLAN_TAG_LEN,
         })
     }
@@ -75,19 +69,19 @@ pub(crate) fn write_header(
     dst: Mac,
     src: Mac,
     vlan_tci: Option<u16>,
-    ethertype: u16,
+    ethertype: EtherType,
 ) -> Option<usize> {
     let len = ETH_HEADER_LEN + vlan_tci.map_or(0, |_| VLAN_TAG_LEN);
     let mut frame = EthernetFrame::new_unchecked(out.get_mut(..len)?);
-    frame.set_dst_addr(EthernetAddress(dst.0));
-    frame.set_src_addr(EthernetAddress(src.0));
+    frame.set_dst_addr(dst.into());
+    frame.set_src_addr(src.into());
     match vlan_tci {
-        None => frame.set_ethertype(EthernetProtocol::from(ethertype)),
+        None => frame.set_ethertype(ethertype.into()),
         Some(tci) => {
-            frame.set_ethertype(EthernetProtocol::from(TPID_8021Q));
+            frame.set_ethertype(EtherType::Vlan.into());
             let tag = frame.payload_mut();
             tag[..2].copy_from_slice(&tci.to_be_bytes());
-            tag[2..4].copy_from_slice(&ethertype.to_be_bytes());
+            tag[2..4].copy_from_slice(&ethertype.value().to_be_bytes());
         }
     }
     Some(len)
@@ -101,10 +95,10 @@ pub(crate) fn entropy(frame: &[u8], eth: &Eth) -> u16 {
     let mut h = FlowHasher::new();
     h.bytes(&eth.dst.0);
     h.bytes(&eth.src.0);
-    h.word(u64::from(eth.ethertype));
+    h.word(u64::from(eth.ethertype.value()));
     let l3 = frame.get(eth.l3..).unwrap_or_default();
     match eth.ethertype {
-        ETHERTYPE_IPV4 => {
+        EtherType::Ipv4 => {
             if let Ok(ip) = Ipv4Packet::new_checked(l3) {
                 h.bytes(&ip.src_addr().octets());
                 h.bytes(&ip.dst_addr().octets());
@@ -117,7 +111,7 @@ pub(crate) fn entropy(frame: &[u8], eth: &Eth) -> u16 {
                 }
             }
         }
-        ETHERTYPE_IPV6 => {
+        EtherType::Ipv6 => {
             if let Ok(ip) = Ipv6Packet::new_checked(l3) {
                 h.bytes(&ip.src_addr().octets());
                 h.bytes(&ip.dst_addr().octets());
@@ -160,7 +154,7 @@ mod tests {
         let eth = Eth::parse(&plain).unwrap();
         assert_eq!(
             (eth.ethertype, eth.l3, eth.vlan_tci),
-            (ETHERTYPE_IPV4, 14, None)
+            (EtherType::Ipv4, 14, None)
         );
         assert_eq!(eth.src, Mac([2, 0, 0, 0, 0, 1]));
         let mut tagged = plain[..12].to_vec();
@@ -169,7 +163,7 @@ mod tests {
         let eth = Eth::parse(&tagged).unwrap();
         assert_eq!(
             (eth.ethertype, eth.l3, eth.vlan_tci),
-            (ETHERTYPE_IPV4, 18, Some(0x200a))
+            (EtherType::Ipv4, 18, Some(0x200a))
         );
         assert_eq!(Eth::parse(&tagged[..17]), None);
         assert_eq!(Eth::parse(&plain[..13]), None);

@@ -18,7 +18,8 @@ use nvo_wire::std_wire::{
     Ipv4Packet, Ipv6Packet,
 };
 
-use crate::frame::{self, Eth, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::frame::{self, Eth};
+use nvo_wire::EtherType;
 
 /// The size of the scratch buffer: room for the largest reply, an 802.1Q-tagged frame holding a
 /// 1280-byte IPv6 packet (the IPv6 minimum MTU, the cap of RFC 4443 §2.4(c)).
@@ -41,8 +42,8 @@ pub(crate) fn too_big_reply(frame: &[u8], eth: &Eth, mtu: u16, out: &mut [u8]) -
     }
     let l3 = frame.get(eth.l3..)?;
     match eth.ethertype {
-        ETHERTYPE_IPV4 => frag_needed(l3, eth, mtu, out),
-        ETHERTYPE_IPV6 => packet_too_big(l3, eth, mtu, out),
+        EtherType::Ipv4 => frag_needed(l3, eth, mtu, out),
+        EtherType::Ipv6 => packet_too_big(l3, eth, mtu, out),
         _ => None,
     }
 }
@@ -68,7 +69,7 @@ fn frag_needed(l3: &[u8], eth: &Eth, mtu: u16, out: &mut [u8]) -> Option<usize> 
     let quote = l3.get(..quote_len)?;
     let icmp_len = ICMP_HEADER_LEN + quote.len();
     let ip_len = IPV4_HEADER_LEN + icmp_len;
-    let l2 = write_eth(eth, ETHERTYPE_IPV4, out)?;
+    let l2 = write_eth(eth, EtherType::Ipv4, out)?;
     let out = out.get_mut(l2..l2 + ip_len)?;
 
     let mut reply = Ipv4Packet::new_unchecked(&mut *out);
@@ -117,7 +118,7 @@ fn packet_too_big(l3: &[u8], eth: &Eth, mtu: u16, out: &mut [u8]) -> Option<usiz
         .saturating_sub(IPV6_HEADER_LEN + ICMP_HEADER_LEN);
     let quote = l3.get(..ip.total_len().min(room))?;
     let icmp_len = ICMP_HEADER_LEN + quote.len();
-    let l2 = write_eth(eth, ETHERTYPE_IPV6, out)?;
+    let l2 = write_eth(eth, EtherType::Ipv6, out)?;
     let out = out.get_mut(l2..l2 + IPV6_HEADER_LEN + icmp_len)?;
 
     let mut reply = Ipv6Packet::new_unchecked(&mut *out);
@@ -141,7 +142,7 @@ fn packet_too_big(l3: &[u8], eth: &Eth, mtu: u16, out: &mut [u8]) -> Option<usiz
 
 /// Writes the reply's Ethernet header (and tag) into `out`, back to the frame's sender from its
 /// destination; returns its length.
-fn write_eth(eth: &Eth, ethertype: u16, out: &mut [u8]) -> Option<usize> {
+fn write_eth(eth: &Eth, ethertype: EtherType, out: &mut [u8]) -> Option<usize> {
     frame::write_header(out, eth.src, eth.dst, eth.vlan_tci, ethertype)
 }
 

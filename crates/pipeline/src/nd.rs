@@ -13,8 +13,9 @@ use nvo_wire::std_wire::{
     RawHardwareAddress,
 };
 
-use crate::frame::{self, Eth, ETHERTYPE_IPV6};
+use crate::frame::{self, Eth};
 use crate::Mac;
+use nvo_wire::EtherType;
 
 /// RFC 4861 §7.1: ND messages are sent, and must arrive, with hop limit 255.
 const HOP_LIMIT: u8 = 255;
@@ -37,7 +38,7 @@ pub(crate) enum Nd {
 impl Nd {
     /// The NS or NA in `frame`, when it carries a valid one.
     pub(crate) fn parse(frame: &[u8], eth: &Eth) -> Option<Nd> {
-        if eth.ethertype != ETHERTYPE_IPV6 {
+        if eth.ethertype != EtherType::Ipv6 {
             return None;
         }
         let ip = Ipv6Packet::new_checked(frame.get(eth.l3..)?).ok()?;
@@ -92,7 +93,7 @@ pub(crate) fn advert(
     mac: Mac,
     to: Ipv6Addr,
 ) -> Option<usize> {
-    let l2 = frame::write_header(out, eth_dst, mac, vlan_tci, ETHERTYPE_IPV6)?;
+    let l2 = frame::write_header(out, eth_dst, mac, vlan_tci, EtherType::Ipv6)?;
     let repr = NdiscRepr::NeighborAdvert {
         flags: NdiscNeighborFlags::SOLICITED | NdiscNeighborFlags::OVERRIDE,
         target_addr: target,

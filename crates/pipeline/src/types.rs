@@ -7,10 +7,9 @@
 
 use std::fmt;
 use std::net::IpAddr;
-use std::str::FromStr;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::{NodeId, TableError};
 
@@ -76,89 +75,7 @@ impl fmt::Display for PortId {
     }
 }
 
-/// An IEEE 802 MAC address.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Mac(pub [u8; 6]);
-
-impl Mac {
-    /// ff:ff:ff:ff:ff:ff.
-    pub const BROADCAST: Mac = Mac([0xff; 6]);
-    /// 00:00:00:00:00:00, never a valid source.
-    pub const ZERO: Mac = Mac([0; 6]);
-
-    /// The I/G bit (IEEE 802 §8.2): set for group (multicast and broadcast) addresses.
-    pub const fn is_multicast(self) -> bool {
-        self.0[0] & 0x01 != 0
-    }
-
-    /// ff:ff:ff:ff:ff:ff.
-    pub fn is_broadcast(self) -> bool {
-        self == Mac::BROADCAST
-    }
-
-    /// 00:00:00:00:00:00.
-    pub fn is_zero(self) -> bool {
-        self == Mac::ZERO
-    }
-
-    /// An individual, non-zero address: the only kind a frame may come from and the only kind an
-    /// FDB entry may hold.
-    pub fn is_unicast(self) -> bool {
-        !self.is_multicast() && !self.is_zero()
-    }
-}
-
-impl fmt::Display for Mac {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [a, b, c, d, e, g] = self.0;
-        write!(f, "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x}")
-    }
-}
-
-impl fmt::Debug for Mac {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// A string that is not six colon-separated hex octets.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid mac address {0:?}: expected six hex octets separated by colons, like 02:00:00:00:00:01")]
-pub struct MacParseError(pub String);
-
-impl FromStr for Mac {
-    type Err = MacParseError;
-
-    fn from_str(s: &str) -> Result<Mac, MacParseError> {
-        let err = || MacParseError(s.to_owned());
-        let mut out = [0u8; 6];
-        let mut parts = s.split(':');
-        for byte in &mut out {
-            let part = parts.next().ok_or_else(err)?;
-            if part.is_empty() || part.len() > 2 {
-                return Err(err());
-            }
-            *byte = u8::from_str_radix(part, 16).map_err(|_| err())?;
-        }
-        if parts.next().is_some() {
-            return Err(err());
-        }
-        Ok(Mac(out))
-    }
-}
-
-impl Serialize for Mac {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Mac {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Mac, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+pub use nvo_wire::{Mac, MacParseError};
 
 /// Where an FDB entry sends frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

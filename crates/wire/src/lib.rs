@@ -9,9 +9,11 @@
 //! - `XRepr` is a plain value. `parse` validates a checked packet, `emit` writes into a buffer of
 //!   at least `buffer_len()` bytes and never panics on one.
 //!
-//! Standard headers (Ethernet, 802.1Q, ARP, IPv4, IPv6, ICMP, UDP, TCP and their checksums) come
-//! from [`smoltcp::wire`], re-exported here as [`std_wire`]. The crate is `no_std`, allocates
-//! nothing and contains no `unsafe` code.
+//! The Ethernet vocabulary every crate shares — [`Mac`], [`EtherType`], [`ip_proto`] — is in
+//! [`ethernet`]. Standard headers (Ethernet, 802.1Q, ARP, IPv4, IPv6, ICMP, UDP, TCP and their
+//! checksums) come from [`smoltcp::wire`], re-exported here as [`std_wire`]: the one library for
+//! them in nvo's code (tests build frames with etherparse as an independent check). The crate
+//! is `no_std`, allocates nothing and contains no `unsafe` code.
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -21,6 +23,7 @@ extern crate std;
 pub use smoltcp::wire as std_wire;
 
 mod error;
+pub mod ethernet;
 pub mod field;
 
 pub mod geneve;
@@ -33,9 +36,10 @@ pub mod vxlan;
 pub mod vxlan_gpe;
 
 pub use error::{Error, Result};
+pub use ethernet::{ip_proto, EtherType, Mac, MacParseError};
 
-/// Well-known transport ports and IP protocol numbers of the tunnels, as assigned by IANA
-/// (or, for the overlay header, chosen by nvo).
+/// Well-known transport ports of the tunnels, as assigned by IANA (or, for the overlay header,
+/// chosen by nvo).
 pub mod ports {
     /// VXLAN, RFC 7348 §5 (IANA-assigned).
     pub const VXLAN: u16 = 4789;
@@ -49,6 +53,6 @@ pub mod ports {
     pub const STT: u16 = 7471;
     /// nvo's routed overlay header (UDP destination port, default).
     pub const OVERLAY: u16 = 60002;
-    /// GRE is carried directly over IP: protocol number 47 (RFC 2784).
-    pub const IP_PROTO_GRE: u8 = 47;
+    /// GRE's IP protocol number, where a tunnel's transport is named: [`crate::ip_proto::GRE`].
+    pub const IP_PROTO_GRE: u8 = crate::ip_proto::GRE;
 }

@@ -19,7 +19,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use nvo_encap::profile::Transport;
 use nvo_io::{OuterValues, RawUnderlay, RecvBatch, SendBatch, UdpUnderlay, UnderlayStats};
-use nvo_wire::ports;
+use nvo_wire::{ports, EtherType};
 
 use super::stt_guard::RstGuard;
 
@@ -299,13 +299,13 @@ fn ip_tos_ttl(ip: &[u8]) -> Option<(u8, u8)> {
 /// The IP packet of an Ethernet frame, if its ethertype says IPv4 or IPv6.
 fn ethernet_ip(frame: &[u8]) -> Option<&[u8]> {
     let mut at = 12;
-    let mut ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
-    if ethertype == 0x8100 {
+    let mut ethertype = EtherType::from(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
+    if ethertype == EtherType::Vlan {
         at += 4;
-        ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+        ethertype = EtherType::from(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
     }
     match ethertype {
-        0x0800 | 0x86dd => frame.get(at + 2..),
+        EtherType::Ipv4 | EtherType::Ipv6 => frame.get(at + 2..),
         _ => None,
     }
 }

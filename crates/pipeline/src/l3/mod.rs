@@ -26,10 +26,11 @@ use nvo_wire::std_wire::ArpOperation;
 
 use crate::actions::{Action, Actions};
 use crate::arp::Arp;
-use crate::frame::{self, Eth, ETHERTYPE_ARP, ETHERTYPE_IPV4};
+use crate::frame::{self, Eth};
 use crate::hash::FlowHasher;
 use crate::network::Network;
 use crate::{Mac, PortId};
+use nvo_wire::EtherType;
 
 pub(crate) mod tables;
 
@@ -56,7 +57,7 @@ pub(crate) fn from_port(
     let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
     let l3 = eth.l3;
     match eth.ethertype {
-        ETHERTYPE_ARP => {
+        EtherType::Arp => {
             let Some(arp) = Arp::parse(frame, eth) else {
                 return PortVerdict::NoDestination;
             };
@@ -76,7 +77,7 @@ pub(crate) fn from_port(
             actions.push(Action::Reply { port, len });
             PortVerdict::Done
         }
-        ETHERTYPE_IPV4 if eth.dst == gw => {
+        EtherType::Ipv4 if eth.dst == gw => {
             let Some(ip) = frame.get(l3..l3 + 20) else {
                 return PortVerdict::NoDestination;
             };
@@ -148,7 +149,7 @@ pub(crate) fn from_underlay(
 
 /// Writes an Ethernet header (dst, src, IPv4) and `packet` into `out`.
 fn with_ethernet(dst: Mac, src: Mac, packet: &[u8], out: &mut [u8]) -> Option<usize> {
-    let l2 = frame::write_header(out, dst, src, None, ETHERTYPE_IPV4)?;
+    let l2 = frame::write_header(out, dst, src, None, EtherType::Ipv4)?;
     let len = l2 + packet.len();
     out.get_mut(l2..len)?.copy_from_slice(packet);
     Some(len)
