@@ -24,5 +24,13 @@
 #define NVO_DROP_PROFILE_MISMATCH 14
 #define NVO_DROP_STT_REASSEMBLY 15
 #define NVO_DROP_HOP_LIMIT 16
+/* STT runs in userspace only; its drop codes are listed so that the table stays whole. */
+#define NVO_DROP_STT_MALFORMED 17
+#define NVO_DROP_STT_WRONG_PORT 18
+#define NVO_DROP_STT_BAD_CHECKSUM 19
+#define NVO_DROP_STT_DUPLICATE 20
+#define NVO_DROP_STT_OVERLAP 21
+#define NVO_DROP_STT_TOO_LARGE 22
+#define NVO_DROP_STT_TOO_MANY_HOLES 23
 
 #endif

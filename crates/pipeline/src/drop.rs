@@ -49,16 +49,33 @@ pub enum DropReason {
     MalformedTunnel = 13,
     /// A tunnelled frame for a VNI whose network uses another encapsulation profile.
     ProfileMismatch = 14,
-    /// An STT segment the reassembler refused (bad checksum, overlap, expired, evicted, too
-    /// large: the reassembly counters say which).
+    /// Retired: an STT segment the reassembler refused, whatever the cause. Since codes 17 to
+    /// 23 say which cause, nothing counts under it; it stays so that the code is never reused.
     SttReassembly = 15,
     /// A packet to relay whose hop count (NSH service index, overlay TTL) ran out.
     HopLimit = 16,
+    /// An STT segment with an impossible header or length (STT reassembly's `malformed`).
+    SttMalformed = 17,
+    /// A TCP segment to the STT socket that is not to the STT port (`not_stt`).
+    SttWrongPort = 18,
+    /// An STT segment with a wrong TCP checksum (`bad_checksum`).
+    SttBadChecksum = 19,
+    /// An STT segment that repeats bytes already received, as they were (`duplicates`): harmless,
+    /// but the segment goes no further.
+    SttDuplicate = 20,
+    /// An STT segment overlapping received bytes with other content; its frame is dropped
+    /// (`overlaps`).
+    SttOverlap = 21,
+    /// An STT frame declaring more bytes than the reassembly limit (`too_large`).
+    SttTooLarge = 22,
+    /// An STT segment that would leave its frame with too many holes; the frame is dropped
+    /// (`too_many_holes`).
+    SttTooManyHoles = 23,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 16] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -75,6 +92,13 @@ impl DropReason {
         DropReason::ProfileMismatch,
         DropReason::SttReassembly,
         DropReason::HopLimit,
+        DropReason::SttMalformed,
+        DropReason::SttWrongPort,
+        DropReason::SttBadChecksum,
+        DropReason::SttDuplicate,
+        DropReason::SttOverlap,
+        DropReason::SttTooLarge,
+        DropReason::SttTooManyHoles,
     ];
 
     /// How many reasons there are.
@@ -114,6 +138,13 @@ impl DropReason {
             DropReason::ProfileMismatch => "profile_mismatch",
             DropReason::SttReassembly => "stt_reassembly",
             DropReason::HopLimit => "hop_limit",
+            DropReason::SttMalformed => "stt_malformed",
+            DropReason::SttWrongPort => "stt_wrong_port",
+            DropReason::SttBadChecksum => "stt_bad_checksum",
+            DropReason::SttDuplicate => "stt_duplicate",
+            DropReason::SttOverlap => "stt_overlap",
+            DropReason::SttTooLarge => "stt_too_large",
+            DropReason::SttTooManyHoles => "stt_too_many_holes",
         }
     }
 }
@@ -142,13 +173,14 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(17), None);
+        assert_eq!(DropReason::from_code(24), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
         assert_eq!(DropReason::RemoteToRemote.code(), 10);
         assert_eq!(DropReason::QueueFull.code(), 12);
         assert_eq!(DropReason::SttReassembly.code(), 15);
+        assert_eq!(DropReason::SttTooManyHoles.code(), 23);
     }
 
     #[test]

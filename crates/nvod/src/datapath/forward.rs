@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use nvo_encap::engine::{Decap, DecapError, Engine, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
-use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttMeta};
+use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttDrop, SttMeta};
 use nvo_io::{FrameMeta, Gso, GsoKind, OuterValues};
 use nvo_pipeline::overlay::{Hop, NodeId, OverlayTables};
 use nvo_pipeline::{
@@ -152,13 +152,10 @@ impl Forwarder {
         match self.reassembler.push(src, locator, packet, now) {
             Ok(Some(frame)) => self.core.decap(STT, src, frame, frame.len(), now),
             Ok(None) => {}
-            Err(_) => {
+            Err(why) => {
                 let core = &mut self.core;
-                core.pipeline.drop_underlay(
-                    packet.len(),
-                    DropReason::SttReassembly,
-                    &mut core.actions,
-                );
+                core.pipeline
+                    .drop_underlay(packet.len(), stt_drop_reason(why), &mut core.actions);
             }
         }
     }
@@ -703,5 +700,18 @@ fn outcome(result: io::Result<()>) -> TxOutcome {
         Ok(()) => TxOutcome::Sent,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => TxOutcome::QueueFull,
         Err(_) => TxOutcome::Failed,
+    }
+}
+
+/// The drop code of each reason the STT reassembler refuses a segment for.
+fn stt_drop_reason(why: SttDrop) -> DropReason {
+    match why {
+        SttDrop::Malformed => DropReason::SttMalformed,
+        SttDrop::NotStt => DropReason::SttWrongPort,
+        SttDrop::BadChecksum => DropReason::SttBadChecksum,
+        SttDrop::Duplicate => DropReason::SttDuplicate,
+        SttDrop::Overlap => DropReason::SttOverlap,
+        SttDrop::TooLarge => DropReason::SttTooLarge,
+        SttDrop::TooManyHoles => DropReason::SttTooManyHoles,
     }
 }
