@@ -56,26 +56,23 @@ impl std::fmt::Display for RecvError {
     }
 }
 
-/// A connection and which side opened it.
+/// One connection's socket and buffers.
 #[derive(Debug)]
 pub(super) struct Conn {
     stream: TcpStream,
     buf: Box<[u8]>,
     len: usize,
-    /// We initiated it (RFC 4271 §6.8 collision resolution keeps one by direction).
-    pub(super) outbound: bool,
     out: Vec<u8>,
 }
 
 impl Conn {
-    pub(super) fn new(stream: TcpStream, outbound: bool) -> Self {
+    pub(super) fn new(stream: TcpStream) -> Self {
         // BGP messages are small and latency matters more than segment count.
         let _ = stream.set_nodelay(true);
         Conn {
             stream,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             len: 0,
-            outbound,
             out: Vec::with_capacity(MAX_MESSAGE_LEN),
         }
     }

@@ -1,11 +1,21 @@
-//! The session task: the RFC 4271 §8 state machine, driven by TCP, timers and the handle.
+//! The RFC 4271 §8 state machine of one session as a pure function: [`transition`] takes the
+//! state and one [`Event`] and returns the next state and the [`Action`]s to perform. It reads
+//! no clock and touches no socket; the session task (`task`) waits for events, calls it, and
+//! performs the actions in order.
 //!
 //! ```text
-//!  Idle ─► Connect ──tcp up──► OpenSent ──OPEN ok──► OpenConfirm ──KEEPALIVE──► Established
-//!   ▲        │  (passive: Active, waiting for accept)   │                           │
-//!   │        └─fail─► Active ──connect_retry──► Connect  └──── error/NOTIFICATION ───┴─► Active
-//!   └──────────────── stop (Cease 6/2 on any open connection) ◄─ every state
+//!  Idle ─Start─► Connect ──Connected──► OpenSent ──OPEN ok──► OpenConfirm ──KEEPALIVE──► Established
+//!   ▲              │  (passive: Active, waiting for Accepted) │                            │
+//!   │              └─fail─► Active ──ConnectRetry──► Connect   └──── error/NOTIFICATION ────┴─► Active
+//!   └──────────────── Stop (Cease 6/2 on any open connection) ◄─ every state
 //! ```
+//!
+//! Connections and timers are named, not held: the driver owns the sockets and gives each
+//! connection a [`ConnId`]; a timer is a [`Timer`] the driver arms on [`Action::StartTimer`]
+//! and reports with [`Event::TimerExpired`]. Every [`Action::Send`] is answered by
+//! [`Event::Sent`] or [`Event::SendFailed`] before any other event, and is the last action of
+//! its batch, so what depends on a write having gone out (the hold timer after our OPEN,
+//! OpenConfirm after our KEEPALIVE) is decided when the answer arrives.
 //!
 //! One connection at a time, except while the OPENs are exchanged: a connection the listener
 //! hands over then is kept beside ours until the peer's BGP identifier is known (from either
@@ -15,458 +25,349 @@
 //! restart for EVPN: then it has restarted (RFC 4724 §4.2), the old session ends gracefully
 //! and the new connection takes over.
 
-use std::future::pending;
-use std::io;
-use std::sync::Arc;
+use std::mem;
 use std::time::Duration;
 
-use tokio::net::{TcpSocket, TcpStream};
-use tokio::sync::mpsc;
-use tokio::time::{sleep, sleep_until, timeout, Instant};
-
 mod established;
+mod handshake;
+#[cfg(test)]
+mod tests;
 
-use super::conn::{notification_data, Conn, Incoming, RecvError};
-use super::negotiate::{check_peer_open, local_open, Negotiated, Refusal};
-use super::stats::Shared;
-use super::{Control, Outbound, SessionConfig, SessionEvent, SessionState, MAX_RETRY};
+use super::conn::{Incoming, RecvError};
+use super::negotiate::{Negotiated, Refusal};
+use super::{Outbound, SessionConfig, SessionEvent, SessionState, MAX_RETRY};
 use crate::{code, Message};
 
+use handshake::Pending;
+
 /// RFC 4271 §8.2.2: the hold timer while waiting for the peer's OPEN (4 minutes suggested).
-const OPEN_HOLD: Duration = Duration::from_secs(240);
+pub(super) const OPEN_HOLD: Duration = Duration::from_secs(240);
 /// Bound on a write when no hold timer bounds the session.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(90);
+pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Cease subcodes (RFC 4486 §4).
 const CEASE_ADMIN_SHUTDOWN: u8 = 2;
 const CEASE_COLLISION: u8 = 7;
 
-/// How one connection ended.
+/// A connection, named by the driver that owns its socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct ConnId(pub(super) u64);
+
+/// The timers of RFC 4271 §10 the machine uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Timer {
+    /// Wait in Active before connecting again; the driver adds jitter (RFC 4271 §10).
+    ConnectRetry,
+    /// Hold timer of one connection: [`OPEN_HOLD`] until the peer's OPEN, then the
+    /// negotiated hold time.
+    Hold(ConnId),
+    /// KEEPALIVE every third of the negotiated hold time.
+    Keepalive(ConnId),
+}
+
+/// Why a write failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SendFailure {
+    /// The message could not be emitted (an UPDATE over 4096 bytes): nothing was written.
+    #[error("{0}")]
+    Unencodable(String),
+    /// The socket failed or the write timed out.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// The inputs of the machine (RFC 4271 §8.1 names in brackets).
 #[derive(Debug)]
-enum End {
-    /// Stop requested or the handle dropped.
+pub(super) enum Event {
+    /// The task begins (ManualStart / ManualStart_with_PassiveTcpEstablishment).
+    Start,
+    /// The handle asked to stop, or was dropped (ManualStop).
+    Stop,
+    /// The speaker restarts: end without a NOTIFICATION (RFC 4724 §4).
+    Abandon,
+    /// Our connection attempt succeeded (TcpCRAcked).
+    Connected(ConnId),
+    /// Our connection attempt failed (TcpConnectionFails), with the error.
+    ConnectFailed(String),
+    /// Our connection attempt took longer than `max(connect_retry, 1s)`.
+    ConnectTimedOut,
+    /// The listener handed over a connection from the peer (TcpConnection_Valid).
+    Accepted(ConnId),
+    /// A whole message (BGPOpen, KeepAliveMsg, UpdateMsg, NotifMsg, ...).
+    Received(ConnId, Incoming),
+    /// The connection closed or failed, or a message could not be decoded (BGPHeaderErr,
+    /// BGPOpenMsgErr, UpdateMsgErr).
+    RecvFailed(ConnId, RecvError),
+    /// An [`Action::Send`] went out.
+    Sent {
+        /// The connection.
+        conn: ConnId,
+        /// The type of the message sent.
+        msg_type: u8,
+    },
+    /// An [`Action::Send`] failed.
+    SendFailed {
+        /// The connection.
+        conn: ConnId,
+        /// The type of the message not sent.
+        msg_type: u8,
+        /// Why.
+        error: SendFailure,
+    },
+    /// A timer armed with [`Action::StartTimer`] ran out (ConnectRetryTimer_Expires,
+    /// HoldTimer_Expires, KeepaliveTimer_Expires).
+    TimerExpired(Timer),
+    /// A message the speaker queued; the driver reads them only while Established.
+    Outbound(Outbound),
+}
+
+/// The outputs of the machine, performed by the driver in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Action {
+    /// Start a TCP connection to the peer, giving up after `limit`.
+    Connect {
+        /// How long the attempt may take.
+        limit: Duration,
+    },
+    /// Abandon the connection attempt.
+    CancelConnect,
+    /// Write a message; answered with [`Event::Sent`] or [`Event::SendFailed`].
+    Send {
+        /// The connection.
+        conn: ConnId,
+        /// The message.
+        message: Message,
+    },
+    /// Send a NOTIFICATION (best effort) and close the connection; its timers go with it.
+    Notify {
+        /// The connection.
+        conn: ConnId,
+        /// Error code.
+        code: u8,
+        /// Error subcode.
+        subcode: u8,
+        /// Data field.
+        data: Vec<u8>,
+    },
+    /// Close the connection without a NOTIFICATION; its timers go with it.
+    Close(ConnId),
+    /// Arm a timer (again) to run out after this long.
+    StartTimer {
+        /// The timer.
+        timer: Timer,
+        /// Its duration.
+        after: Duration,
+    },
+    /// Disarm a timer.
+    StopTimer(Timer),
+    /// Bound every later write by this: the hold time once negotiated, so a peer that stops
+    /// reading fails the session no later than its hold timer would.
+    WriteTimeout(Duration),
+    /// The session's state changed: record it and tell the speaker.
+    State(SessionState),
+    /// Tell the speaker.
+    Emit(SessionEvent),
+    /// Record the last error.
+    Error(String),
+    /// Record what the OPEN exchange settled.
+    Negotiated(Negotiated),
+    /// Count what one received UPDATE amounted to (RFC 7606).
+    Inbound {
+        /// It was treated as withdraw.
+        treat_as_withdraw: bool,
+        /// Attributes discarded.
+        discarded: u64,
+        /// NLRI ignored.
+        ignored: u64,
+    },
+    /// Count outbound messages dropped.
+    UpdatesDropped(u64),
+    /// Drop (and count) what was queued for the Established period that just ended.
+    DropQueued,
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// Not started yet.
+    Idle,
+    /// Our connection attempt is under way (Connect).
+    Connect,
+    /// Passive: waiting for the peer's connection (Active).
+    Listen,
+    /// Waiting for the ConnectRetry timer, or the peer's connection (Active).
+    Retry,
+    /// OpenSent / OpenConfirm over one or two connections.
+    Handshake(Vec<Pending>),
+    /// Established on one connection.
+    Established(established::Up),
+    /// Stopped: the task ends (Idle).
     Stopped,
-    /// Failed; `established` when it had been up (the retry backoff starts again).
-    Failed { established: bool },
-    /// The peer, with graceful restart, connected again while Established.
-    Replaced(TcpStream),
 }
 
-/// The handle asked to stop.
-#[derive(Debug)]
-struct Stopped;
-
-/// A connection exchanging OPENs, with its own timers (RFC 4271 §8.2.2).
-#[derive(Debug)]
-struct Pending {
-    conn: Conn,
-    /// Set once the peer's OPEN was accepted (OpenConfirm).
-    open: Option<Negotiated>,
-    hold: Option<Instant>,
-    keepalive: Option<Instant>,
-}
-
-/// What one received message does to a pending connection.
-#[derive(Debug)]
-enum Step {
-    Opened,
-    Up,
-    /// Close it with this NOTIFICATION.
-    Refuse(Refusal),
-    /// It is gone (closed, error, NOTIFICATION received).
-    Lost(String),
-}
-
-/// What woke the handshake.
-#[derive(Debug)]
-enum Wake {
-    Control(Option<Control>),
-    Recv(usize, Result<Incoming, RecvError>),
-    Timer,
-}
-
-/// The task's state; see [`super::spawn`].
-#[derive(Debug)]
-pub(super) struct Task {
-    cfg: SessionConfig,
-    index: usize,
-    events: mpsc::Sender<(usize, SessionEvent)>,
-    control: mpsc::Receiver<Control>,
-    outbound: mpsc::Receiver<Outbound>,
-    shared: Arc<Shared>,
+/// The state of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct State {
+    phase: Phase,
     /// The R/F bits go only into OPENs until the first Established.
     restarting: bool,
-    /// Bound on one write: the hold time once negotiated, so a peer that stops reading
-    /// fails the session no later than its hold timer would.
-    write_timeout: Duration,
+    /// The next ConnectRetry wait (before jitter): doubles up to [`MAX_RETRY`].
+    delay: Duration,
+    /// The state last reported with [`Action::State`].
+    reported: SessionState,
+    /// Counts Established periods, as the stats do; outbound messages from an earlier one
+    /// are stale.
+    epoch: u64,
 }
 
-impl Task {
-    pub(super) fn new(
-        cfg: SessionConfig,
-        index: usize,
-        events: mpsc::Sender<(usize, SessionEvent)>,
-        control: mpsc::Receiver<Control>,
-        outbound: mpsc::Receiver<Outbound>,
-        shared: Arc<Shared>,
-    ) -> Self {
-        let restarting = cfg.restarting && cfg.graceful_restart.is_some();
-        Task {
-            cfg,
-            index,
-            events,
-            control,
-            outbound,
-            shared,
-            restarting,
-            write_timeout: WRITE_TIMEOUT,
+impl State {
+    /// Idle, before [`Event::Start`].
+    pub(super) fn new(cfg: &SessionConfig) -> Self {
+        State {
+            phase: Phase::Idle,
+            restarting: cfg.restarting && cfg.graceful_restart.is_some(),
+            delay: base_delay(cfg),
+            reported: SessionState::Idle,
+            epoch: 0,
         }
     }
 
-    /// Runs until stopped: connect or accept, exchange OPENs, stay up, retry with backoff.
-    pub(super) async fn run(mut self) {
-        let base = self.cfg.connect_retry.max(Duration::from_millis(100));
-        let mut delay = base;
-        let mut next: Option<Conn> = None;
-        loop {
-            let conn = match next.take() {
-                Some(conn) => Some(conn),
-                None => match self.open_connection().await {
-                    Ok(conn) => conn,
-                    Err(Stopped) => break,
-                },
-            };
-            if let Some(conn) = conn {
-                match self.run_connection(conn).await {
-                    End::Stopped => break,
-                    End::Replaced(stream) => {
-                        delay = base;
-                        next = Some(Conn::new(stream, false));
-                        continue;
-                    }
-                    End::Failed { established } if established => delay = base,
-                    End::Failed { .. } => {}
-                }
-            }
-            if self.cfg.passive {
-                continue;
-            }
-            self.set_state(SessionState::Active).await;
-            match self.wait_retry(jitter(delay)).await {
-                Ok(conn) => next = conn,
-                Err(Stopped) => break,
-            }
-            delay = (delay * 2).min(MAX_RETRY.max(base));
-        }
-        self.set_state(SessionState::Idle).await;
+    /// The session has stopped: the task ends.
+    pub(super) fn finished(&self) -> bool {
+        self.phase == Phase::Stopped
     }
 
-    /// Connects (Connect state) or, when passive, waits for an accepted connection (Active).
-    /// `Ok(None)`: the attempt failed and was recorded.
-    async fn open_connection(&mut self) -> Result<Option<Conn>, Stopped> {
-        if self.cfg.passive {
-            self.set_state(SessionState::Active).await;
-            return match self.control.recv().await {
-                Some(Control::Accept(stream)) => Ok(Some(Conn::new(stream, false))),
-                _ => Err(Stopped),
-            };
-        }
-        self.set_state(SessionState::Connect).await;
-        let limit = self.cfg.connect_retry.max(Duration::from_secs(1));
-        let peer = self.cfg.peer;
-        let attempt = timeout(limit, connect(&self.cfg));
-        tokio::select! {
-            result = attempt => match result {
-                Ok(Ok(stream)) => Ok(Some(Conn::new(stream, true))),
-                Ok(Err(e)) => {
-                    self.shared.error(format!("connect to {peer} failed: {e}"));
-                    Ok(None)
-                }
-                Err(_) => {
-                    let secs = limit.as_secs_f32();
-                    self.shared.error(format!("connect to {peer} timed out after {secs}s"));
-                    Ok(None)
-                }
-            },
-            control = self.control.recv() => match control {
-                Some(Control::Accept(stream)) => Ok(Some(Conn::new(stream, false))),
-                _ => Err(Stopped),
-            },
-        }
+    /// Outbound messages are read (and written) only while Established.
+    pub(super) fn reads_outbound(&self) -> bool {
+        matches!(self.phase, Phase::Established(_))
     }
 
-    /// Waits `delay` (ConnectRetry timer) in Active; a connection handed over ends the wait.
-    async fn wait_retry(&mut self, delay: Duration) -> Result<Option<Conn>, Stopped> {
-        tokio::select! {
-            _ = sleep(delay) => Ok(None),
-            control = self.control.recv() => match control {
-                Some(Control::Accept(stream)) => Ok(Some(Conn::new(stream, false))),
-                _ => Err(Stopped),
-            },
-        }
-    }
-
-    async fn run_connection(&mut self, conn: Conn) -> End {
-        match self.handshake(conn).await {
-            Ok((conn, negotiated)) => self.established(conn, negotiated).await,
-            Err(end) => end,
-        }
-    }
-
-    /// OpenSent and OpenConfirm, over one or two connections; returns the one that comes up.
-    async fn handshake(&mut self, first: Conn) -> Result<(Conn, Negotiated), End> {
-        let mut conns: Vec<Pending> = Vec::with_capacity(2);
-        self.admit(&mut conns, first).await;
-        loop {
-            if conns.is_empty() {
-                return Err(End::Failed { established: false });
-            }
-            let state = if conns.iter().any(|p| p.open.is_some()) {
-                SessionState::OpenConfirm
-            } else {
-                SessionState::OpenSent
-            };
-            self.set_state(state).await;
-            let deadline = conns
-                .iter()
-                .flat_map(|p| [p.hold, p.keepalive])
-                .flatten()
-                .min();
-            let wake = tokio::select! {
-                c = self.control.recv() => Wake::Control(c),
-                (i, r) = recv_any(&mut conns) => Wake::Recv(i, r),
-                _ = sleep_opt(deadline) => Wake::Timer,
-            };
-            match wake {
-                Wake::Control(Some(Control::Accept(stream))) => {
-                    self.admit(&mut conns, Conn::new(stream, false)).await
-                }
-                Wake::Recv(i, received) => {
-                    let Some(p) = conns.get_mut(i) else { continue };
-                    match self.step(p, received).await {
-                        Step::Opened => {
-                            let losers = resolve(&self.cfg, &mut conns);
-                            self.close_all(losers, CEASE_COLLISION).await;
-                        }
-                        Step::Up => {
-                            let p = conns.swap_remove(i);
-                            self.close_all(conns, CEASE_COLLISION).await;
-                            return match p.open {
-                                Some(negotiated) => Ok((p.conn, negotiated)),
-                                None => Err(End::Failed { established: false }),
-                            };
-                        }
-                        Step::Refuse(refusal) => {
-                            self.shared.error(format!(
-                                "sent notification {}/{} ({}): {}",
-                                refusal.code,
-                                refusal.subcode,
-                                code_name(refusal.code),
-                                refusal.reason
-                            ));
-                            let mut p = conns.swap_remove(i);
-                            self.close(&mut p.conn, refusal.code, refusal.subcode, refusal.data)
-                                .await;
-                        }
-                        Step::Lost(reason) => {
-                            self.shared.error(reason);
-                            conns.swap_remove(i);
-                        }
-                    }
-                }
-                Wake::Timer => self.pending_timers(&mut conns).await,
-                Wake::Control(_) => {
-                    self.close_all(conns, CEASE_ADMIN_SHUTDOWN).await;
-                    return Err(End::Stopped);
-                }
-            }
-        }
-    }
-
-    /// Sends our OPEN on a new connection and adds it, resolving a collision.
-    async fn admit(&mut self, conns: &mut Vec<Pending>, mut conn: Conn) {
-        let open = Message::Open(local_open(&self.cfg, self.restarting));
-        if let Err(e) = self.send(&mut conn, &open).await {
-            self.shared.error(format!("open not sent: {e}"));
+    /// Reports `state` when it differs from the last one reported.
+    fn report(&mut self, state: SessionState, out: &mut Vec<Action>) {
+        if self.reported == state {
             return;
         }
-        conns.push(Pending {
-            conn,
-            open: None,
-            hold: Some(Instant::now() + OPEN_HOLD),
-            keepalive: None,
+        self.reported = state;
+        if state == SessionState::Established {
+            self.epoch += 1;
+        }
+        out.push(Action::State(state));
+    }
+
+    /// Connect (or, passive, wait in Active for the peer).
+    fn attempt(&mut self, cfg: &SessionConfig, out: &mut Vec<Action>) -> Phase {
+        if cfg.passive {
+            self.report(SessionState::Active, out);
+            return Phase::Listen;
+        }
+        self.report(SessionState::Connect, out);
+        out.push(Action::Connect {
+            limit: connect_limit(cfg),
         });
-        let losers = resolve(&self.cfg, conns);
-        self.close_all(losers, CEASE_COLLISION).await;
+        Phase::Connect
     }
 
-    /// One message on a connection in OpenSent or OpenConfirm.
-    async fn step(&mut self, p: &mut Pending, received: Result<Incoming, RecvError>) -> Step {
-        let incoming = match received {
-            Ok(incoming) => incoming,
-            Err(e) => return self.recv_failure(e),
-        };
-        self.shared
-            .update(|s| s.messages_in.count(incoming.msg_type()));
-        let state = if p.open.is_some() {
-            SessionState::OpenConfirm
-        } else {
-            SessionState::OpenSent
-        };
-        match incoming {
-            Incoming::Message(Message::Open(open)) if p.open.is_none() => {
-                let negotiated = match check_peer_open(&self.cfg, &open) {
-                    Ok(negotiated) => negotiated,
-                    Err(refusal) => return Step::Refuse(refusal),
-                };
-                if let Err(e) = self.send(&mut p.conn, &Message::Keepalive).await {
-                    return Step::Lost(format!("keepalive not sent: {e}"));
-                }
-                let now = Instant::now();
-                p.open = Some(negotiated);
-                p.hold = hold_time(negotiated.hold_time).map(|h| now + h);
-                p.keepalive = keepalive_interval(negotiated.hold_time).map(|k| now + k);
-                Step::Opened
-            }
-            Incoming::Message(Message::Keepalive) if p.open.is_some() => Step::Up,
-            Incoming::Message(Message::Notification(n)) => Step::Lost(format!(
-                "received notification {}/{} ({})",
-                n.code,
-                n.subcode,
-                code_name(n.code)
-            )),
-            other => Step::Refuse(fsm_error(state, other.msg_type())),
+    /// A connection ended or never came up: Active, then try again after the ConnectRetry
+    /// wait, which starts again from `connect_retry` after an Established session.
+    fn retry(&mut self, cfg: &SessionConfig, established: bool, out: &mut Vec<Action>) -> Phase {
+        let base = base_delay(cfg);
+        if established {
+            self.delay = base;
         }
+        if cfg.passive {
+            return self.attempt(cfg, out);
+        }
+        self.report(SessionState::Active, out);
+        out.push(Action::StartTimer {
+            timer: Timer::ConnectRetry,
+            after: self.delay,
+        });
+        self.delay = self.delay.saturating_mul(2).min(MAX_RETRY.max(base));
+        Phase::Retry
     }
 
-    /// A receive error: a bad message gets its NOTIFICATION, a dead connection nothing.
-    fn recv_failure(&self, error: RecvError) -> Step {
-        match error {
-            RecvError::Decode(e) => {
-                let (code, subcode) = e.notification();
-                Step::Refuse(Refusal {
-                    code,
-                    subcode,
-                    data: notification_data(&e),
-                    reason: e.to_string(),
-                })
-            }
-            other => Step::Lost(other.to_string()),
-        }
-    }
-
-    /// Fires the hold and keepalive timers of pending connections that are due.
-    async fn pending_timers(&mut self, conns: &mut Vec<Pending>) {
-        let now = Instant::now();
-        let mut i = 0;
-        while let Some(p) = conns.get_mut(i) {
-            if p.hold.is_some_and(|h| h <= now) {
-                let mut p = conns.swap_remove(i);
-                self.shared
-                    .error("hold timer expired before the session came up".to_string());
-                self.close(&mut p.conn, code::HOLD_TIMER_EXPIRED, 0, Vec::new())
-                    .await;
-                continue;
-            }
-            if p.keepalive.is_some_and(|k| k <= now) {
-                let interval = p.open.and_then(|n| keepalive_interval(n.hold_time));
-                p.keepalive = interval.map(|k| now + k);
-                if let Err(e) = self.send(&mut p.conn, &Message::Keepalive).await {
-                    self.shared.error(format!("keepalive not sent: {e}"));
-                    conns.swap_remove(i);
-                    continue;
-                }
-            }
-            i += 1;
-        }
+    fn finish(&mut self, out: &mut Vec<Action>) -> Phase {
+        self.report(SessionState::Idle, out);
+        Phase::Stopped
     }
 }
 
-impl Task {
-    /// Sends one message, counting it.
-    async fn send(&self, conn: &mut Conn, message: &Message) -> io::Result<()> {
-        conn.send(message, self.write_timeout).await?;
-        self.shared
-            .update(|s| s.messages_out.count(message.msg_type()));
-        Ok(())
-    }
-
-    /// Sends a NOTIFICATION and closes the connection.
-    async fn close(&self, conn: &mut Conn, code: u8, subcode: u8, data: Vec<u8>) {
-        self.shared
-            .update(|s| s.messages_out.count(crate::message::msg_type::NOTIFICATION));
-        conn.notify_and_close(code, subcode, data).await;
-    }
-
-    async fn close_all(&self, conns: Vec<Pending>, cease_subcode: u8) {
-        for mut p in conns {
-            self.close(&mut p.conn, code::CEASE, cease_subcode, Vec::new())
-                .await;
+/// The machine: the next state and what to do for `event` in `state`.
+pub(super) fn transition(
+    cfg: &SessionConfig,
+    mut state: State,
+    event: Event,
+) -> (State, Vec<Action>) {
+    let mut out = Vec::new();
+    let phase = mem::replace(&mut state.phase, Phase::Stopped);
+    state.phase = match (phase, event) {
+        (Phase::Idle, Event::Start) => state.attempt(cfg, &mut out),
+        (Phase::Connect, Event::Connected(conn)) => {
+            state.admit(cfg, Vec::new(), conn, true, &mut out)
         }
-    }
-
-    async fn set_state(&self, state: SessionState) {
-        if self.shared.set_state(state) {
-            self.emit(SessionEvent::State(state)).await;
+        (Phase::Connect, Event::ConnectFailed(error)) => {
+            out.push(Action::Error(format!(
+                "connect to {} failed: {error}",
+                cfg.peer
+            )));
+            state.retry(cfg, false, &mut out)
         }
-    }
-
-    /// Sends an event; a speaker that went away is not the session's problem.
-    async fn emit(&self, event: SessionEvent) {
-        let _ = self.events.send((self.index, event)).await;
-    }
-}
-
-/// Opens a TCP connection to the peer, from `local_addr` when set.
-async fn connect(cfg: &SessionConfig) -> io::Result<TcpStream> {
-    let socket = if cfg.peer.is_ipv4() {
-        TcpSocket::new_v4()?
-    } else {
-        TcpSocket::new_v6()?
+        (Phase::Connect, Event::ConnectTimedOut) => {
+            let secs = connect_limit(cfg).as_secs_f32();
+            out.push(Action::Error(format!(
+                "connect to {} timed out after {secs}s",
+                cfg.peer
+            )));
+            state.retry(cfg, false, &mut out)
+        }
+        (Phase::Connect, Event::Accepted(conn)) => {
+            out.push(Action::CancelConnect);
+            state.admit(cfg, Vec::new(), conn, false, &mut out)
+        }
+        (Phase::Connect, Event::Stop | Event::Abandon) => {
+            out.push(Action::CancelConnect);
+            state.finish(&mut out)
+        }
+        (Phase::Listen, Event::Accepted(conn)) => {
+            state.admit(cfg, Vec::new(), conn, false, &mut out)
+        }
+        (Phase::Retry, Event::TimerExpired(Timer::ConnectRetry)) => state.attempt(cfg, &mut out),
+        (Phase::Retry, Event::Accepted(conn)) => {
+            out.push(Action::StopTimer(Timer::ConnectRetry));
+            state.admit(cfg, Vec::new(), conn, false, &mut out)
+        }
+        (Phase::Retry, Event::Stop | Event::Abandon) => {
+            out.push(Action::StopTimer(Timer::ConnectRetry));
+            state.finish(&mut out)
+        }
+        (Phase::Idle | Phase::Listen, Event::Stop | Event::Abandon) => state.finish(&mut out),
+        (Phase::Handshake(conns), event) => state.handshake(cfg, conns, event, &mut out),
+        (Phase::Established(up), event) => state.established(cfg, up, event, &mut out),
+        (phase, event) => {
+            ignore(event, &mut out);
+            phase
+        }
     };
-    if let Some(ip) = cfg.local_addr {
-        socket.bind(std::net::SocketAddr::new(ip, 0))?;
-    }
-    socket.connect(cfg.peer).await
+    (state, out)
 }
 
-/// The next message on any pending connection (at most two).
-async fn recv_any(conns: &mut [Pending]) -> (usize, Result<Incoming, RecvError>) {
-    match conns {
-        [a] => (0, a.conn.recv().await),
-        [a, b, ..] => tokio::select! {
-            r = a.conn.recv() => (0, r),
-            r = b.conn.recv() => (1, r),
-        },
-        [] => pending().await,
+/// An event that does not apply in the current state: a connection nobody will use is
+/// closed, a message taken from the outbound queue is counted as dropped.
+fn ignore(event: Event, out: &mut Vec<Action>) {
+    match event {
+        Event::Connected(conn) | Event::Accepted(conn) => out.push(Action::Close(conn)),
+        Event::Outbound(_) => out.push(Action::UpdatesDropped(1)),
+        _ => {}
     }
 }
 
-async fn sleep_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => sleep_until(deadline).await,
-        None => pending().await,
-    }
+/// The first ConnectRetry wait.
+fn base_delay(cfg: &SessionConfig) -> Duration {
+    cfg.connect_retry.max(Duration::from_millis(100))
 }
 
-/// RFC 4271 §6.8: once the peer's identifier is known, keep only the connection opened by
-/// the side with the higher identifier. A second connection from the peer replaces its first.
-fn resolve(cfg: &SessionConfig, conns: &mut Vec<Pending>) -> Vec<Pending> {
-    let mut losers = Vec::new();
-    while conns.iter().filter(|p| !p.conn.outbound).count() > 1 {
-        if let Some(i) = conns.iter().position(|p| !p.conn.outbound) {
-            losers.push(conns.remove(i));
-        }
-    }
-    let Some(peer_id) = conns.iter().find_map(|p| p.open.map(|n| n.peer_id)) else {
-        return losers;
-    };
-    if conns.len() > 1 {
-        let keep_outbound = u32::from(cfg.router_id) > u32::from(peer_id);
-        if let Some(i) = conns.iter().position(|p| p.conn.outbound != keep_outbound) {
-            losers.push(conns.remove(i));
-        }
-    }
-    losers
+/// How long one connection attempt may take.
+fn connect_limit(cfg: &SessionConfig) -> Duration {
+    cfg.connect_retry.max(Duration::from_secs(1))
 }
 
 /// The hold time as a duration; `None` for 0 (no hold timer).
@@ -477,6 +378,14 @@ fn hold_time(seconds: u16) -> Option<Duration> {
 /// KEEPALIVE every third of the hold time (RFC 4271 §10); none when the hold time is 0.
 fn keepalive_interval(seconds: u16) -> Option<Duration> {
     hold_time(seconds).map(|h| h / 3)
+}
+
+/// Arms `timer` for `after`, or disarms it for `None`.
+fn set_timer(timer: Timer, after: Option<Duration>, out: &mut Vec<Action>) {
+    out.push(match after {
+        Some(after) => Action::StartTimer { timer, after },
+        None => Action::StopTimer(timer),
+    });
 }
 
 /// NOTIFICATION Finite State Machine Error with the RFC 6608 subcode of the state.
@@ -495,32 +404,7 @@ fn fsm_error(state: SessionState, msg_type: u8) -> Refusal {
     }
 }
 
-/// `delay` times a factor from 0.75 to 1 (RFC 4271 §10), so that speakers that failed
-/// together do not retry in lockstep. The clock's nanoseconds are random enough for that.
-fn jitter(delay: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    // A multiplicative hash spreads the low-entropy clock bits over 0..=255.
-    let spread = nanos.wrapping_mul(2_654_435_761) >> 24;
-    delay.mul_f64(0.75 + 0.25 * f64::from(spread) / 255.0)
-}
-
 /// The name of a NOTIFICATION error code, for `last_error` lines.
-pub(super) fn code_name(code: u8) -> &'static str {
+fn code_name(code: u8) -> &'static str {
     crate::code::name(code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jitter_stays_within_three_quarters_and_the_delay() {
-        let d = Duration::from_secs(4);
-        for _ in 0..1000 {
-            let j = jitter(d);
-            assert!(j >= Duration::from_secs(3) && j <= d, "{j:?}");
-        }
-    }
 }

@@ -38,6 +38,7 @@ mod inbound;
 mod negotiate;
 mod outbound;
 mod stats;
+mod task;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -242,7 +243,7 @@ pub fn spawn(
     let (outbound_tx, outbound_rx) = mpsc::channel(OUTBOUND_QUEUE);
     let shared = Arc::new(stats::Shared::new());
     let peer = config.peer;
-    let task = fsm::Task::new(
+    let task = task::Task::new(
         config,
         peer_index,
         events,

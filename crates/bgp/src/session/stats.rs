@@ -150,10 +150,6 @@ impl Shared {
         }
     }
 
-    pub(super) fn epoch(&self) -> u64 {
-        self.lock().epoch
-    }
-
     pub(super) fn error(&self, error: String) {
         self.lock().stats.last_error = Some(error);
     }

@@ -20,6 +20,7 @@
 //! colons). Their syntax and ranges are checked here, with the bad part named, before anything
 //! is sent; nvod checks the rest (answering 400 with its reason).
 
+mod error;
 mod view;
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -32,6 +33,7 @@ use super::api::{done, show, vni_parser};
 use super::{print_json, CliError, Format};
 use crate::table::list;
 
+pub use error::{BgpError, Spec};
 #[cfg(test)]
 use view::up_down;
 pub use view::{config_view, routes_view, summary_view};
@@ -51,71 +53,72 @@ pub const NOT_CONFIGURED: &str = "bgp is not configured; configure it first with
 const VNI_MAX: u32 = 0xff_ffff;
 
 /// Parses an AS number, 1 to 4294967295 (4-octet, RFC 6793; 0 is reserved).
-pub fn parse_asn(text: &str) -> Result<u32, String> {
+pub fn parse_asn(text: &str) -> Result<u32, BgpError> {
     match text.trim().parse::<u32>() {
         Ok(asn) if asn > 0 => Ok(asn),
-        _ => Err(format!("AS number {text:?} is not 1 to 4294967295")),
+        _ => Err(BgpError::Asn(text.to_owned())),
     }
 }
 
 /// Parses a TCP port, 1 to 65535.
-pub fn parse_port(text: &str) -> Result<u16, String> {
+pub fn parse_port(text: &str) -> Result<u16, BgpError> {
     match text.trim().parse::<u16>() {
         Ok(port) if port > 0 => Ok(port),
-        _ => Err(format!("port {text:?} is not 1 to 65535")),
+        _ => Err(BgpError::Port(text.to_owned())),
     }
 }
 
 /// Parses a BGP identifier: an IPv4 address other than 0.0.0.0 (RFC 6286 section 2.1).
-pub fn parse_router_id(text: &str) -> Result<Ipv4Addr, String> {
+pub fn parse_router_id(text: &str) -> Result<Ipv4Addr, BgpError> {
     match text.trim().parse::<Ipv4Addr>() {
         Ok(id) if !id.is_unspecified() => Ok(id),
-        Ok(_) => Err(
-            "router id 0.0.0.0 is not a BGP identifier; use a nonzero IPv4 address \
-             unique among the speakers"
-                .to_owned(),
-        ),
-        Err(_) => Err(format!(
-            "router id {text:?} is not an IPv4 address (a BGP identifier is written as one)"
-        )),
+        Ok(_) => Err(BgpError::RouterIdZero),
+        Err(_) => Err(BgpError::RouterId(text.to_owned())),
     }
 }
 
 /// Parses a hold time: 0 (no keepalives) or 3 to 65535 seconds (RFC 4271 section 4.2).
-pub fn parse_hold_time(text: &str) -> Result<u16, String> {
+pub fn parse_hold_time(text: &str) -> Result<u16, BgpError> {
     match text.trim().parse::<u16>() {
         Ok(s) if s == 0 || s >= 3 => Ok(s),
-        _ => Err(format!(
-            "hold time {text:?} is not 0 (no keepalives) or 3 to 65535 seconds"
-        )),
+        _ => Err(BgpError::HoldTime(text.to_owned())),
     }
 }
 
 /// Checks a route distinguisher or route target and writes it canonically: `ASN:N` with a
 /// 2-octet AS and a 4-octet number, or a 4-octet AS (over 65535) or an IPv4 address with a
 /// 2-octet number (RFC 4364 section 4.2, RFC 4360 section 4, RFC 5668).
-pub fn parse_admin_value(what: &str, text: &str) -> Result<String, String> {
+pub fn parse_admin_value(what: &str, text: &str) -> Result<String, BgpError> {
     let Some((admin, number)) = text.trim().split_once(':') else {
-        return Err(format!("{what} {text:?} is not ASN:N or IPv4:N"));
+        return Err(BgpError::AdminSyntax {
+            what: what.to_owned(),
+            text: text.to_owned(),
+        });
     };
-    let n: u32 = number
-        .parse()
-        .map_err(|_| format!("{what} {text:?}: {number:?} is not a number 0 to 4294967295"))?;
+    let n: u32 = number.parse().map_err(|_| BgpError::AdminNumber {
+        what: what.to_owned(),
+        text: text.to_owned(),
+        number: number.to_owned(),
+    })?;
     if let Ok(ip) = admin.parse::<Ipv4Addr>() {
         if n > u32::from(u16::MAX) {
-            return Err(format!(
-                "{what} {text:?}: after an IPv4 address the number is 0 to 65535"
-            ));
+            return Err(BgpError::AdminIpv4Number {
+                what: what.to_owned(),
+                text: text.to_owned(),
+            });
         }
         return Ok(format!("{ip}:{n}"));
     }
-    let asn: u32 = admin.parse().map_err(|_| {
-        format!("{what} {text:?}: {admin:?} is neither an AS number nor an IPv4 address")
+    let asn: u32 = admin.parse().map_err(|_| BgpError::AdminAs {
+        what: what.to_owned(),
+        text: text.to_owned(),
+        admin: admin.to_owned(),
     })?;
     if asn > u32::from(u16::MAX) && n > u32::from(u16::MAX) {
-        return Err(format!(
-            "{what} {text:?}: after a 4-octet AS number (over 65535) the number is 0 to 65535"
-        ));
+        return Err(BgpError::AdminFourOctetNumber {
+            what: what.to_owned(),
+            text: text.to_owned(),
+        });
     }
     Ok(format!("{asn}:{n}"))
 }
@@ -135,34 +138,37 @@ fn split_options(text: &str) -> (&str, Vec<(&str, Option<&str>)>) {
 }
 
 /// The value of `key=value`, or an error saying that `key` needs one.
-fn value<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, String> {
-    value.ok_or_else(|| format!("{key} needs a value, {key}=..."))
+fn value<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, BgpError> {
+    value.ok_or_else(|| BgpError::NeedsValue(key.to_owned()))
 }
 
 /// A flag option: an error when it was given a value.
-fn flag(key: &str, value: Option<&str>) -> Result<(), String> {
+fn flag(key: &str, value: Option<&str>) -> Result<(), BgpError> {
     match value {
         None => Ok(()),
-        Some(v) => Err(format!("{key} takes no value (got {key}={v})")),
+        Some(v) => Err(BgpError::TakesNoValue {
+            key: key.to_owned(),
+            value: v.to_owned(),
+        }),
     }
 }
 
 /// Sets an option once; an error when it was given twice.
-fn once<T>(slot: &mut Option<T>, key: &str, value: T) -> Result<(), String> {
+fn once<T>(slot: &mut Option<T>, key: &str, value: T) -> Result<(), BgpError> {
     if slot.is_some() {
-        return Err(format!("{key} given twice"));
+        return Err(BgpError::Twice(key.to_owned()));
     }
     *slot = Some(value);
     Ok(())
 }
 
 /// Parses `--neighbor ADDR[,asn=N][,passive][,port=P][,description=TEXT]`.
-pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, String> {
+pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, BgpError> {
     let (addr, options) = split_options(text);
     let address = addr
         .trim()
         .parse()
-        .map_err(|_| format!("{addr:?} is not an IP address; a neighbor is {NEIGHBOR_SYNTAX}"))?;
+        .map_err(|_| BgpError::NeighborAddress(addr.to_owned()))?;
     let mut n = NeighborSpec {
         address,
         asn: None,
@@ -179,15 +185,12 @@ pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, String> {
                 once(&mut n.passive, key, true)?;
             }
             "description" => once(&mut n.description, key, value(key, v)?.to_owned())?,
-            "" => {
-                return Err(format!(
-                    "empty option (a stray comma?); a neighbor is {NEIGHBOR_SYNTAX}"
-                ))
-            }
+            "" => return Err(BgpError::EmptyOption(Spec::Neighbor)),
             _ => {
-                return Err(format!(
-                    "unknown option {key:?}; a neighbor is {NEIGHBOR_SYNTAX}"
-                ))
+                return Err(BgpError::UnknownOption {
+                    key: key.to_owned(),
+                    spec: Spec::Neighbor,
+                })
             }
         }
     }
@@ -196,15 +199,11 @@ pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, String> {
 
 /// Parses `--vni VNI[,rd=RD][,rt=RT][,import-rt=RT][,export-rt=RT][,no-advertise]
 /// [,no-arp-suppression]`; `rt=` is both imported and exported, and each RT option repeats.
-pub fn parse_vni_spec(text: &str) -> Result<EvpnVniSpec, String> {
+pub fn parse_vni_spec(text: &str) -> Result<EvpnVniSpec, BgpError> {
     let (vni, options) = split_options(text);
     let vni = match vni.trim().parse::<u32>() {
         Ok(v) if (1..=VNI_MAX).contains(&v) => v,
-        _ => {
-            return Err(format!(
-                "{vni:?} is not a VNI (1 to 16777215); a network's settings are {VNI_SYNTAX}"
-            ))
-        }
+        _ => return Err(BgpError::Vni(vni.to_owned())),
     };
     let mut spec = EvpnVniSpec {
         vni,
@@ -234,15 +233,12 @@ pub fn parse_vni_spec(text: &str) -> Result<EvpnVniSpec, String> {
                 flag(key, v)?;
                 once(&mut spec.arp_suppression, key, false)?;
             }
-            "" => {
-                return Err(format!(
-                    "empty option (a stray comma?); a network's settings are {VNI_SYNTAX}"
-                ))
-            }
+            "" => return Err(BgpError::EmptyOption(Spec::Vni)),
             _ => {
-                return Err(format!(
-                    "unknown option {key:?}; a network's settings are {VNI_SYNTAX}"
-                ))
+                return Err(BgpError::UnknownOption {
+                    key: key.to_owned(),
+                    spec: Spec::Vni,
+                })
             }
         }
     }
@@ -345,15 +341,15 @@ pub struct BgpSetArgs {
 
 impl BgpSetArgs {
     /// The configuration to `PUT`; an error when a neighbor or a network is given twice.
-    pub fn config(self) -> Result<BgpConfig, String> {
+    pub fn config(self) -> Result<BgpConfig, BgpError> {
         for (i, n) in self.neighbors.iter().enumerate() {
             if self.neighbors[..i].iter().any(|m| m.address == n.address) {
-                return Err(format!("neighbor {} given twice", n.address));
+                return Err(BgpError::NeighborTwice(n.address));
             }
         }
         for (i, v) in self.vnis.iter().enumerate() {
             if self.vnis[..i].iter().any(|w| w.vni == v.vni) {
-                return Err(format!("--vni {} given twice", v.vni));
+                return Err(BgpError::VniTwice(v.vni));
             }
         }
         let listen = match (self.listen, self.no_listen) {
@@ -432,16 +428,13 @@ pub enum EvpnCmd {
 }
 
 /// Adds a neighbor to `config`; an error when one with its address is there already.
-pub fn add_neighbor(config: &mut BgpConfig, neighbor: NeighborSpec) -> Result<(), String> {
+pub fn add_neighbor(config: &mut BgpConfig, neighbor: NeighborSpec) -> Result<(), BgpError> {
     if config
         .neighbors
         .iter()
         .any(|n| n.address == neighbor.address)
     {
-        return Err(format!(
-            "bgp already has neighbor {0}; to change it: nvo bgp neighbor del {0}, then add it",
-            neighbor.address
-        ));
+        return Err(BgpError::NeighborExists(neighbor.address));
     }
     config.neighbors.push(neighbor);
     Ok(())
@@ -449,13 +442,13 @@ pub fn add_neighbor(config: &mut BgpConfig, neighbor: NeighborSpec) -> Result<()
 
 /// Deletes the neighbor with `address` from `config`; an error naming the neighbors there
 /// when it is not one of them.
-pub fn del_neighbor(config: &mut BgpConfig, address: IpAddr) -> Result<(), String> {
+pub fn del_neighbor(config: &mut BgpConfig, address: IpAddr) -> Result<(), BgpError> {
     let Some(at) = config.neighbors.iter().position(|n| n.address == address) else {
         let addresses: Vec<IpAddr> = config.neighbors.iter().map(|n| n.address).collect();
-        return Err(format!(
-            "bgp has no neighbor {address}; its neighbors: {}",
-            list(&addresses)
-        ));
+        return Err(BgpError::NoNeighbor {
+            address,
+            neighbors: list(&addresses),
+        });
     };
     config.neighbors.remove(at);
     Ok(())
@@ -494,7 +487,7 @@ pub fn bgp(client: &Client, format: Format, cmd: BgpCmd) -> Result<(), CliError>
             }
         }
         BgpCmd::Set(args) => {
-            let config = args.config().map_err(CliError::Refused)?;
+            let config = args.config()?;
             let message = set_message(&config);
             let answer: Value = client.put("/v1/bgp", &config)?;
             done(format, answer, message)
@@ -525,9 +518,7 @@ pub fn evpn(client: &Client, format: Format, cmd: EvpnCmd) -> Result<(), CliErro
 /// Reads the configuration in force, applies one neighbor change and writes it back.
 fn neighbor(client: &Client, format: Format, cmd: NeighborCmd) -> Result<(), CliError> {
     let summary: BgpSummary = client.get("/v1/bgp")?;
-    let mut config = summary
-        .config
-        .ok_or_else(|| CliError::Refused(NOT_CONFIGURED.to_owned()))?;
+    let mut config = summary.config.ok_or(BgpError::NotConfigured)?;
     let message = match cmd {
         NeighborCmd::Add {
             address,
@@ -544,11 +535,11 @@ fn neighbor(client: &Client, format: Format, cmd: NeighborCmd) -> Result<(), Cli
                 description,
             };
             let asn = asn.unwrap_or(config.asn);
-            add_neighbor(&mut config, spec).map_err(CliError::Refused)?;
+            add_neighbor(&mut config, spec)?;
             format!("bgp: neighbor {address} (AS {asn}) added")
         }
         NeighborCmd::Del { address } => {
-            del_neighbor(&mut config, address).map_err(CliError::Refused)?;
+            del_neighbor(&mut config, address)?;
             format!("bgp: neighbor {address} deleted")
         }
     };

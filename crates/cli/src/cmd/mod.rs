@@ -57,6 +57,10 @@ pub enum CliError {
     /// An answer could not be printed as JSON.
     #[error("cannot write json: {0}")]
     Json(#[from] serde_json::Error),
+    /// A BGP setting or neighbor change refused before it was sent; the message says which
+    /// and what to do.
+    #[error(transparent)]
+    Bgp(#[from] bgp::BgpError),
     /// A change refused before it was sent: it contradicts what nvod has (a locator added
     /// twice, one removed that is not there). The message says which and what to do.
     #[error("{0}")]

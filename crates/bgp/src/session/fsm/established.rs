@@ -6,269 +6,353 @@
 //! graceful when the peer advertised graceful restart for EVPN (RFC 4724 §4.2) — or when a
 //! GR-capable peer connects again.
 
-use std::io;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::{
-    code_name, fsm_error, hold_time, keepalive_interval, sleep_opt, End, Task,
-    CEASE_ADMIN_SHUTDOWN, CEASE_COLLISION, WRITE_TIMEOUT,
+    code_name, fsm_error, hold_time, keepalive_interval, set_timer, Action, ConnId, Event, Phase,
+    SendFailure, State, Timer, CEASE_ADMIN_SHUTDOWN, CEASE_COLLISION, WRITE_TIMEOUT,
 };
 use crate::evpn::{AFI_L2VPN, SAFI_EVPN};
-use crate::session::conn::{notification_data, Conn, Incoming, RecvError};
+use crate::message::msg_type;
+use crate::session::conn::{notification_data, Incoming, RecvError};
 use crate::session::negotiate::{Negotiated, Refusal};
-use crate::session::{inbound, Control, OutMessage, Outbound, SessionEvent, SessionState};
+use crate::session::{inbound, OutMessage, SessionConfig, SessionEvent, SessionState};
 use crate::{code, Message, RouteRefreshRepr};
 
-/// What woke the Established loop.
-#[derive(Debug)]
-enum Wake {
-    Control(Option<Control>),
-    Outbound(Option<Outbound>),
-    Recv(Result<Incoming, RecvError>),
-    Hold,
-    Keepalive,
-}
-
 /// The running session.
-#[derive(Debug)]
-struct Up {
-    conn: Conn,
-    epoch: u64,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Up {
+    conn: ConnId,
     hold: Option<Duration>,
     interval: Option<Duration>,
-    hold_at: Option<Instant>,
-    keepalive_at: Option<Instant>,
     /// The peer advertised graceful restart for EVPN.
     gr: bool,
 }
 
-/// How the session ended: the reason, whether graceful, and what the task does next.
-type Ending = (String, bool, End);
+/// What the task does once the session has ended.
+enum Then {
+    /// Try again (Active).
+    Retry,
+    /// Stop (Idle).
+    Stop,
+    /// Exchange OPENs on the peer's new connection (graceful restart).
+    Replace(ConnId),
+}
 
-impl Task {
-    /// Runs the Established state until the session ends; sends `Down`.
-    pub(super) async fn established(&mut self, conn: Conn, negotiated: Negotiated) -> End {
+/// How the session ends: the `Down` reason, whether graceful, whether a NOTIFICATION
+/// already closed the connection, and what follows.
+struct Ending {
+    reason: String,
+    graceful: bool,
+    notified: bool,
+    then: Then,
+}
+
+impl Ending {
+    fn lost(reason: String, graceful: bool) -> Self {
+        Ending {
+            reason,
+            graceful,
+            notified: false,
+            then: Then::Retry,
+        }
+    }
+
+    /// We sent a NOTIFICATION: never graceful.
+    fn notified(reason: String) -> Self {
+        Ending {
+            reason,
+            graceful: false,
+            notified: true,
+            then: Then::Retry,
+        }
+    }
+}
+
+impl State {
+    /// OpenConfirm received the peer's KEEPALIVE on `conn`.
+    pub(super) fn establish(
+        &mut self,
+        conn: ConnId,
+        negotiated: Negotiated,
+        out: &mut Vec<Action>,
+    ) -> Phase {
         self.restarting = false;
-        self.shared.update(|s| {
-            s.peer_id = Some(negotiated.peer_id);
-            s.hold_time = Some(negotiated.hold_time);
-            s.peer_restart_time = negotiated.peer_restart_time;
-        });
-        self.set_state(SessionState::Established).await;
-        self.emit(SessionEvent::Established {
+        out.push(Action::Negotiated(negotiated));
+        self.report(SessionState::Established, out);
+        out.push(Action::Emit(SessionEvent::Established {
             peer_id: negotiated.peer_id,
             hold_time: negotiated.hold_time,
             peer_gr: negotiated.peer_gr,
-        })
-        .await;
+        }));
         let hold = hold_time(negotiated.hold_time);
         let interval = keepalive_interval(negotiated.hold_time);
-        self.write_timeout = hold.unwrap_or(WRITE_TIMEOUT);
-        let mut up = Up {
+        out.push(Action::WriteTimeout(hold.unwrap_or(WRITE_TIMEOUT)));
+        set_timer(Timer::Hold(conn), hold, out);
+        set_timer(Timer::Keepalive(conn), interval, out);
+        Phase::Established(Up {
             conn,
-            epoch: self.shared.epoch(),
             hold,
             interval,
-            hold_at: hold.map(|h| Instant::now() + h),
-            keepalive_at: interval.map(|k| Instant::now() + k),
             gr: negotiated.peer_gr.is_some(),
-        };
-        let (reason, graceful, end) = loop {
-            let wake = tokio::select! {
-                c = self.control.recv() => Wake::Control(c),
-                o = self.outbound.recv() => Wake::Outbound(o),
-                r = up.conn.recv() => Wake::Recv(r),
-                _ = sleep_opt(up.hold_at) => Wake::Hold,
-                _ = sleep_opt(up.keepalive_at) => Wake::Keepalive,
-            };
-            if let Some(ending) = self.on_wake(&mut up, wake).await {
-                break ending;
-            }
-        };
-        self.drop_queued();
-        self.write_timeout = WRITE_TIMEOUT;
-        self.shared.error(reason.clone());
-        self.emit(SessionEvent::Down { reason, graceful }).await;
-        end
+        })
     }
 
-    /// Handles one wake-up; `Some` when the session ends.
-    async fn on_wake(&mut self, up: &mut Up, wake: Wake) -> Option<Ending> {
-        let lost = End::Failed { established: true };
-        match wake {
-            Wake::Control(Some(Control::Accept(stream))) if up.gr => {
-                let reason = "peer connected again: graceful restart".to_string();
-                return Some((reason, true, End::Replaced(stream)));
-            }
-            Wake::Control(Some(Control::Accept(stream))) => {
-                // RFC 4271 §6.8: a collision with an Established session closes the new one.
-                let mut extra = Conn::new(stream, false);
-                self.close(&mut extra, code::CEASE, CEASE_COLLISION, Vec::new())
-                    .await;
-            }
-            Wake::Control(Some(Control::Abandon)) => {
-                // Dropping the connection closes it: no NOTIFICATION (RFC 4724 §4).
-                return Some(("closed for a restart".to_string(), false, End::Stopped));
-            }
-            Wake::Control(_) | Wake::Outbound(None) => {
-                self.close(&mut up.conn, code::CEASE, CEASE_ADMIN_SHUTDOWN, Vec::new())
-                    .await;
-                return Some(("stopped".to_string(), false, End::Stopped));
-            }
-            Wake::Outbound(Some(out)) if out.epoch != up.epoch => {
-                self.shared.update(|s| s.updates_dropped += 1);
-            }
-            Wake::Outbound(Some(out)) => match self.write_outbound(&mut up.conn, out.message).await
-            {
-                Ok(true) => up.keepalive_at = up.interval.map(|k| Instant::now() + k),
-                Ok(false) => {}
-                Err(e) => return Some((format!("write failed: {e}"), up.gr, lost)),
+    /// One event in Established.
+    pub(super) fn established(
+        &mut self,
+        cfg: &SessionConfig,
+        up: Up,
+        event: Event,
+        out: &mut Vec<Action>,
+    ) -> Phase {
+        let ending = match event {
+            Event::Accepted(conn) if up.gr => Ending {
+                reason: "peer connected again: graceful restart".to_string(),
+                graceful: true,
+                notified: false,
+                then: Then::Replace(conn),
             },
-            Wake::Recv(Err(RecvError::Decode(e))) => {
+            Event::Accepted(conn) => {
+                // RFC 4271 §6.8: a collision with an Established session closes the new one.
+                out.push(cease(conn, CEASE_COLLISION));
+                return Phase::Established(up);
+            }
+            // Dropping the connection closes it: no NOTIFICATION (RFC 4724 §4).
+            Event::Abandon => Ending {
+                reason: "closed for a restart".to_string(),
+                graceful: false,
+                notified: false,
+                then: Then::Stop,
+            },
+            Event::Stop => {
+                out.push(cease(up.conn, CEASE_ADMIN_SHUTDOWN));
+                Ending {
+                    then: Then::Stop,
+                    ..Ending::notified("stopped".to_string())
+                }
+            }
+            Event::Outbound(queued) if queued.epoch != self.epoch => {
+                out.push(Action::UpdatesDropped(1));
+                return Phase::Established(up);
+            }
+            Event::Outbound(queued) => {
+                let message = match queued.message {
+                    OutMessage::Update(update) => Message::Update(update),
+                    OutMessage::RouteRefresh => Message::RouteRefresh(RouteRefreshRepr {
+                        afi: AFI_L2VPN,
+                        subtype: 0,
+                        safi: SAFI_EVPN,
+                    }),
+                };
+                out.push(Action::Send {
+                    conn: up.conn,
+                    message,
+                });
+                return Phase::Established(up);
+            }
+            Event::Sent {
+                conn,
+                msg_type: sent,
+            } if conn == up.conn => {
+                // A KEEPALIVE restarted its timer before it was sent; other messages do so
+                // once written.
+                if let (false, Some(interval)) = (sent == msg_type::KEEPALIVE, up.interval) {
+                    out.push(Action::StartTimer {
+                        timer: Timer::Keepalive(conn),
+                        after: interval,
+                    });
+                }
+                return Phase::Established(up);
+            }
+            Event::SendFailed {
+                conn,
+                msg_type: unsent,
+                error,
+            } if conn == up.conn => match (unsent, error) {
+                (msg_type::KEEPALIVE, error) => {
+                    Ending::lost(format!("keepalive not sent: {error}"), up.gr)
+                }
+                (_, SendFailure::Unencodable(error)) => {
+                    out.push(Action::UpdatesDropped(1));
+                    out.push(Action::Error(format!("update not sent: {error}")));
+                    return Phase::Established(up);
+                }
+                (_, SendFailure::Io(error)) => {
+                    Ending::lost(format!("write failed: {error}"), up.gr)
+                }
+            },
+            Event::RecvFailed(conn, RecvError::Decode(e)) if conn == up.conn => {
                 let (code, subcode) = e.notification();
-                let reason = format!(
+                out.push(Action::Notify {
+                    conn,
+                    code,
+                    subcode,
+                    data: notification_data(&e),
+                });
+                Ending::notified(format!(
                     "sent notification {code}/{subcode} ({}): {e}",
                     code_name(code)
-                );
-                self.close(&mut up.conn, code, subcode, notification_data(&e))
-                    .await;
-                return Some((reason, false, lost));
+                ))
             }
-            Wake::Recv(Err(e)) => return Some((e.to_string(), up.gr, lost)),
-            Wake::Recv(Ok(incoming)) => {
-                up.hold_at = up.hold.map(|h| Instant::now() + h);
-                self.shared
-                    .update(|s| s.messages_in.count(incoming.msg_type()));
-                if let Err(refusal) = self.received(incoming).await {
-                    if refusal.code != 0 {
-                        let Refusal {
-                            code,
-                            subcode,
-                            data,
-                            ..
-                        } = refusal.clone();
-                        self.close(&mut up.conn, code, subcode, data).await;
+            Event::RecvFailed(conn, error) if conn == up.conn => {
+                Ending::lost(error.to_string(), up.gr)
+            }
+            Event::Received(conn, incoming) if conn == up.conn => {
+                if let Some(hold) = up.hold {
+                    out.push(Action::StartTimer {
+                        timer: Timer::Hold(conn),
+                        after: hold,
+                    });
+                }
+                match received(cfg, incoming, out) {
+                    Ok(()) => return Phase::Established(up),
+                    Err(refusal) if refusal.code == 0 => Ending::lost(refusal.reason, false),
+                    Err(refusal) => {
+                        out.push(Action::Notify {
+                            conn,
+                            code: refusal.code,
+                            subcode: refusal.subcode,
+                            data: refusal.data,
+                        });
+                        Ending::notified(refusal.reason)
                     }
-                    return Some((refusal.reason, false, lost));
                 }
             }
-            Wake::Hold => {
-                self.close(&mut up.conn, code::HOLD_TIMER_EXPIRED, 0, Vec::new())
-                    .await;
-                return Some(("hold timer expired".to_string(), up.gr, lost));
-            }
-            Wake::Keepalive => {
-                up.keepalive_at = up.interval.map(|k| Instant::now() + k);
-                if let Err(e) = self.send(&mut up.conn, &Message::Keepalive).await {
-                    return Some((format!("keepalive not sent: {e}"), up.gr, lost));
-                }
-            }
-        }
-        None
-    }
-
-    /// Handles one message; `Err` ends the session (code 0: no NOTIFICATION to send).
-    async fn received(&mut self, incoming: Incoming) -> Result<(), Refusal> {
-        match incoming {
-            Incoming::Update(parsed) => {
-                let us = inbound::Us {
-                    asn: self.cfg.local_as,
-                    router_id: self.cfg.router_id,
-                    ibgp: self.cfg.ibgp(),
-                };
-                let inbound = inbound::classify(parsed, us).map_err(|e| {
-                    let (code, subcode) = e.notification();
-                    Refusal {
-                        code,
-                        subcode,
-                        data: notification_data(&e),
-                        reason: format!(
-                            "sent notification {code}/{subcode} ({}): {e}",
-                            code_name(code)
-                        ),
-                    }
-                })?;
-                if let (true, Some(SessionEvent::Update { errors, .. })) =
-                    (inbound.treat_as_withdraw, &inbound.event)
-                {
-                    let first = errors.first().map(|e| e.to_string()).unwrap_or_default();
-                    self.shared
-                        .error(format!("update treated as withdraw: {first}"));
-                }
-                self.shared.update(|s| {
-                    s.treat_as_withdraw += u64::from(inbound.treat_as_withdraw);
-                    s.attributes_discarded += inbound.discarded;
-                    s.ignored_nlri += inbound.ignored;
+            Event::TimerExpired(Timer::Hold(conn)) if conn == up.conn => {
+                out.push(Action::Notify {
+                    conn,
+                    code: code::HOLD_TIMER_EXPIRED,
+                    subcode: 0,
+                    data: Vec::new(),
                 });
-                if let Some(event) = inbound.event {
-                    self.emit(event).await;
+                Ending {
+                    graceful: up.gr,
+                    ..Ending::notified("hold timer expired".to_string())
                 }
-                Ok(())
             }
-            Incoming::Message(Message::Keepalive) => Ok(()),
-            // RFC 2918: the peer asks for our EVPN routes again; other families are not ours.
-            Incoming::Message(Message::RouteRefresh(r)) => {
-                if r.afi == AFI_L2VPN && r.safi == SAFI_EVPN {
-                    self.emit(SessionEvent::RouteRefresh).await;
+            Event::TimerExpired(Timer::Keepalive(conn)) if conn == up.conn => {
+                if let Some(interval) = up.interval {
+                    out.push(Action::StartTimer {
+                        timer: Timer::Keepalive(conn),
+                        after: interval,
+                    });
                 }
-                Ok(())
+                out.push(Action::Send {
+                    conn,
+                    message: Message::Keepalive,
+                });
+                return Phase::Established(up);
             }
-            Incoming::Message(Message::Notification(n)) => Err(Refusal {
-                code: 0,
-                subcode: 0,
-                data: Vec::new(),
-                reason: format!(
-                    "received notification {}/{} ({})",
-                    n.code,
-                    n.subcode,
-                    code_name(n.code)
-                ),
-            }),
             other => {
-                let mut refusal = fsm_error(SessionState::Established, other.msg_type());
-                refusal.reason = format!(
-                    "sent notification {}/{} ({}): {}",
-                    refusal.code,
-                    refusal.subcode,
-                    code_name(refusal.code),
-                    refusal.reason
-                );
-                Err(refusal)
+                super::ignore(other, out);
+                return Phase::Established(up);
             }
-        }
-    }
-
-    /// Writes one queued message; `Ok(false)` when it could not be emitted (dropped, counted).
-    async fn write_outbound(&mut self, conn: &mut Conn, message: OutMessage) -> io::Result<bool> {
-        let message = match message {
-            OutMessage::Update(update) => Message::Update(update),
-            OutMessage::RouteRefresh => Message::RouteRefresh(RouteRefreshRepr {
-                afi: AFI_L2VPN,
-                subtype: 0,
-                safi: SAFI_EVPN,
-            }),
         };
-        match self.send(conn, &message).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
-                self.shared.update(|s| {
-                    s.updates_dropped += 1;
-                    s.last_error = Some(format!("update not sent: {e}"));
-                });
-                Ok(false)
-            }
-            Err(e) => Err(e),
-        }
+        self.end(cfg, up, ending, out)
     }
 
-    /// Drops what was queued for the Established period that just ended.
-    fn drop_queued(&mut self) {
-        let mut dropped = 0;
-        while self.outbound.try_recv().is_ok() {
-            dropped += 1;
+    /// The session ended: drop the queue, report `Down`, and go on.
+    fn end(&mut self, cfg: &SessionConfig, up: Up, ending: Ending, out: &mut Vec<Action>) -> Phase {
+        out.push(Action::DropQueued);
+        out.push(Action::WriteTimeout(WRITE_TIMEOUT));
+        out.push(Action::Error(ending.reason.clone()));
+        out.push(Action::Emit(SessionEvent::Down {
+            reason: ending.reason,
+            graceful: ending.graceful,
+        }));
+        if !ending.notified {
+            out.push(Action::Close(up.conn));
         }
-        self.shared.update(|s| s.updates_dropped += dropped);
+        match ending.then {
+            Then::Retry => self.retry(cfg, true, out),
+            Then::Stop => self.finish(out),
+            Then::Replace(conn) => {
+                self.delay = super::base_delay(cfg);
+                self.admit(cfg, Vec::new(), conn, false, out)
+            }
+        }
+    }
+}
+
+/// Cease with `subcode`.
+fn cease(conn: ConnId, subcode: u8) -> Action {
+    Action::Notify {
+        conn,
+        code: code::CEASE,
+        subcode,
+        data: Vec::new(),
+    }
+}
+
+/// Handles one message; `Err` ends the session (code 0: no NOTIFICATION to send).
+fn received(cfg: &SessionConfig, incoming: Incoming, out: &mut Vec<Action>) -> Result<(), Refusal> {
+    match incoming {
+        Incoming::Update(parsed) => {
+            let us = inbound::Us {
+                asn: cfg.local_as,
+                router_id: cfg.router_id,
+                ibgp: cfg.ibgp(),
+            };
+            let inbound = inbound::classify(parsed, us).map_err(|e| {
+                let (code, subcode) = e.notification();
+                Refusal {
+                    code,
+                    subcode,
+                    data: notification_data(&e),
+                    reason: format!(
+                        "sent notification {code}/{subcode} ({}): {e}",
+                        code_name(code)
+                    ),
+                }
+            })?;
+            if let (true, Some(SessionEvent::Update { errors, .. })) =
+                (inbound.treat_as_withdraw, &inbound.event)
+            {
+                let first = errors.first().map(|e| e.to_string()).unwrap_or_default();
+                out.push(Action::Error(format!(
+                    "update treated as withdraw: {first}"
+                )));
+            }
+            out.push(Action::Inbound {
+                treat_as_withdraw: inbound.treat_as_withdraw,
+                discarded: inbound.discarded,
+                ignored: inbound.ignored,
+            });
+            if let Some(event) = inbound.event {
+                out.push(Action::Emit(event));
+            }
+            Ok(())
+        }
+        Incoming::Message(Message::Keepalive) => Ok(()),
+        // RFC 2918: the peer asks for our EVPN routes again; other families are not ours.
+        Incoming::Message(Message::RouteRefresh(r)) => {
+            if r.afi == AFI_L2VPN && r.safi == SAFI_EVPN {
+                out.push(Action::Emit(SessionEvent::RouteRefresh));
+            }
+            Ok(())
+        }
+        Incoming::Message(Message::Notification(n)) => Err(Refusal {
+            code: 0,
+            subcode: 0,
+            data: Vec::new(),
+            reason: format!(
+                "received notification {}/{} ({})",
+                n.code,
+                n.subcode,
+                code_name(n.code)
+            ),
+        }),
+        other => {
+            let mut refusal = fsm_error(SessionState::Established, other.msg_type());
+            refusal.reason = format!(
+                "sent notification {}/{} ({}): {}",
+                refusal.code,
+                refusal.subcode,
+                code_name(refusal.code),
+                refusal.reason
+            );
+            Err(refusal)
+        }
     }
 }

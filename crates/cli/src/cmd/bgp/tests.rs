@@ -95,7 +95,7 @@ fn a_bad_neighbor_names_its_bad_part() {
         ("192.0.2.1,", "empty option (a stray comma?)"),
         ("192.0.2.1:179", "\"192.0.2.1:179\" is not an IP address"),
     ] {
-        let e = parse_neighbor(bad).unwrap_err();
+        let e = parse_neighbor(bad).unwrap_err().to_string();
         assert!(e.contains(want), "{bad}: {e}");
     }
     // clap quotes the whole value and the option, then our reason.
@@ -171,7 +171,7 @@ fn vni_settings_take_rd_rts_and_flags() {
             "unknown option \"suppress\"; a network's settings are VNI[,rd=RD]",
         ),
     ] {
-        let e = parse_vni_spec(bad).unwrap_err();
+        let e = parse_vni_spec(bad).unwrap_err().to_string();
         assert!(e.contains(want), "{bad}: {e}");
     }
 }
@@ -183,12 +183,20 @@ fn scalars_are_checked_with_their_ranges() {
     assert_eq!(parse_hold_time("3"), Ok(3));
     assert!(parse_hold_time("2")
         .unwrap_err()
+        .to_string()
         .contains("0 (no keepalives) or 3 to 65535"));
-    assert!(parse_router_id("0.0.0.0").unwrap_err().contains("nonzero"));
+    assert!(parse_router_id("0.0.0.0")
+        .unwrap_err()
+        .to_string()
+        .contains("nonzero"));
     assert!(parse_router_id("fd00::1")
         .unwrap_err()
+        .to_string()
         .contains("not an IPv4 address"));
-    assert!(parse_port("0").unwrap_err().contains("1 to 65535"));
+    assert!(parse_port("0")
+        .unwrap_err()
+        .to_string()
+        .contains("1 to 65535"));
 }
 
 #[test]
@@ -267,7 +275,7 @@ fn bgp_set_refuses_what_cannot_be_meant() {
     ])
     .config()
     .unwrap_err();
-    assert_eq!(e, "neighbor 10.0.0.9 given twice");
+    assert_eq!(e.to_string(), "neighbor 10.0.0.9 given twice");
     let e = set_args(&[
         "--asn",
         "1",
@@ -280,7 +288,7 @@ fn bgp_set_refuses_what_cannot_be_meant() {
     ])
     .config()
     .unwrap_err();
-    assert_eq!(e, "--vni 5 given twice");
+    assert_eq!(e.to_string(), "--vni 5 given twice");
     for (args, want) in [
         (&["--router-id", "10.0.0.1"][..], "--asn"),
         (&["--asn", "1"][..], "--router-id"),
@@ -365,17 +373,23 @@ fn neighbor_edits_refuse_what_does_not_fit() {
     let mut c = config();
     add_neighbor(&mut c, neighbor("fd00::fe")).unwrap();
     assert_eq!(c.neighbors.len(), 2);
-    let e = add_neighbor(&mut c, neighbor("fd00::fe")).unwrap_err();
+    let e = add_neighbor(&mut c, neighbor("fd00::fe"))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "bgp already has neighbor fd00::fe; to change it: nvo bgp neighbor del fd00::fe, then add it"
     );
     del_neighbor(&mut c, "192.0.2.254".parse().unwrap()).unwrap();
     assert_eq!(c.neighbors, [neighbor("fd00::fe")]);
-    let e = del_neighbor(&mut c, "192.0.2.9".parse().unwrap()).unwrap_err();
+    let e = del_neighbor(&mut c, "192.0.2.9".parse().unwrap())
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "bgp has no neighbor 192.0.2.9; its neighbors: fd00::fe");
     del_neighbor(&mut c, "fd00::fe".parse().unwrap()).unwrap();
-    let e = del_neighbor(&mut c, "fd00::fe".parse().unwrap()).unwrap_err();
+    let e = del_neighbor(&mut c, "fd00::fe".parse().unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(e.ends_with("its neighbors: -"), "{e}");
 }
 
