@@ -1,10 +1,12 @@
-//! The data path: a frame from a port or a VXLAN payload from the underlay in, actions out.
+//! The data path: a frame from a port, or a frame the datapath decapsulated from the underlay
+//! (the encapsulation engine took the tunnel header off and refused what no profile accepts:
+//! `drop_underlay`), in; actions out.
 //!
 //! ```text
-//!  from_port(port, frame)                      from_underlay(src, udp_payload)
-//!   port known? ─ no → unknown_port              vxlan header? ─ no → malformed_vxlan
-//!   ethernet header? ─ no → malformed_frame      I flag? ─ no → vxlan_flags
-//!   source unicast? ─ no → invalid_source_mac    network for the vni? ─ no → unknown_vni
+//!  from_port(port, frame)                      from_decapsulated(decap, inner)
+//!   port known? ─ no → unknown_port              network for the vni? ─ no → unknown_vni
+//!   ethernet header? ─ no → malformed_frame      network's profile? ─ no → profile_mismatch
+//!   source unicast? ─ no → invalid_source_mac
 //!   learn src → Port(port)                       ethernet header? ─ no → malformed_frame
 //!   snoop ARP/ND → neighbour table               source unicast? ─ no → invalid_source_mac
 //!   longer than mtu + L2? → reply + too_big
@@ -27,8 +29,6 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Instant;
-
-use nvo_wire::vxlan::VxlanPacket;
 
 use crate::actions::{Action, Actions};
 use crate::counters::{DropCounters, PortCounters, UnderlayCounters};
@@ -200,37 +200,6 @@ impl Pipeline {
         if let Err(reason) = forward_from_port(net, port, frame, &eth, question.as_ref(), actions) {
             reject(drops, Some(pc), reason, actions);
         }
-    }
-
-    /// Decides what happens to a VXLAN packet's UDP payload received from the underlay address
-    /// `src` at `now`. Clears `actions` first. `Deliver` actions refer to the inner frame,
-    /// `&udp_payload[nvo_wire::vxlan::HEADER_LEN..]`. The VXLAN-only entry point; datapaths with
-    /// several profiles decapsulate first and call [`Pipeline::from_decapsulated`].
-    pub fn from_underlay(
-        &mut self,
-        src: IpAddr,
-        udp_payload: &[u8],
-        now: Instant,
-        actions: &mut Actions,
-    ) {
-        actions.clear();
-        self.underlay.rx_packets += 1;
-        self.underlay.rx_bytes += udp_payload.len() as u64;
-        let Ok(vxlan) = VxlanPacket::new_checked(udp_payload) else {
-            return reject(&mut self.drops, None, DropReason::MalformedVxlan, actions);
-        };
-        if !vxlan.vni_valid() {
-            return reject(&mut self.drops, None, DropReason::VxlanFlags, actions);
-        }
-        // draft-smith-vxlan-group-policy §2.1: with the D bit set the receiver must not learn.
-        let decap = Decapsulated {
-            src,
-            vni: Vni(vxlan.vni()),
-            profile: ProfileTag::VXLAN,
-            dont_learn: vxlan.gbp() && vxlan.dont_learn(),
-            src_node: None,
-        };
-        self.deliver_inner(decap, vxlan.payload(), now, actions);
     }
 
     /// Counts a packet the datapath received on a tunnel transport but could not decapsulate

@@ -12,6 +12,10 @@ use std::time::Instant;
 use nvo_pipeline::{Actions, Limits, Mac, NetworkSpec, Pipeline, PortId, Vni};
 use nvo_wire::vxlan::{VxlanPacket, VxlanRepr, HEADER_LEN};
 
+#[path = "../../tests/common/vxlan_rx.rs"]
+mod vxlan_rx;
+pub use vxlan_rx::FromVxlan;
+
 pub const VNI: Vni = Vni(100);
 /// The ingress port of the forwarding benchmarks.
 pub const P1: PortId = PortId(1);

@@ -7,6 +7,9 @@ use std::net::IpAddr;
 use nvo_pipeline::{Action, Actions, Limits, Mac, NetworkSpec, Pipeline, PortId, Vni};
 use nvo_wire::vxlan::{Gbp, VxlanPacket, VxlanRepr};
 
+mod vxlan_rx;
+pub use vxlan_rx::FromVxlan;
+
 pub const VNI: Vni = Vni(100);
 pub const P1: PortId = PortId(1);
 pub const P2: PortId = PortId(2);
