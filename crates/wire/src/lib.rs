@@ -22,6 +22,7 @@ pub use smoltcp::wire as std_wire;
 
 mod error;
 pub mod field;
+mod header;
 
 pub mod geneve;
 pub mod gre;
