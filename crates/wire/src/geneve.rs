@@ -43,7 +43,7 @@ use core::fmt;
 use core::iter::FusedIterator;
 
 use crate::field;
-use crate::header::header;
+use crate::header::{header, write_flags};
 use crate::{Error, Result};
 
 /// Length of the fixed Geneve header, options excluded.
@@ -91,13 +91,7 @@ pub mod protocol {
 
 header! {
     /// A read/write wrapper around a Geneve header, its options and its payload.
-    pub struct GenevePacket;
-    /// Ensures that no accessor will panic: the fixed header and `Opt Len * 4` bytes of options
-    /// are in the buffer.
-    check_len("geneve header", HEADER_LEN, check_options_len);
-    /// The encapsulated packet or frame, after the options.
-    payload(after header_len);
-    pub mod layout {
+    pub struct GenevePacket in layout {
         /// The two-bit version (0 is the only one defined).
         VERSION @ 0..1 & flags::VERSION => version / set_version: u8;
         OPT_LEN @ 0..1 & flags::OPT_LEN;
@@ -112,6 +106,11 @@ header! {
         VNI @ 4..7 => vni / set_vni: u32;
         RESERVED @ 7..8;
     }
+    /// Ensures that no accessor will panic: the fixed header and `Opt Len * 4` bytes of options
+    /// are in the buffer.
+    check_len("geneve header", HEADER_LEN, check_options_len);
+    /// The encapsulated packet or frame, after the options.
+    payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> GenevePacket<T> {
@@ -390,13 +389,7 @@ impl fmt::Display for GeneveRepr<'_> {
         if !self.options.is_empty() {
             write!(f, " options={}B", self.options.len())?;
         }
-        if self.oam {
-            f.write_str(" O")?;
-        }
-        if self.critical {
-            f.write_str(" C")?;
-        }
-        Ok(())
+        write_flags(f, &[(self.oam, " O"), (self.critical, " C")])
     }
 }
 

@@ -79,13 +79,7 @@ pub mod flags {
 
 header! {
     /// A read/write wrapper around a GRE header and its payload.
-    pub struct GrePacket;
-    /// Ensures that no accessor will panic: the fixed part and every optional word the C, K
-    /// and S flags announce are in the buffer.
-    check_len("gre header", BASE_HEADER_LEN, check_optional_len);
-    /// The encapsulated packet or frame, after the optional words.
-    payload(after header_len);
-    pub mod layout {
+    pub struct GrePacket in layout {
         /// The first 16 bits: flags, reserved bits and version.
         FLAGS_VERSION @ 0..2 => flags_and_version / set_flags_and_version: u16;
         /// The C flag: a checksum word is present. Setting it moves the optional words after
@@ -102,6 +96,11 @@ header! {
         /// The Protocol Type: the EtherType of the payload.
         PROTOCOL @ 2..4 => protocol / set_protocol: u16;
     }
+    /// Ensures that no accessor will panic: the fixed part and every optional word the C, K
+    /// and S flags announce are in the buffer.
+    check_len("gre header", BASE_HEADER_LEN, check_optional_len);
+    /// The encapsulated packet or frame, after the optional words.
+    payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> GrePacket<T> {

@@ -9,17 +9,16 @@
 //! ```text
 //! header! {
 //!     /// doc of the packet type
-//!     pub struct XPacket;
-//!     /// doc of check_len
-//!     check_len("x header", HEADER_LEN);   // or ("x header", HEADER_LEN, more_checks)
-//!     /// doc of payload()
-//!     payload(at HEADER_LEN);              // or (after header_len): a method gives the start
-//!     pub mod layout {
+//!     pub struct XPacket in layout {
 //!         /// doc of the getter
 //!         VNI @ 4..7 => vni / set_vni: u32;          // bytes 4-6, getter and setter
 //!         I @ 0..1 & flags::I => vni_valid: bool;     // one bit, getter only
 //!         RESERVED @ 7..8;                            // described, no accessor
 //!     }
+//!     /// doc of check_len
+//!     check_len("x header", HEADER_LEN);   // or ("x header", HEADER_LEN, more_checks)
+//!     /// doc of payload()
+//!     payload(at HEADER_LEN);              // or (after header_len): a method gives the start
 //! }
 //! ```
 //!
@@ -30,16 +29,15 @@
 macro_rules! header {
     (
         $(#[$meta:meta])*
-        pub struct $Packet:ident;
-        $(#[$check_doc:meta])*
-        check_len($what:literal, $len:expr $(, $more:ident)?);
-        $(#[$payload_doc:meta])*
-        payload($($start:tt)+);
-        pub mod $layout:ident {$(
+        pub struct $Packet:ident in $layout:ident {$(
             $(#[$doc:meta])*
             $NAME:ident @ $from:literal..$to:literal $(& $mask:expr)?
                 $(=> $get:ident $(/ $set:ident)? : $ty:ty)?;
         )*}
+        $(#[$check_doc:meta])*
+        check_len($what:literal, $len:expr $(, $more:ident)?);
+        $(#[$payload_doc:meta])*
+        payload($($start:tt)+);
     ) => {
         /// Where each field of the header sits: constants for the accessors and for code
         /// generated outside Rust (see docs/design/wire-headers.md).
@@ -192,3 +190,15 @@ macro_rules! numbered {
     };
 }
 pub(crate) use numbered;
+
+/// Writes the name of every flag that is set, as the `Display` of a `XRepr` lists them after
+/// its fields (each name with its leading space).
+pub(crate) fn write_flags(
+    f: &mut core::fmt::Formatter<'_>,
+    flags: &[(bool, &str)],
+) -> core::fmt::Result {
+    flags
+        .iter()
+        .filter(|(set, _)| *set)
+        .try_for_each(|(_, name)| f.write_str(name))
+}

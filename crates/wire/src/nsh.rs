@@ -93,13 +93,7 @@ impl core::fmt::Display for MdType {
 
 header! {
     /// A read/write wrapper around an NSH, its metadata and its payload.
-    pub struct NshPacket;
-    /// Ensures that no accessor will panic: the buffer holds the base headers, and the Length
-    /// field is at least 2 words, fits the buffer, and is 6 for MD Type 1 (§2.2).
-    check_len("nsh header", BASE_LEN, check_length_field);
-    /// What follows the header, as the Length field places it.
-    payload(after header_len);
-    pub mod layout {
+    pub struct NshPacket in layout {
         /// The two-bit version.
         VERSION @ 0..2 & bits::VERSION => version / set_version: u8;
         /// The O bit: an OAM packet.
@@ -119,6 +113,11 @@ header! {
         UNASSIGNED @ 0..2 & 0x1000;
         MD_TYPE_UNASSIGNED @ 2..3 & 0xf0;
     }
+    /// Ensures that no accessor will panic: the buffer holds the base headers, and the Length
+    /// field is at least 2 words, fits the buffer, and is 6 for MD Type 1 (§2.2).
+    check_len("nsh header", BASE_LEN, check_length_field);
+    /// What follows the header, as the Length field places it.
+    payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> NshPacket<T> {

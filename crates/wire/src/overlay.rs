@@ -64,12 +64,7 @@ impl core::fmt::Display for Application {
 
 header! {
     /// A read/write wrapper around an overlay header and its payload.
-    pub struct OverlayPacket;
-    /// Ensures that no accessor will panic.
-    check_len("overlay header", HEADER_LEN);
-    /// The carried frame or packet.
-    payload(at HEADER_LEN);
-    pub mod layout {
+    pub struct OverlayPacket in layout {
         /// The version (1).
         VERSION @ 0..1 => version / set_version: u8;
         /// What the payload is.
@@ -89,6 +84,10 @@ header! {
         /// The overlay node the packet came from.
         SRC_NODE @ 16..20 => src_node / set_src_node: u32;
     }
+    /// Ensures that no accessor will panic.
+    check_len("overlay header", HEADER_LEN);
+    /// The carried frame or packet.
+    payload(at HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> OverlayPacket<T> {

@@ -28,7 +28,7 @@
 //! A header without the I flag therefore does not parse.
 
 use crate::field;
-use crate::header::header;
+use crate::header::{header, write_flags};
 use crate::{Error, Result};
 
 /// Length of the VXLAN header.
@@ -56,12 +56,7 @@ pub mod flags {
 
 header! {
     /// A read/write wrapper around a VXLAN header and its payload.
-    pub struct VxlanPacket;
-    /// Ensures that no accessor will panic.
-    check_len("vxlan header", HEADER_LEN);
-    /// The encapsulated Ethernet frame.
-    payload(at HEADER_LEN);
-    pub mod layout {
+    pub struct VxlanPacket in layout {
         /// The first flags byte (G and I bits).
         FLAGS @ 0..1 => flags / set_flags: u8;
         /// The second flags byte (D and A bits in GBP, reserved otherwise).
@@ -80,6 +75,10 @@ header! {
         VNI @ 4..7 => vni / set_vni: u32;
         RESERVED @ 7..8;
     }
+    /// Ensures that no accessor will panic.
+    check_len("vxlan header", HEADER_LEN);
+    /// The encapsulated Ethernet frame.
+    payload(at HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanPacket<T> {
@@ -171,12 +170,7 @@ impl core::fmt::Display for VxlanRepr {
         write!(f, "VXLAN vni={}", self.vni)?;
         if let Some(g) = self.gbp {
             write!(f, " gbp group={}", g.group_policy_id)?;
-            if g.dont_learn {
-                f.write_str(" D")?;
-            }
-            if g.policy_applied {
-                f.write_str(" A")?;
-            }
+            write_flags(f, &[(g.dont_learn, " D"), (g.policy_applied, " A")])?;
         }
         Ok(())
     }

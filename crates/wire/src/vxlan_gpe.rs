@@ -27,7 +27,7 @@
 //!   a payload nobody here understands is a forwarding decision for the caller, not a parse error.
 
 use crate::field;
-use crate::header::{header, numbered};
+use crate::header::{header, numbered, write_flags};
 use crate::{Error, Result};
 
 /// Length of the VXLAN-GPE header.
@@ -89,12 +89,7 @@ impl core::fmt::Display for NextProtocol {
 
 header! {
     /// A read/write wrapper around a VXLAN-GPE header and its payload.
-    pub struct VxlanGpePacket;
-    /// Ensures that no accessor will panic.
-    check_len("vxlan-gpe header", HEADER_LEN);
-    /// What follows the header: an IPv4 or IPv6 packet, an Ethernet frame, an NSH, ...
-    payload(at HEADER_LEN);
-    pub mod layout {
+    pub struct VxlanGpePacket in layout {
         /// The flags byte (R, Ver, I, P, B and O).
         FLAGS @ 0..1 => flags / set_flags: u8;
         /// The two-bit version.
@@ -115,6 +110,10 @@ header! {
         VNI @ 4..7 => vni / set_vni: u32;
         RESERVED_LOW @ 7..8;
     }
+    /// Ensures that no accessor will panic.
+    check_len("vxlan-gpe header", HEADER_LEN);
+    /// What follows the header: an IPv4 or IPv6 packet, an Ethernet frame, an NSH, ...
+    payload(at HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanGpePacket<T> {
@@ -197,13 +196,7 @@ impl VxlanGpeRepr {
 impl core::fmt::Display for VxlanGpeRepr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "VXLAN-GPE vni={} next={}", self.vni, self.next_protocol)?;
-        if self.bum {
-            f.write_str(" B")?;
-        }
-        if self.oam {
-            f.write_str(" O")?;
-        }
-        Ok(())
+        write_flags(f, &[(self.bum, " B"), (self.oam, " O")])
     }
 }
 

@@ -1,7 +1,7 @@
 //! The 18-byte STT frame header that starts the first segment's payload (draft-davie-stt-08
 //! §3); see the parent module for the diagram.
 
-use crate::header::header;
+use crate::header::{header, write_flags};
 use crate::{Error, Result};
 
 /// Length of the STT frame header, padding included.
@@ -38,12 +38,7 @@ pub fn frame_len(inner_len: usize) -> Result<u16> {
 
 header! {
     /// A read/write wrapper around an STT frame header and the inner Ethernet frame.
-    pub struct SttPacket;
-    /// Ensures that no accessor will panic.
-    check_len("stt header", STT_HEADER_LEN);
-    /// The encapsulated Ethernet frame (without FCS).
-    payload(at STT_HEADER_LEN);
-    pub mod layout {
+    pub struct SttPacket in layout {
         /// The version (0).
         VERSION @ 0..1 => version / set_version: u8;
         /// The flags byte (see [`flags`]).
@@ -74,6 +69,10 @@ header! {
         CONTEXT_ID @ 8..16 => context_id / set_context_id: u64;
         PADDING @ 16..18;
     }
+    /// Ensures that no accessor will panic.
+    check_len("stt header", STT_HEADER_LEN);
+    /// The encapsulated Ethernet frame (without FCS).
+    payload(at STT_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> SttPacket<T> {
@@ -203,11 +202,7 @@ impl core::fmt::Display for SttRepr {
             (self.flags.ipv4, " ipv4"),
             (self.flags.tcp, " tcp"),
         ];
-        for (set, name) in names {
-            if set {
-                f.write_str(name)?;
-            }
-        }
+        write_flags(f, &names)?;
         if let Some((pcp, vid)) = self.vlan {
             write!(f, " vlan={vid} pcp={pcp}")?;
         }

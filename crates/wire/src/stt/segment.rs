@@ -26,12 +26,7 @@ header! {
     ///
     /// The buffer must hold exactly the segment (the IP payload), since the checksum covers all
     /// of it.
-    pub struct SttSegmentPacket;
-    /// Ensures that no accessor will panic.
-    check_len("stt tcp-like header", TCP_HEADER_LEN);
-    /// The segment's payload: the STT frame bytes from [`Self::fragment_offset`] on.
-    payload(at TCP_HEADER_LEN);
-    pub mod segment_layout {
+    pub struct SttSegmentPacket in segment_layout {
         /// The source port: flow entropy chosen by the sender.
         SRC_PORT @ 0..2 => src_port / set_src_port: u16;
         /// The destination port (7471 unless configured otherwise).
@@ -55,6 +50,10 @@ header! {
         /// The urgent pointer.
         URGENT @ 18..20 => urgent_pointer / set_urgent_pointer: u16;
     }
+    /// Ensures that no accessor will panic.
+    check_len("stt tcp-like header", TCP_HEADER_LEN);
+    /// The segment's payload: the STT frame bytes from [`Self::fragment_offset`] on.
+    payload(at TCP_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]>> SttSegmentPacket<T> {
