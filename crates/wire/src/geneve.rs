@@ -108,20 +108,12 @@ header! {
     }
     /// Ensures that no accessor will panic: the fixed header and `Opt Len * 4` bytes of options
     /// are in the buffer.
-    check_len("geneve header", HEADER_LEN, check_options_len);
+    check_len("geneve header", HEADER_LEN; "geneve options", header_len);
     /// The encapsulated packet or frame, after the options.
     payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> GenevePacket<T> {
-    fn check_options_len(&self, len: usize) -> Result<()> {
-        let need = self.header_len();
-        if len < need {
-            return Err(Error::truncated("geneve options", need, len));
-        }
-        Ok(())
-    }
-
     /// Length of the options in bytes (`Opt Len` counts four-byte words).
     pub fn options_len(&self) -> usize {
         layout::OPT_LEN.read(self.buffer.as_ref()) as usize * 4

@@ -98,20 +98,12 @@ header! {
     }
     /// Ensures that no accessor will panic: the fixed part and every optional word the C, K
     /// and S flags announce are in the buffer.
-    check_len("gre header", BASE_HEADER_LEN, check_optional_len);
+    check_len("gre header", BASE_HEADER_LEN; "gre optional fields", header_len);
     /// The encapsulated packet or frame, after the optional words.
     payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> GrePacket<T> {
-    fn check_optional_len(&self, len: usize) -> Result<()> {
-        let need = self.header_len();
-        if len < need {
-            return Err(Error::truncated("gre optional fields", need, len));
-        }
-        Ok(())
-    }
-
     /// Length of the header: four bytes plus four per optional word present.
     pub fn header_len(&self) -> usize {
         let words = usize::from(self.checksum_present())

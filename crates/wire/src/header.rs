@@ -16,14 +16,17 @@
 //!         RESERVED @ 7..8;                            // described, no accessor
 //!     }
 //!     /// doc of check_len
-//!     check_len("x header", HEADER_LEN);   // or ("x header", HEADER_LEN, more_checks)
+//!     check_len("x header", HEADER_LEN);   // see below for variable-length headers
 //!     /// doc of payload()
 //!     payload(at HEADER_LEN);              // or (after header_len): a method gives the start
 //! }
 //! ```
 //!
-//! `check_len` proves the buffer holds `HEADER_LEN` bytes, then calls `more_checks(&self, len)`
-//! when given; every declared field must end within `HEADER_LEN`, which the build checks.
+//! `check_len` proves the buffer holds `HEADER_LEN` bytes. A variable-length header adds
+//! `check_len("x header", HEADER_LEN, more_checks; "x options", header_len)`: then it calls
+//! `more_checks(&self, len)` (either part may be left out) and proves the buffer holds
+//! `header_len()` bytes, or fails naming "x options". Every declared field must end within
+//! `HEADER_LEN`, which the build checks.
 
 /// Declares a header's `XPacket` type and its `layout` module; see the module documentation.
 macro_rules! header {
@@ -35,7 +38,7 @@ macro_rules! header {
                 $(=> $get:ident $(/ $set:ident)? : $ty:ty)?;
         )*}
         $(#[$check_doc:meta])*
-        check_len($what:literal, $len:expr $(, $more:ident)?);
+        check_len($what:literal, $len:expr $(, $more:ident)? $(; $whole:literal, $end:ident)?);
         $(#[$payload_doc:meta])*
         payload($($start:tt)+);
     ) => {
@@ -83,6 +86,12 @@ macro_rules! header {
                     return Err($crate::Error::truncated($what, $layout::MIN_LEN, len));
                 }
                 $(self.$more(len)?;)?
+                $(
+                    let need = self.$end();
+                    if len < need {
+                        return Err($crate::Error::truncated($whole, need, len));
+                    }
+                )?
                 Ok(())
             }
 
