@@ -2,7 +2,7 @@
 //!
 //! A [`FieldSpec`] names one field of a header: its byte offset, how many bytes hold it and which
 //! bits of those bytes are its own. Each header module declares its fields once, with
-//! [`crate::header::header`], as `pub const` specs in its `layout` module; the `XPacket` getters
+//! `header!` (in `header.rs`), as `pub const` specs in its `layout` module; the `XPacket` getters
 //! and setters are generated from them, and a C header for the eBPF programs can be generated
 //! from the same constants (see docs/design/wire-headers.md). Accessors take slices that
 //! `check_len` has already proven long enough; this module is the only place that turns bytes
@@ -114,7 +114,7 @@ impl FieldSpec {
 }
 
 /// What a field reads as: an integer, a flag, or a numbered enum (see
-/// [`crate::header::numbered`]). The conversions are the identity, a comparison, or the enum's
+/// `numbered!` in `header.rs`). The conversions are the identity, a comparison, or the enum's
 /// `From<u8>`.
 pub trait FieldValue: Copy {
     /// The value of a field whose bits, shifted down, are `bits`.

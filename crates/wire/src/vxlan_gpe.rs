@@ -53,8 +53,8 @@ pub mod flags {
 numbered! {
     /// What follows a VXLAN-GPE or NSH header.
     ///
-    /// VXLAN-GPE (draft §3.2) and NSH (RFC 8300 §2.2, registry in §11.2) number their payloads the
-    /// same way, so both modules share this type. MPLS (5) is in the NSH registry; the final
+    /// VXLAN-GPE (draft §3.2) and NSH (RFC 8300 §2.2, registry in §11.2) number their payloads
+    /// the same way, so both modules share this type. MPLS (5) is in the NSH registry; the final
     /// VXLAN-GPE drafts dropped it, but earlier ones and OpenBSD use 5 for MPLS too. Every other
     /// value (0, the experimental 0xFE and 0xFF, unassigned ones) is [`NextProtocol::Unknown`]:
     /// `Unknown` only ever holds a value that has no variant of its own.
