@@ -42,33 +42,26 @@
 use core::fmt;
 use core::iter::FusedIterator;
 
-use crate::field::{self, Field, Rest};
+use crate::field;
+use crate::header::{header, write_flags};
 use crate::{Error, Result};
 
-mod fields {
-    use super::{Field, Rest};
-    pub const VER_OPT_LEN: usize = 0;
-    pub const FLAGS: usize = 1;
-    pub const PROTOCOL: Field = 2..4;
-    pub const VNI: Field = 4..7;
-    pub const RESERVED: usize = 7;
-    pub const OPTIONS: Rest = 8..;
-
-    // Inside one option.
-    pub const OPT_CLASS: Field = 0..2;
-    pub const OPT_TYPE: usize = 2;
-    pub const OPT_LEN: usize = 3;
-    pub const OPT_DATA: Rest = 4..;
-}
-
 /// Length of the fixed Geneve header, options excluded.
-pub const HEADER_LEN: usize = fields::OPTIONS.start;
+pub const HEADER_LEN: usize = 8;
 /// Largest options area: `Opt Len` is six bits of four-byte words (RFC 8926 §3.4).
 pub const MAX_OPTIONS_LEN: usize = 0x3f * 4;
 /// Length of an option's own header (class, type, length).
-pub const OPTION_HEADER_LEN: usize = fields::OPT_DATA.start;
+pub const OPTION_HEADER_LEN: usize = 4;
 /// Largest option data: `Length` is five bits of four-byte words (RFC 8926 §3.5).
 pub const MAX_OPTION_DATA_LEN: usize = 0x1f * 4;
+
+/// Inside one option.
+mod option_fields {
+    use crate::field::Field;
+    pub const CLASS: Field = 0..2;
+    pub const TYPE: usize = 2;
+    pub const LEN: usize = 3;
+}
 
 /// Bits of the first two header bytes.
 pub mod flags {
@@ -96,77 +89,39 @@ pub mod protocol {
     pub const IPV6: u16 = 0x86dd;
 }
 
-/// A read/write wrapper around a Geneve header, its options and its payload.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct GenevePacket<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A read/write wrapper around a Geneve header, its options and its payload.
+    pub struct GenevePacket in layout {
+        /// The two-bit version (0 is the only one defined).
+        VERSION @ 0..1 & flags::VERSION => version / set_version: u8;
+        OPT_LEN @ 0..1 & flags::OPT_LEN;
+        /// The O bit: a control packet for the tunnel endpoint (§3.4).
+        O @ 1..2 & flags::O => oam / set_oam: bool;
+        /// The C bit: critical options are present (§3.4).
+        C @ 1..2 & flags::C => critical / set_critical: bool;
+        RSVD @ 1..2 & 0x3f;
+        /// The Protocol Type: the EtherType of the payload (see [`protocol`]).
+        PROTOCOL @ 2..4 => protocol / set_protocol: u16;
+        /// The 24-bit Virtual Network Identifier.
+        VNI @ 4..7 => vni / set_vni: u32;
+        RESERVED @ 7..8;
+    }
+    /// Ensures that no accessor will panic: the fixed header and `Opt Len * 4` bytes of options
+    /// are in the buffer.
+    check_len("geneve header", HEADER_LEN; "geneve options", header_len);
+    /// The encapsulated packet or frame, after the options.
+    payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> GenevePacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        GenevePacket { buffer }
-    }
-
-    /// Wraps a buffer after checking that it holds the fixed header and the options it declares.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
-    /// Ensures that no accessor will panic: the fixed header and `Opt Len * 4` bytes of options
-    /// are in the buffer.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::truncated("geneve header", HEADER_LEN, len));
-        }
-        let need = self.header_len();
-        if len < need {
-            return Err(Error::truncated("geneve options", need, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The two-bit version (0 is the only one defined).
-    pub fn version(&self) -> u8 {
-        (self.buffer.as_ref()[fields::VER_OPT_LEN] & flags::VERSION) >> 6
-    }
-
     /// Length of the options in bytes (`Opt Len` counts four-byte words).
     pub fn options_len(&self) -> usize {
-        usize::from(self.buffer.as_ref()[fields::VER_OPT_LEN] & flags::OPT_LEN) * 4
+        layout::OPT_LEN.read(self.buffer.as_ref()) as usize * 4
     }
 
     /// Length of the fixed header and the options: where the payload starts.
     pub fn header_len(&self) -> usize {
         HEADER_LEN + self.options_len()
-    }
-
-    /// The O bit: a control packet for the tunnel endpoint (§3.4).
-    pub fn oam(&self) -> bool {
-        self.buffer.as_ref()[fields::FLAGS] & flags::O != 0
-    }
-
-    /// The C bit: critical options are present (§3.4).
-    pub fn critical(&self) -> bool {
-        self.buffer.as_ref()[fields::FLAGS] & flags::C != 0
-    }
-
-    /// The Protocol Type: the EtherType of the payload (see [`protocol`]).
-    pub fn protocol(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::PROTOCOL])
-    }
-
-    /// The 24-bit Virtual Network Identifier.
-    pub fn vni(&self) -> u32 {
-        field::read_u24(&self.buffer.as_ref()[fields::VNI])
     }
 }
 
@@ -181,75 +136,25 @@ impl<'a, T: AsRef<[u8]> + ?Sized> GenevePacket<&'a T> {
     pub fn option_iter(&self) -> GeneveOptions<'a> {
         GeneveOptions::new(self.options())
     }
-
-    /// The encapsulated packet or frame, after the options.
-    pub fn payload(&self) -> &'a [u8] {
-        let start = self.header_len();
-        &self.buffer.as_ref()[start..]
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> GenevePacket<T> {
-    /// Sets the version (low two bits of `value`).
-    pub fn set_version(&mut self, value: u8) {
-        let b = &mut self.buffer.as_mut()[fields::VER_OPT_LEN];
-        *b = (*b & !flags::VERSION) | ((value << 6) & flags::VERSION);
-    }
-
     /// Sets `Opt Len` from a length in bytes. The length must be a multiple of four and at most
     /// [`MAX_OPTIONS_LEN`]; other bits are dropped ([`GeneveRepr::emit`] checks them).
     pub fn set_options_len(&mut self, bytes: usize) {
-        let words = ((bytes / 4) & usize::from(flags::OPT_LEN)) as u8;
-        let b = &mut self.buffer.as_mut()[fields::VER_OPT_LEN];
-        *b = (*b & !flags::OPT_LEN) | words;
-    }
-
-    /// Sets or clears the O bit.
-    pub fn set_oam(&mut self, value: bool) {
-        self.set_flag(flags::O, value);
-    }
-
-    /// Sets or clears the C bit.
-    pub fn set_critical(&mut self, value: bool) {
-        self.set_flag(flags::C, value);
-    }
-
-    fn set_flag(&mut self, bit: u8, value: bool) {
-        let b = &mut self.buffer.as_mut()[fields::FLAGS];
-        if value {
-            *b |= bit;
-        } else {
-            *b &= !bit;
-        }
-    }
-
-    /// Sets the Protocol Type.
-    pub fn set_protocol(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[fields::PROTOCOL], value);
-    }
-
-    /// Sets the VNI (low 24 bits of `value`).
-    pub fn set_vni(&mut self, value: u32) {
-        field::write_u24(&mut self.buffer.as_mut()[fields::VNI], value);
+        layout::OPT_LEN.write(self.buffer.as_mut(), (bytes / 4) as u64);
     }
 
     /// Clears the reserved bits of the fixed header (Rsvd. and the byte after the VNI).
     pub fn clear_reserved(&mut self) {
-        let b = self.buffer.as_mut();
-        b[fields::FLAGS] &= flags::O | flags::C;
-        b[fields::RESERVED] = 0;
+        layout::RSVD.write(self.buffer.as_mut(), 0);
+        layout::RESERVED.write(self.buffer.as_mut(), 0);
     }
 
     /// The options area, mutable (`options_len()` bytes).
     pub fn options_mut(&mut self) -> &mut [u8] {
         let end = self.header_len();
         &mut self.buffer.as_mut()[HEADER_LEN..end]
-    }
-
-    /// The payload, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        let start = self.header_len();
-        &mut self.buffer.as_mut()[start..]
     }
 }
 
@@ -289,9 +194,9 @@ impl GeneveOption<'_> {
         if buf.len() < need {
             return Err(Error::truncated("geneve option buffer", need, buf.len()));
         }
-        field::write_u16(&mut buf[fields::OPT_CLASS], self.class);
-        buf[fields::OPT_TYPE] = self.kind;
-        buf[fields::OPT_LEN] = (len / 4) as u8;
+        field::write_u16(&mut buf[option_fields::CLASS], self.class);
+        buf[option_fields::TYPE] = self.kind;
+        buf[option_fields::LEN] = (len / 4) as u8;
         buf[OPTION_HEADER_LEN..need].copy_from_slice(self.data);
         Ok(())
     }
@@ -367,7 +272,7 @@ impl<'a> Iterator for GeneveOptions<'a> {
             )));
         }
         // The three bits above Length are reserved: ignored on receipt (§3.5).
-        let data_len = usize::from(rest[fields::OPT_LEN] & flags::OPTION_LEN) * 4;
+        let data_len = usize::from(rest[option_fields::LEN] & flags::OPTION_LEN) * 4;
         let end = OPTION_HEADER_LEN + data_len;
         if rest.len() < end {
             self.rest = &[];
@@ -375,8 +280,8 @@ impl<'a> Iterator for GeneveOptions<'a> {
         }
         self.rest = &rest[end..];
         Some(Ok(GeneveOption {
-            class: field::read_u16(&rest[fields::OPT_CLASS]),
-            kind: rest[fields::OPT_TYPE],
+            class: field::read_u16(&rest[option_fields::CLASS]),
+            kind: rest[option_fields::TYPE],
             data: &rest[OPTION_HEADER_LEN..end],
         }))
     }
@@ -451,9 +356,7 @@ impl<'a> GeneveRepr<'a> {
     /// Fails (rather than truncating) when the VNI does not fit in 24 bits, when the options
     /// are not a valid options area, or when the buffer is shorter than `buffer_len()`.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut GenevePacket<T>) -> Result<()> {
-        if self.vni > field::U24_MAX {
-            return Err(Error::invalid("geneve vni", self.vni.into()));
-        }
+        field::check_u24("geneve vni", self.vni)?;
         check_options(self.options)?;
         // The buffer's own Opt Len is garbage until written: check the raw length.
         let have = packet.buffer.as_ref().len();
@@ -478,13 +381,7 @@ impl fmt::Display for GeneveRepr<'_> {
         if !self.options.is_empty() {
             write!(f, " options={}B", self.options.len())?;
         }
-        if self.oam {
-            f.write_str(" O")?;
-        }
-        if self.critical {
-            f.write_str(" C")?;
-        }
-        Ok(())
+        write_flags(f, &[(self.oam, " O"), (self.critical, " C")])
     }
 }
 

@@ -39,25 +39,18 @@
 
 use core::fmt;
 
-use crate::field::{self, Field};
+use crate::field;
+use crate::header::header;
 use crate::std_wire::checksum;
 use crate::{Error, Result};
 
-mod fields {
-    use super::Field;
-    pub const FLAGS_VERSION: Field = 0..2;
-    pub const PROTOCOL: Field = 2..4;
-    /// The first optional word, if any.
-    pub const OPTIONAL: usize = 4;
-    /// Inside the checksum word.
-    pub const CHECKSUM: Field = 0..2;
-    pub const RESERVED1: Field = 2..4;
-}
-
 /// Length of the fixed part of the GRE header.
-pub const BASE_HEADER_LEN: usize = fields::OPTIONAL;
+pub const BASE_HEADER_LEN: usize = 4;
 /// Length of the header with checksum, key and sequence number.
 pub const MAX_HEADER_LEN: usize = BASE_HEADER_LEN + 3 * 4;
+/// Where the checksum word (checksum, then Reserved1) sits when the C flag is set.
+const CHECKSUM: usize = BASE_HEADER_LEN;
+const RESERVED1: usize = CHECKSUM + 2;
 
 /// Protocol Type of Transparent Ethernet Bridging: an Ethernet frame follows (NVGRE).
 pub const PROTO_TEB: u16 = 0x6558;
@@ -84,83 +77,33 @@ pub mod flags {
     pub const VERSION: u16 = 0x0007;
 }
 
-/// A read/write wrapper around a GRE header and its payload.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct GrePacket<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A read/write wrapper around a GRE header and its payload.
+    pub struct GrePacket in layout {
+        /// The first 16 bits: flags, reserved bits and version.
+        FLAGS_VERSION @ 0..2 => flags_and_version / set_flags_and_version: u16;
+        /// The C flag: a checksum word is present. Setting it moves the optional words after
+        /// it: set flags before values.
+        C @ 0..2 & flags::C => checksum_present / set_checksum_present: bool;
+        /// The R flag of RFC 1701 (routing); never set in RFC 2784 GRE.
+        R @ 0..2 & flags::R => routing_present: bool;
+        /// The K flag: a key word is present. Setting it moves the sequence number word.
+        K @ 0..2 & flags::K => key_present / set_key_present: bool;
+        /// The S flag: a sequence number word is present.
+        S @ 0..2 & flags::S => sequence_present / set_sequence_present: bool;
+        /// The three-bit version (0 for GRE).
+        VERSION @ 0..2 & flags::VERSION => version / set_version: u8;
+        /// The Protocol Type: the EtherType of the payload.
+        PROTOCOL @ 2..4 => protocol / set_protocol: u16;
+    }
+    /// Ensures that no accessor will panic: the fixed part and every optional word the C, K
+    /// and S flags announce are in the buffer.
+    check_len("gre header", BASE_HEADER_LEN; "gre optional fields", header_len);
+    /// The encapsulated packet or frame, after the optional words.
+    payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> GrePacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        GrePacket { buffer }
-    }
-
-    /// Wraps a buffer after checking that it holds the header its flags declare.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
-    /// Ensures that no accessor will panic: the fixed part and every optional word the C, K
-    /// and S flags announce are in the buffer.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < BASE_HEADER_LEN {
-            return Err(Error::truncated("gre header", BASE_HEADER_LEN, len));
-        }
-        let need = self.header_len();
-        if len < need {
-            return Err(Error::truncated("gre optional fields", need, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The first 16 bits: flags, reserved bits and version.
-    pub fn flags_and_version(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::FLAGS_VERSION])
-    }
-
-    fn flag(&self, bit: u16) -> bool {
-        self.flags_and_version() & bit != 0
-    }
-
-    /// The C flag: a checksum word is present.
-    pub fn checksum_present(&self) -> bool {
-        self.flag(flags::C)
-    }
-
-    /// The R flag of RFC 1701 (routing); never set in RFC 2784 GRE.
-    pub fn routing_present(&self) -> bool {
-        self.flag(flags::R)
-    }
-
-    /// The K flag: a key word is present.
-    pub fn key_present(&self) -> bool {
-        self.flag(flags::K)
-    }
-
-    /// The S flag: a sequence number word is present.
-    pub fn sequence_present(&self) -> bool {
-        self.flag(flags::S)
-    }
-
-    /// The three-bit version (0 for GRE).
-    pub fn version(&self) -> u8 {
-        (self.flags_and_version() & flags::VERSION) as u8
-    }
-
-    /// The Protocol Type: the EtherType of the payload.
-    pub fn protocol(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::PROTOCOL])
-    }
-
     /// Length of the header: four bytes plus four per optional word present.
     pub fn header_len(&self) -> usize {
         let words = usize::from(self.checksum_present())
@@ -171,7 +114,7 @@ impl<T: AsRef<[u8]>> GrePacket<T> {
 
     /// Where the key word sits, whether or not it is present.
     fn key_offset(&self) -> usize {
-        fields::OPTIONAL + if self.checksum_present() { 4 } else { 0 }
+        BASE_HEADER_LEN + if self.checksum_present() { 4 } else { 0 }
     }
 
     /// Where the sequence number word sits, whether or not it is present.
@@ -181,9 +124,8 @@ impl<T: AsRef<[u8]>> GrePacket<T> {
 
     /// The checksum, when the C flag is set.
     pub fn checksum(&self) -> Option<u16> {
-        let at = fields::OPTIONAL;
         self.checksum_present()
-            .then(|| field::read_u16(&self.buffer.as_ref()[at..][fields::CHECKSUM]))
+            .then(|| field::read_u16(&self.buffer.as_ref()[CHECKSUM..]))
     }
 
     /// The key, when the K flag is set.
@@ -210,56 +152,11 @@ impl<T: AsRef<[u8]>> GrePacket<T> {
     }
 }
 
-impl<'a, T: AsRef<[u8]> + ?Sized> GrePacket<&'a T> {
-    /// The encapsulated packet or frame, after the optional words.
-    pub fn payload(&self) -> &'a [u8] {
-        let start = self.header_len();
-        &self.buffer.as_ref()[start..]
-    }
-}
-
 impl<T: AsRef<[u8]> + AsMut<[u8]>> GrePacket<T> {
-    /// Sets the first 16 bits: flags, reserved bits and version.
-    pub fn set_flags_and_version(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[fields::FLAGS_VERSION], value);
-    }
-
-    fn set_flag(&mut self, bit: u16, value: bool) {
-        let word = self.flags_and_version();
-        self.set_flags_and_version(if value { word | bit } else { word & !bit });
-    }
-
-    /// Sets or clears the C flag. The optional words after it move: set flags before values.
-    pub fn set_checksum_present(&mut self, value: bool) {
-        self.set_flag(flags::C, value);
-    }
-
-    /// Sets or clears the K flag. The sequence number word after it moves.
-    pub fn set_key_present(&mut self, value: bool) {
-        self.set_flag(flags::K, value);
-    }
-
-    /// Sets or clears the S flag.
-    pub fn set_sequence_present(&mut self, value: bool) {
-        self.set_flag(flags::S, value);
-    }
-
-    /// Sets the version (low three bits of `value`).
-    pub fn set_version(&mut self, value: u8) {
-        let word = self.flags_and_version() & !flags::VERSION;
-        self.set_flags_and_version(word | (u16::from(value) & flags::VERSION));
-    }
-
-    /// Sets the Protocol Type.
-    pub fn set_protocol(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[fields::PROTOCOL], value);
-    }
-
     /// Sets the checksum field. Does nothing unless the C flag is set.
     pub fn set_checksum(&mut self, value: u16) {
         if self.checksum_present() {
-            let at = fields::OPTIONAL;
-            field::write_u16(&mut self.buffer.as_mut()[at..][fields::CHECKSUM], value);
+            field::write_u16(&mut self.buffer.as_mut()[CHECKSUM..], value);
         }
     }
 
@@ -285,8 +182,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GrePacket<T> {
         let word = self.flags_and_version() & keep;
         self.set_flags_and_version(word);
         if self.checksum_present() {
-            let at = fields::OPTIONAL;
-            field::write_u16(&mut self.buffer.as_mut()[at..][fields::RESERVED1], 0);
+            field::write_u16(&mut self.buffer.as_mut()[RESERVED1..], 0);
         }
     }
 
@@ -299,12 +195,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GrePacket<T> {
         self.set_checksum(0);
         let sum = !checksum::data(self.buffer.as_ref());
         self.set_checksum(sum);
-    }
-
-    /// The payload, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        let start = self.header_len();
-        &mut self.buffer.as_mut()[start..]
     }
 }
 

@@ -52,6 +52,7 @@
 use core::fmt;
 
 use crate::field::{self, Field};
+use crate::header::numbered;
 use crate::std_wire::{checksum, Ipv6Address};
 use crate::{Error, Result};
 
@@ -61,53 +62,27 @@ mod fields {
     pub const IDENTIFIER: Field = 8..16;
 }
 
-/// What an identifier identifies: the Type field, the three high-order bits of an identifier.
-/// The values are Linux's `ILA_ATYPE_*` (include/uapi/linux/ila.h) and ila.rst's list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IdentifierType {
-    /// 0: an interface identifier; the address is not an ILA address (Linux refuses ILA
-    /// routes for it).
-    InterfaceId,
-    /// 1: a locally unique identifier (LUID), a generic unformatted identifier.
-    LocallyUnique,
-    /// 2: a virtual networking identifier for an IPv4 address.
-    VirtualNetworkV4,
-    /// 3: a virtual networking identifier for an IPv6 unicast address.
-    VirtualNetworkV6Unicast,
-    /// 4: a virtual networking identifier for an IPv6 multicast address.
-    VirtualNetworkV6Multicast,
-    /// 5: a non-local address identifier.
-    NonLocalAddress,
+numbered! {
+    /// What an identifier identifies: the Type field, the three high-order bits of an
+    /// identifier. The values are Linux's `ILA_ATYPE_*` (include/uapi/linux/ila.h) and ila.rst's
+    /// list.
+    pub enum IdentifierType {
+        /// 0: an interface identifier; the address is not an ILA address (Linux refuses ILA
+        /// routes for it).
+        InterfaceId = 0,
+        /// 1: a locally unique identifier (LUID), a generic unformatted identifier.
+        LocallyUnique = 1,
+        /// 2: a virtual networking identifier for an IPv4 address.
+        VirtualNetworkV4 = 2,
+        /// 3: a virtual networking identifier for an IPv6 unicast address.
+        VirtualNetworkV6Unicast = 3,
+        /// 4: a virtual networking identifier for an IPv6 multicast address.
+        VirtualNetworkV6Multicast = 4,
+        /// 5: a non-local address identifier.
+        NonLocalAddress = 5,
+    }
     /// 6 and 7 are reserved; any other value cannot appear in the 3-bit field.
-    Reserved(u8),
-}
-
-impl From<u8> for IdentifierType {
-    fn from(value: u8) -> Self {
-        match value {
-            0 => IdentifierType::InterfaceId,
-            1 => IdentifierType::LocallyUnique,
-            2 => IdentifierType::VirtualNetworkV4,
-            3 => IdentifierType::VirtualNetworkV6Unicast,
-            4 => IdentifierType::VirtualNetworkV6Multicast,
-            5 => IdentifierType::NonLocalAddress,
-            n => IdentifierType::Reserved(n),
-        }
-    }
-}
-
-impl From<IdentifierType> for u8 {
-    fn from(value: IdentifierType) -> Self {
-        match value {
-            IdentifierType::InterfaceId => 0,
-            IdentifierType::LocallyUnique => 1,
-            IdentifierType::VirtualNetworkV4 => 2,
-            IdentifierType::VirtualNetworkV6Unicast => 3,
-            IdentifierType::VirtualNetworkV6Multicast => 4,
-            IdentifierType::NonLocalAddress => 5,
-            IdentifierType::Reserved(n) => n,
-        }
-    }
+    Reserved(u8);
 }
 
 /// A 64-bit ILA identifier, the low half of an ILA or SIR address.

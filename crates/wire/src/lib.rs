@@ -25,6 +25,7 @@ pub use smoltcp::wire as std_wire;
 mod error;
 pub mod ethernet;
 pub mod field;
+mod header;
 
 pub mod geneve;
 pub mod gre;

@@ -38,23 +38,14 @@
 //!   [`NshPacket`] setters leave them alone, since §2.2 says they MUST be preserved unmodified.
 //! - TLV Length counts bytes of the value; the value is padded to 4 bytes (§2.5.1).
 
-use crate::field::{self, Field};
+use crate::field;
+use crate::header::{header, numbered};
 use crate::{Error, Result};
 
 pub use crate::vxlan_gpe::NextProtocol;
 
-mod fields {
-    use super::Field;
-    pub const VER_TTL_LEN: Field = 0..2;
-    pub const MD_TYPE: usize = 2;
-    pub const NEXT_PROTOCOL: usize = 3;
-    pub const SPI: Field = 4..7;
-    pub const SI: usize = 7;
-    pub const METADATA: usize = 8;
-}
-
 /// Length of the Base Header and the Service Path Header, the smallest NSH.
-pub const BASE_LEN: usize = fields::METADATA;
+pub const BASE_LEN: usize = 8;
 /// Length of the Fixed-Length Context Header of MD Type 1 (§2.4).
 pub const MD1_CONTEXT_LEN: usize = 16;
 /// The smallest Length field: the Base Header and the Service Path Header (§2.2).
@@ -75,44 +66,23 @@ pub const TLV_VALUE_MAX: usize = 127;
 /// Bits of the first 16-bit word and of the MD Type byte.
 mod bits {
     pub const VERSION: u16 = 0xc000;
-    pub const VERSION_SHIFT: u32 = 14;
     pub const O: u16 = 0x2000;
     pub const TTL: u16 = 0x0fc0;
-    pub const TTL_SHIFT: u32 = 6;
     pub const LENGTH: u16 = 0x003f;
     pub const MD_TYPE: u8 = 0x0f;
     pub const TLV_LENGTH: u8 = 0x7f;
 }
 
-/// The format of the metadata after the Service Path Header (§2.2, registry in §11.2).
-#[derive(Debug, PartialEq, Eq, Clone, Copy, Hash)]
-pub enum MdType {
-    /// 0x1: a 16-byte Fixed-Length Context Header.
-    Type1,
-    /// 0x2: zero or more Variable-Length Context Headers (TLVs).
-    Type2,
+numbered! {
+    /// The format of the metadata after the Service Path Header (§2.2, registry in §11.2).
+    pub enum MdType {
+        /// 0x1: a 16-byte Fixed-Length Context Header.
+        Type1 = 1,
+        /// 0x2: zero or more Variable-Length Context Headers (TLVs).
+        Type2 = 2,
+    }
     /// 0x0 (reserved), 0xF (experimental) or an unassigned value.
-    Unknown(u8),
-}
-
-impl From<u8> for MdType {
-    fn from(value: u8) -> Self {
-        match value {
-            1 => MdType::Type1,
-            2 => MdType::Type2,
-            other => MdType::Unknown(other),
-        }
-    }
-}
-
-impl From<MdType> for u8 {
-    fn from(value: MdType) -> Self {
-        match value {
-            MdType::Type1 => 1,
-            MdType::Type2 => 2,
-            MdType::Unknown(other) => other,
-        }
-    }
+    Unknown(u8);
 }
 
 impl core::fmt::Display for MdType {
@@ -121,32 +91,37 @@ impl core::fmt::Display for MdType {
     }
 }
 
-/// A read/write wrapper around an NSH, its metadata and its payload.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct NshPacket<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A read/write wrapper around an NSH, its metadata and its payload.
+    pub struct NshPacket in layout {
+        /// The two-bit version.
+        VERSION @ 0..2 & bits::VERSION => version / set_version: u8;
+        /// The O bit: an OAM packet.
+        O @ 0..2 & bits::O => oam / set_oam: bool;
+        /// The six-bit TTL: SFF hops left on the service path.
+        TTL @ 0..2 & bits::TTL => ttl / set_ttl: u8;
+        /// The Length field: the whole header in 4-byte words.
+        LENGTH @ 0..2 & bits::LENGTH => length_words / set_length_words: u8;
+        /// The MD Type (low four bits of the third byte).
+        MD_TYPE @ 2..3 & bits::MD_TYPE => md_type / set_md_type: MdType;
+        /// The Next Protocol field.
+        NEXT_PROTOCOL @ 3..4 => next_protocol / set_next_protocol: NextProtocol;
+        /// The 24-bit Service Path Identifier.
+        SPI @ 4..7 => spi / set_spi: u32;
+        /// The Service Index: the position on the service path.
+        SI @ 7..8 => si / set_si: u8;
+        UNASSIGNED @ 0..2 & 0x1000;
+        MD_TYPE_UNASSIGNED @ 2..3 & 0xf0;
+    }
+    /// Ensures that no accessor will panic: the buffer holds the base headers, and the Length
+    /// field is at least 2 words, fits the buffer, and is 6 for MD Type 1 (§2.2).
+    check_len("nsh header", BASE_LEN, check_length_field; "nsh header (length field)", header_len);
+    /// What follows the header, as the Length field places it.
+    payload(after header_len);
 }
 
 impl<T: AsRef<[u8]>> NshPacket<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        NshPacket { buffer }
-    }
-
-    /// Wraps a buffer after checking that it holds the whole header its Length field describes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
-    /// Ensures that no accessor will panic: the buffer holds the base headers, and the Length
-    /// field is at least 2 words, fits the buffer, and is 6 for MD Type 1 (§2.2).
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < BASE_LEN {
-            return Err(Error::truncated("nsh header", BASE_LEN, len));
-        }
+    fn check_length_field(&self, _len: usize) -> Result<()> {
         let words = self.length_words();
         if words < MIN_LEN_WORDS {
             return Err(Error::invalid("nsh length", words.into()));
@@ -154,134 +129,27 @@ impl<T: AsRef<[u8]>> NshPacket<T> {
         if self.md_type() == MdType::Type1 && words != MD1_LEN_WORDS {
             return Err(Error::invalid("nsh length (md type 1)", words.into()));
         }
-        if self.header_len() > len {
-            return Err(Error::truncated(
-                "nsh header (length field)",
-                self.header_len(),
-                len,
-            ));
-        }
         Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn word0(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::VER_TTL_LEN])
-    }
-
-    /// The two-bit version.
-    pub fn version(&self) -> u8 {
-        ((self.word0() & bits::VERSION) >> bits::VERSION_SHIFT) as u8
-    }
-
-    /// The O bit: an OAM packet.
-    pub fn oam(&self) -> bool {
-        self.word0() & bits::O != 0
-    }
-
-    /// The six-bit TTL: SFF hops left on the service path.
-    pub fn ttl(&self) -> u8 {
-        ((self.word0() & bits::TTL) >> bits::TTL_SHIFT) as u8
-    }
-
-    /// The Length field: the whole header in 4-byte words.
-    pub fn length_words(&self) -> u8 {
-        (self.word0() & bits::LENGTH) as u8
     }
 
     /// The whole header (base, service path and metadata) in bytes.
     pub fn header_len(&self) -> usize {
         usize::from(self.length_words()) * 4
     }
-
-    /// The MD Type (low four bits of the third byte).
-    pub fn md_type(&self) -> MdType {
-        MdType::from(self.buffer.as_ref()[fields::MD_TYPE] & bits::MD_TYPE)
-    }
-
-    /// The Next Protocol field.
-    pub fn next_protocol(&self) -> NextProtocol {
-        NextProtocol::from(self.buffer.as_ref()[fields::NEXT_PROTOCOL])
-    }
-
-    /// The 24-bit Service Path Identifier.
-    pub fn spi(&self) -> u32 {
-        field::read_u24(&self.buffer.as_ref()[fields::SPI])
-    }
-
-    /// The Service Index: the position on the service path.
-    pub fn si(&self) -> u8 {
-        self.buffer.as_ref()[fields::SI]
-    }
 }
 
 impl<'a, T: AsRef<[u8]> + ?Sized> NshPacket<&'a T> {
     /// The context headers: the bytes between the Service Path Header and the payload.
     pub fn metadata(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[fields::METADATA..self.header_len()]
-    }
-
-    /// What follows the header, as the Length field places it.
-    pub fn payload(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[self.header_len()..]
+        &self.buffer.as_ref()[BASE_LEN..self.header_len()]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NshPacket<T> {
-    fn set_word0(&mut self, mask: u16, value: u16) {
-        let w = (self.word0() & !mask) | (value & mask);
-        field::write_u16(&mut self.buffer.as_mut()[fields::VER_TTL_LEN], w);
-    }
-
-    /// Sets the version (low two bits of `value`).
-    pub fn set_version(&mut self, value: u8) {
-        self.set_word0(bits::VERSION, u16::from(value) << bits::VERSION_SHIFT);
-    }
-
-    /// Sets or clears the O bit.
-    pub fn set_oam(&mut self, on: bool) {
-        self.set_word0(bits::O, if on { bits::O } else { 0 });
-    }
-
-    /// Sets the TTL (low six bits of `value`).
-    pub fn set_ttl(&mut self, value: u8) {
-        self.set_word0(bits::TTL, u16::from(value) << bits::TTL_SHIFT);
-    }
-
-    /// Sets the Length field in 4-byte words (low six bits of `value`).
-    pub fn set_length_words(&mut self, value: u8) {
-        self.set_word0(bits::LENGTH, u16::from(value));
-    }
-
-    /// Sets the MD Type (low four bits), keeping the unassigned bits of its byte.
-    pub fn set_md_type(&mut self, value: MdType) {
-        let b = &mut self.buffer.as_mut()[fields::MD_TYPE];
-        *b = (*b & !bits::MD_TYPE) | (u8::from(value) & bits::MD_TYPE);
-    }
-
-    /// Sets the Next Protocol field.
-    pub fn set_next_protocol(&mut self, value: NextProtocol) {
-        self.buffer.as_mut()[fields::NEXT_PROTOCOL] = value.into();
-    }
-
-    /// Sets the SPI (low 24 bits of `value`).
-    pub fn set_spi(&mut self, value: u32) {
-        field::write_u24(&mut self.buffer.as_mut()[fields::SPI], value);
-    }
-
-    /// Sets the Service Index.
-    pub fn set_si(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::SI] = value;
-    }
-
     /// Clears the unassigned bits, as an originator must (§2.2).
     pub fn clear_unassigned(&mut self) {
-        self.set_word0(!(bits::VERSION | bits::O | bits::TTL | bits::LENGTH), 0);
-        self.buffer.as_mut()[fields::MD_TYPE] &= bits::MD_TYPE;
+        layout::UNASSIGNED.write(self.buffer.as_mut(), 0);
+        layout::MD_TYPE_UNASSIGNED.write(self.buffer.as_mut(), 0);
     }
 
     /// Decrements the Service Index, as a service function or SFC proxy does after performing
@@ -309,13 +177,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> NshPacket<T> {
     /// The context headers, mutable.
     pub fn metadata_mut(&mut self) -> &mut [u8] {
         let end = self.header_len();
-        &mut self.buffer.as_mut()[fields::METADATA..end]
-    }
-
-    /// The payload, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        let start = self.header_len();
-        &mut self.buffer.as_mut()[start..]
+        &mut self.buffer.as_mut()[BASE_LEN..end]
     }
 }
 
@@ -423,28 +285,24 @@ impl<'a> NshRepr<'a> {
         if self.ttl > TTL_MAX {
             return Err(Error::invalid("nsh ttl", self.ttl.into()));
         }
-        if self.spi > field::U24_MAX {
-            return Err(Error::invalid("nsh spi", self.spi.into()));
-        }
+        field::check_u24("nsh spi", self.spi)?;
         if let NshMetadata::Type2(tlvs) = self.metadata {
             if len > MAX_HEADER_LEN || !len.is_multiple_of(4) {
                 return Err(Error::invalid("nsh metadata length", tlvs.len() as u64));
             }
             check_tlvs(tlvs)?;
         }
+        // Version 0 and every unassigned bit zero, then the fields.
+        packet.buffer.as_mut()[..BASE_LEN].fill(0);
+        packet.set_oam(self.oam);
+        packet.set_ttl(self.ttl);
         // len <= MAX_HEADER_LEN (Type 1 is 24 bytes), so the word count fits six bits.
-        let words = (len / 4) as u16;
-        let mut w = (u16::from(self.ttl) << bits::TTL_SHIFT) | words;
-        if self.oam {
-            w |= bits::O;
-        }
-        let buf = packet.buffer.as_mut();
-        field::write_u16(&mut buf[fields::VER_TTL_LEN], w);
-        buf[fields::MD_TYPE] = self.metadata.md_type().into();
-        buf[fields::NEXT_PROTOCOL] = self.next_protocol.into();
-        field::write_u24(&mut buf[fields::SPI], self.spi);
-        buf[fields::SI] = self.si;
-        buf[fields::METADATA..len].copy_from_slice(self.metadata.as_bytes());
+        packet.set_length_words((len / 4) as u8);
+        packet.set_md_type(self.metadata.md_type());
+        packet.set_next_protocol(self.next_protocol);
+        packet.set_spi(self.spi);
+        packet.set_si(self.si);
+        packet.buffer.as_mut()[BASE_LEN..len].copy_from_slice(self.metadata.as_bytes());
         Ok(())
     }
 }

@@ -28,61 +28,27 @@
 //! does not parse. No flag is defined yet: the byte is carried as is. The reserved byte is sent
 //! as zero and ignored on receipt. dissectors/nvo_overlay.lua shows the header in Wireshark.
 
-use crate::field::{self, Field, Rest};
+use crate::field;
+use crate::header::{header, numbered};
 use crate::{Error, Result};
 
-mod fields {
-    use super::{Field, Rest};
-    pub const VERSION: usize = 0;
-    pub const APP: usize = 1;
-    pub const TTL: usize = 2;
-    pub const FLAGS: usize = 3;
-    pub const VNI: Field = 4..7;
-    pub const RESERVED: usize = 7;
-    pub const FLOW_HASH: Field = 8..12;
-    pub const DST_NODE: Field = 12..16;
-    pub const SRC_NODE: Field = 16..20;
-    pub const PAYLOAD: Rest = 20..;
-}
-
 /// Length of the overlay header.
-pub const HEADER_LEN: usize = fields::PAYLOAD.start;
+pub const HEADER_LEN: usize = 20;
 /// The header version this module reads and writes.
 pub const VERSION: u8 = 1;
 
-/// What the payload is (the Application byte, numbered as in ovstack).
-#[derive(Debug, PartialEq, Eq, Clone, Copy, Hash)]
-pub enum Application {
-    /// An Ethernet frame without FCS (7).
-    Ethernet,
-    /// An IPv4 packet (4).
-    Ipv4,
-    /// An IPv6 packet (6).
-    Ipv6,
+numbered! {
+    /// What the payload is (the Application byte, numbered as in ovstack).
+    pub enum Application {
+        /// An Ethernet frame without FCS (7).
+        Ethernet = 7,
+        /// An IPv4 packet (4).
+        Ipv4 = 4,
+        /// An IPv6 packet (6).
+        Ipv6 = 6,
+    }
     /// Any other number.
-    Unknown(u8),
-}
-
-impl From<u8> for Application {
-    fn from(value: u8) -> Self {
-        match value {
-            7 => Application::Ethernet,
-            4 => Application::Ipv4,
-            6 => Application::Ipv6,
-            other => Application::Unknown(other),
-        }
-    }
-}
-
-impl From<Application> for u8 {
-    fn from(value: Application) -> Self {
-        match value {
-            Application::Ethernet => 7,
-            Application::Ipv4 => 4,
-            Application::Ipv6 => 6,
-            Application::Unknown(other) => other,
-        }
-    }
+    Unknown(u8);
 }
 
 impl core::fmt::Display for Application {
@@ -96,149 +62,41 @@ impl core::fmt::Display for Application {
     }
 }
 
-/// A read/write wrapper around an overlay header and its payload.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct OverlayPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> OverlayPacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        OverlayPacket { buffer }
+header! {
+    /// A read/write wrapper around an overlay header and its payload.
+    pub struct OverlayPacket in layout {
+        /// The version (1).
+        VERSION @ 0..1 => version / set_version: u8;
+        /// What the payload is.
+        APP @ 1..2 => app / set_app: Application;
+        /// Hops left before a relay must drop the packet.
+        TTL @ 2..3 => ttl / set_ttl: u8;
+        /// The flags byte (none defined yet).
+        FLAGS @ 3..4 => flags / set_flags: u8;
+        /// The 24-bit virtual network identifier.
+        VNI @ 4..7 => vni / set_vni: u32;
+        /// The reserved byte after the VNI.
+        RESERVED @ 7..8 => reserved / set_reserved: u8;
+        /// The hash of the inner flow, for path selection at every hop.
+        FLOW_HASH @ 8..12 => flow_hash / set_flow_hash: u32;
+        /// The overlay node the packet is going to.
+        DST_NODE @ 12..16 => dst_node / set_dst_node: u32;
+        /// The overlay node the packet came from.
+        SRC_NODE @ 16..20 => src_node / set_src_node: u32;
     }
-
-    /// Wraps a buffer after checking that it holds a whole header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// Ensures that no accessor will panic.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::truncated("overlay header", HEADER_LEN, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The version (1).
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[fields::VERSION]
-    }
-
-    /// What the payload is.
-    pub fn app(&self) -> Application {
-        self.buffer.as_ref()[fields::APP].into()
-    }
-
-    /// Hops left before a relay must drop the packet.
-    pub fn ttl(&self) -> u8 {
-        self.buffer.as_ref()[fields::TTL]
-    }
-
-    /// The flags byte (none defined yet).
-    pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[fields::FLAGS]
-    }
-
-    /// The 24-bit virtual network identifier.
-    pub fn vni(&self) -> u32 {
-        field::read_u24(&self.buffer.as_ref()[fields::VNI])
-    }
-
-    /// The reserved byte after the VNI.
-    pub fn reserved(&self) -> u8 {
-        self.buffer.as_ref()[fields::RESERVED]
-    }
-
-    /// The hash of the inner flow, for path selection at every hop.
-    pub fn flow_hash(&self) -> u32 {
-        field::read_u32(&self.buffer.as_ref()[fields::FLOW_HASH])
-    }
-
-    /// The overlay node the packet is going to.
-    pub fn dst_node(&self) -> u32 {
-        field::read_u32(&self.buffer.as_ref()[fields::DST_NODE])
-    }
-
-    /// The overlay node the packet came from.
-    pub fn src_node(&self) -> u32 {
-        field::read_u32(&self.buffer.as_ref()[fields::SRC_NODE])
-    }
-}
-
-impl<'a, T: AsRef<[u8]> + ?Sized> OverlayPacket<&'a T> {
+    check_len("overlay header", HEADER_LEN);
     /// The carried frame or packet.
-    pub fn payload(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[fields::PAYLOAD]
-    }
+    payload(at HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> OverlayPacket<T> {
-    /// Sets the version.
-    pub fn set_version(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::VERSION] = value;
-    }
-
-    /// Sets the application.
-    pub fn set_app(&mut self, value: Application) {
-        self.buffer.as_mut()[fields::APP] = value.into();
-    }
-
-    /// Sets the TTL.
-    pub fn set_ttl(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::TTL] = value;
-    }
-
-    /// Sets the flags byte.
-    pub fn set_flags(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::FLAGS] = value;
-    }
-
-    /// Sets the VNI (low 24 bits of `value`).
-    pub fn set_vni(&mut self, value: u32) {
-        field::write_u24(&mut self.buffer.as_mut()[fields::VNI], value);
-    }
-
-    /// Sets the reserved byte.
-    pub fn set_reserved(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::RESERVED] = value;
-    }
-
-    /// Sets the flow hash.
-    pub fn set_flow_hash(&mut self, value: u32) {
-        field::write_u32(&mut self.buffer.as_mut()[fields::FLOW_HASH], value);
-    }
-
-    /// Sets the destination node.
-    pub fn set_dst_node(&mut self, value: u32) {
-        field::write_u32(&mut self.buffer.as_mut()[fields::DST_NODE], value);
-    }
-
-    /// Sets the source node.
-    pub fn set_src_node(&mut self, value: u32) {
-        field::write_u32(&mut self.buffer.as_mut()[fields::SRC_NODE], value);
-    }
-
     /// Takes one hop off the TTL in place, as a relay does before forwarding, and returns the
     /// new value; `None` (and the packet unchanged) when it was already 0 and must be dropped.
     pub fn decrement_ttl(&mut self) -> Option<u8> {
         let ttl = self.ttl().checked_sub(1)?;
         self.set_ttl(ttl);
         Some(ttl)
-    }
-
-    /// The carried frame or packet, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[fields::PAYLOAD]
     }
 }
 
@@ -289,9 +147,7 @@ impl OverlayRepr {
     /// Fails (rather than truncating) when the VNI does not fit in 24 bits.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut OverlayPacket<T>) -> Result<()> {
         packet.check_len()?;
-        if self.vni > field::U24_MAX {
-            return Err(Error::invalid("overlay vni", self.vni.into()));
-        }
+        field::check_u24("overlay vni", self.vni)?;
         packet.set_version(VERSION);
         packet.set_app(self.app);
         packet.set_ttl(self.ttl);

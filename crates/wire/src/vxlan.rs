@@ -27,20 +27,12 @@
 //! RFC 7348 §5: the I flag MUST be 1; reserved bits are sent as zero and ignored on receipt.
 //! A header without the I flag therefore does not parse.
 
-use crate::field::{self, Field, Rest};
+use crate::field;
+use crate::header::{header, write_flags};
 use crate::{Error, Result};
 
-mod fields {
-    use super::{Field, Rest};
-    pub const FLAGS: usize = 0;
-    pub const GBP_FLAGS: usize = 1;
-    pub const GROUP_POLICY_ID: Field = 2..4;
-    pub const VNI: Field = 4..7;
-    pub const PAYLOAD: Rest = 8..;
-}
-
 /// Length of the VXLAN header.
-pub const HEADER_LEN: usize = fields::PAYLOAD.start;
+pub const HEADER_LEN: usize = 8;
 
 /// Bytes VXLAN adds around a tenant's IP packet, which is what a tenant MTU is measured on:
 /// outer IP (20 or 40), UDP (8), VXLAN (8) and the inner Ethernet header (14) — 50 over an IPv4
@@ -62,116 +54,37 @@ pub mod flags {
     pub const A: u8 = 0x08;
 }
 
-/// A read/write wrapper around a VXLAN header and its payload.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct VxlanPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> VxlanPacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        VxlanPacket { buffer }
+header! {
+    /// A read/write wrapper around a VXLAN header and its payload.
+    pub struct VxlanPacket in layout {
+        /// The first flags byte (G and I bits).
+        FLAGS @ 0..1 => flags / set_flags: u8;
+        /// The second flags byte (D and A bits in GBP, reserved otherwise).
+        GBP_FLAGS @ 1..2 => gbp_flags / set_gbp_flags: u8;
+        /// The I flag: the VNI is valid.
+        I @ 0..1 & flags::I => vni_valid: bool;
+        /// The G flag: a Group Policy ID is present.
+        G @ 0..1 & flags::G => gbp: bool;
+        /// The D flag (GBP): the receiver must not learn the inner source address.
+        D @ 1..2 & flags::D => dont_learn: bool;
+        /// The A flag (GBP): policy has already been applied to this packet.
+        A @ 1..2 & flags::A => policy_applied: bool;
+        /// The 16-bit Group Policy ID (GBP; reserved in plain VXLAN).
+        GROUP_POLICY_ID @ 2..4 => group_policy_id / set_group_policy_id: u16;
+        /// The 24-bit VXLAN Network Identifier.
+        VNI @ 4..7 => vni / set_vni: u32;
+        RESERVED @ 7..8;
     }
-
-    /// Wraps a buffer after checking that it holds a whole header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// Ensures that no accessor will panic.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::truncated("vxlan header", HEADER_LEN, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The first flags byte (G and I bits).
-    pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[fields::FLAGS]
-    }
-
-    /// The second flags byte (D and A bits in GBP, reserved otherwise).
-    pub fn gbp_flags(&self) -> u8 {
-        self.buffer.as_ref()[fields::GBP_FLAGS]
-    }
-
-    /// The I flag: the VNI is valid.
-    pub fn vni_valid(&self) -> bool {
-        self.flags() & flags::I != 0
-    }
-
-    /// The G flag: a Group Policy ID is present.
-    pub fn gbp(&self) -> bool {
-        self.flags() & flags::G != 0
-    }
-
-    /// The D flag (GBP): the receiver must not learn the inner source address.
-    pub fn dont_learn(&self) -> bool {
-        self.gbp_flags() & flags::D != 0
-    }
-
-    /// The A flag (GBP): policy has already been applied to this packet.
-    pub fn policy_applied(&self) -> bool {
-        self.gbp_flags() & flags::A != 0
-    }
-
-    /// The 16-bit Group Policy ID (GBP; reserved in plain VXLAN).
-    pub fn group_policy_id(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::GROUP_POLICY_ID])
-    }
-
-    /// The 24-bit VXLAN Network Identifier.
-    pub fn vni(&self) -> u32 {
-        field::read_u24(&self.buffer.as_ref()[fields::VNI])
-    }
-}
-
-impl<'a, T: AsRef<[u8]> + ?Sized> VxlanPacket<&'a T> {
+    check_len("vxlan header", HEADER_LEN);
     /// The encapsulated Ethernet frame.
-    pub fn payload(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[fields::PAYLOAD]
-    }
+    payload(at HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanPacket<T> {
-    /// Sets the first flags byte.
-    pub fn set_flags(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::FLAGS] = value;
-    }
-
-    /// Sets the second flags byte.
-    pub fn set_gbp_flags(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::GBP_FLAGS] = value;
-    }
-
-    /// Sets the Group Policy ID.
-    pub fn set_group_policy_id(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[fields::GROUP_POLICY_ID], value);
-    }
-
-    /// Sets the VNI (low 24 bits of `value`).
-    pub fn set_vni(&mut self, value: u32) {
-        field::write_u24(&mut self.buffer.as_mut()[fields::VNI], value);
-    }
-
     /// Clears the reserved byte after the VNI.
     pub fn clear_reserved(&mut self) {
-        self.buffer.as_mut()[fields::VNI.end] = 0;
-    }
-
-    /// The encapsulated frame, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[fields::PAYLOAD]
+        layout::RESERVED.write(self.buffer.as_mut(), 0);
     }
 }
 
@@ -226,9 +139,7 @@ impl VxlanRepr {
     /// Fails (rather than truncating) when the VNI does not fit in 24 bits.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut VxlanPacket<T>) -> Result<()> {
         packet.check_len()?;
-        if self.vni > field::U24_MAX {
-            return Err(Error::invalid("vxlan vni", self.vni.into()));
-        }
+        field::check_u24("vxlan vni", self.vni)?;
         match self.gbp {
             None => {
                 packet.set_flags(flags::I);
@@ -259,12 +170,7 @@ impl core::fmt::Display for VxlanRepr {
         write!(f, "VXLAN vni={}", self.vni)?;
         if let Some(g) = self.gbp {
             write!(f, " gbp group={}", g.group_policy_id)?;
-            if g.dont_learn {
-                f.write_str(" D")?;
-            }
-            if g.policy_applied {
-                f.write_str(" A")?;
-            }
+            write_flags(f, &[(g.dont_learn, " D"), (g.policy_applied, " A")])?;
         }
         Ok(())
     }

@@ -26,21 +26,12 @@
 //! - An unknown Next Protocol is not an error: it parses as [`NextProtocol::Unknown`]. Dropping
 //!   a payload nobody here understands is a forwarding decision for the caller, not a parse error.
 
-use crate::field::{self, Field, Rest};
+use crate::field;
+use crate::header::{header, numbered, write_flags};
 use crate::{Error, Result};
 
-mod fields {
-    use super::{Field, Rest};
-    pub const FLAGS: usize = 0;
-    pub const RESERVED: Field = 1..3;
-    pub const NEXT_PROTOCOL: usize = 3;
-    pub const VNI: Field = 4..7;
-    pub const RESERVED_LOW: usize = 7;
-    pub const PAYLOAD: Rest = 8..;
-}
-
 /// Length of the VXLAN-GPE header.
-pub const HEADER_LEN: usize = fields::PAYLOAD.start;
+pub const HEADER_LEN: usize = 8;
 
 /// The only version the draft defines (§3.1: "The initial version is 0").
 pub const VERSION: u8 = 0;
@@ -57,57 +48,30 @@ pub mod flags {
     pub const B: u8 = 0x02;
     /// O: the packet is an OAM packet.
     pub const O: u8 = 0x01;
-    /// Where the version bits start.
-    pub(crate) const VERSION_SHIFT: u32 = 4;
 }
 
-/// What follows a VXLAN-GPE or NSH header.
-///
-/// VXLAN-GPE (draft §3.2) and NSH (RFC 8300 §2.2, registry in §11.2) number their payloads the
-/// same way, so both modules share this type. MPLS (5) is in the NSH registry; the final
-/// VXLAN-GPE drafts dropped it, but earlier ones and OpenBSD use 5 for MPLS too. Every other value
-/// (0, the experimental 0xFE and 0xFF, unassigned ones) is [`NextProtocol::Unknown`]: `Unknown`
-/// only ever holds a value that has no variant of its own.
-#[derive(Debug, PartialEq, Eq, Clone, Copy, Hash)]
-pub enum NextProtocol {
-    /// 0x1: an IPv4 packet.
-    Ipv4,
-    /// 0x2: an IPv6 packet.
-    Ipv6,
-    /// 0x3: an Ethernet frame.
-    Ethernet,
-    /// 0x4: a Network Service Header (RFC 8300), see [`crate::nsh`].
-    Nsh,
-    /// 0x5: an MPLS label stack.
-    Mpls,
+numbered! {
+    /// What follows a VXLAN-GPE or NSH header.
+    ///
+    /// VXLAN-GPE (draft §3.2) and NSH (RFC 8300 §2.2, registry in §11.2) number their payloads
+    /// the same way, so both modules share this type. MPLS (5) is in the NSH registry; the final
+    /// VXLAN-GPE drafts dropped it, but earlier ones and OpenBSD use 5 for MPLS too. Every other
+    /// value (0, the experimental 0xFE and 0xFF, unassigned ones) is [`NextProtocol::Unknown`]:
+    /// `Unknown` only ever holds a value that has no variant of its own.
+    pub enum NextProtocol {
+        /// 0x1: an IPv4 packet.
+        Ipv4 = 1,
+        /// 0x2: an IPv6 packet.
+        Ipv6 = 2,
+        /// 0x3: an Ethernet frame.
+        Ethernet = 3,
+        /// 0x4: a Network Service Header (RFC 8300), see [`crate::nsh`].
+        Nsh = 4,
+        /// 0x5: an MPLS label stack.
+        Mpls = 5,
+    }
     /// Any other value.
-    Unknown(u8),
-}
-
-impl From<u8> for NextProtocol {
-    fn from(value: u8) -> Self {
-        match value {
-            1 => NextProtocol::Ipv4,
-            2 => NextProtocol::Ipv6,
-            3 => NextProtocol::Ethernet,
-            4 => NextProtocol::Nsh,
-            5 => NextProtocol::Mpls,
-            other => NextProtocol::Unknown(other),
-        }
-    }
-}
-
-impl From<NextProtocol> for u8 {
-    fn from(value: NextProtocol) -> Self {
-        match value {
-            NextProtocol::Ipv4 => 1,
-            NextProtocol::Ipv6 => 2,
-            NextProtocol::Ethernet => 3,
-            NextProtocol::Nsh => 4,
-            NextProtocol::Mpls => 5,
-            NextProtocol::Unknown(other) => other,
-        }
-    }
+    Unknown(u8);
 }
 
 impl core::fmt::Display for NextProtocol {
@@ -123,149 +87,40 @@ impl core::fmt::Display for NextProtocol {
     }
 }
 
-/// A read/write wrapper around a VXLAN-GPE header and its payload.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct VxlanGpePacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> VxlanGpePacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        VxlanGpePacket { buffer }
+header! {
+    /// A read/write wrapper around a VXLAN-GPE header and its payload.
+    pub struct VxlanGpePacket in layout {
+        /// The flags byte (R, Ver, I, P, B and O).
+        FLAGS @ 0..1 => flags / set_flags: u8;
+        /// The two-bit version.
+        VERSION @ 0..1 & flags::VERSION => version / set_version: u8;
+        /// The I flag: the VNI is valid.
+        I @ 0..1 & flags::I => vni_valid / set_vni_valid: bool;
+        /// The P flag: the Next Protocol field is present.
+        P @ 0..1 & flags::P => next_protocol_present / set_next_protocol_present: bool;
+        /// The B flag: ingress-replicated BUM traffic.
+        B @ 0..1 & flags::B => bum / set_bum: bool;
+        /// The O flag: an OAM packet.
+        O @ 0..1 & flags::O => oam / set_oam: bool;
+        /// The 16 reserved bits after the flags.
+        RESERVED @ 1..3 => reserved: u16;
+        /// The Next Protocol field (meaningful only when [`Self::next_protocol_present`]).
+        NEXT_PROTOCOL @ 3..4 => next_protocol / set_next_protocol: NextProtocol;
+        /// The 24-bit VXLAN Network Identifier.
+        VNI @ 4..7 => vni / set_vni: u32;
+        RESERVED_LOW @ 7..8;
     }
-
-    /// Wraps a buffer after checking that it holds a whole header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// Ensures that no accessor will panic.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::truncated("vxlan-gpe header", HEADER_LEN, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The flags byte (R, Ver, I, P, B and O).
-    pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[fields::FLAGS]
-    }
-
-    /// The two-bit version.
-    pub fn version(&self) -> u8 {
-        (self.flags() & flags::VERSION) >> flags::VERSION_SHIFT
-    }
-
-    /// The I flag: the VNI is valid.
-    pub fn vni_valid(&self) -> bool {
-        self.flags() & flags::I != 0
-    }
-
-    /// The P flag: the Next Protocol field is present.
-    pub fn next_protocol_present(&self) -> bool {
-        self.flags() & flags::P != 0
-    }
-
-    /// The B flag: ingress-replicated BUM traffic.
-    pub fn bum(&self) -> bool {
-        self.flags() & flags::B != 0
-    }
-
-    /// The O flag: an OAM packet.
-    pub fn oam(&self) -> bool {
-        self.flags() & flags::O != 0
-    }
-
-    /// The 16 reserved bits after the flags.
-    pub fn reserved(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::RESERVED])
-    }
-
-    /// The Next Protocol field (meaningful only when [`Self::next_protocol_present`]).
-    pub fn next_protocol(&self) -> NextProtocol {
-        NextProtocol::from(self.buffer.as_ref()[fields::NEXT_PROTOCOL])
-    }
-
-    /// The 24-bit VXLAN Network Identifier.
-    pub fn vni(&self) -> u32 {
-        field::read_u24(&self.buffer.as_ref()[fields::VNI])
-    }
-}
-
-impl<'a, T: AsRef<[u8]> + ?Sized> VxlanGpePacket<&'a T> {
+    check_len("vxlan-gpe header", HEADER_LEN);
     /// What follows the header: an IPv4 or IPv6 packet, an Ethernet frame, an NSH, ...
-    pub fn payload(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[fields::PAYLOAD]
-    }
+    payload(at HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanGpePacket<T> {
-    /// Sets the flags byte.
-    pub fn set_flags(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::FLAGS] = value;
-    }
-
-    fn set_flag(&mut self, flag: u8, on: bool) {
-        let f = self.flags();
-        self.set_flags(if on { f | flag } else { f & !flag });
-    }
-
-    /// Sets the version (low two bits of `value`), leaving the other flags alone.
-    pub fn set_version(&mut self, value: u8) {
-        let f = self.flags() & !flags::VERSION;
-        self.set_flags(f | ((value << flags::VERSION_SHIFT) & flags::VERSION));
-    }
-
-    /// Sets or clears the I flag.
-    pub fn set_vni_valid(&mut self, on: bool) {
-        self.set_flag(flags::I, on);
-    }
-
-    /// Sets or clears the P flag.
-    pub fn set_next_protocol_present(&mut self, on: bool) {
-        self.set_flag(flags::P, on);
-    }
-
-    /// Sets or clears the B flag.
-    pub fn set_bum(&mut self, on: bool) {
-        self.set_flag(flags::B, on);
-    }
-
-    /// Sets or clears the O flag.
-    pub fn set_oam(&mut self, on: bool) {
-        self.set_flag(flags::O, on);
-    }
-
-    /// Sets the Next Protocol field.
-    pub fn set_next_protocol(&mut self, value: NextProtocol) {
-        self.buffer.as_mut()[fields::NEXT_PROTOCOL] = value.into();
-    }
-
-    /// Sets the VNI (low 24 bits of `value`).
-    pub fn set_vni(&mut self, value: u32) {
-        field::write_u24(&mut self.buffer.as_mut()[fields::VNI], value);
-    }
-
     /// Clears both Reserved fields.
     pub fn clear_reserved(&mut self) {
-        let buf = self.buffer.as_mut();
-        buf[fields::RESERVED].fill(0);
-        buf[fields::RESERVED_LOW] = 0;
-    }
-
-    /// The payload, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[fields::PAYLOAD]
+        layout::RESERVED.write(self.buffer.as_mut(), 0);
+        layout::RESERVED_LOW.write(self.buffer.as_mut(), 0);
     }
 }
 
@@ -322,9 +177,7 @@ impl VxlanGpeRepr {
     /// Fails (rather than truncating) when the VNI does not fit in 24 bits.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut VxlanGpePacket<T>) -> Result<()> {
         packet.check_len()?;
-        if self.vni > field::U24_MAX {
-            return Err(Error::invalid("vxlan-gpe vni", self.vni.into()));
-        }
+        field::check_u24("vxlan-gpe vni", self.vni)?;
         let mut f = flags::I | flags::P;
         if self.bum {
             f |= flags::B;
@@ -343,13 +196,7 @@ impl VxlanGpeRepr {
 impl core::fmt::Display for VxlanGpeRepr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "VXLAN-GPE vni={} next={}", self.vni, self.next_protocol)?;
-        if self.bum {
-            f.write_str(" B")?;
-        }
-        if self.oam {
-            f.write_str(" O")?;
-        }
-        Ok(())
+        write_flags(f, &[(self.bum, " B"), (self.oam, " O")])
     }
 }
 

@@ -1,24 +1,11 @@
 //! The 18-byte STT frame header that starts the first segment's payload (draft-davie-stt-08
 //! §3); see the parent module for the diagram.
 
-use crate::field::{self, Field, Rest};
+use crate::header::{header, write_flags};
 use crate::{Error, Result};
 
-mod fields {
-    use super::{Field, Rest};
-    pub const VERSION: usize = 0;
-    pub const FLAGS: usize = 1;
-    pub const L4_OFFSET: usize = 2;
-    pub const RESERVED: usize = 3;
-    pub const MSS: Field = 4..6;
-    pub const TCI: Field = 6..8;
-    pub const CONTEXT_ID: Field = 8..16;
-    pub const PADDING: Field = 16..18;
-    pub const PAYLOAD: Rest = 18..;
-}
-
 /// Length of the STT frame header, padding included.
-pub const STT_HEADER_LEN: usize = fields::PAYLOAD.start;
+pub const STT_HEADER_LEN: usize = 18;
 /// The only STT version defined (§3).
 pub const VERSION: u8 = 0;
 
@@ -38,6 +25,7 @@ pub mod flags {
 
 const BOTH_CHECKSUM_FLAGS: &str = "stt flags (checksum verified and partial both set)";
 const TCI_PCP_SHIFT: u16 = 13;
+const TCI_PCP: u16 = 0xe000;
 const TCI_V: u16 = 0x1000;
 const TCI_VID: u16 = 0x0fff;
 
@@ -48,152 +36,50 @@ pub fn frame_len(inner_len: usize) -> Result<u16> {
     u16::try_from(len).map_err(|_| Error::invalid("stt frame length", len as u64))
 }
 
-/// A read/write wrapper around an STT frame header and the inner Ethernet frame.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct SttPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> SttPacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        SttPacket { buffer }
+header! {
+    /// A read/write wrapper around an STT frame header and the inner Ethernet frame.
+    pub struct SttPacket in layout {
+        /// The version (0).
+        VERSION @ 0..1 => version / set_version: u8;
+        /// The flags byte (see [`flags`]).
+        FLAGS @ 1..2 => flags / set_flags: u8;
+        /// Flag bit 0: the inner checksum was verified by the sender.
+        CHECKSUM_VERIFIED @ 1..2 & flags::CHECKSUM_VERIFIED => checksum_verified: bool;
+        /// Flag bit 1: the inner checksum is partial (TSO in use).
+        CHECKSUM_PARTIAL @ 1..2 & flags::CHECKSUM_PARTIAL => checksum_partial: bool;
+        /// Flag bit 2: the inner packet is IPv4 rather than IPv6.
+        IPV4 @ 1..2 & flags::IPV4 => ipv4: bool;
+        /// Flag bit 3: the inner packet is TCP.
+        TCP @ 1..2 & flags::TCP => tcp: bool;
+        /// Offset of the inner L4 header from the start of the inner frame (for checksum
+        /// offload).
+        L4_OFFSET @ 2..3 => l4_offset / set_l4_offset: u8;
+        RESERVED @ 3..4;
+        /// The MSS the receiver should segment the inner frame to (0 without TSO).
+        MSS @ 4..6 => mss / set_mss: u16;
+        /// The PCP, V and VLAN ID bits as one 16-bit tag control word.
+        TCI @ 6..8 => tci / set_tci: u16;
+        /// The 802.1p priority (meaningful when V is set).
+        PCP @ 6..8 & TCI_PCP => pcp: u8;
+        /// The V bit: PCP and VLAN ID are valid.
+        V @ 6..8 & TCI_V => vlan_present: bool;
+        /// The VLAN ID (meaningful when V is set).
+        VLAN_ID @ 6..8 & TCI_VID => vlan_id: u16;
+        /// The 64-bit context ID (the tenant's virtual network).
+        CONTEXT_ID @ 8..16 => context_id / set_context_id: u64;
+        PADDING @ 16..18;
     }
-
-    /// Wraps a buffer after checking that it holds a whole header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
     /// Ensures that no accessor will panic.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < STT_HEADER_LEN {
-            return Err(Error::truncated("stt header", STT_HEADER_LEN, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The version (0).
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[fields::VERSION]
-    }
-
-    /// The flags byte (see [`flags`]).
-    pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[fields::FLAGS]
-    }
-
-    /// Flag bit 0: the inner checksum was verified by the sender.
-    pub fn checksum_verified(&self) -> bool {
-        self.flags() & flags::CHECKSUM_VERIFIED != 0
-    }
-
-    /// Flag bit 1: the inner checksum is partial (TSO in use).
-    pub fn checksum_partial(&self) -> bool {
-        self.flags() & flags::CHECKSUM_PARTIAL != 0
-    }
-
-    /// Flag bit 2: the inner packet is IPv4 rather than IPv6.
-    pub fn ipv4(&self) -> bool {
-        self.flags() & flags::IPV4 != 0
-    }
-
-    /// Flag bit 3: the inner packet is TCP.
-    pub fn tcp(&self) -> bool {
-        self.flags() & flags::TCP != 0
-    }
-
-    /// Offset of the inner L4 header from the start of the inner frame (for checksum offload).
-    pub fn l4_offset(&self) -> u8 {
-        self.buffer.as_ref()[fields::L4_OFFSET]
-    }
-
-    /// The MSS the receiver should segment the inner frame to (0 without TSO).
-    pub fn mss(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::MSS])
-    }
-
-    /// The PCP, V and VLAN ID bits as one 16-bit tag control word.
-    pub fn tci(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[fields::TCI])
-    }
-
-    /// The 802.1p priority (meaningful when V is set).
-    pub fn pcp(&self) -> u8 {
-        (self.tci() >> TCI_PCP_SHIFT) as u8
-    }
-
-    /// The V bit: PCP and VLAN ID are valid.
-    pub fn vlan_present(&self) -> bool {
-        self.tci() & TCI_V != 0
-    }
-
-    /// The VLAN ID (meaningful when V is set).
-    pub fn vlan_id(&self) -> u16 {
-        self.tci() & TCI_VID
-    }
-
-    /// The 64-bit context ID (the tenant's virtual network).
-    pub fn context_id(&self) -> u64 {
-        field::read_u64(&self.buffer.as_ref()[fields::CONTEXT_ID])
-    }
-}
-
-impl<'a, T: AsRef<[u8]> + ?Sized> SttPacket<&'a T> {
+    check_len("stt header", STT_HEADER_LEN);
     /// The encapsulated Ethernet frame (without FCS).
-    pub fn payload(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[fields::PAYLOAD]
-    }
+    payload(at STT_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> SttPacket<T> {
-    /// Sets the version.
-    pub fn set_version(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::VERSION] = value;
-    }
-
-    /// Sets the flags byte.
-    pub fn set_flags(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::FLAGS] = value;
-    }
-
-    /// Sets the L4 offset.
-    pub fn set_l4_offset(&mut self, value: u8) {
-        self.buffer.as_mut()[fields::L4_OFFSET] = value;
-    }
-
-    /// Sets the MSS.
-    pub fn set_mss(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[fields::MSS], value);
-    }
-
-    /// Sets the whole PCP/V/VLAN ID word.
-    pub fn set_tci(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[fields::TCI], value);
-    }
-
-    /// Sets the context ID.
-    pub fn set_context_id(&mut self, value: u64) {
-        field::write_u64(&mut self.buffer.as_mut()[fields::CONTEXT_ID], value);
-    }
-
     /// Zeroes the reserved byte and the padding, as §3 asks of senders.
     pub fn clear_reserved(&mut self) {
-        self.buffer.as_mut()[fields::RESERVED] = 0;
-        field::write_u16(&mut self.buffer.as_mut()[fields::PADDING], 0);
-    }
-
-    /// The encapsulated frame, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[fields::PAYLOAD]
+        layout::RESERVED.write(self.buffer.as_mut(), 0);
+        layout::PADDING.write(self.buffer.as_mut(), 0);
     }
 }
 
@@ -316,11 +202,7 @@ impl core::fmt::Display for SttRepr {
             (self.flags.ipv4, " ipv4"),
             (self.flags.tcp, " tcp"),
         ];
-        for (set, name) in names {
-            if set {
-                f.write_str(name)?;
-            }
-        }
+        write_flags(f, &names)?;
         if let Some((pcp, vid)) = self.vlan {
             write!(f, " vlan={vid} pcp={pcp}")?;
         }

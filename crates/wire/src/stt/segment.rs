@@ -1,27 +1,12 @@
 //! The TCP-like header that every STT segment carries (draft-davie-stt-08 §3); see the
 //! parent module for the diagram.
 
-use crate::field::{self, Field, Rest};
+use crate::header::header;
 use crate::std_wire::{IpAddress, TcpPacket};
 use crate::{Error, Result};
 
-mod segment_fields {
-    use super::{Field, Rest};
-    pub const SRC_PORT: Field = 0..2;
-    pub const DST_PORT: Field = 2..4;
-    pub const SEQ: Field = 4..8;
-    pub const FRAME_LEN: Field = 4..6;
-    pub const FRAGMENT_OFFSET: Field = 6..8;
-    pub const FRAME_ID: Field = 8..12;
-    pub const OFFSET_FLAGS: Field = 12..14;
-    pub const WINDOW: Field = 14..16;
-    pub const CHECKSUM: Field = 16..18;
-    pub const URGENT: Field = 18..20;
-    pub const PAYLOAD: Rest = 20..;
-}
-
 /// Length of the TCP-like segment header (STT sends no TCP options).
-pub const TCP_HEADER_LEN: usize = segment_fields::PAYLOAD.start;
+pub const TCP_HEADER_LEN: usize = 20;
 
 /// Bits of the TCP flags field (low 12 bits of bytes 12-13, RFC 793) that STT uses.
 pub mod tcp_flags {
@@ -36,96 +21,46 @@ pub mod tcp_flags {
 /// The window nvo sends, as Open vSwitch does: the largest, since nothing is acknowledged.
 pub const DEFAULT_WINDOW: u16 = 0xffff;
 
-/// A read/write wrapper around one STT segment: the TCP-like header and its payload.
-///
-/// The buffer must hold exactly the segment (the IP payload), since the checksum covers all of
-/// it.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct SttSegmentPacket<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A read/write wrapper around one STT segment: the TCP-like header and its payload.
+    ///
+    /// The buffer must hold exactly the segment (the IP payload), since the checksum covers all
+    /// of it.
+    pub struct SttSegmentPacket in segment_layout {
+        /// The source port: flow entropy chosen by the sender.
+        SRC_PORT @ 0..2 => src_port / set_src_port: u16;
+        /// The destination port (7471 unless configured otherwise).
+        DST_PORT @ 2..4 => dst_port / set_dst_port: u16;
+        /// The whole sequence number field.
+        SEQ @ 4..8 => seq_number: u32;
+        /// Upper half of the sequence number: length of the whole STT frame in bytes.
+        FRAME_LEN @ 4..6 => frame_len / set_frame_len: u16;
+        /// Lower half of the sequence number: where this segment's payload sits in the STT frame.
+        FRAGMENT_OFFSET @ 6..8 => fragment_offset / set_fragment_offset: u16;
+        /// The acknowledgement number: identifies the STT frame this segment belongs to.
+        FRAME_ID @ 8..12 => frame_id / set_frame_id: u32;
+        /// The data offset field, in 32-bit words (5 for STT).
+        DATA_OFFSET @ 12..13 & 0xf0 => data_offset / set_data_offset: u8;
+        /// The TCP flags (see [`tcp_flags`]), reserved bits included.
+        TCP_FLAGS @ 12..14 & 0x0fff => tcp_flags / set_tcp_flags: u16;
+        /// The window.
+        WINDOW @ 14..16 => window / set_window: u16;
+        /// The TCP checksum (see [`Self::fill_checksum`]).
+        CHECKSUM @ 16..18 => checksum / set_checksum: u16;
+        /// The urgent pointer.
+        URGENT @ 18..20 => urgent_pointer / set_urgent_pointer: u16;
+    }
+    /// Ensures that no accessor will panic.
+    check_len("stt tcp-like header", TCP_HEADER_LEN);
+    /// The segment's payload: the STT frame bytes from [`Self::fragment_offset`] on.
+    payload(at TCP_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]>> SttSegmentPacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        SttSegmentPacket { buffer }
-    }
-
-    /// Wraps a buffer after checking that it holds a whole TCP-like header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
-    /// Ensures that no accessor will panic.
-    pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < TCP_HEADER_LEN {
-            return Err(Error::truncated("stt tcp-like header", TCP_HEADER_LEN, len));
-        }
-        Ok(())
-    }
-
-    /// Consumes the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The source port: flow entropy chosen by the sender.
-    pub fn src_port(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::SRC_PORT])
-    }
-
-    /// The destination port (7471 unless configured otherwise).
-    pub fn dst_port(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::DST_PORT])
-    }
-
-    /// The whole sequence number field.
-    pub fn seq_number(&self) -> u32 {
-        field::read_u32(&self.buffer.as_ref()[segment_fields::SEQ])
-    }
-
-    /// Upper half of the sequence number: length of the whole STT frame in bytes.
-    pub fn frame_len(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::FRAME_LEN])
-    }
-
-    /// Lower half of the sequence number: where this segment's payload sits in the STT frame.
-    pub fn fragment_offset(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::FRAGMENT_OFFSET])
-    }
-
-    /// The acknowledgement number: identifies the STT frame this segment belongs to.
-    pub fn frame_id(&self) -> u32 {
-        field::read_u32(&self.buffer.as_ref()[segment_fields::FRAME_ID])
-    }
-
-    /// The data offset field, in 32-bit words (5 for STT).
-    pub fn data_offset(&self) -> u8 {
-        self.buffer.as_ref()[segment_fields::OFFSET_FLAGS.start] >> 4
-    }
-
     /// The data offset in bytes. STT receivers ignore it: the payload always starts after
     /// [`TCP_HEADER_LEN`] bytes (Open vSwitch `stt_rcv`, Wireshark `dissect_stt`).
     pub fn header_len(&self) -> usize {
         usize::from(self.data_offset()) * 4
-    }
-
-    /// The TCP flags (see [`tcp_flags`]), reserved bits included.
-    pub fn tcp_flags(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::OFFSET_FLAGS]) & 0x0fff
-    }
-
-    /// The window.
-    pub fn window(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::WINDOW])
-    }
-
-    /// The TCP checksum.
-    pub fn checksum(&self) -> u16 {
-        field::read_u16(&self.buffer.as_ref()[segment_fields::CHECKSUM])
     }
 
     /// Checks the TCP checksum over the whole buffer with the outer addresses' pseudo-header
@@ -140,70 +75,7 @@ impl<T: AsRef<[u8]>> SttSegmentPacket<T> {
     }
 }
 
-impl<'a, T: AsRef<[u8]> + ?Sized> SttSegmentPacket<&'a T> {
-    /// The segment's payload: the STT frame bytes from [`Self::fragment_offset`] on.
-    pub fn payload(&self) -> &'a [u8] {
-        &self.buffer.as_ref()[segment_fields::PAYLOAD]
-    }
-}
-
 impl<T: AsRef<[u8]> + AsMut<[u8]>> SttSegmentPacket<T> {
-    /// Sets the source port.
-    pub fn set_src_port(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[segment_fields::SRC_PORT], value);
-    }
-
-    /// Sets the destination port.
-    pub fn set_dst_port(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[segment_fields::DST_PORT], value);
-    }
-
-    /// Sets the STT frame length (upper half of the sequence number).
-    pub fn set_frame_len(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[segment_fields::FRAME_LEN], value);
-    }
-
-    /// Sets the fragment offset (lower half of the sequence number).
-    pub fn set_fragment_offset(&mut self, value: u16) {
-        field::write_u16(
-            &mut self.buffer.as_mut()[segment_fields::FRAGMENT_OFFSET],
-            value,
-        );
-    }
-
-    /// Sets the frame identifier (acknowledgement number).
-    pub fn set_frame_id(&mut self, value: u32) {
-        field::write_u32(&mut self.buffer.as_mut()[segment_fields::FRAME_ID], value);
-    }
-
-    /// Sets the data offset (in 32-bit words, low 4 bits of `value`), keeping the flags.
-    pub fn set_data_offset(&mut self, value: u8) {
-        let b = &mut self.buffer.as_mut()[segment_fields::OFFSET_FLAGS.start];
-        *b = (*b & 0x0f) | (value << 4);
-    }
-
-    /// Sets the TCP flags (low 12 bits of `value`), keeping the data offset.
-    pub fn set_tcp_flags(&mut self, value: u16) {
-        let raw = &mut self.buffer.as_mut()[segment_fields::OFFSET_FLAGS];
-        let offset = u16::from(raw[0] & 0xf0) << 8;
-        field::write_u16(raw, offset | (value & 0x0fff));
-    }
-
-    /// Sets the window.
-    pub fn set_window(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[segment_fields::WINDOW], value);
-    }
-
-    /// Sets the checksum field as is (see [`Self::fill_checksum`]).
-    pub fn set_checksum(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[segment_fields::CHECKSUM], value);
-    }
-
-    /// Sets the urgent pointer.
-    pub fn set_urgent_pointer(&mut self, value: u16) {
-        field::write_u16(&mut self.buffer.as_mut()[segment_fields::URGENT], value);
-    }
-
     /// Computes the TCP checksum over the whole buffer with the outer addresses' pseudo-header
     /// and writes it, using smoltcp. Call it once the payload is in place.
     ///
@@ -224,11 +96,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SttSegmentPacket<T> {
         }
         TcpPacket::new_unchecked(self.buffer.as_mut()).fill_checksum(src, dst);
         Ok(())
-    }
-
-    /// The segment's payload, mutable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[segment_fields::PAYLOAD]
     }
 }
 

@@ -1,0 +1,213 @@
+//! The one way a header is declared: its layout as data, its accessors generated from it.
+//!
+//! [`header!`](header) turns a table of fields into an `XPacket` type in the style of smoltcp's
+//! `wire` module and a `layout` module of [`FieldSpec`](crate::field::FieldSpec) constants.
+//! A header module then holds only what is its own: the diagram, the field table, the
+//! variable-length parts, and the `XRepr` with the rules of its specification.
+//! [`numbered!`](numbered) declares the registries of protocol numbers (`Unknown(n)` for the rest).
+//!
+//! ```text
+//! header! {
+//!     /// doc of the packet type
+//!     pub struct XPacket in layout {
+//!         /// doc of the getter
+//!         VNI @ 4..7 => vni / set_vni: u32;          // bytes 4-6, getter and setter
+//!         I @ 0..1 & flags::I => vni_valid: bool;     // one bit, getter only
+//!         RESERVED @ 7..8;                            // described, no accessor
+//!     }
+//!     /// doc of check_len
+//!     check_len("x header", HEADER_LEN);   // see below for variable-length headers
+//!     /// doc of payload()
+//!     payload(at HEADER_LEN);              // or (after header_len): a method gives the start
+//! }
+//! ```
+//!
+//! `check_len` proves the buffer holds `HEADER_LEN` bytes. A variable-length header adds
+//! `check_len("x header", HEADER_LEN, more_checks; "x options", header_len)`: then it calls
+//! `more_checks(&self, len)` (either part may be left out) and proves the buffer holds
+//! `header_len()` bytes, or fails naming "x options". Every declared field must end within
+//! `HEADER_LEN`, which the build checks.
+
+/// Declares a header's `XPacket` type and its `layout` module; see the module documentation.
+macro_rules! header {
+    (
+        $(#[$meta:meta])*
+        pub struct $Packet:ident in $layout:ident {$(
+            $(#[$doc:meta])*
+            $NAME:ident @ $from:literal..$to:literal $(& $mask:expr)?
+                $(=> $get:ident $(/ $set:ident)? : $ty:ty)?;
+        )*}
+        $(#[$check_doc:meta])*
+        check_len($what:literal, $len:expr $(, $more:ident)? $(; $whole:literal, $end:ident)?);
+        $(#[$payload_doc:meta])*
+        payload($($start:tt)+);
+    ) => {
+        /// Where each field of the header sits: constants for the accessors and for code
+        /// generated outside Rust (see docs/design/wire-headers.md).
+        pub mod $layout {
+            #[allow(unused_imports)]
+            use super::*;
+            use $crate::field::FieldSpec;
+            /// Bytes `check_len` requires before any accessor reads.
+            pub const MIN_LEN: usize = $len;
+            $(
+                #[allow(missing_docs)]
+                pub const $NAME: FieldSpec =
+                    FieldSpec::new(stringify!($NAME), $from, $to, u64::MAX $(& ($mask) as u64)?);
+            )*
+            /// Every field above, in the order declared.
+            pub const FIELDS: &[FieldSpec] = &[$($NAME),*];
+            const _: () = {$(assert!($NAME.end() <= MIN_LEN, "field past MIN_LEN");)*};
+        }
+
+        $(#[$meta])*
+        #[derive(Debug, PartialEq, Eq, Clone)]
+        pub struct $Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> $Packet<T> {
+            /// Wraps a buffer without checking its length.
+            pub const fn new_unchecked(buffer: T) -> Self {
+                $Packet { buffer }
+            }
+
+            /// Wraps a buffer after checking it with [`Self::check_len`].
+            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
+                let packet = Self::new_unchecked(buffer);
+                packet.check_len()?;
+                Ok(packet)
+            }
+
+            $(#[$check_doc])*
+            pub fn check_len(&self) -> $crate::Result<()> {
+                let len = self.buffer.as_ref().len();
+                if len < $layout::MIN_LEN {
+                    return Err($crate::Error::truncated($what, $layout::MIN_LEN, len));
+                }
+                $(self.$more(len)?;)?
+                $(
+                    let need = self.$end();
+                    if len < need {
+                        return Err($crate::Error::truncated($whole, need, len));
+                    }
+                )?
+                Ok(())
+            }
+
+            /// Consumes the packet, returning the underlying buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+
+            $($crate::header::header!(@get $layout, [$(#[$doc])*] $NAME $(=> $get: $ty)?);)*
+        }
+
+        impl<'a, T: AsRef<[u8]> + ?Sized> $Packet<&'a T> {
+            $(#[$payload_doc])*
+            #[inline]
+            pub fn payload(&self) -> &'a [u8] {
+                let start = $crate::header::header!(@start self, $($start)+);
+                &self.buffer.as_ref()[start..]
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $Packet<T> {
+            $($crate::header::header!(@set $layout, $NAME $(=> $get $(/ $set)?: $ty)?);)*
+
+            /// The payload, mutable.
+            #[inline]
+            pub fn payload_mut(&mut self) -> &mut [u8] {
+                let start = $crate::header::header!(@start self, $($start)+);
+                &mut self.buffer.as_mut()[start..]
+            }
+        }
+    };
+    (@get $layout:ident, [$(#[$doc:meta])*] $NAME:ident => $get:ident: $ty:ty) => {
+        $(#[$doc])*
+        #[inline]
+        pub fn $get(&self) -> $ty {
+            let bits = $layout::$NAME.read(self.buffer.as_ref());
+            <$ty as $crate::field::FieldValue>::from_bits(bits)
+        }
+    };
+    (@set $layout:ident, $NAME:ident => $get:ident / $set:ident: $ty:ty) => {
+        #[doc = concat!("Sets [`Self::", stringify!($get), "`]; no other bit changes.")]
+        #[inline]
+        pub fn $set(&mut self, value: $ty) {
+            let bits = $crate::field::FieldValue::into_bits(value);
+            $layout::$NAME.write(self.buffer.as_mut(), bits);
+        }
+    };
+    (@get $layout:ident, [$($doc:tt)*] $NAME:ident) => {};
+    (@set $layout:ident, $NAME:ident $(=> $get:ident: $ty:ty)?) => {};
+    (@start $self:ident, at $start:expr) => {
+        $start
+    };
+    (@start $self:ident, after $method:ident) => {
+        $self.$method()
+    };
+}
+pub(crate) use header;
+
+/// Declares a registry of protocol numbers as an enum, and after it the variant that holds every
+/// number without a name of its own; with `From<u8>` both ways and
+/// [`FieldValue`](crate::field::FieldValue) so that a `header!` field can read as it.
+macro_rules! numbered {
+    (
+        $(#[$meta:meta])*
+        pub enum $Name:ident {
+            $($(#[$doc:meta])* $Variant:ident = $n:literal,)*
+        }
+        $(#[$other_doc:meta])* $Other:ident(u8);
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, PartialEq, Eq, Clone, Copy, Hash)]
+        pub enum $Name {
+            $($(#[$doc])* $Variant,)*
+            $(#[$other_doc])* $Other(u8),
+        }
+
+        impl From<u8> for $Name {
+            fn from(value: u8) -> Self {
+                match value {
+                    $($n => $Name::$Variant,)*
+                    other => $Name::$Other(other),
+                }
+            }
+        }
+
+        impl From<$Name> for u8 {
+            fn from(value: $Name) -> Self {
+                match value {
+                    $($Name::$Variant => $n,)*
+                    $Name::$Other(other) => other,
+                }
+            }
+        }
+
+        impl $crate::field::FieldValue for $Name {
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                Self::from(bits as u8)
+            }
+            #[inline]
+            fn into_bits(self) -> u64 {
+                u8::from(self).into()
+            }
+        }
+    };
+}
+pub(crate) use numbered;
+
+/// Writes the name of every flag that is set, as the `Display` of a `XRepr` lists them after
+/// its fields (each name with its leading space).
+pub(crate) fn write_flags(
+    f: &mut core::fmt::Formatter<'_>,
+    flags: &[(bool, &str)],
+) -> core::fmt::Result {
+    flags
+        .iter()
+        .filter(|(set, _)| *set)
+        .try_for_each(|(_, name)| f.write_str(name))
+}
