@@ -148,7 +148,7 @@ fn hot_path_allocations(now: Instant) -> Vec<(&'static str, f64)> {
     let encap_frame = udp4(remote_mac, LOCAL, 1400);
     let encap = allocations_per_frame(N, |_| p.from_port(P1, &encap_frame, now, &mut actions));
     let payload = vxlan(VNI, &udp4(LOCAL, remote_mac, 1400));
-    let decap = allocations_per_frame(N, |_| p.from_vxlan(R1, &payload, now, &mut actions));
+    let decap = allocations_per_frame(N, |_| p.receive_vxlan(R1, &payload, now, &mut actions));
     let [arp, nd] = suppression_allocations(&mut p, now);
     vec![
         ("fdb_hit", hit),

@@ -7,7 +7,7 @@
 //!   two remotes of the flood list (three actions, one entropy hash);
 //! - `encap/{64,1400}`: `from_port` of a UDP frame to a MAC behind a remote VTEP (one `Encap`,
 //!   entropy hashed over MACs, IPs and ports);
-//! - `decap/{64,1400}`: `from_vxlan` (VXLAN header off, then `from_decapsulated`) of a VXLAN payload (header + frame) to a MAC behind port
+//! - `decap/{64,1400}`: `receive_vxlan` (VXLAN header off, then `from_decapsulated`) of a VXLAN payload (header + frame) to a MAC behind port
 //!   1 (one `Deliver`), the inner source refreshed behind the sending VTEP;
 //! - `learn/new`: `from_port` of a frame whose source MAC the network has not seen (an insert into
 //!   the FDB) to a known destination.
@@ -119,11 +119,11 @@ fn decap(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     for len in LENGTHS {
         let payload = vxlan(VNI, &udp4(LOCAL, remote_mac, len));
-        p.from_vxlan(R1, &payload, now, &mut actions);
+        p.receive_vxlan(R1, &payload, now, &mut actions);
         assert_eq!(actions.as_slice(), [Action::Deliver { port: P1 }]);
         group.bench_function(BenchmarkId::from_parameter(len), |b| {
             b.iter(|| {
-                p.from_vxlan(R1, black_box(&payload), now, &mut actions);
+                p.receive_vxlan(R1, black_box(&payload), now, &mut actions);
                 actions.len()
             })
         });

@@ -85,10 +85,10 @@ proptest! {
         let mut p = pipeline();
         let mut a = Actions::new();
         for bytes in &payloads {
-            p.from_vxlan(r1(), bytes, Instant::now(), &mut a);
+            p.receive_vxlan(r1(), bytes, Instant::now(), &mut a);
             check(&p, &a);
             // The same bytes behind a valid VXLAN header, to reach the inner frame parsing.
-            p.from_vxlan(r1(), &vxlan(vni, None, bytes), Instant::now(), &mut a);
+            p.receive_vxlan(r1(), &vxlan(vni, None, bytes), Instant::now(), &mut a);
             check(&p, &a);
         }
         prop_assert_eq!(p.counters().underlay.rx_packets, 2 * payloads.len() as u64);

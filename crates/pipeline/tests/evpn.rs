@@ -116,7 +116,7 @@ fn tunnel_learning_never_overrides_evpn_a_local_port_does() {
     p.evpn_apply(&[fdb_set(mac(9), r1())]);
     let mut actions = Actions::new();
     let inner = frame(mac(1), mac(9));
-    p.from_vxlan(r2(), &vxlan(VNI.0, None, &inner), t0, &mut actions);
+    p.receive_vxlan(r2(), &vxlan(VNI.0, None, &inner), t0, &mut actions);
     assert_eq!(
         entry(&p, mac(9)),
         Some((FdbDest::Remote(r1()), Origin::Evpn))
@@ -385,7 +385,7 @@ fn local_hosts_list_local_macs_with_their_snooped_ips() {
     send(&mut p, P1, &frame(mac(1), mac(8)), t0);
     let mut actions = Actions::new();
     let from_tunnel = vxlan(VNI.0, None, &frame(mac(1), mac(7)));
-    p.from_vxlan(r1(), &from_tunnel, t0, &mut actions);
+    p.receive_vxlan(r1(), &from_tunnel, t0, &mut actions);
 
     let host = |vni: u32, n: u8, port: u32, ips: &[&str]| LocalHost {
         vni: nvo_pipeline::Vni(vni),
@@ -457,7 +457,7 @@ fn generation_moves_on_every_change_of_the_local_hosts_only() {
     unchanged(&mut p, "remote mac", &|p| {
         let mut actions = Actions::new();
         let from_tunnel = vxlan(VNI.0, None, &frame(mac(1), mac(7)));
-        p.from_vxlan(r1(), &from_tunnel, t0, &mut actions);
+        p.receive_vxlan(r1(), &from_tunnel, t0, &mut actions);
     });
     unchanged(&mut p, "evpn entries", &|p| {
         p.evpn_apply(&[fdb_set(mac(9), r1()), neigh_set("10.0.0.9", mac(9))]);

@@ -11,7 +11,7 @@ mod common;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use common::{frame, ip, mac, plain, vxlan, FromVxlan};
+use common::{frame, ip, mac, plain, vxlan, ReceiveVxlan};
 use nvo_pipeline::{
     Action, Actions, DropReason, FdbDest, FlushScope, Limits, Mac, NetworkSpec, Origin, Pipeline,
     PortId, TableError, Vni,
@@ -365,7 +365,7 @@ fn step(p: &mut Pipeline, m: &mut Model, base: Instant, op: &Op, a: &mut Actions
         } => {
             let (src, dst) = (mac(src + 1), pool_mac(dst));
             let payload = vxlan(NETS[net].0, Some(dont_learn), &frame(dst, src));
-            p.from_vxlan(remote(r), &payload, base + m.now, a);
+            p.receive_vxlan(remote(r), &payload, base + m.now, a);
             assert_eq!(
                 plain(a),
                 m.underlay_frame(vni_of(net), remote(r), src, dst, dont_learn),

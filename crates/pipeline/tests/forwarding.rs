@@ -32,7 +32,7 @@ fn flood_then_learn_then_unicast() {
     p.from_port(P1, &frame(mb, ma), t, &mut a);
     assert_eq!(plain(&a), [deliver(P2)]);
     // C, behind r1, talks to A: C is learned behind r1, the frame goes to port 1.
-    p.from_vxlan(r1(), &vxlan(100, None, &frame(ma, mc)), t, &mut a);
+    p.receive_vxlan(r1(), &vxlan(100, None, &frame(ma, mc)), t, &mut a);
     assert_eq!(plain(&a), [deliver(P1)]);
     // A → C: one VXLAN copy to r1.
     p.from_port(P1, &frame(mc, ma), t, &mut a);
@@ -52,14 +52,14 @@ fn underlay_frames_never_go_back_to_the_underlay() {
     let t = Instant::now();
     let mut a = Actions::new();
     // Broadcast and unknown unicast from r1: local ports only.
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc))),
         t,
         &mut a,
     );
     assert_eq!(plain(&a), [deliver(P1), deliver(P2), deliver(P3)]);
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(mac(0x99), mac(0xc))),
         t,
@@ -67,13 +67,13 @@ fn underlay_frames_never_go_back_to_the_underlay() {
     );
     assert_eq!(plain(&a), [deliver(P1), deliver(P2), deliver(P3)]);
     // D is behind r2; r1 sending to D is not relayed.
-    p.from_vxlan(
+    p.receive_vxlan(
         r2(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xd))),
         t,
         &mut a,
     );
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(mac(0xd), mac(0xc))),
         t,
@@ -191,7 +191,7 @@ fn a_mac_that_shows_up_elsewhere_moves() {
     p.from_port(P2, &frame(Mac::BROADCAST, mac(0xa)), t, &mut a);
     p.from_port(P3, &frame(mac(0xa), mac(0xb)), t, &mut a);
     assert_eq!(plain(&a), [deliver(P2)]);
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xa))),
         t,
@@ -211,7 +211,7 @@ fn static_entries_win_over_learning() {
     p.fdb_add_static(VNI, mac(0xa), FdbDest::Remote(r1()))
         .unwrap();
     p.from_port(P1, &frame(Mac::BROADCAST, mac(0xa)), t, &mut a);
-    p.from_vxlan(
+    p.receive_vxlan(
         r2(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xa))),
         t,
@@ -236,7 +236,7 @@ fn gbp_dont_learn_bit_is_respected() {
     let mut p = setup();
     let t = Instant::now();
     let mut a = Actions::new();
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, Some(true), &frame(Mac::BROADCAST, mac(0xc))),
         t,
@@ -244,7 +244,7 @@ fn gbp_dont_learn_bit_is_respected() {
     );
     assert_eq!(plain(&a), [deliver(P1), deliver(P2), deliver(P3)]);
     assert!(p.fdb_entries(VNI, t).unwrap().is_empty());
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, Some(false), &frame(Mac::BROADCAST, mac(0xc))),
         t,
@@ -269,7 +269,7 @@ fn a_network_without_learning_learns_nothing() {
     let t = Instant::now();
     let mut a = Actions::new();
     p.from_port(P1, &frame(Mac::BROADCAST, mac(0xa)), t, &mut a);
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc))),
         t,
@@ -311,7 +311,7 @@ fn flood_with_nowhere_to_go_is_no_destination() {
     p.from_port(P1, &frame(Mac::BROADCAST, mac(0xa)), t, &mut a);
     assert_eq!(a.as_slice(), [Action::Drop(DropReason::NoDestination)]);
     p.remove_port(P1).unwrap();
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc))),
         t,
@@ -342,7 +342,7 @@ fn every_malformed_input_has_its_drop_reason() {
     for bad_src in [Mac::BROADCAST, Mac([0x01, 0, 0x5e, 0, 0, 1]), Mac::ZERO] {
         p.from_port(P1, &frame(mac(0xb), bad_src), t, &mut a);
         check(&mut p, &mut a, DropReason::InvalidSourceMac);
-        p.from_vxlan(
+        p.receive_vxlan(
             r1(),
             &vxlan(100, None, &frame(mac(0xb), bad_src)),
             t,
@@ -350,17 +350,17 @@ fn every_malformed_input_has_its_drop_reason() {
         );
         check(&mut p, &mut a, DropReason::InvalidSourceMac);
     }
-    p.from_vxlan(r1(), &vxlan(100, None, &ok)[..7], t, &mut a);
+    p.receive_vxlan(r1(), &vxlan(100, None, &ok)[..7], t, &mut a);
     check(&mut p, &mut a, DropReason::MalformedVxlan);
     let mut no_i = vxlan(100, None, &ok);
     no_i[0] = 0;
-    p.from_vxlan(r1(), &no_i, t, &mut a);
+    p.receive_vxlan(r1(), &no_i, t, &mut a);
     check(&mut p, &mut a, DropReason::VxlanFlags);
     for vni in [0, 101, 0xff_ffff] {
-        p.from_vxlan(r1(), &vxlan(vni, None, &ok), t, &mut a);
+        p.receive_vxlan(r1(), &vxlan(vni, None, &ok), t, &mut a);
         check(&mut p, &mut a, DropReason::UnknownVni);
     }
-    p.from_vxlan(r1(), &vxlan(100, None, &ok[..13]), t, &mut a);
+    p.receive_vxlan(r1(), &vxlan(100, None, &ok[..13]), t, &mut a);
     check(&mut p, &mut a, DropReason::MalformedFrame);
     // Nothing was learned from any of them, and the good frame still works.
     assert!(p.fdb_entries(VNI, t).unwrap().is_empty());
@@ -378,7 +378,7 @@ fn removing_a_port_removes_its_fdb_entries_removing_a_flood_remote_does_not() {
     p.from_port(P1, &frame(Mac::BROADCAST, mac(0xa)), t, &mut a);
     p.fdb_add_static(VNI, mac(0xb), FdbDest::Port(P1)).unwrap();
     p.from_port(P2, &frame(Mac::BROADCAST, mac(0xc)), t, &mut a);
-    p.from_vxlan(
+    p.receive_vxlan(
         r1(),
         &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xd))),
         t,
@@ -525,7 +525,7 @@ fn a_warm_actions_buffer_does_not_grow() {
             mac(n.max(0xb)),
         );
         p.from_port([P2, P3][i as usize % 2], &f, t, &mut a);
-        p.from_vxlan(
+        p.receive_vxlan(
             r1(),
             &vxlan(100, None, &frame(mac(0xa), mac(0xc))),
             t,

@@ -14,7 +14,7 @@ use nvo_wire::vxlan::{VxlanPacket, VxlanRepr, HEADER_LEN};
 
 #[path = "../../tests/common/vxlan_rx.rs"]
 mod vxlan_rx;
-pub use vxlan_rx::FromVxlan;
+pub use vxlan_rx::ReceiveVxlan;
 
 pub const VNI: Vni = Vni(100);
 /// The ingress port of the forwarding benchmarks.

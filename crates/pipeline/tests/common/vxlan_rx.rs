@@ -9,17 +9,29 @@ use std::time::Instant;
 use nvo_pipeline::{Actions, Decapsulated, DropReason, Pipeline, ProfileTag, Vni};
 use nvo_wire::vxlan::VxlanPacket;
 
-/// `from_vxlan`: the VXLAN receive path over [`Pipeline`]'s public entry points.
-pub trait FromVxlan {
+/// `receive_vxlan`: the VXLAN receive path over [`Pipeline`]'s public entry points.
+pub trait ReceiveVxlan {
     /// Decides what happens to a VXLAN packet's UDP payload received from `src` at `now`:
     /// `malformed_vxlan` when shorter than the header, `vxlan_flags` when the I flag is clear
     /// (RFC 7348 §5), else the inner frame, which `Deliver` actions then refer to
     /// (`&udp_payload[nvo_wire::vxlan::HEADER_LEN..]`). GBP's D bit means "do not learn".
-    fn from_vxlan(&mut self, src: IpAddr, udp_payload: &[u8], now: Instant, actions: &mut Actions);
+    fn receive_vxlan(
+        &mut self,
+        src: IpAddr,
+        udp_payload: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    );
 }
 
-impl FromVxlan for Pipeline {
-    fn from_vxlan(&mut self, src: IpAddr, udp_payload: &[u8], now: Instant, actions: &mut Actions) {
+impl ReceiveVxlan for Pipeline {
+    fn receive_vxlan(
+        &mut self,
+        src: IpAddr,
+        udp_payload: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) {
         let Ok(vxlan) = VxlanPacket::new_checked(udp_payload) else {
             return self.drop_underlay(udp_payload.len(), DropReason::MalformedVxlan, actions);
         };
