@@ -18,8 +18,8 @@ use nvo_pipeline::{BumMode, NetworkSpec, PortId, ProfileTag, Vni};
 use super::forward::{Core, Forwarder};
 use super::ports::{self, Port};
 use super::underlays;
+use crate::command::PortKind;
 use crate::command::{Command, DatapathError, Reply};
-use crate::state::PortKindState;
 
 /// Runs one command (everything but `Stop`, which the loop handles).
 pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply, DatapathError> {
@@ -285,12 +285,12 @@ fn add_port(
     id: PortId,
     vni: Vni,
     name: String,
-    kind: PortKindState,
+    kind: PortKind,
     offloads: nvo_api::PortOffloads,
     must_open: bool,
 ) -> Result<(), DatapathError> {
     // A veth of a network the kernel datapath runs: its frames are the kernel's.
-    let kernel = kind == PortKindState::Veth
+    let kernel = kind == PortKind::Veth
         && fwd.kernel.as_ref().is_some_and(|k| {
             fwd.pipeline
                 .network(vni)
@@ -319,10 +319,10 @@ fn add_port(
 }
 
 /// A missing veth gets its own answer, saying how to create it.
-fn open_error(name: String, kind: PortKindState, source: io::Error) -> DatapathError {
+fn open_error(name: String, kind: PortKind, source: io::Error) -> DatapathError {
     // nvo-io's error names the interface but not always the errno; sysfs says whether the
     // interface exists (`ip netns exec` mounts the namespace's own sysfs).
-    if kind == PortKindState::Veth && !Path::new("/sys/class/net").join(&name).exists() {
+    if kind == PortKind::Veth && !Path::new("/sys/class/net").join(&name).exists() {
         DatapathError::NoInterface(name)
     } else {
         DatapathError::Open { name, source }

@@ -26,7 +26,7 @@ use nvo_encap::profile::ProfileId;
 use nvo_pipeline::{PortId, TxTarget, Vni};
 
 use super::forward::{Core, Forwarder};
-use crate::config::{Config, DatapathChoice, XdpChoice};
+use crate::settings::{DatapathChoice, Settings, XdpChoice};
 
 /// Which datapath runs, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct Refused(pub String);
 
 /// Loads and attaches the kernel path as the configuration asks: the mirror (if it runs) and
 /// the choice made. `Err` only for `datapath = "ebpf"` when the kernel refuses.
-pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), Refused> {
+pub fn start(config: &Settings, core: &Core) -> Result<(Option<Mirror>, Choice), Refused> {
     let reason = match config.datapath {
         DatapathChoice::Userspace => {
             return Ok((
@@ -86,7 +86,7 @@ pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), R
     }
 }
 
-fn load(config: &Config, core: &Core) -> Result<(Mirror, String), String> {
+fn load(config: &Settings, core: &Core) -> Result<(Mirror, String), String> {
     // An IPv6 locator: the programs load (and must pass the verifier), but every network
     // runs on the userspace path; no underlay program.
     let underlay = match config.locator {

@@ -10,15 +10,16 @@
 //! ```
 //!
 //! The speaker is one tokio task owning the [`rib::Rib`]; it changes the data path only through
-//! datapath commands, like the rest of the control layer, and never takes the control lock, so
-//! the API can wait on it.
+//! the [`DataPlane`] nvod hands it (nvod's datapath commands, like the rest of the control
+//! layer), and never takes the control lock, so the API can wait on it.
 
 mod advert;
+mod dataplane;
 mod persist;
-pub mod rib;
+mod rib;
 #[cfg(test)]
 mod rib_tests;
-pub mod settings;
+mod settings;
 mod speaker;
 
 use std::collections::BTreeSet;
@@ -28,7 +29,7 @@ use std::path::Path;
 use nvo_api as api;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::command::Datapath;
+pub use dataplane::{DataPlane, DataPlaneError};
 
 /// What the control layer asks of the speaker.
 #[derive(Debug)]
@@ -81,7 +82,7 @@ pub type Networks = std::collections::BTreeMap<u32, BTreeSet<IpAddr>>;
 /// Starts the speaker with the configuration it had (`initial`); `networks` carries the VXLAN
 /// networks that exist.
 pub fn spawn(
-    datapath: Datapath,
+    datapath: impl DataPlane,
     state_dir: &Path,
     locator: IpAddr,
     networks: watch::Receiver<Networks>,
