@@ -13,6 +13,7 @@ use std::net::IpAddr;
 
 use nvo_encap::engine::Target;
 use nvo_encap::profile::ProfileId;
+use nvo_pipeline::overlay::{App, Locator, NodeId};
 use nvo_pipeline::{BumMode, NetworkSpec, PortId, ProfileTag, Vni};
 
 use super::forward::{Core, Forwarder};
@@ -21,32 +22,19 @@ use super::underlays;
 use crate::command::PortKind;
 use crate::command::{Command, DatapathError, Reply};
 
-/// Runs one command (everything but `Stop`, which the loop handles).
+/// Runs one command (everything but `Stop`, which the loop handles). The match only
+/// dispatches: each command is one call, to the tables or to a function below.
 pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply, DatapathError> {
     let core = &mut fwd.core;
     let pipeline = &mut core.pipeline;
-    Ok(match command {
+    match command {
         Command::AddNetwork {
             spec,
             flood,
             encap,
             params,
-        } => {
-            add_network(core, spec, flood, &encap, &params)?;
-            Reply::Done
-        }
-        Command::RemoveNetwork(vni) => {
-            let view = pipeline.network(vni)?;
-            pipeline.remove_network(vni)?;
-            core.engine
-                .unbind_local(ProfileId(view.profile.0), view.vni.0);
-            if let BumMode::Multicast(group) = view.bum {
-                if let Some(vxlan) = core.underlays.vxlan() {
-                    core.groups.remove(vxlan, group);
-                }
-            }
-            Reply::Done
-        }
+        } => done(add_network(core, spec, flood, &encap, &params)),
+        Command::RemoveNetwork(vni) => done(remove_network(core, vni)),
         Command::AddPort {
             id,
             vni,
@@ -54,151 +42,186 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             kind,
             offloads,
             must_open,
-        } => {
-            add_port(core, id, vni, name, kind, offloads, must_open)?;
-            Reply::Done
-        }
-        Command::RemovePort(id) => {
-            pipeline.remove_port(id)?;
-            core.ports.remove(id);
-            Reply::Done
-        }
-        Command::FdbAddStatic(vni, mac, dest) => {
-            pipeline.fdb_add_static(vni, mac, dest)?;
-            Reply::Done
-        }
+        } => done(add_port(core, id, vni, name, kind, offloads, must_open)),
+        Command::RemovePort(id) => done(remove_port(core, id)),
+        Command::FdbAddStatic(vni, mac, dest) => done(pipeline.fdb_add_static(vni, mac, dest)),
         Command::FdbAddStaticHost(vni, mac, port, ips) => {
-            pipeline.fdb_add_static_host(vni, mac, port, &ips)?;
-            Reply::Done
+            done(pipeline.fdb_add_static_host(vni, mac, port, &ips))
         }
-        Command::FdbRemove(vni, mac) => {
-            pipeline.fdb_remove(vni, mac)?;
-            Reply::Done
-        }
-        Command::FdbFlush(vni, scope) => Reply::Flushed(pipeline.fdb_flush(vni, scope)?),
-        Command::FdbEntries(vni) => Reply::Entries(pipeline.fdb_entries(vni, now)?),
-        Command::FloodAdd(vni, remote) => {
-            pipeline.flood_add(vni, remote)?;
-            Reply::Done
-        }
-        Command::FloodRemove(vni, remote) => {
-            pipeline.flood_remove(vni, remote)?;
-            Reply::Done
-        }
-        Command::OverlayOwn(id) => {
-            core.overlay.set_own(id)?;
-            Reply::Done
-        }
-        Command::OverlayNode(node, locators) => {
-            // Opening the overlay socket here lets a relay with no overlay network of its own
-            // receive and relay.
-            ensure_overlay_socket(core)?;
-            core.overlay.set_locators(node, locators)?;
-            Reply::Done
-        }
-        Command::OverlayNodeRemove(node) => {
-            core.overlay.remove_node(node)?;
-            Reply::Done
-        }
-        Command::OverlayRoute(app, dst, hops) => {
-            ensure_overlay_socket(core)?;
-            core.overlay.set_route(app, dst, hops)?;
-            Reply::Done
-        }
-        Command::OverlayRouteRemove(app, dst) => {
-            core.overlay.remove_route(app, dst)?;
-            Reply::Done
-        }
-        Command::OverlayCounters => {
-            let mut counters = core.overlay.counters();
-            if let Some(k) = &core.kernel {
-                // Packets the kernel relayed never reached the tables.
-                counters.relayed += k.node_counters().relayed;
-            }
-            Reply::Overlay(counters)
-        }
+        Command::FdbRemove(vni, mac) => done(pipeline.fdb_remove(vni, mac)),
+        Command::FdbFlush(vni, scope) => Ok(Reply::Flushed(pipeline.fdb_flush(vni, scope)?)),
+        Command::FdbEntries(vni) => Ok(Reply::Entries(pipeline.fdb_entries(vni, now)?)),
+        Command::FloodAdd(vni, remote) => done(pipeline.flood_add(vni, remote)),
+        Command::FloodRemove(vni, remote) => done(pipeline.flood_remove(vni, remote)),
+        Command::OverlayOwn(id) => done(core.overlay.set_own(id)),
+        Command::OverlayNode(node, locators) => done(overlay_node(core, node, locators)),
+        Command::OverlayNodeRemove(node) => done(core.overlay.remove_node(node)),
+        Command::OverlayRoute(app, dst, hops) => done(overlay_route(core, app, dst, hops)),
+        Command::OverlayRouteRemove(app, dst) => done(core.overlay.remove_route(app, dst)),
+        Command::OverlayCounters => Ok(overlay_counters(core)),
         Command::OverlayProbeStart {
             id,
             dst,
             via,
             count,
-        } => {
-            ensure_overlay_socket(core)?;
-            if !core.probe_start(id, dst, via, count, now) {
-                return Err(DatapathError::ProbesBusy(super::probes::MAX_RUNS));
-            }
-            Reply::Done
-        }
-        Command::OverlayProbeResult(id) => Reply::Probe(core.probes.take(id)),
+        } => done(probe_start(core, id, dst, via, count, now)),
+        Command::OverlayProbeResult(id) => Ok(Reply::Probe(core.probes.take(id))),
         Command::RouteAdd(vni, prefix, len, remote) => {
-            pipeline.route_add(vni, prefix, len, remote)?;
-            Reply::Done
+            done(pipeline.route_add(vni, prefix, len, remote))
         }
-        Command::RouteRemove(vni, prefix, len) => {
-            pipeline.route_remove(vni, prefix, len)?;
-            Reply::Done
-        }
-        Command::Networks => Reply::Networks(pipeline.networks()),
-        Command::PortsUp => {
-            Reply::PortsUp(core.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
-        }
-        Command::Counters => {
-            let mut counters = pipeline.counters();
-            if let Some(k) = &core.kernel {
-                k.add_counters(&mut counters);
-            }
-            Reply::Counters(
-                Box::new(counters),
-                core.underlays.stats(),
-                fwd.reassembler.counters(),
-            )
-        }
-        Command::AddProfile(profile) => {
-            core.engine.add_profile(*profile)?;
-            Reply::Done
-        }
-        Command::RemoveProfile(name) => {
-            core.engine.remove_profile(&name)?;
-            Reply::Done
-        }
+        Command::RouteRemove(vni, prefix, len) => done(pipeline.route_remove(vni, prefix, len)),
+        Command::Networks => Ok(Reply::Networks(pipeline.networks())),
+        Command::PortsUp => Ok(ports_up(core)),
+        Command::Counters => Ok(counters(fwd)),
+        Command::AddProfile(profile) => done(core.engine.add_profile(*profile)),
+        Command::RemoveProfile(name) => done(core.engine.remove_profile(&name)),
         Command::BindKey {
             profile,
             key,
             target,
-        } => {
-            let id = core
-                .engine
-                .id(&profile)
-                .ok_or(DatapathError::UnknownProfile(profile))?;
-            if let Target::Forward { .. } = target {
-                let transport = core.engine.profile(id).map(|p| p.transport);
-                if let Some(transport) = transport {
-                    core.underlays.ensure(transport).map_err(|source| {
-                        DatapathError::Transport {
-                            transport: underlays::describe(transport),
-                            source,
-                        }
-                    })?;
-                }
-            }
-            core.engine.bind_key(id, &key, target)?;
-            Reply::Done
-        }
+        } => done(bind_key(core, profile, &key, target)),
         Command::UnbindKey { profile, key } => {
-            if let Some(id) = core.engine.id(&profile) {
-                core.engine.unbind_key(id, &key);
-            }
-            Reply::Done
+            unbind_key(core, &profile, &key);
+            Ok(Reply::Done)
         }
-        Command::EvpnApply(changes) => Reply::EvpnApplied(pipeline.evpn_apply(&changes)),
-        Command::LocalHosts { since } => Reply::LocalHosts(pipeline.local_hosts_since(since)),
-        Command::SetArpSuppression(vni, on) => {
-            pipeline.set_arp_suppression(vni, on)?;
-            Reply::Done
-        }
+        Command::EvpnApply(changes) => Ok(Reply::EvpnApplied(pipeline.evpn_apply(&changes))),
+        Command::LocalHosts { since } => Ok(Reply::LocalHosts(pipeline.local_hosts_since(since))),
+        Command::SetArpSuppression(vni, on) => done(pipeline.set_arp_suppression(vni, on)),
         // The loop stops before asking; answering keeps the match total.
-        Command::Stop => Reply::Done,
-    })
+        Command::Stop => Ok(Reply::Done),
+    }
+}
+
+/// `Reply::Done` for a command that has nothing to say (what the call returned is not
+/// asked for), or why it was refused.
+fn done<T, E: Into<DatapathError>>(result: Result<T, E>) -> Result<Reply, DatapathError> {
+    result.map(|_| Reply::Done).map_err(Into::into)
+}
+
+/// Removes a network from the tables and the engine, and leaves its multicast group if it
+/// was the group's last network.
+fn remove_network(core: &mut Core, vni: Vni) -> Result<(), DatapathError> {
+    let pipeline = &mut core.pipeline;
+    let view = pipeline.network(vni)?;
+    pipeline.remove_network(vni)?;
+    core.engine
+        .unbind_local(ProfileId(view.profile.0), view.vni.0);
+    if let BumMode::Multicast(group) = view.bum {
+        if let Some(vxlan) = core.underlays.vxlan() {
+            core.groups.remove(vxlan, group);
+        }
+    }
+    Ok(())
+}
+
+/// Detaches a port and closes its interface.
+fn remove_port(core: &mut Core, id: PortId) -> Result<(), DatapathError> {
+    core.pipeline.remove_port(id)?;
+    core.ports.remove(id);
+    Ok(())
+}
+
+/// Sets a node's locators.
+fn overlay_node(
+    core: &mut Core,
+    node: NodeId,
+    locators: Vec<Locator>,
+) -> Result<(), DatapathError> {
+    // Opening the overlay socket here lets a relay with no overlay network of its own
+    // receive and relay.
+    ensure_overlay_socket(core)?;
+    core.overlay.set_locators(node, locators)?;
+    Ok(())
+}
+
+/// Sets the next hops of a destination.
+fn overlay_route(
+    core: &mut Core,
+    app: App,
+    dst: NodeId,
+    hops: Vec<NodeId>,
+) -> Result<(), DatapathError> {
+    ensure_overlay_socket(core)?;
+    core.overlay.set_route(app, dst, hops)?;
+    Ok(())
+}
+
+/// The overlay tables' counters, with what the kernel relayed.
+fn overlay_counters(core: &Core) -> Reply {
+    let mut counters = core.overlay.counters();
+    if let Some(k) = &core.kernel {
+        // Packets the kernel relayed never reached the tables.
+        counters.relayed += k.node_counters().relayed;
+    }
+    Reply::Overlay(counters)
+}
+
+/// Starts a run of probes (refused while too many are in flight).
+fn probe_start(
+    core: &mut Core,
+    id: u32,
+    dst: NodeId,
+    via: Option<NodeId>,
+    count: u32,
+    now: Instant,
+) -> Result<(), DatapathError> {
+    ensure_overlay_socket(core)?;
+    if !core.probe_start(id, dst, via, count, now) {
+        return Err(DatapathError::ProbesBusy(super::probes::MAX_RUNS));
+    }
+    Ok(())
+}
+
+/// (port, interface open) for every port.
+fn ports_up(core: &Core) -> Reply {
+    Reply::PortsUp(core.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
+}
+
+/// The pipeline's counters (with the kernel's), the underlay sockets' and STT reassembly's.
+fn counters(fwd: &Forwarder) -> Reply {
+    let core = &fwd.core;
+    let mut counters = core.pipeline.counters();
+    if let Some(k) = &core.kernel {
+        k.add_counters(&mut counters);
+    }
+    Reply::Counters(
+        Box::new(counters),
+        core.underlays.stats(),
+        fwd.reassembler.counters(),
+    )
+}
+
+/// Binds a raw key of a profile; a forwarding target opens the profile's socket first.
+fn bind_key(
+    core: &mut Core,
+    profile: String,
+    key: &[u8],
+    target: Target,
+) -> Result<(), DatapathError> {
+    let id = core
+        .engine
+        .id(&profile)
+        .ok_or(DatapathError::UnknownProfile(profile))?;
+    if let Target::Forward { .. } = target {
+        let transport = core.engine.profile(id).map(|p| p.transport);
+        if let Some(transport) = transport {
+            core.underlays
+                .ensure(transport)
+                .map_err(|source| DatapathError::Transport {
+                    transport: underlays::describe(transport),
+                    source,
+                })?;
+        }
+    }
+    core.engine.bind_key(id, key, target)?;
+    Ok(())
+}
+
+/// Removes a key binding (nothing to do for an unknown profile).
+fn unbind_key(core: &mut Core, profile: &str, key: &[u8]) {
+    if let Some(id) = core.engine.id(profile) {
+        core.engine.unbind_key(id, key);
+    }
 }
 
 /// Opens the overlay's UDP socket if it is not open yet.
