@@ -30,6 +30,7 @@ use nvo_api as api;
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use dataplane::{DataPlane, DataPlaneError};
+pub use settings::{ConfigError, ValueError, VniError};
 
 /// What the control layer asks of the speaker.
 #[derive(Debug)]
@@ -37,7 +38,7 @@ pub enum Request {
     /// New configuration (None: BGP off). Answers the summary or why the config is refused.
     Configure(
         Option<api::BgpConfig>,
-        oneshot::Sender<Result<api::BgpSummary, String>>,
+        oneshot::Sender<Result<api::BgpSummary, ConfigError>>,
     ),
     /// `GET /v1/bgp`.
     Summary(oneshot::Sender<api::BgpSummary>),
@@ -71,7 +72,7 @@ impl Handle {
 }
 
 /// Checks a configuration without applying it (the API refuses before persisting).
-pub fn check(config: &api::BgpConfig, locator: IpAddr) -> Result<(), String> {
+pub fn check(config: &api::BgpConfig, locator: IpAddr) -> Result<(), ConfigError> {
     settings::Settings::resolve(config, locator).map(|_| ())
 }
 

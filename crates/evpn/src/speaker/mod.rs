@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, watch};
 use super::advert::{self, PeerKind};
 use super::persist::{unix_now, SaveFile, Saved};
 use super::rib::{Advert, Install, PeerId, Rib, Taken};
-use super::settings::Settings;
+use super::settings::{ConfigError, Settings};
 use super::Request;
 use crate::dataplane::{DataPlane, DataPlaneError};
 
@@ -182,7 +182,7 @@ impl<D: DataPlane> Speaker<D> {
     async fn configure(
         &mut self,
         config: Option<api::BgpConfig>,
-    ) -> Result<api::BgpSummary, String> {
+    ) -> Result<api::BgpSummary, ConfigError> {
         let settings = match &config {
             Some(c) => Some(Settings::resolve(c, self.locator)?),
             None => None,

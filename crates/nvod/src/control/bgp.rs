@@ -59,7 +59,7 @@ impl Control {
 
     /// `PUT /v1/bgp`.
     pub async fn bgp_set(&mut self, config: api::BgpConfig) -> Result<api::BgpSummary, Failure> {
-        evpn::check(&config, self.config.locator).map_err(Failure::bad)?;
+        evpn::check(&config, self.config.locator).map_err(refused)?;
         let mut new = self.state.clone();
         new.bgp = Some(config.clone());
         new.bgp_off = false;
@@ -70,7 +70,7 @@ impl Control {
             .ask(|tx| Request::Configure(Some(config), tx))
             .await
             .ok_or_else(gone)?;
-        answer.map_err(Failure::bad)
+        answer.map_err(refused)
     }
 
     /// `DELETE /v1/bgp`: the speaker stops, what it installed goes, and it stays off across
@@ -86,7 +86,7 @@ impl Control {
             .await
             .ok_or_else(gone)?
             .map(|_| ())
-            .map_err(Failure::bad)
+            .map_err(refused)
     }
 
     /// `GET /v1/evpn/routes`.
@@ -116,6 +116,11 @@ impl Control {
             speaker.ask(Request::Shutdown).await;
         }
     }
+}
+
+/// A BGP configuration the speaker refuses: 400 with its reason.
+fn refused(e: evpn::ConfigError) -> Failure {
+    Failure::bad(e.to_string())
 }
 
 fn gone() -> Failure {
