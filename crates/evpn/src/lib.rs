@@ -4,9 +4,9 @@
 //! ```text
 //!  API (Control) ──Request──► speaker task ◄──(peer, SessionEvent)── nvo_bgp session tasks
 //!                              │    ▲                                  ▲ accepted streams
-//!                              │    └─ LocalHosts (poll)               │
+//!                              │    └─ DataPlane::local_hosts (poll)   │
 //!                              ▼                                   listener task (port 179)
-//!                         EvpnApply (batched) ──► datapath thread
+//!                   DataPlane::apply (batched) ──► nvod ──► datapath thread
 //! ```
 //!
 //! The speaker is one tokio task owning the [`rib::Rib`]; it changes the data path only through
