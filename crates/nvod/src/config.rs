@@ -77,8 +77,9 @@ Configuration file (TOML, every key optional):
                                    the other keys of PUT /v1/bgp; once set through the API,
                                    the API's configuration (kept in state.json) wins
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
-                                   env_logger filter such as \"info,nvod=debug\"; RUST_LOG
-                                   overrides it";
+                                   env_logger filter such as \"info,nvo_evpn=debug\"
+                                   (nvod's parts log as nvod, nvo_datapath, nvo_evpn, ...);
+                                   RUST_LOG overrides it";
 
 /// Defaults of the keys that have a fixed one.
 pub const DEFAULT_VXLAN_PORT: u16 = 4789;
