@@ -14,7 +14,7 @@ use nvo_encap::spec::ProfileSpec;
 use nvo_encap::stt::ReassemblyLimits;
 use serde::Deserialize;
 
-use crate::datapath::underlays::Outer;
+use nvo_datapath::{DatapathChoice, Outer, XdpChoice};
 
 /// The text `nvod --help` shows after the options: every configuration key.
 pub const KEYS_HELP: &str = "\
@@ -77,8 +77,9 @@ Configuration file (TOML, every key optional):
                                    the other keys of PUT /v1/bgp; once set through the API,
                                    the API's configuration (kept in state.json) wins
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
-                                   env_logger filter such as \"info,nvod=debug\"; RUST_LOG
-                                   overrides it";
+                                   env_logger filter such as \"info,nvo_evpn=debug\"
+                                   (nvod's parts log as nvod, nvo_datapath, nvo_evpn, ...);
+                                   RUST_LOG overrides it";
 
 /// Defaults of the keys that have a fixed one.
 pub const DEFAULT_VXLAN_PORT: u16 = 4789;
@@ -136,34 +137,22 @@ pub struct Config {
     pub xdp: XdpChoice,
 }
 
-/// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum XdpChoice {
-    /// XDP in the driver where the interface is not a veth; the tc program on a veth (native
-    /// XDP on a veth turns its peer's segmentation offload off and needs the peer's NAPI, so
-    /// it would cost the node's own traffic more than the relay gains).
-    #[default]
-    Auto,
-    /// XDP in the driver, or no start.
-    Driver,
-    /// Generic XDP (in the stack, on socket buffers), or no start.
-    Generic,
-    /// No XDP: the tc program relays.
-    Off,
-}
-
-/// The `datapath` key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DatapathChoice {
-    /// The kernel path where it loads, else userspace.
-    #[default]
-    Auto,
-    /// The kernel path, or no start.
-    Ebpf,
-    /// nvod's userspace path only.
-    Userspace,
+impl Config {
+    /// The datapath's part of the configuration.
+    pub fn datapath_settings(&self) -> nvo_datapath::Settings {
+        nvo_datapath::Settings {
+            node_id: self.node_id,
+            locator: self.locator,
+            vxlan_port: self.vxlan_port,
+            underlay_mtu: self.underlay_mtu,
+            entropy_ports: self.entropy_ports,
+            multicast_ttl: self.multicast_ttl,
+            outer: self.outer,
+            stt_reassembly: self.stt_reassembly,
+            datapath: self.datapath,
+            xdp: self.xdp,
+        }
+    }
 }
 
 /// Default bytes of STT frames in reassembly.
@@ -358,7 +347,7 @@ fn resolve(
         return Err(bad("state_dir", "\"\"", "must be a directory path"));
     }
     if let Some(bgp) = &file.bgp {
-        crate::evpn::check(bgp, locator).map_err(|e| bad("bgp", e, "is refused"))?;
+        nvo_evpn::check(bgp, locator).map_err(|e| bad("bgp", e, "is refused"))?;
     }
     let log = file.log.unwrap_or_else(|| DEFAULT_LOG.to_owned());
     if log.trim().is_empty() {

@@ -17,10 +17,10 @@ use nvo_api as api;
 use nvo_encap::engine::{Engine, EngineError};
 use nvo_pipeline::{FdbDest, FlushScope, PortId, Vni};
 
-use crate::command::{Command, Datapath, DatapathError, Reply};
 use crate::config::Config;
 use crate::convert::{self, ValueError};
 use crate::state::{State, StateError, Store};
+use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
 mod bgp;
 mod ops;
@@ -134,11 +134,11 @@ pub struct Control {
     /// The last probe run ID handed out.
     next_probe: u32,
     /// The EVPN speaker, once started.
-    evpn: Option<crate::evpn::Handle>,
+    evpn: Option<nvo_evpn::Handle>,
     /// The VXLAN networks, for the EVPN speaker.
-    evpn_networks: tokio::sync::watch::Sender<crate::evpn::Networks>,
+    evpn_networks: tokio::sync::watch::Sender<nvo_evpn::Networks>,
     /// Which datapath forwards, and why (`GET /v1/node`).
-    path: crate::datapath::kernel::Choice,
+    path: nvo_datapath::Choice,
 }
 
 impl Control {
@@ -163,7 +163,7 @@ impl Control {
             next_probe: 0,
             evpn: None,
             evpn_networks: tokio::sync::watch::channel(Default::default()).0,
-            path: crate::datapath::kernel::Choice {
+            path: nvo_datapath::Choice {
                 datapath: "userspace",
                 reason: String::new(),
                 relay: "userspace".to_owned(),
@@ -172,7 +172,7 @@ impl Control {
     }
 
     /// Records which datapath the datapath thread runs, for `GET /v1/node`.
-    pub fn set_path(&mut self, choice: crate::datapath::kernel::Choice) {
+    pub fn set_path(&mut self, choice: nvo_datapath::Choice) {
         self.path = choice;
     }
 
@@ -225,7 +225,7 @@ impl Control {
                 id,
                 vni: Vni(port.vni),
                 name: name.clone(),
-                kind: port.kind,
+                kind: convert::datapath_port_kind(port.kind),
                 offloads: port.offloads.unwrap_or_default(),
                 must_open: false,
             };

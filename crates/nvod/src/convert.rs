@@ -289,8 +289,8 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
 }
 
 /// The datapath command that adds a stored network.
-pub fn add_network(vni: Vni, net: &NetworkState) -> crate::command::Command {
-    crate::command::Command::AddNetwork {
+pub fn add_network(vni: Vni, net: &NetworkState) -> nvo_datapath::Command {
+    nvo_datapath::Command::AddNetwork {
         spec: pipeline_spec(vni, net),
         flood: net.flood.clone(),
         encap: net.encap.clone(),
@@ -340,6 +340,14 @@ pub fn port_kind(kind: api::PortKind) -> PortKindState {
     match kind {
         api::PortKind::Veth => PortKindState::Veth,
         api::PortKind::Tap => PortKindState::Tap,
+    }
+}
+
+/// Stored port kind → the datapath's.
+pub fn datapath_port_kind(kind: PortKindState) -> nvo_datapath::PortKind {
+    match kind {
+        PortKindState::Veth => nvo_datapath::PortKind::Veth,
+        PortKindState::Tap => nvo_datapath::PortKind::Tap,
     }
 }
 

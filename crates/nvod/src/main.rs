@@ -1,10 +1,13 @@
-//! nvod: the nvo daemon, one per host (docs/design/dataplane.md).
+//! nvod: the nvo daemon, one per host (docs/design/dataplane.md), and the composition root:
+//! it wires the subsystems together — the datapath thread (nvo-datapath), the EVPN speaker
+//! (nvo-evpn) — and keeps the config, the desired state and the API.
 //!
 //! ```text
 //!  main thread: config, checks, then the control thread's tokio runtime
 //!    ├─ API server (axum on the unix socket) ─► Control (desired state, state.json)
 //!    │                                             │ Command + eventfd wake, oneshot reply
-//!    └─ datapath thread ◄─────────────────────────┘  owns Pipeline, underlay, ports
+//!    │  EVPN speaker task (nvo_evpn::spawn) ──────┤ through control::bgp's DataPlane
+//!    └─ datapath thread (nvo_datapath::start) ◄───┘  owns Pipeline, underlay, ports
 //! ```
 //!
 //! Start-up order: read the config; refuse if another nvod answers on the API socket; read the
@@ -12,12 +15,9 @@
 //! listen. SIGTERM or SIGINT stops the API, then the datapath, and removes the socket file.
 
 mod api;
-mod command;
 mod config;
 mod control;
 mod convert;
-mod datapath;
-mod evpn;
 mod state;
 mod values;
 
@@ -76,7 +76,7 @@ fn run(config: Config) -> Result<(), String> {
     api::prepare_socket(&config.api_socket).map_err(|e| e.to_string())?;
     let store = Store::open(&config.state_dir).map_err(|e| e.to_string())?;
     let state = store.load().map_err(|e| e.to_string())?;
-    let datapath = datapath::start(&config).map_err(|e| e.to_string())?;
+    let datapath = nvo_datapath::start(&config.datapath_settings()).map_err(|e| e.to_string())?;
     let offloads = datapath.offloads;
     let choice = datapath.choice.clone();
     log::info!("datapath: {} ({})", choice.datapath, choice.reason);

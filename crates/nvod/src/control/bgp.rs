@@ -2,9 +2,11 @@
 //! checked here, persisted in the state file, then handed to the speaker task.
 
 use nvo_api as api;
+use nvo_datapath::{Command, Datapath, Reply};
+use nvo_evpn::{self as evpn, DataPlane, DataPlaneError, Request};
+use nvo_pipeline::{EvpnApplied, EvpnChange, LocalHosts, Vni};
 
 use super::{Control, Failure, Kind};
-use crate::evpn::{self, Request};
 
 impl Control {
     /// Starts the EVPN speaker (after [`Control::restore`]) with the saved configuration, or
@@ -17,7 +19,7 @@ impl Control {
             self.state.bgp.clone().or_else(|| self.config.bgp.clone())
         };
         let handle = evpn::spawn(
-            self.datapath.clone(),
+            SpeakerPath(self.datapath.clone()),
             &self.config.state_dir,
             self.config.locator,
             self.evpn_networks.subscribe(),
@@ -57,7 +59,7 @@ impl Control {
 
     /// `PUT /v1/bgp`.
     pub async fn bgp_set(&mut self, config: api::BgpConfig) -> Result<api::BgpSummary, Failure> {
-        evpn::check(&config, self.config.locator).map_err(Failure::bad)?;
+        evpn::check(&config, self.config.locator).map_err(refused)?;
         let mut new = self.state.clone();
         new.bgp = Some(config.clone());
         new.bgp_off = false;
@@ -68,7 +70,7 @@ impl Control {
             .ask(|tx| Request::Configure(Some(config), tx))
             .await
             .ok_or_else(gone)?;
-        answer.map_err(Failure::bad)
+        answer.map_err(refused)
     }
 
     /// `DELETE /v1/bgp`: the speaker stops, what it installed goes, and it stays off across
@@ -84,7 +86,7 @@ impl Control {
             .await
             .ok_or_else(gone)?
             .map(|_| ())
-            .map_err(Failure::bad)
+            .map_err(refused)
     }
 
     /// `GET /v1/evpn/routes`.
@@ -116,9 +118,48 @@ impl Control {
     }
 }
 
+/// A BGP configuration the speaker refuses: 400 with its reason.
+fn refused(e: evpn::ConfigError) -> Failure {
+    Failure::bad(e.to_string())
+}
+
 fn gone() -> Failure {
     Failure::new(
         Kind::Unavailable,
         "the EVPN speaker is not running (nvod is starting or stopping); retry",
     )
+}
+
+/// The speaker's data path: datapath commands, like the rest of the control layer's.
+#[derive(Debug)]
+struct SpeakerPath(Datapath);
+
+fn failed(e: nvo_datapath::DatapathError) -> DataPlaneError {
+    DataPlaneError::Failed(Box::new(e))
+}
+
+impl DataPlane for SpeakerPath {
+    async fn local_hosts(&self, since: u64) -> Result<Option<LocalHosts>, DataPlaneError> {
+        match self.0.call(Command::LocalHosts { since }).await {
+            Ok(Reply::LocalHosts(hosts)) => Ok(hosts),
+            Ok(other) => Err(DataPlaneError::Unexpected(format!("{other:?}"))),
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    async fn set_arp_suppression(&self, vni: Vni, on: bool) -> Result<(), DataPlaneError> {
+        self.0
+            .call(Command::SetArpSuppression(vni, on))
+            .await
+            .map(|_| ())
+            .map_err(failed)
+    }
+
+    async fn apply(&self, changes: Vec<EvpnChange>) -> Result<EvpnApplied, DataPlaneError> {
+        match self.0.call(Command::EvpnApply(changes)).await {
+            Ok(Reply::EvpnApplied(done)) => Ok(done),
+            Ok(other) => Err(DataPlaneError::Unexpected(format!("{other:?}"))),
+            Err(e) => Err(failed(e)),
+        }
+    }
 }

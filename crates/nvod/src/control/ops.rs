@@ -9,9 +9,9 @@ use nvo_api as api;
 use nvo_pipeline::{FdbDest, FlushScope, Origin, PortId, Vni};
 
 use super::{flush_scope, remote, unexpected, vni_of, Control, Failure, Kind};
-use crate::command::{Command, Reply};
 use crate::convert;
 use crate::state::{PortState, StaticDest};
+use nvo_datapath::{Command, Reply};
 
 impl Control {
     /// `GET /v1/networks`.
@@ -194,7 +194,7 @@ impl Control {
             id,
             vni,
             name: spec.name.clone(),
-            kind,
+            kind: convert::datapath_port_kind(kind),
             offloads: spec.offloads.unwrap_or_default(),
             must_open: true,
         };

@@ -6,7 +6,7 @@ use nvo_api as api;
 use nvo_pipeline::overlay::{App, Locator, NodeId};
 
 use super::{Control, Failure, Kind};
-use crate::command::{Command, Reply};
+use nvo_datapath::{Command, Reply};
 
 /// How many events a slow listener may lag behind before it misses some.
 pub const EVENT_BACKLOG: usize = 1024;
@@ -219,10 +219,10 @@ impl Control {
         let dst = node(req.dst)?;
         let via = req.via.map(node).transpose()?;
         let count = req.count.unwrap_or(10);
-        if !(1..=crate::datapath::probes::MAX_COUNT).contains(&count) {
+        if !(1..=nvo_datapath::MAX_PROBES).contains(&count) {
             return Err(Failure::bad(format!(
                 "count {count} is out of range; use 1 to {}",
-                crate::datapath::probes::MAX_COUNT
+                nvo_datapath::MAX_PROBES
             )));
         }
         let timeout = req.timeout_ms.unwrap_or(500);

@@ -12,9 +12,9 @@ use nvo_encap::spec::ProfileSpec;
 use nvo_encap::engine::Target;
 
 use super::{Control, Failure, Kind};
-use crate::command::{Command, DatapathError, Reply};
 use crate::convert;
 use crate::state::KeyTarget;
+use nvo_datapath::{Command, DatapathError, Reply};
 
 impl Control {
     /// Adds a profile to the catalog and the datapath (at start, and for `POST`); a refusal

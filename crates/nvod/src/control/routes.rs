@@ -4,8 +4,8 @@
 use nvo_api as api;
 
 use super::{remote, vni_of, Control, Failure, Kind};
-use crate::command::Command;
 use crate::convert;
+use nvo_datapath::Command;
 
 impl Control {
     /// `GET /v1/networks/{vni}/routes`.

@@ -12,7 +12,7 @@ use nvo_io::ethtool::{self, Offload};
 use nvo_io::{FrameMeta, FramePort, PacketPort, TapPort};
 use nvo_pipeline::{PortId, Vni};
 
-use crate::state::PortKindState;
+use crate::command::PortKind;
 
 /// One port.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub struct Port {
     /// Interface name.
     pub name: String,
     /// Kind of interface.
-    pub kind: PortKindState,
+    pub kind: PortKind,
     /// Its network (kept for the log line when it comes up).
     pub vni: Vni,
     /// Whether TSO/GSO frames stay whole, from it and to it.
@@ -58,14 +58,14 @@ fn ifindex(name: &str) -> Option<u32> {
 /// veth the kernel datapath runs (`kernel`) is opened to send only.
 pub fn open(
     name: &str,
-    kind: PortKindState,
+    kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     kernel: bool,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
-        PortKindState::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
-        PortKindState::Veth => Box::new(PacketPort::open(name)?),
-        PortKindState::Tap => Box::new(TapPort::create(name, true)?),
+        PortKind::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
+        PortKind::Veth => Box::new(PacketPort::open(name)?),
+        PortKind::Tap => Box::new(TapPort::create(name, true)?),
     };
     let knobs = [
         (Offload::Tso, offloads.tso),
@@ -161,7 +161,7 @@ impl Ports {
                 vni: p.vni,
                 name: p.name.clone(),
                 ifindex: p.io.as_ref().map(|io| io.ifindex()),
-                veth: p.kind == PortKindState::Veth,
+                veth: p.kind == PortKind::Veth,
             })
             .collect()
     }

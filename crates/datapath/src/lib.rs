@@ -16,18 +16,25 @@
 //! changed. The underlay sockets are the VXLAN socket and one per other tunnel transport a
 //! network uses (see `underlays`). A group socket receives what other VTEPs flood to a group this node joined for one
 //! of its networks (see `groups`).
+//!
+//! What nvod sees: [`start`] with the [`Settings`] its configuration resolves to, which gives a
+//! [`Started`] holding the [`Datapath`] handle; every change and every read is a [`Command`]
+//! sent through it (see `command` for the channel), answered by a [`Reply`] or a
+//! [`DatapathError`].
 
+mod command;
 mod commands;
 mod csum;
 mod forward;
 mod groups;
-pub mod kernel;
+mod kernel;
 mod overlay;
 mod ports;
-pub mod probe;
-pub mod probes;
+mod probe;
+mod probes;
+mod settings;
 mod stt_guard;
-pub mod underlays;
+mod underlays;
 
 use std::io;
 use std::os::fd::AsFd;
@@ -42,10 +49,15 @@ use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
 use nvo_pipeline::overlay::{NodeId, OverlayLimits, OverlayTables};
 use nvo_pipeline::{Limits, Pipeline};
 
-use crate::command::{Command, Datapath, Request};
-use crate::config::Config;
+use command::Request;
 use forward::Forwarder;
 use underlays::Underlays;
+
+pub use command::{Command, Datapath, DatapathError, PortKind, Reply, QUEUE};
+pub use kernel::{Choice, Refused};
+pub use probes::{RunResult, MAX_COUNT as MAX_PROBES};
+pub use settings::{DatapathChoice, Settings, XdpChoice};
+pub use underlays::Outer;
 
 /// How often learned entries are aged and down ports retried.
 const TICK: Duration = Duration::from_secs(1);
@@ -107,7 +119,7 @@ impl Started {
 }
 
 /// Binds the underlay and starts the datapath thread with empty tables.
-pub fn start(config: &Config) -> Result<Started, StartError> {
+pub fn start(config: &Settings) -> Result<Started, StartError> {
     let mut underlay = UdpUnderlay::bind(config.locator, config.vxlan_port, config.entropy_ports)
         .map_err(|source| StartError::Underlay {
         locator: config.locator,
@@ -440,7 +452,7 @@ impl Loop {
                 Err(TryRecvError::Disconnected) => return false,
             };
             if matches!(request.command, Command::Stop) {
-                let _ = request.reply.send(Ok(crate::command::Reply::Done));
+                let _ = request.reply.send(Ok(Reply::Done));
                 return false;
             }
             let reply = commands::run(&mut self.fwd, request.command, now);

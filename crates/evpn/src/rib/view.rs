@@ -8,7 +8,7 @@ use nvo_pipeline::Mac;
 
 use super::nlri::route_of;
 use super::{NlriKey, PeerId, Rib};
-use crate::evpn::settings::{show_rd, show_rt};
+use crate::settings::{show_rd, show_rt};
 
 impl Rib {
     /// The routes as the API lists them; `source` names a peer.

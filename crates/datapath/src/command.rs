@@ -26,8 +26,6 @@ use nvo_pipeline::{
 };
 use tokio::sync::oneshot;
 
-use crate::state::PortKindState;
-
 /// How many commands may wait for the datapath.
 pub const QUEUE: usize = 64;
 
@@ -58,7 +56,7 @@ pub enum Command {
         /// Interface name.
         name: String,
         /// Interface kind.
-        kind: PortKindState,
+        kind: PortKind,
         /// Offload settings.
         offloads: nvo_api::PortOffloads,
         /// Refuse (rather than retry every second) when the interface cannot be opened now:
@@ -150,6 +148,15 @@ pub enum Command {
     Stop,
 }
 
+/// What kind of interface a port is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// An existing interface, opened with AF_PACKET.
+    Veth,
+    /// A TAP device the datapath creates.
+    Tap,
+}
+
 /// What a command answers.
 #[derive(Debug)]
 pub enum Reply {
@@ -166,7 +173,7 @@ pub enum Reply {
     /// The overlay's counters.
     Overlay(OverlayCounters),
     /// A probe run's measurements (None: no such run).
-    Probe(Option<crate::datapath::probes::RunResult>),
+    Probe(Option<crate::probes::RunResult>),
     /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
     Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
     /// What an EVPN batch did.
@@ -267,7 +274,7 @@ pub struct Datapath {
 
 impl Datapath {
     /// A channel pair: the control end and the datapath's receiving end.
-    pub fn channel(wake: Arc<EventFd>) -> (Datapath, mpsc::Receiver<Request>) {
+    pub(crate) fn channel(wake: Arc<EventFd>) -> (Datapath, mpsc::Receiver<Request>) {
         let (sender, receiver) = mpsc::sync_channel(QUEUE);
         (Datapath { sender, wake }, receiver)
     }

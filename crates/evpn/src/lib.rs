@@ -4,21 +4,22 @@
 //! ```text
 //!  API (Control) ──Request──► speaker task ◄──(peer, SessionEvent)── nvo_bgp session tasks
 //!                              │    ▲                                  ▲ accepted streams
-//!                              │    └─ LocalHosts (poll)               │
+//!                              │    └─ DataPlane::local_hosts (poll)   │
 //!                              ▼                                   listener task (port 179)
-//!                         EvpnApply (batched) ──► datapath thread
+//!                   DataPlane::apply (batched) ──► nvod ──► datapath thread
 //! ```
 //!
 //! The speaker is one tokio task owning the [`rib::Rib`]; it changes the data path only through
-//! datapath commands, like the rest of the control layer, and never takes the control lock, so
-//! the API can wait on it.
+//! the [`DataPlane`] nvod hands it (nvod's datapath commands, like the rest of the control
+//! layer), and never takes the control lock, so the API can wait on it.
 
 mod advert;
+mod dataplane;
 mod persist;
-pub mod rib;
+mod rib;
 #[cfg(test)]
 mod rib_tests;
-pub mod settings;
+mod settings;
 mod speaker;
 
 use std::collections::BTreeSet;
@@ -28,7 +29,8 @@ use std::path::Path;
 use nvo_api as api;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::command::Datapath;
+pub use dataplane::{DataPlane, DataPlaneError};
+pub use settings::{ConfigError, ValueError, VniError};
 
 /// What the control layer asks of the speaker.
 #[derive(Debug)]
@@ -36,7 +38,7 @@ pub enum Request {
     /// New configuration (None: BGP off). Answers the summary or why the config is refused.
     Configure(
         Option<api::BgpConfig>,
-        oneshot::Sender<Result<api::BgpSummary, String>>,
+        oneshot::Sender<Result<api::BgpSummary, ConfigError>>,
     ),
     /// `GET /v1/bgp`.
     Summary(oneshot::Sender<api::BgpSummary>),
@@ -70,7 +72,7 @@ impl Handle {
 }
 
 /// Checks a configuration without applying it (the API refuses before persisting).
-pub fn check(config: &api::BgpConfig, locator: IpAddr) -> Result<(), String> {
+pub fn check(config: &api::BgpConfig, locator: IpAddr) -> Result<(), ConfigError> {
     settings::Settings::resolve(config, locator).map(|_| ())
 }
 
@@ -81,7 +83,7 @@ pub type Networks = std::collections::BTreeMap<u32, BTreeSet<IpAddr>>;
 /// Starts the speaker with the configuration it had (`initial`); `networks` carries the VXLAN
 /// networks that exist.
 pub fn spawn(
-    datapath: Datapath,
+    datapath: impl DataPlane,
     state_dir: &Path,
     locator: IpAddr,
     networks: watch::Receiver<Networks>,

@@ -126,8 +126,8 @@ mod tests {
     use nvo_pipeline::Mac;
 
     use super::*;
-    use crate::evpn::rib::mac_route;
-    use crate::evpn::settings::{default_rd, tests::base};
+    use crate::rib::mac_route;
+    use crate::settings::{default_rd, tests::base};
 
     #[test]
     fn announcements_carry_the_evpn_attributes() {

@@ -9,7 +9,7 @@ use nvo_bgp::session::{self, RouteAttrs};
 use nvo_bgp::{EvpnRoute, ExtendedCommunity};
 use nvo_pipeline::{EvpnChange, Vni};
 
-use crate::evpn::rib::{Install, Received};
+use crate::rib::{Install, Received};
 
 /// What the table keeps of a received route; None for routes it does not use (other route
 /// types, another encapsulation, no usable VTEP).

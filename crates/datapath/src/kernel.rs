@@ -21,12 +21,12 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
-use nvo_ebpf::{layout, Kernel, Mirror, NodeSettings, Sizes, XdpAttach};
+use nvo_ebpf::{layout, AttachError, Kernel, Mirror, NodeSettings, Sizes, XdpAttach};
 use nvo_encap::profile::ProfileId;
 use nvo_pipeline::{PortId, TxTarget, Vni};
 
 use super::forward::{Core, Forwarder};
-use crate::config::{Config, DatapathChoice, XdpChoice};
+use crate::settings::{DatapathChoice, Settings, XdpChoice};
 
 /// Which datapath runs, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,11 +43,33 @@ pub struct Choice {
 /// Why `datapath = "ebpf"` cannot start.
 #[derive(Debug, thiserror::Error)]
 #[error("datapath = \"ebpf\": {0} (use datapath = \"auto\" to fall back to the userspace path)")]
-pub struct Refused(pub String);
+pub struct Refused(Unavailable);
+
+/// Why the kernel path cannot run on this node.
+#[derive(Debug, thiserror::Error)]
+enum Unavailable {
+    /// No interface holds the (IPv4) locator.
+    #[error("cannot find the locator's interface: {0}")]
+    Interface(std::io::Error),
+    /// The kernel refused the programs or their maps.
+    #[error(transparent)]
+    Load(#[from] nvo_ebpf::LoadError),
+    /// A program could not be attached.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+    /// The XDP relay could not be attached in the mode the `xdp` key asks for.
+    #[error("xdp = \"{mode}\": {source}")]
+    Xdp {
+        /// "driver" or "generic".
+        mode: &'static str,
+        /// What the kernel said.
+        source: AttachError,
+    },
+}
 
 /// Loads and attaches the kernel path as the configuration asks: the mirror (if it runs) and
 /// the choice made. `Err` only for `datapath = "ebpf"` when the kernel refuses.
-pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), Refused> {
+pub fn start(config: &Settings, core: &Core) -> Result<(Option<Mirror>, Choice), Refused> {
     let reason = match config.datapath {
         DatapathChoice::Userspace => {
             return Ok((
@@ -86,14 +108,11 @@ pub fn start(config: &Config, core: &Core) -> Result<(Option<Mirror>, Choice), R
     }
 }
 
-fn load(config: &Config, core: &Core) -> Result<(Mirror, String), String> {
+fn load(config: &Settings, core: &Core) -> Result<(Mirror, String), Unavailable> {
     // An IPv6 locator: the programs load (and must pass the verifier), but every network
     // runs on the userspace path; no underlay program.
     let underlay = match config.locator {
-        IpAddr::V4(v4) => Some(
-            nvo_io::iface::holding(v4)
-                .map_err(|e| format!("cannot find the locator's interface: {e}"))?,
-        ),
+        IpAddr::V4(v4) => Some(nvo_io::iface::holding(v4).map_err(Unavailable::Interface)?),
         IpAddr::V6(_) => None,
     };
     let sizes = Sizes::from_limits(
@@ -101,7 +120,7 @@ fn load(config: &Config, core: &Core) -> Result<(Mirror, String), String> {
         &core.engine.limits(),
         nvo_ebpf::limits::DEFAULT_FDB,
     );
-    let kernel = Kernel::load(&sizes).map_err(|e| e.to_string())?;
+    let kernel = Kernel::load(&sizes)?;
     let source_ports = core
         .underlays
         .vxlan_ref()
@@ -122,13 +141,13 @@ fn load(config: &Config, core: &Core) -> Result<(Mirror, String), String> {
         multicast_ttl: config.multicast_ttl,
         trace: false,
     };
-    let mut mirror = Mirror::new(kernel, settings).map_err(|e| e.to_string())?;
+    let mut mirror = Mirror::new(kernel, settings)?;
     let relay = attach_relay(config.xdp, &mut mirror)?;
     Ok((mirror, relay))
 }
 
 /// Attaches the XDP relay as `xdp` asks: where the relay runs, or why nvod cannot start.
-fn attach_relay(xdp: XdpChoice, mirror: &mut Mirror) -> Result<String, String> {
+fn attach_relay(xdp: XdpChoice, mirror: &mut Mirror) -> Result<String, Unavailable> {
     let Some(underlay) = mirror.settings().underlay.clone() else {
         // An IPv6 locator: every overlay packet is nvod's.
         return Ok("userspace".to_owned());
@@ -152,7 +171,10 @@ fn attach_relay(xdp: XdpChoice, mirror: &mut Mirror) -> Result<String, String> {
             log::info!("{e}; the tc program relays overlay packets");
             Ok(tc)
         }
-        Err(e) => Err(format!("xdp = \"{}\": {e}", mode.name())),
+        Err(source) => Err(Unavailable::Xdp {
+            mode: mode.name(),
+            source,
+        }),
     }
 }
 
@@ -254,5 +276,39 @@ impl Forwarder {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line nvod stops with, and the reason `GET /v1/node` shows, read as before the
+    /// typed errors.
+    #[test]
+    fn refusals_read_as_before() {
+        let refused = Refused(Unavailable::Load(nvo_ebpf::LoadError::MissingMap("fdb")));
+        assert_eq!(
+            refused.to_string(),
+            "datapath = \"ebpf\": the eBPF object has no map fdb (use datapath = \"auto\" to \
+             fall back to the userspace path)"
+        );
+        let xdp = Unavailable::Xdp {
+            mode: "driver",
+            source: AttachError {
+                program: "nvo_relay",
+                interface: "eth0".to_owned(),
+                reason: "EOPNOTSUPP".to_owned(),
+            },
+        };
+        assert_eq!(
+            xdp.to_string(),
+            "xdp = \"driver\": cannot attach nvo_relay to eth0: EOPNOTSUPP"
+        );
+        let interface = Unavailable::Interface(std::io::Error::other("no such address"));
+        assert_eq!(
+            interface.to_string(),
+            "cannot find the locator's interface: no such address"
+        );
     }
 }

@@ -20,9 +20,9 @@ use tokio::sync::{mpsc, watch};
 use super::advert::{self, PeerKind};
 use super::persist::{unix_now, SaveFile, Saved};
 use super::rib::{Advert, Install, PeerId, Rib, Taken};
-use super::settings::Settings;
+use super::settings::{ConfigError, Settings};
 use super::Request;
-use crate::command::{Command, Datapath, Reply};
+use crate::dataplane::{DataPlane, DataPlaneError};
 
 mod convert;
 
@@ -55,8 +55,8 @@ struct Restart {
     keep_local_until: Instant,
 }
 
-pub struct Speaker {
-    datapath: Datapath,
+pub struct Speaker<D> {
+    datapath: D,
     locator: IpAddr,
     save_file: SaveFile,
     networks: watch::Receiver<super::Networks>,
@@ -81,13 +81,13 @@ pub struct Speaker {
     refused: u64,
 }
 
-impl Speaker {
+impl<D: DataPlane> Speaker<D> {
     pub fn new(
-        datapath: Datapath,
+        datapath: D,
         state_dir: &Path,
         locator: IpAddr,
         networks: watch::Receiver<super::Networks>,
-    ) -> Speaker {
+    ) -> Speaker<D> {
         let (events_tx, events_rx) = mpsc::channel(1024);
         let (accepted_tx, accepted_rx) = mpsc::channel(16);
         Speaker {
@@ -182,7 +182,7 @@ impl Speaker {
     async fn configure(
         &mut self,
         config: Option<api::BgpConfig>,
-    ) -> Result<api::BgpSummary, String> {
+    ) -> Result<api::BgpSummary, ConfigError> {
         let settings = match &config {
             Some(c) => Some(Settings::resolve(c, self.locator)?),
             None => None,
@@ -580,11 +580,11 @@ impl Speaker {
         {
             self.restart = None;
         }
-        let hosts = match self.datapath.call(Command::LocalHosts { since }).await {
-            Ok(Reply::LocalHosts(Some(hosts))) => hosts,
-            Ok(Reply::LocalHosts(None)) => return,
-            Ok(other) => {
-                log::error!("bgp: the datapath answered {other:?} to LocalHosts; a bug in nvod");
+        let hosts = match self.datapath.local_hosts(since).await {
+            Ok(Some(hosts)) => hosts,
+            Ok(None) => return,
+            Err(DataPlaneError::Unexpected(other)) => {
+                log::error!("bgp: the datapath answered {other} to LocalHosts; a bug in nvod");
                 return;
             }
             Err(e) => {
@@ -615,12 +615,8 @@ impl Speaker {
             .collect();
         for (&vni, &on) in &want {
             if self.suppression.get(&vni) != Some(&on) {
-                match self
-                    .datapath
-                    .call(Command::SetArpSuppression(Vni(vni), on))
-                    .await
-                {
-                    Ok(_) => {
+                match self.datapath.set_arp_suppression(Vni(vni), on).await {
+                    Ok(()) => {
                         self.suppression.insert(vni, on);
                     }
                     Err(e) => log::warn!("bgp: cannot set ARP suppression on vni {vni}: {e}"),
@@ -664,8 +660,8 @@ impl Speaker {
     async fn apply(&mut self, install: Vec<Install>) {
         let changes: Vec<EvpnChange> = install.into_iter().map(change).collect();
         for chunk in changes.chunks(BATCH) {
-            match self.datapath.call(Command::EvpnApply(chunk.to_vec())).await {
-                Ok(Reply::EvpnApplied(done)) => {
+            match self.datapath.apply(chunk.to_vec()).await {
+                Ok(done) => {
                     if done.refused > 0 {
                         self.refused += done.refused as u64;
                         log::warn!(
@@ -676,8 +672,8 @@ impl Speaker {
                         );
                     }
                 }
-                Ok(other) => {
-                    log::error!("bgp: the datapath answered {other:?} to EvpnApply; a bug in nvod")
+                Err(DataPlaneError::Unexpected(other)) => {
+                    log::error!("bgp: the datapath answered {other} to EvpnApply; a bug in nvod")
                 }
                 Err(e) => log::error!(
                     "bgp: cannot apply {} change(s) to the data path: {e}",

@@ -74,69 +74,173 @@ pub struct VniSettings {
     pub arp_suppression: bool,
 }
 
+/// Why a BGP configuration is refused (the API answers 400 with this line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// AS 0.
+    #[error("asn 0 is reserved; use 1 to 4294967295")]
+    ReservedAsn,
+    /// Router ID 0.0.0.0.
+    #[error("router_id 0.0.0.0 is not allowed (RFC 6286); use this node's IPv4 address")]
+    UnspecifiedRouterId,
+    /// A hold time of 1 or 2 seconds (RFC 4271 §4.2).
+    #[error("hold_time_s {0} is not allowed: use 0 or 3 to 65535")]
+    HoldTime(u16),
+    /// A connect retry time outside 1..=3600 s.
+    #[error("connect_retry_s {0} is outside 1..=3600")]
+    ConnectRetry(u16),
+    /// A restart time that does not fit the capability.
+    #[error("graceful_restart_s {0} is above 4095 (the capability's 12-bit field)")]
+    GracefulRestart(u16),
+    /// Duplicate detection bounds out of range.
+    #[error("dup_moves {moves} / dup_window_s {window} outside 2..=1000 / 1..=86400")]
+    Duplicates {
+        /// dup_moves.
+        moves: u32,
+        /// dup_window_s.
+        window: u32,
+    },
+    /// Port 0.
+    #[error("port 0 is not a port")]
+    ZeroPort,
+    /// More neighbours than [`MAX_NEIGHBORS`].
+    #[error("{0} neighbors; at most {MAX_NEIGHBORS}")]
+    TooManyNeighbors(usize),
+    /// A next hop that is not unicast.
+    #[error("next_hop {0} is not a unicast address")]
+    NextHop(IpAddr),
+    /// A neighbour address that is not unicast.
+    #[error("neighbor {0} is not a unicast address")]
+    NeighborAddress(IpAddr),
+    /// A neighbour listed twice.
+    #[error("neighbor {0} is listed twice")]
+    NeighborTwice(IpAddr),
+    /// A neighbour with AS 0.
+    #[error("neighbor {0}: asn 0 is reserved")]
+    NeighborAsn(IpAddr),
+    /// A neighbour with port 0.
+    #[error("neighbor {0}: port 0 is not a port")]
+    NeighborPort(IpAddr),
+    /// A VNI outside 24 bits (or 0).
+    #[error("vnis: vni {0} is outside 1..=16777215")]
+    VniRange(u32),
+    /// A network's settings are refused.
+    #[error("vnis: vni {vni}: {source}")]
+    Vni {
+        /// The network.
+        vni: u32,
+        /// Why.
+        source: VniError,
+    },
+    /// A network listed twice.
+    #[error("vnis: vni {0} is listed twice")]
+    VniTwice(u32),
+}
+
+/// Why one network's EVPN settings are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VniError {
+    /// A route distinguisher or target that does not parse.
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    /// An empty or too long list of route targets.
+    #[error("{what} needs 1 to {MAX_RTS} route targets, got {count}")]
+    RouteTargets {
+        /// "import_rt" or "export_rt".
+        what: &'static str,
+        /// How many were given.
+        count: usize,
+    },
+}
+
+/// Why the text of a route distinguisher or target does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// No colon.
+    #[error("{what} {text:?} is not ADMIN:NUMBER (e.g. 65000:100)")]
+    Form {
+        /// "route distinguisher" or "route target".
+        what: &'static str,
+        /// The text.
+        text: String,
+    },
+    /// The number after the colon is out of range for the administrator's form.
+    #[error("{what} {text:?}: {number:?} is not {range}")]
+    Number {
+        /// "route distinguisher" or "route target".
+        what: &'static str,
+        /// The text.
+        text: String,
+        /// The number as written.
+        number: String,
+        /// What it must be.
+        range: &'static str,
+    },
+    /// The part before the colon is neither an AS nor an IPv4 address.
+    #[error("{what} {text:?}: {admin:?} is neither an AS nor an IPv4 address")]
+    Admin {
+        /// "route distinguisher" or "route target".
+        what: &'static str,
+        /// The text.
+        text: String,
+        /// The administrator as written.
+        admin: String,
+    },
+}
+
 impl Settings {
     /// Checks `config`; `locator` is the default next hop.
-    pub fn resolve(config: &api::BgpConfig, locator: IpAddr) -> Result<Settings, String> {
+    pub fn resolve(config: &api::BgpConfig, locator: IpAddr) -> Result<Settings, ConfigError> {
         if config.asn == 0 {
-            return Err("asn 0 is reserved; use 1 to 4294967295".into());
+            return Err(ConfigError::ReservedAsn);
         }
         if config.router_id.is_unspecified() {
-            return Err(
-                "router_id 0.0.0.0 is not allowed (RFC 6286); use this node's IPv4 address".into(),
-            );
+            return Err(ConfigError::UnspecifiedRouterId);
         }
         let hold_time = config.hold_time_s.unwrap_or(90);
         if matches!(hold_time, 1 | 2) {
-            return Err(format!(
-                "hold_time_s {hold_time} is not allowed: use 0 or 3 to 65535"
-            ));
+            return Err(ConfigError::HoldTime(hold_time));
         }
         let connect_retry = config.connect_retry_s.unwrap_or(5);
         if !(1..=3600).contains(&connect_retry) {
-            return Err(format!(
-                "connect_retry_s {connect_retry} is outside 1..=3600"
-            ));
+            return Err(ConfigError::ConnectRetry(connect_retry));
         }
         let gr = config.graceful_restart_s.unwrap_or(120);
         if gr > 4095 {
-            return Err(format!(
-                "graceful_restart_s {gr} is above 4095 (the capability's 12-bit field)"
-            ));
+            return Err(ConfigError::GracefulRestart(gr));
         }
         let dup_moves = config.dup_moves.unwrap_or(5);
         let dup_window = config.dup_window_s.unwrap_or(180);
         if !(2..=1000).contains(&dup_moves) || !(1..=86400).contains(&dup_window) {
-            return Err(format!(
-                "dup_moves {dup_moves} / dup_window_s {dup_window} outside 2..=1000 / 1..=86400"
-            ));
+            return Err(ConfigError::Duplicates {
+                moves: dup_moves,
+                window: dup_window,
+            });
         }
         let port = config.port.unwrap_or(179);
         if port == 0 {
-            return Err("port 0 is not a port".into());
+            return Err(ConfigError::ZeroPort);
         }
         if config.neighbors.len() > MAX_NEIGHBORS {
-            return Err(format!(
-                "{} neighbors; at most {MAX_NEIGHBORS}",
-                config.neighbors.len()
-            ));
+            return Err(ConfigError::TooManyNeighbors(config.neighbors.len()));
         }
         let next_hop = config.next_hop.unwrap_or(locator);
         if next_hop.is_unspecified() || next_hop.is_multicast() {
-            return Err(format!("next_hop {next_hop} is not a unicast address"));
+            return Err(ConfigError::NextHop(next_hop));
         }
         let mut neighbors: Vec<Neighbor> = Vec::new();
         for n in &config.neighbors {
             if n.address.is_unspecified() || n.address.is_multicast() {
-                return Err(format!("neighbor {} is not a unicast address", n.address));
+                return Err(ConfigError::NeighborAddress(n.address));
             }
             if neighbors.iter().any(|seen| seen.address == n.address) {
-                return Err(format!("neighbor {} is listed twice", n.address));
+                return Err(ConfigError::NeighborTwice(n.address));
             }
             if n.asn == Some(0) {
-                return Err(format!("neighbor {}: asn 0 is reserved", n.address));
+                return Err(ConfigError::NeighborAsn(n.address));
             }
             if n.port == Some(0) {
-                return Err(format!("neighbor {}: port 0 is not a port", n.address));
+                return Err(ConfigError::NeighborPort(n.address));
             }
             neighbors.push(Neighbor {
                 address: n.address,
@@ -149,12 +253,12 @@ impl Settings {
         let mut vnis = BTreeMap::new();
         for v in &config.vnis {
             if !(1..=0x00ff_ffff).contains(&v.vni) {
-                return Err(format!("vnis: vni {} is outside 1..=16777215", v.vni));
+                return Err(ConfigError::VniRange(v.vni));
             }
             let resolved = resolve_vni(v, config.asn, config.router_id)
-                .map_err(|e| format!("vnis: vni {}: {e}", v.vni))?;
+                .map_err(|source| ConfigError::Vni { vni: v.vni, source })?;
             if vnis.insert(v.vni, resolved).is_some() {
-                return Err(format!("vnis: vni {} is listed twice", v.vni));
+                return Err(ConfigError::VniTwice(v.vni));
             }
         }
         let mut shown = config.clone();
@@ -196,23 +300,28 @@ impl Settings {
     }
 }
 
-fn resolve_vni(v: &api::EvpnVniSpec, asn: u32, router_id: Ipv4Addr) -> Result<VniSettings, String> {
+fn resolve_vni(
+    v: &api::EvpnVniSpec,
+    asn: u32,
+    router_id: Ipv4Addr,
+) -> Result<VniSettings, VniError> {
     let rd = match &v.rd {
         Some(text) => parse_rd(text)?,
         None => default_rd(router_id, v.vni),
     };
-    let rts = |list: &Option<Vec<String>>, what: &str| -> Result<Vec<RouteTarget>, String> {
-        let Some(list) = list else {
-            return Ok(vec![default_rt(asn, v.vni)]);
+    let rts =
+        |list: &Option<Vec<String>>, what: &'static str| -> Result<Vec<RouteTarget>, VniError> {
+            let Some(list) = list else {
+                return Ok(vec![default_rt(asn, v.vni)]);
+            };
+            if list.is_empty() || list.len() > MAX_RTS {
+                return Err(VniError::RouteTargets {
+                    what,
+                    count: list.len(),
+                });
+            }
+            Ok(list.iter().map(|t| parse_rt(t)).collect::<Result<_, _>>()?)
         };
-        if list.is_empty() || list.len() > MAX_RTS {
-            return Err(format!(
-                "{what} needs 1 to {MAX_RTS} route targets, got {}",
-                list.len()
-            ));
-        }
-        list.iter().map(|t| parse_rt(t)).collect()
-    };
     Ok(VniSettings {
         advertise: v.advertise.unwrap_or(true),
         rd,
@@ -250,18 +359,26 @@ enum Admin {
 }
 
 /// "ASN:N" or "A.B.C.D:N"; `what` names the value in errors.
-fn parse_admin(text: &str, what: &str) -> Result<Admin, String> {
-    let (admin, number) = text
-        .rsplit_once(':')
-        .ok_or_else(|| format!("{what} {text:?} is not ADMIN:NUMBER (e.g. 65000:100)"))?;
-    let range = |r: &str| format!("{what} {text:?}: {number:?} is not {r}");
+fn parse_admin(text: &str, what: &'static str) -> Result<Admin, ValueError> {
+    let (admin, number) = text.rsplit_once(':').ok_or_else(|| ValueError::Form {
+        what,
+        text: text.to_owned(),
+    })?;
+    let range = |range: &'static str| ValueError::Number {
+        what,
+        text: text.to_owned(),
+        number: number.to_owned(),
+        range,
+    };
     if let Ok(addr) = admin.parse::<Ipv4Addr>() {
         let value = number.parse().map_err(|_| range("0..=65535"))?;
         return Ok(Admin::Ipv4(addr, value));
     }
-    let asn: u32 = admin
-        .parse()
-        .map_err(|_| format!("{what} {text:?}: {admin:?} is neither an AS nor an IPv4 address"))?;
+    let asn: u32 = admin.parse().map_err(|_| ValueError::Admin {
+        what,
+        text: text.to_owned(),
+        admin: admin.to_owned(),
+    })?;
     match u16::try_from(asn) {
         Ok(asn) => Ok(Admin::As2(
             asn,
@@ -277,7 +394,7 @@ fn parse_admin(text: &str, what: &str) -> Result<Admin, String> {
 }
 
 /// "ASN:N" or "A.B.C.D:N".
-pub fn parse_rd(text: &str) -> Result<RouteDistinguisher, String> {
+pub fn parse_rd(text: &str) -> Result<RouteDistinguisher, ValueError> {
     Ok(match parse_admin(text, "route distinguisher")? {
         Admin::Ipv4(addr, value) => RouteDistinguisher::Ipv4 { addr, value },
         Admin::As2(asn, value) => RouteDistinguisher::As2 { asn, value },
@@ -286,7 +403,7 @@ pub fn parse_rd(text: &str) -> Result<RouteDistinguisher, String> {
 }
 
 /// "ASN:N" or "A.B.C.D:N".
-pub fn parse_rt(text: &str) -> Result<RouteTarget, String> {
+pub fn parse_rt(text: &str) -> Result<RouteTarget, ValueError> {
     Ok(match parse_admin(text, "route target")? {
         Admin::Ipv4(addr, value) => RouteTarget::Ipv4 { addr, value },
         Admin::As2(asn, value) => RouteTarget::TwoOctetAs { asn, value },
@@ -371,11 +488,13 @@ pub(crate) mod tests {
         c.hold_time_s = Some(2);
         assert!(Settings::resolve(&c, "10.0.0.1".parse().unwrap())
             .unwrap_err()
+            .to_string()
             .contains("hold_time_s 2"));
         let mut c = base();
         c.neighbors.push(c.neighbors[0].clone());
         assert!(Settings::resolve(&c, "10.0.0.1".parse().unwrap())
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         let mut c = base();
         c.vnis.push(api::EvpnVniSpec {
@@ -388,6 +507,7 @@ pub(crate) mod tests {
         });
         assert!(Settings::resolve(&c, "10.0.0.1".parse().unwrap())
             .unwrap_err()
+            .to_string()
             .contains("\"nonsense\""));
     }
 
@@ -416,5 +536,49 @@ pub(crate) mod tests {
         );
         assert!(parse_rt("65000").is_err());
         assert!(parse_rt("4200000000:70000").is_err());
+    }
+
+    /// The lines the API answers with (they were `String`s before the typed errors).
+    #[test]
+    fn refusal_messages_read_as_before() {
+        let refused = |edit: fn(&mut api::BgpConfig)| {
+            let mut c = base();
+            edit(&mut c);
+            Settings::resolve(&c, "10.0.0.1".parse().unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused(|c| c.router_id = Ipv4Addr::UNSPECIFIED),
+            "router_id 0.0.0.0 is not allowed (RFC 6286); use this node's IPv4 address"
+        );
+        assert_eq!(
+            refused(|c| c.dup_moves = Some(1)),
+            "dup_moves 1 / dup_window_s 180 outside 2..=1000 / 1..=86400"
+        );
+        assert_eq!(
+            refused(|c| c.vnis.push(api::EvpnVniSpec {
+                vni: 100,
+                advertise: None,
+                rd: None,
+                import_rt: Some(vec![]),
+                export_rt: None,
+                arp_suppression: None,
+            })),
+            "vnis: vni 100: import_rt needs 1 to 16 route targets, got 0"
+        );
+        assert_eq!(
+            parse_rt("65000").unwrap_err().to_string(),
+            "route target \"65000\" is not ADMIN:NUMBER (e.g. 65000:100)"
+        );
+        assert_eq!(
+            parse_rd("4200000000:70000").unwrap_err().to_string(),
+            "route distinguisher \"4200000000:70000\": \"70000\" is not 0..=65535 (with a \
+             4-octet AS)"
+        );
+        assert_eq!(
+            parse_rt("x:1").unwrap_err().to_string(),
+            "route target \"x:1\": \"x\" is neither an AS nor an IPv4 address"
+        );
     }
 }

@@ -1,0 +1,353 @@
+//! Running the control thread's commands on the datapath thread, between batches.
+//!
+//! Each command is all-or-nothing: a network is added with its whole flood list or not at all,
+//! a port's interface is opened before the port enters the tables (so a refusal leaves no
+//! socket or TAP device behind), a network whose multicast group cannot be joined is removed
+//! again.
+
+use std::io;
+use std::path::Path;
+use std::time::Instant;
+
+use std::net::IpAddr;
+
+use nvo_encap::engine::Target;
+use nvo_encap::profile::ProfileId;
+use nvo_pipeline::overlay::{App, Locator, NodeId};
+use nvo_pipeline::{BumMode, NetworkSpec, PortId, ProfileTag, Vni};
+
+use super::forward::{Core, Forwarder};
+use super::ports::{self, Port};
+use super::underlays;
+use crate::command::PortKind;
+use crate::command::{Command, DatapathError, Reply};
+
+/// Runs one command (everything but `Stop`, which the loop handles). The match only
+/// dispatches: each command is one call, to the tables or to a function below.
+pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply, DatapathError> {
+    let core = &mut fwd.core;
+    let pipeline = &mut core.pipeline;
+    match command {
+        Command::AddNetwork {
+            spec,
+            flood,
+            encap,
+            params,
+        } => done(add_network(core, spec, flood, &encap, &params)),
+        Command::RemoveNetwork(vni) => done(remove_network(core, vni)),
+        Command::AddPort {
+            id,
+            vni,
+            name,
+            kind,
+            offloads,
+            must_open,
+        } => done(add_port(core, id, vni, name, kind, offloads, must_open)),
+        Command::RemovePort(id) => done(remove_port(core, id)),
+        Command::FdbAddStatic(vni, mac, dest) => done(pipeline.fdb_add_static(vni, mac, dest)),
+        Command::FdbAddStaticHost(vni, mac, port, ips) => {
+            done(pipeline.fdb_add_static_host(vni, mac, port, &ips))
+        }
+        Command::FdbRemove(vni, mac) => done(pipeline.fdb_remove(vni, mac)),
+        Command::FdbFlush(vni, scope) => Ok(Reply::Flushed(pipeline.fdb_flush(vni, scope)?)),
+        Command::FdbEntries(vni) => Ok(Reply::Entries(pipeline.fdb_entries(vni, now)?)),
+        Command::FloodAdd(vni, remote) => done(pipeline.flood_add(vni, remote)),
+        Command::FloodRemove(vni, remote) => done(pipeline.flood_remove(vni, remote)),
+        Command::OverlayOwn(id) => done(core.overlay.set_own(id)),
+        Command::OverlayNode(node, locators) => done(overlay_node(core, node, locators)),
+        Command::OverlayNodeRemove(node) => done(core.overlay.remove_node(node)),
+        Command::OverlayRoute(app, dst, hops) => done(overlay_route(core, app, dst, hops)),
+        Command::OverlayRouteRemove(app, dst) => done(core.overlay.remove_route(app, dst)),
+        Command::OverlayCounters => Ok(overlay_counters(core)),
+        Command::OverlayProbeStart {
+            id,
+            dst,
+            via,
+            count,
+        } => done(probe_start(core, id, dst, via, count, now)),
+        Command::OverlayProbeResult(id) => Ok(Reply::Probe(core.probes.take(id))),
+        Command::RouteAdd(vni, prefix, len, remote) => {
+            done(pipeline.route_add(vni, prefix, len, remote))
+        }
+        Command::RouteRemove(vni, prefix, len) => done(pipeline.route_remove(vni, prefix, len)),
+        Command::Networks => Ok(Reply::Networks(pipeline.networks())),
+        Command::PortsUp => Ok(ports_up(core)),
+        Command::Counters => Ok(counters(fwd)),
+        Command::AddProfile(profile) => done(core.engine.add_profile(*profile)),
+        Command::RemoveProfile(name) => done(core.engine.remove_profile(&name)),
+        Command::BindKey {
+            profile,
+            key,
+            target,
+        } => done(bind_key(core, profile, &key, target)),
+        Command::UnbindKey { profile, key } => {
+            unbind_key(core, &profile, &key);
+            Ok(Reply::Done)
+        }
+        Command::EvpnApply(changes) => Ok(Reply::EvpnApplied(pipeline.evpn_apply(&changes))),
+        Command::LocalHosts { since } => Ok(Reply::LocalHosts(pipeline.local_hosts_since(since))),
+        Command::SetArpSuppression(vni, on) => done(pipeline.set_arp_suppression(vni, on)),
+        // The loop stops before asking; answering keeps the match total.
+        Command::Stop => Ok(Reply::Done),
+    }
+}
+
+/// `Reply::Done` for a command that has nothing to say (what the call returned is not
+/// asked for), or why it was refused.
+fn done<T, E: Into<DatapathError>>(result: Result<T, E>) -> Result<Reply, DatapathError> {
+    result.map(|_| Reply::Done).map_err(Into::into)
+}
+
+/// Removes a network from the tables and the engine, and leaves its multicast group if it
+/// was the group's last network.
+fn remove_network(core: &mut Core, vni: Vni) -> Result<(), DatapathError> {
+    let pipeline = &mut core.pipeline;
+    let view = pipeline.network(vni)?;
+    pipeline.remove_network(vni)?;
+    core.engine
+        .unbind_local(ProfileId(view.profile.0), view.vni.0);
+    if let BumMode::Multicast(group) = view.bum {
+        if let Some(vxlan) = core.underlays.vxlan() {
+            core.groups.remove(vxlan, group);
+        }
+    }
+    Ok(())
+}
+
+/// Detaches a port and closes its interface.
+fn remove_port(core: &mut Core, id: PortId) -> Result<(), DatapathError> {
+    core.pipeline.remove_port(id)?;
+    core.ports.remove(id);
+    Ok(())
+}
+
+/// Sets a node's locators.
+fn overlay_node(
+    core: &mut Core,
+    node: NodeId,
+    locators: Vec<Locator>,
+) -> Result<(), DatapathError> {
+    // Opening the overlay socket here lets a relay with no overlay network of its own
+    // receive and relay.
+    ensure_overlay_socket(core)?;
+    core.overlay.set_locators(node, locators)?;
+    Ok(())
+}
+
+/// Sets the next hops of a destination.
+fn overlay_route(
+    core: &mut Core,
+    app: App,
+    dst: NodeId,
+    hops: Vec<NodeId>,
+) -> Result<(), DatapathError> {
+    ensure_overlay_socket(core)?;
+    core.overlay.set_route(app, dst, hops)?;
+    Ok(())
+}
+
+/// The overlay tables' counters, with what the kernel relayed.
+fn overlay_counters(core: &Core) -> Reply {
+    let mut counters = core.overlay.counters();
+    if let Some(k) = &core.kernel {
+        // Packets the kernel relayed never reached the tables.
+        counters.relayed += k.node_counters().relayed;
+    }
+    Reply::Overlay(counters)
+}
+
+/// Starts a run of probes (refused while too many are in flight).
+fn probe_start(
+    core: &mut Core,
+    id: u32,
+    dst: NodeId,
+    via: Option<NodeId>,
+    count: u32,
+    now: Instant,
+) -> Result<(), DatapathError> {
+    ensure_overlay_socket(core)?;
+    if !core.probe_start(id, dst, via, count, now) {
+        return Err(DatapathError::ProbesBusy(super::probes::MAX_RUNS));
+    }
+    Ok(())
+}
+
+/// (port, interface open) for every port.
+fn ports_up(core: &Core) -> Reply {
+    Reply::PortsUp(core.ports.iter().map(|p| (p.id, p.io.is_some())).collect())
+}
+
+/// The pipeline's counters (with the kernel's), the underlay sockets' and STT reassembly's.
+fn counters(fwd: &Forwarder) -> Reply {
+    let core = &fwd.core;
+    let mut counters = core.pipeline.counters();
+    if let Some(k) = &core.kernel {
+        k.add_counters(&mut counters);
+    }
+    Reply::Counters(
+        Box::new(counters),
+        core.underlays.stats(),
+        fwd.reassembler.counters(),
+    )
+}
+
+/// Binds a raw key of a profile; a forwarding target opens the profile's socket first.
+fn bind_key(
+    core: &mut Core,
+    profile: String,
+    key: &[u8],
+    target: Target,
+) -> Result<(), DatapathError> {
+    let id = core
+        .engine
+        .id(&profile)
+        .ok_or(DatapathError::UnknownProfile(profile))?;
+    if let Target::Forward { .. } = target {
+        let transport = core.engine.profile(id).map(|p| p.transport);
+        if let Some(transport) = transport {
+            core.underlays
+                .ensure(transport)
+                .map_err(|source| DatapathError::Transport {
+                    transport: underlays::describe(transport),
+                    source,
+                })?;
+        }
+    }
+    core.engine.bind_key(id, key, target)?;
+    Ok(())
+}
+
+/// Removes a key binding (nothing to do for an unknown profile).
+fn unbind_key(core: &mut Core, profile: &str, key: &[u8]) {
+    if let Some(id) = core.engine.id(profile) {
+        core.engine.unbind_key(id, key);
+    }
+}
+
+/// Opens the overlay's UDP socket if it is not open yet.
+fn ensure_overlay_socket(core: &mut Core) -> Result<(), DatapathError> {
+    let transport = nvo_encap::profile::Transport::Udp(nvo_wire::ports::OVERLAY);
+    core.underlays
+        .ensure(transport)
+        .map(drop)
+        .map_err(|source| DatapathError::Transport {
+            transport: underlays::describe(transport),
+            source,
+        })
+}
+
+/// Adds a network, all or nothing: the profile's socket (opened if it is the first network on
+/// its transport), the tables with the flood list, the engine's key, the multicast group.
+fn add_network(
+    core: &mut Core,
+    mut spec: NetworkSpec,
+    flood: Vec<IpAddr>,
+    encap: &str,
+    params: &[(String, u64)],
+) -> Result<(), DatapathError> {
+    let profile = core
+        .engine
+        .id(encap)
+        .ok_or_else(|| DatapathError::UnknownProfile(encap.to_owned()))?;
+    let transport = core
+        .engine
+        .profile(profile)
+        .map(|p| p.transport)
+        .ok_or_else(|| DatapathError::UnknownProfile(encap.to_owned()))?;
+    core.underlays
+        .ensure(transport)
+        .map_err(|source| DatapathError::Transport {
+            transport: underlays::describe(transport),
+            source,
+        })?;
+    spec.profile = ProfileTag(profile.0);
+    if spec.l3_gateway.is_some() {
+        core.engine
+            .set_payload(profile, spec.vni.0, nvo_encap::profile::Payload::Ipv4)?;
+    }
+    let pipeline = &mut core.pipeline;
+    if let Err(e) = pipeline.add_network(spec) {
+        core.engine.unbind_local(profile, spec.vni.0);
+        return Err(e.into());
+    }
+    // The network is new and empty: removing it cannot fail, and undoes it all.
+    for remote in flood {
+        if let Err(e) = pipeline.flood_add(spec.vni, remote) {
+            let _ = pipeline.remove_network(spec.vni);
+            return Err(e.into());
+        }
+    }
+    // A profile keyed by the VNI finds the network by it; one keyed by something else (NSH's
+    // service path) gets its keys bound through the API, and the network only its params.
+    let key_is_vni = core.engine.profile(profile).is_some_and(|p| p.key_is_vni());
+    let bound = if key_is_vni {
+        core.engine.bind_local(profile, spec.vni.0, params)
+    } else {
+        core.engine.set_params(profile, spec.vni.0, None, params)
+    };
+    if let Err(e) = bound {
+        let _ = pipeline.remove_network(spec.vni);
+        return Err(e.into());
+    }
+    if let BumMode::Multicast(group) = spec.bum {
+        let joined = match core.underlays.vxlan() {
+            Some(vxlan) => core.groups.add(vxlan, group),
+            None => Ok(()),
+        };
+        if let Err(e) = joined {
+            let _ = pipeline.remove_network(spec.vni);
+            core.engine.unbind_local(profile, spec.vni.0);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn add_port(
+    fwd: &mut Core,
+    id: PortId,
+    vni: Vni,
+    name: String,
+    kind: PortKind,
+    offloads: nvo_api::PortOffloads,
+    must_open: bool,
+) -> Result<(), DatapathError> {
+    // A veth of a network the kernel datapath runs: its frames are the kernel's.
+    let kernel = kind == PortKind::Veth
+        && fwd.kernel.as_ref().is_some_and(|k| {
+            fwd.pipeline
+                .network(vni)
+                .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
+        });
+    let io = match ports::open(&name, kind, &offloads, kernel) {
+        Ok(io) => Some(io),
+        Err(e) if must_open => return Err(open_error(name, kind, e)),
+        Err(e) => {
+            log::warn!("port {name} (network {vni}) is down: {e}; retrying every second");
+            None
+        }
+    };
+    fwd.pipeline.add_port(id, vni)?;
+    fwd.ports.insert(Port {
+        id,
+        name,
+        kind,
+        vni,
+        large: offloads.large_frames.unwrap_or(true),
+        offloads,
+        kernel,
+        io,
+    });
+    Ok(())
+}
+
+/// A missing veth gets its own answer, saying how to create it.
+fn open_error(name: String, kind: PortKind, source: io::Error) -> DatapathError {
+    // nvo-io's error names the interface but not always the errno; sysfs says whether the
+    // interface exists (`ip netns exec` mounts the namespace's own sysfs).
+    if kind == PortKind::Veth && !Path::new("/sys/class/net").join(&name).exists() {
+        DatapathError::NoInterface(name)
+    } else {
+        DatapathError::Open { name, source }
+    }
+}

@@ -1,0 +1,64 @@
+//! What the datapath is started with: the node's part of nvod's configuration, resolved and
+//! checked by nvod (its `config` module turns the file into these values).
+
+use std::net::IpAddr;
+
+use nvo_encap::stt::ReassemblyLimits;
+use serde::Deserialize;
+
+use crate::underlays::Outer;
+
+/// The datapath's settings, every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// 32-bit overlay node ID.
+    pub node_id: u32,
+    /// Underlay address.
+    pub locator: IpAddr,
+    /// VXLAN UDP port.
+    pub vxlan_port: u16,
+    /// Underlay MTU.
+    pub underlay_mtu: u16,
+    /// Number of entropy source ports.
+    pub entropy_ports: u16,
+    /// TTL or hop limit of datagrams sent to a multicast group.
+    pub multicast_ttl: u8,
+    /// TTL, TOS and DF of the outer IP header, and the UDP offload switches.
+    pub outer: Outer,
+    /// Bounds of STT reassembly.
+    pub stt_reassembly: ReassemblyLimits,
+    /// Which datapath to run.
+    pub datapath: DatapathChoice,
+    /// Where the kernel path relays overlay packets: XDP or its tc program.
+    pub xdp: XdpChoice,
+}
+
+/// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpChoice {
+    /// XDP in the driver where the interface is not a veth; the tc program on a veth (native
+    /// XDP on a veth turns its peer's segmentation offload off and needs the peer's NAPI, so
+    /// it would cost the node's own traffic more than the relay gains).
+    #[default]
+    Auto,
+    /// XDP in the driver, or no start.
+    Driver,
+    /// Generic XDP (in the stack, on socket buffers), or no start.
+    Generic,
+    /// No XDP: the tc program relays.
+    Off,
+}
+
+/// The `datapath` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatapathChoice {
+    /// The kernel path where it loads, else userspace.
+    #[default]
+    Auto,
+    /// The kernel path, or no start.
+    Ebpf,
+    /// nvod's userspace path only.
+    Userspace,
+}
