@@ -63,15 +63,8 @@ pub const TLV_HEADER_LEN: usize = 4;
 /// The largest TLV value: the Length field has 7 bits.
 pub const TLV_VALUE_MAX: usize = 127;
 
-/// Bits of the first 16-bit word and of the MD Type byte.
-mod bits {
-    pub const VERSION: u16 = 0xc000;
-    pub const O: u16 = 0x2000;
-    pub const TTL: u16 = 0x0fc0;
-    pub const LENGTH: u16 = 0x003f;
-    pub const MD_TYPE: u8 = 0x0f;
-    pub const TLV_LENGTH: u8 = 0x7f;
-}
+/// The Length field of a TLV's fourth byte (the bit above it is unassigned).
+const TLV_LENGTH: u8 = 0x7f;
 
 numbered! {
     /// The format of the metadata after the Service Path Header (§2.2, registry in §11.2).
@@ -95,15 +88,15 @@ header! {
     /// A read/write wrapper around an NSH, its metadata and its payload.
     pub struct NshPacket in layout {
         /// The two-bit version.
-        VERSION @ 0..2 & bits::VERSION => version / set_version: u8;
+        VERSION @ 0..2 & 0xc000 => version / set_version: u8;
         /// The O bit: an OAM packet.
-        O @ 0..2 & bits::O => oam / set_oam: bool;
+        O @ 0..2 & 0x2000 => oam / set_oam: bool;
         /// The six-bit TTL: SFF hops left on the service path.
-        TTL @ 0..2 & bits::TTL => ttl / set_ttl: u8;
+        TTL @ 0..2 & 0x0fc0 => ttl / set_ttl: u8;
         /// The Length field: the whole header in 4-byte words.
-        LENGTH @ 0..2 & bits::LENGTH => length_words / set_length_words: u8;
+        LENGTH @ 0..2 & 0x003f => length_words / set_length_words: u8;
         /// The MD Type (low four bits of the third byte).
-        MD_TYPE @ 2..3 & bits::MD_TYPE => md_type / set_md_type: MdType;
+        MD_TYPE @ 2..3 & 0x0f => md_type / set_md_type: MdType;
         /// The Next Protocol field.
         NEXT_PROTOCOL @ 3..4 => next_protocol / set_next_protocol: NextProtocol;
         /// The 24-bit Service Path Identifier.
@@ -421,7 +414,7 @@ impl<'a> Iterator for NshTlvs<'a> {
             )));
         };
         // §2.5.1: the U bit is ignored on receipt; the value is padded to 4 bytes.
-        let n = usize::from(header[3] & bits::TLV_LENGTH);
+        let n = usize::from(header[3] & TLV_LENGTH);
         let need = TLV_HEADER_LEN + n.div_ceil(4) * 4;
         let Some(value) = self.rest.get(TLV_HEADER_LEN..TLV_HEADER_LEN + n) else {
             self.failed = true;

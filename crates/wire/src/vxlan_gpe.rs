@@ -36,20 +36,6 @@ pub const HEADER_LEN: usize = 8;
 /// The only version the draft defines (§3.1: "The initial version is 0").
 pub const VERSION: u8 = 0;
 
-/// Bits of the flags byte.
-pub mod flags {
-    /// Ver: the two version bits.
-    pub const VERSION: u8 = 0x30;
-    /// I: the VNI is valid (MUST be 1).
-    pub const I: u8 = 0x08;
-    /// P: the Next Protocol field is present (MUST be 1).
-    pub const P: u8 = 0x04;
-    /// B: the packet carries ingress-replicated broadcast, unknown-unicast or multicast traffic.
-    pub const B: u8 = 0x02;
-    /// O: the packet is an OAM packet.
-    pub const O: u8 = 0x01;
-}
-
 numbered! {
     /// What follows a VXLAN-GPE or NSH header.
     ///
@@ -89,19 +75,21 @@ impl core::fmt::Display for NextProtocol {
 
 header! {
     /// A read/write wrapper around a VXLAN-GPE header and its payload.
-    pub struct VxlanGpePacket in layout {
+    pub struct VxlanGpePacket in layout, pub flags {
         /// The flags byte (R, Ver, I, P, B and O).
-        FLAGS @ 0..1 => flags / set_flags: u8;
-        /// The two-bit version.
-        VERSION @ 0..1 & flags::VERSION => version / set_version: u8;
-        /// The I flag: the VNI is valid.
-        I @ 0..1 & flags::I => vni_valid / set_vni_valid: bool;
-        /// The P flag: the Next Protocol field is present.
-        P @ 0..1 & flags::P => next_protocol_present / set_next_protocol_present: bool;
-        /// The B flag: ingress-replicated BUM traffic.
-        B @ 0..1 & flags::B => bum / set_bum: bool;
-        /// The O flag: an OAM packet.
-        O @ 0..1 & flags::O => oam / set_oam: bool;
+        FLAGS @ 0..1 => flags / set_flags: u8 {
+            /// Ver: the two version bits.
+            VERSION = 0x30 => version / set_version: u8;
+            /// I: the VNI is valid (MUST be 1).
+            I = 0x08 => vni_valid / set_vni_valid: bool;
+            /// P: the Next Protocol field is present (MUST be 1).
+            P = 0x04 => next_protocol_present / set_next_protocol_present: bool;
+            /// B: the packet carries ingress-replicated broadcast, unknown-unicast or multicast
+            /// traffic.
+            B = 0x02 => bum / set_bum: bool;
+            /// O: the packet is an OAM packet.
+            O = 0x01 => oam / set_oam: bool;
+        }
         /// The 16 reserved bits after the flags.
         RESERVED @ 1..3 => reserved: u16;
         /// The Next Protocol field (meaningful only when [`Self::next_protocol_present`]).
