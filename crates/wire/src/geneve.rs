@@ -103,6 +103,8 @@ header! {
     check_len("geneve header", HEADER_LEN; "geneve options", header_len);
     /// The encapsulated packet or frame, after the options.
     payload(after header_len);
+    /// Clears the reserved bits of the fixed header (Rsvd. and the byte after the VNI).
+    fn clear_reserved() zeroes RSVD, RESERVED;
     flags {
         /// The critical bit of an option's Type (§3.5).
         pub const OPTION_CRITICAL: u8 = 0x80;
@@ -141,12 +143,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GenevePacket<T> {
     /// [`MAX_OPTIONS_LEN`]; other bits are dropped ([`GeneveRepr::emit`] checks them).
     pub fn set_options_len(&mut self, bytes: usize) {
         layout::OPT_LEN.write(self.buffer.as_mut(), (bytes / 4) as u64);
-    }
-
-    /// Clears the reserved bits of the fixed header (Rsvd. and the byte after the VNI).
-    pub fn clear_reserved(&mut self) {
-        layout::RSVD.write(self.buffer.as_mut(), 0);
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
     }
 
     /// The options area, mutable (`options_len()` bytes).

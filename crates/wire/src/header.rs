@@ -25,6 +25,8 @@
 //!     check_len("x header", HEADER_LEN);   // see below for variable-length headers
 //!     /// doc of payload()
 //!     payload(at HEADER_LEN);              // or (after header_len): a method gives the start
+//!     /// doc of the method
+//!     fn clear_reserved() zeroes RESERVED;  // optional: a setter of fields senders zero
 //!     flags { pub const MORE: u8 = 1; }     // optional: constants for bits outside the table
 //! }
 //! ```
@@ -88,6 +90,7 @@ macro_rules! header {
         check_len($what:literal, $len:expr $(, $more:ident)? $(; $whole:literal, $end:ident)?);
         $(#[$payload_doc:meta])*
         payload($($start:tt)+);
+        $($(#[$clear_doc:meta])* fn $clear:ident() zeroes $($ZERO:ident),+;)?
         $(flags { $($extra:item)* })?
     ) => {
         /// Where each field of the header sits: constants for the accessors and for code
@@ -185,6 +188,13 @@ macro_rules! header {
                 );)*)?
             )*
 
+            $(
+                $(#[$clear_doc])*
+                pub fn $clear(&mut self) {
+                    $($layout::$ZERO.write(self.buffer.as_mut(), 0);)+
+                }
+            )?
+
             /// The payload, mutable.
             #[inline]
             pub fn payload_mut(&mut self) -> &mut [u8] {
@@ -210,7 +220,33 @@ pub(crate) use header;
 /// Declares a registry of protocol numbers as an enum, and after it the variant that holds every
 /// number without a name of its own; with `From<u8>` both ways and
 /// [`FieldValue`](crate::field::FieldValue) so that a `header!` field can read as it.
+/// When every variant is followed by `=> "text"` and the last one by `=> "format"` (one
+/// positional `{}` for the number), the enum also gets the `Display` those say.
 macro_rules! numbered {
+    (
+        $(#[$meta:meta])*
+        pub enum $Name:ident {
+            $($(#[$doc:meta])* $Variant:ident = $n:literal => $text:literal,)*
+        }
+        $(#[$other_doc:meta])* $Other:ident(u8) => $other_text:literal;
+    ) => {
+        $crate::header::numbered! {
+            $(#[$meta])*
+            pub enum $Name {
+                $($(#[$doc])* $Variant = $n,)*
+            }
+            $(#[$other_doc])* $Other(u8);
+        }
+
+        impl core::fmt::Display for $Name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                match self {
+                    $($Name::$Variant => f.write_str($text),)*
+                    $Name::$Other(n) => write!(f, $other_text, n),
+                }
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         pub enum $Name:ident {

@@ -70,18 +70,12 @@ numbered! {
     /// The format of the metadata after the Service Path Header (§2.2, registry in §11.2).
     pub enum MdType {
         /// 0x1: a 16-byte Fixed-Length Context Header.
-        Type1 = 1,
+        Type1 = 1 => "1",
         /// 0x2: zero or more Variable-Length Context Headers (TLVs).
-        Type2 = 2,
+        Type2 = 2 => "2",
     }
     /// 0x0 (reserved), 0xF (experimental) or an unassigned value.
-    Unknown(u8);
-}
-
-impl core::fmt::Display for MdType {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}", u8::from(*self))
-    }
+    Unknown(u8) => "{}";
 }
 
 header! {
@@ -111,6 +105,8 @@ header! {
     check_len("nsh header", BASE_LEN, check_length_field; "nsh header (length field)", header_len);
     /// What follows the header, as the Length field places it.
     payload(after header_len);
+    /// Clears the unassigned bits, as an originator must (§2.2).
+    fn clear_unassigned() zeroes UNASSIGNED, MD_TYPE_UNASSIGNED;
 }
 
 impl<T: AsRef<[u8]>> NshPacket<T> {
@@ -139,12 +135,6 @@ impl<'a, T: AsRef<[u8]> + ?Sized> NshPacket<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NshPacket<T> {
-    /// Clears the unassigned bits, as an originator must (§2.2).
-    pub fn clear_unassigned(&mut self) {
-        layout::UNASSIGNED.write(self.buffer.as_mut(), 0);
-        layout::MD_TYPE_UNASSIGNED.write(self.buffer.as_mut(), 0);
-    }
-
     /// Decrements the Service Index, as a service function or SFC proxy does after performing
     /// its service (§2.3), and returns the new value.
     ///

@@ -69,13 +69,8 @@ header! {
     check_len("vxlan header", HEADER_LEN);
     /// The encapsulated Ethernet frame.
     payload(at HEADER_LEN);
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanPacket<T> {
     /// Clears the reserved byte after the VNI.
-    pub fn clear_reserved(&mut self) {
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
-    }
+    fn clear_reserved() zeroes RESERVED;
 }
 
 /// The Group Based Policy part of a VXLAN-GBP header.

@@ -46,31 +46,18 @@ numbered! {
     /// `Unknown` only ever holds a value that has no variant of its own.
     pub enum NextProtocol {
         /// 0x1: an IPv4 packet.
-        Ipv4 = 1,
+        Ipv4 = 1 => "IPv4",
         /// 0x2: an IPv6 packet.
-        Ipv6 = 2,
+        Ipv6 = 2 => "IPv6",
         /// 0x3: an Ethernet frame.
-        Ethernet = 3,
+        Ethernet = 3 => "Ethernet",
         /// 0x4: a Network Service Header (RFC 8300), see [`crate::nsh`].
-        Nsh = 4,
+        Nsh = 4 => "NSH",
         /// 0x5: an MPLS label stack.
-        Mpls = 5,
+        Mpls = 5 => "MPLS",
     }
     /// Any other value.
-    Unknown(u8);
-}
-
-impl core::fmt::Display for NextProtocol {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            NextProtocol::Ipv4 => f.write_str("IPv4"),
-            NextProtocol::Ipv6 => f.write_str("IPv6"),
-            NextProtocol::Ethernet => f.write_str("Ethernet"),
-            NextProtocol::Nsh => f.write_str("NSH"),
-            NextProtocol::Mpls => f.write_str("MPLS"),
-            NextProtocol::Unknown(n) => write!(f, "{n:#04x}"),
-        }
-    }
+    Unknown(u8) => "{:#04x}";
 }
 
 header! {
@@ -102,14 +89,8 @@ header! {
     check_len("vxlan-gpe header", HEADER_LEN);
     /// What follows the header: an IPv4 or IPv6 packet, an Ethernet frame, an NSH, ...
     payload(at HEADER_LEN);
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanGpePacket<T> {
     /// Clears both Reserved fields.
-    pub fn clear_reserved(&mut self) {
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
-        layout::RESERVED_LOW.write(self.buffer.as_mut(), 0);
-    }
+    fn clear_reserved() zeroes RESERVED, RESERVED_LOW;
 }
 
 /// A high-level representation of a VXLAN-GPE header.

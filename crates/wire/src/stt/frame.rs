@@ -62,14 +62,8 @@ header! {
     check_len("stt header", STT_HEADER_LEN);
     /// The encapsulated Ethernet frame (without FCS).
     payload(at STT_HEADER_LEN);
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> SttPacket<T> {
     /// Zeroes the reserved byte and the padding, as §3 asks of senders.
-    pub fn clear_reserved(&mut self) {
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
-        layout::PADDING.write(self.buffer.as_mut(), 0);
-    }
+    fn clear_reserved() zeroes RESERVED, PADDING;
 }
 
 /// The four defined STT flags.
