@@ -197,25 +197,24 @@ mod tests {
 
     #[test]
     fn construct_and_emit() {
-        let mut buf = [0xffu8; 8];
-        let repr = VxlanGpeRepr {
+        let ethernet = VxlanGpeRepr {
             vni: 0x0abcde,
             next_protocol: NextProtocol::Ethernet,
             oam: false,
             bum: false,
         };
-        repr.emit(&mut VxlanGpePacket::new_unchecked(&mut buf[..]))
-            .unwrap();
-        assert_eq!(buf, ETHERNET);
-        let repr = VxlanGpeRepr {
+        let nsh_oam_bum = VxlanGpeRepr {
             vni: 42,
             next_protocol: NextProtocol::Nsh,
             oam: true,
             bum: true,
         };
-        repr.emit(&mut VxlanGpePacket::new_unchecked(&mut buf[..]))
-            .unwrap();
-        assert_eq!(buf, NSH_OAM_BUM);
+        for (repr, bytes) in [(ethernet, ETHERNET), (nsh_oam_bum, NSH_OAM_BUM)] {
+            let mut buf = [0xffu8; 8];
+            repr.emit(&mut VxlanGpePacket::new_unchecked(&mut buf[..]))
+                .unwrap();
+            assert_eq!(buf, bytes);
+        }
     }
 
     #[test]
