@@ -63,22 +63,6 @@ mod option_fields {
     pub const LEN: usize = 3;
 }
 
-/// Bits of the first two header bytes.
-pub mod flags {
-    /// Version, top two bits of the first byte.
-    pub const VERSION: u8 = 0xc0;
-    /// Opt Len, low six bits of the first byte.
-    pub const OPT_LEN: u8 = 0x3f;
-    /// O (second byte): control (OAM) packet, not to be forwarded to tenants (§3.4).
-    pub const O: u8 = 0x80;
-    /// C (second byte): one or more options have the critical bit set (§3.4).
-    pub const C: u8 = 0x40;
-    /// The critical bit of an option's Type (§3.5).
-    pub const OPTION_CRITICAL: u8 = 0x80;
-    /// The Length field of an option's fourth byte; the three bits above it are reserved.
-    pub const OPTION_LEN: u8 = 0x1f;
-}
-
 /// Protocol Type values: EtherTypes of the payload (RFC 8926 §3.4).
 pub mod protocol {
     /// Transparent Ethernet Bridging: the payload is an Ethernet frame.
@@ -91,14 +75,22 @@ pub mod protocol {
 
 header! {
     /// A read/write wrapper around a Geneve header, its options and its payload.
-    pub struct GenevePacket in layout {
-        /// The two-bit version (0 is the only one defined).
-        VERSION @ 0..1 & flags::VERSION => version / set_version: u8;
-        OPT_LEN @ 0..1 & flags::OPT_LEN;
-        /// The O bit: a control packet for the tunnel endpoint (§3.4).
-        O @ 1..2 & flags::O => oam / set_oam: bool;
-        /// The C bit: critical options are present (§3.4).
-        C @ 1..2 & flags::C => critical / set_critical: bool;
+    pub struct GenevePacket in layout, pub flags {
+        /// Ver and Opt Len.
+        VERSION_OPT_LEN @ 0..1: u8 {
+            /// Version, top two bits of the first byte (0 is the only one defined).
+            VERSION = 0xc0 => version / set_version: u8;
+            /// Opt Len, low six bits of the first byte: the options in four-byte words.
+            OPT_LEN = 0x3f;
+        }
+        /// The O and C bits and the reserved ones.
+        O_C_RSVD @ 1..2: u8 {
+            /// O: control (OAM) packet for the tunnel endpoint, not to be forwarded to tenants
+            /// (§3.4).
+            O = 0x80 => oam / set_oam: bool;
+            /// C: one or more options have the critical bit set (§3.4).
+            C = 0x40 => critical / set_critical: bool;
+        }
         RSVD @ 1..2 & 0x3f;
         /// The Protocol Type: the EtherType of the payload (see [`protocol`]).
         PROTOCOL @ 2..4 => protocol / set_protocol: u16;
@@ -111,6 +103,14 @@ header! {
     check_len("geneve header", HEADER_LEN; "geneve options", header_len);
     /// The encapsulated packet or frame, after the options.
     payload(after header_len);
+    /// Clears the reserved bits of the fixed header (Rsvd. and the byte after the VNI).
+    fn clear_reserved() zeroes RSVD, RESERVED;
+    flags {
+        /// The critical bit of an option's Type (§3.5).
+        pub const OPTION_CRITICAL: u8 = 0x80;
+        /// The Length field of an option's fourth byte; the three bits above it are reserved.
+        pub const OPTION_LEN: u8 = 0x1f;
+    }
 }
 
 impl<T: AsRef<[u8]>> GenevePacket<T> {
@@ -143,12 +143,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GenevePacket<T> {
     /// [`MAX_OPTIONS_LEN`]; other bits are dropped ([`GeneveRepr::emit`] checks them).
     pub fn set_options_len(&mut self, bytes: usize) {
         layout::OPT_LEN.write(self.buffer.as_mut(), (bytes / 4) as u64);
-    }
-
-    /// Clears the reserved bits of the fixed header (Rsvd. and the byte after the VNI).
-    pub fn clear_reserved(&mut self) {
-        layout::RSVD.write(self.buffer.as_mut(), 0);
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
     }
 
     /// The options area, mutable (`options_len()` bytes).

@@ -59,40 +59,27 @@ pub const PROTO_IPV4: u16 = 0x0800;
 /// Protocol Type of an IPv6 payload.
 pub const PROTO_IPV6: u16 = 0x86dd;
 
-/// Bits of the first 16-bit word (flags and version).
-pub mod flags {
-    /// C: the checksum word is present (RFC 2784).
-    pub const C: u16 = 0x8000;
-    /// R: routing present (RFC 1701 only; discarded here).
-    pub const R: u16 = 0x4000;
-    /// K: the key word is present (RFC 2890).
-    pub const K: u16 = 0x2000;
-    /// S: the sequence number word is present (RFC 2890).
-    pub const S: u16 = 0x1000;
-    /// s: strict source route (RFC 1701 only; discarded here).
-    pub const STRICT_SOURCE_ROUTE: u16 = 0x0800;
-    /// Bits 1, 4 and 5: RFC 2784 §2.3 says to discard a packet with any of them set.
-    pub const MUST_BE_ZERO: u16 = R | STRICT_SOURCE_ROUTE | 0x0400;
-    /// The three version bits.
-    pub const VERSION: u16 = 0x0007;
-}
-
 header! {
     /// A read/write wrapper around a GRE header and its payload.
-    pub struct GrePacket in layout {
+    pub struct GrePacket in layout, pub flags {
         /// The first 16 bits: flags, reserved bits and version.
-        FLAGS_VERSION @ 0..2 => flags_and_version / set_flags_and_version: u16;
-        /// The C flag: a checksum word is present. Setting it moves the optional words after
-        /// it: set flags before values.
-        C @ 0..2 & flags::C => checksum_present / set_checksum_present: bool;
-        /// The R flag of RFC 1701 (routing); never set in RFC 2784 GRE.
-        R @ 0..2 & flags::R => routing_present: bool;
-        /// The K flag: a key word is present. Setting it moves the sequence number word.
-        K @ 0..2 & flags::K => key_present / set_key_present: bool;
-        /// The S flag: a sequence number word is present.
-        S @ 0..2 & flags::S => sequence_present / set_sequence_present: bool;
-        /// The three-bit version (0 for GRE).
-        VERSION @ 0..2 & flags::VERSION => version / set_version: u8;
+        FLAGS_VERSION @ 0..2 => flags_and_version / set_flags_and_version: u16 {
+            /// C: the checksum word is present (RFC 2784). Setting it moves the optional words
+            /// after it: set flags before values.
+            C = 0x8000 => checksum_present / set_checksum_present: bool;
+            /// R: routing present (RFC 1701 only; discarded here).
+            R = 0x4000 => routing_present: bool;
+            /// K: the key word is present (RFC 2890). Setting it moves the sequence number word.
+            K = 0x2000 => key_present / set_key_present: bool;
+            /// S: the sequence number word is present (RFC 2890).
+            S = 0x1000 => sequence_present / set_sequence_present: bool;
+            /// s: strict source route (RFC 1701 only; discarded here).
+            STRICT_SOURCE_ROUTE = 0x0800;
+            /// Bits 1, 4 and 5: RFC 2784 §2.3 says to discard a packet with any of them set.
+            MUST_BE_ZERO = R | STRICT_SOURCE_ROUTE | 0x0400;
+            /// The three-bit version (0 for GRE).
+            VERSION = 0x0007 => version / set_version: u8;
+        }
         /// The Protocol Type: the EtherType of the payload.
         PROTOCOL @ 2..4 => protocol / set_protocol: u16;
     }

@@ -63,47 +63,34 @@ pub const TLV_HEADER_LEN: usize = 4;
 /// The largest TLV value: the Length field has 7 bits.
 pub const TLV_VALUE_MAX: usize = 127;
 
-/// Bits of the first 16-bit word and of the MD Type byte.
-mod bits {
-    pub const VERSION: u16 = 0xc000;
-    pub const O: u16 = 0x2000;
-    pub const TTL: u16 = 0x0fc0;
-    pub const LENGTH: u16 = 0x003f;
-    pub const MD_TYPE: u8 = 0x0f;
-    pub const TLV_LENGTH: u8 = 0x7f;
-}
+/// The Length field of a TLV's fourth byte (the bit above it is unassigned).
+const TLV_LENGTH: u8 = 0x7f;
 
 numbered! {
     /// The format of the metadata after the Service Path Header (§2.2, registry in §11.2).
     pub enum MdType {
         /// 0x1: a 16-byte Fixed-Length Context Header.
-        Type1 = 1,
+        Type1 = 1 => "1",
         /// 0x2: zero or more Variable-Length Context Headers (TLVs).
-        Type2 = 2,
+        Type2 = 2 => "2",
     }
     /// 0x0 (reserved), 0xF (experimental) or an unassigned value.
-    Unknown(u8);
-}
-
-impl core::fmt::Display for MdType {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}", u8::from(*self))
-    }
+    Unknown(u8) => "{}";
 }
 
 header! {
     /// A read/write wrapper around an NSH, its metadata and its payload.
     pub struct NshPacket in layout {
         /// The two-bit version.
-        VERSION @ 0..2 & bits::VERSION => version / set_version: u8;
+        VERSION @ 0..2 & 0xc000 => version / set_version: u8;
         /// The O bit: an OAM packet.
-        O @ 0..2 & bits::O => oam / set_oam: bool;
+        O @ 0..2 & 0x2000 => oam / set_oam: bool;
         /// The six-bit TTL: SFF hops left on the service path.
-        TTL @ 0..2 & bits::TTL => ttl / set_ttl: u8;
+        TTL @ 0..2 & 0x0fc0 => ttl / set_ttl: u8;
         /// The Length field: the whole header in 4-byte words.
-        LENGTH @ 0..2 & bits::LENGTH => length_words / set_length_words: u8;
+        LENGTH @ 0..2 & 0x003f => length_words / set_length_words: u8;
         /// The MD Type (low four bits of the third byte).
-        MD_TYPE @ 2..3 & bits::MD_TYPE => md_type / set_md_type: MdType;
+        MD_TYPE @ 2..3 & 0x0f => md_type / set_md_type: MdType;
         /// The Next Protocol field.
         NEXT_PROTOCOL @ 3..4 => next_protocol / set_next_protocol: NextProtocol;
         /// The 24-bit Service Path Identifier.
@@ -118,6 +105,8 @@ header! {
     check_len("nsh header", BASE_LEN, check_length_field; "nsh header (length field)", header_len);
     /// What follows the header, as the Length field places it.
     payload(after header_len);
+    /// Clears the unassigned bits, as an originator must (§2.2).
+    fn clear_unassigned() zeroes UNASSIGNED, MD_TYPE_UNASSIGNED;
 }
 
 impl<T: AsRef<[u8]>> NshPacket<T> {
@@ -146,12 +135,6 @@ impl<'a, T: AsRef<[u8]> + ?Sized> NshPacket<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NshPacket<T> {
-    /// Clears the unassigned bits, as an originator must (§2.2).
-    pub fn clear_unassigned(&mut self) {
-        layout::UNASSIGNED.write(self.buffer.as_mut(), 0);
-        layout::MD_TYPE_UNASSIGNED.write(self.buffer.as_mut(), 0);
-    }
-
     /// Decrements the Service Index, as a service function or SFC proxy does after performing
     /// its service (§2.3), and returns the new value.
     ///
@@ -421,7 +404,7 @@ impl<'a> Iterator for NshTlvs<'a> {
             )));
         };
         // §2.5.1: the U bit is ignored on receipt; the value is padded to 4 bytes.
-        let n = usize::from(header[3] & bits::TLV_LENGTH);
+        let n = usize::from(header[3] & TLV_LENGTH);
         let need = TLV_HEADER_LEN + n.div_ceil(4) * 4;
         let Some(value) = self.rest.get(TLV_HEADER_LEN..TLV_HEADER_LEN + n) else {
             self.failed = true;

@@ -41,25 +41,14 @@ numbered! {
     /// What the payload is (the Application byte, numbered as in ovstack).
     pub enum Application {
         /// An Ethernet frame without FCS (7).
-        Ethernet = 7,
+        Ethernet = 7 => "ethernet",
         /// An IPv4 packet (4).
-        Ipv4 = 4,
+        Ipv4 = 4 => "ipv4",
         /// An IPv6 packet (6).
-        Ipv6 = 6,
+        Ipv6 = 6 => "ipv6",
     }
     /// Any other number.
-    Unknown(u8);
-}
-
-impl core::fmt::Display for Application {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Application::Ethernet => f.write_str("ethernet"),
-            Application::Ipv4 => f.write_str("ipv4"),
-            Application::Ipv6 => f.write_str("ipv6"),
-            Application::Unknown(n) => write!(f, "unknown({n})"),
-        }
-    }
+    Unknown(u8) => "unknown({})";
 }
 
 header! {

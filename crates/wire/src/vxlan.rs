@@ -42,33 +42,23 @@ pub const fn overhead(ipv6_underlay: bool) -> u16 {
     outer_ip + 8 + HEADER_LEN as u16 + 14
 }
 
-/// Bits of the first flags byte.
-pub mod flags {
-    /// G: a Group Policy ID is present (GBP).
-    pub const G: u8 = 0x80;
-    /// I: the VNI is valid (RFC 7348: MUST be 1).
-    pub const I: u8 = 0x08;
-    /// D (second byte): don't learn the inner source address (GBP).
-    pub const D: u8 = 0x40;
-    /// A (second byte): policy has already been applied (GBP).
-    pub const A: u8 = 0x08;
-}
-
 header! {
     /// A read/write wrapper around a VXLAN header and its payload.
-    pub struct VxlanPacket in layout {
+    pub struct VxlanPacket in layout, pub flags {
         /// The first flags byte (G and I bits).
-        FLAGS @ 0..1 => flags / set_flags: u8;
+        FLAGS @ 0..1 => flags / set_flags: u8 {
+            /// G: a Group Policy ID is present (GBP).
+            G = 0x80 => gbp: bool;
+            /// I: the VNI is valid (RFC 7348: MUST be 1).
+            I = 0x08 => vni_valid: bool;
+        }
         /// The second flags byte (D and A bits in GBP, reserved otherwise).
-        GBP_FLAGS @ 1..2 => gbp_flags / set_gbp_flags: u8;
-        /// The I flag: the VNI is valid.
-        I @ 0..1 & flags::I => vni_valid: bool;
-        /// The G flag: a Group Policy ID is present.
-        G @ 0..1 & flags::G => gbp: bool;
-        /// The D flag (GBP): the receiver must not learn the inner source address.
-        D @ 1..2 & flags::D => dont_learn: bool;
-        /// The A flag (GBP): policy has already been applied to this packet.
-        A @ 1..2 & flags::A => policy_applied: bool;
+        GBP_FLAGS @ 1..2 => gbp_flags / set_gbp_flags: u8 {
+            /// D: the receiver must not learn the inner source address (GBP).
+            D = 0x40 => dont_learn: bool;
+            /// A: policy has already been applied to this packet (GBP).
+            A = 0x08 => policy_applied: bool;
+        }
         /// The 16-bit Group Policy ID (GBP; reserved in plain VXLAN).
         GROUP_POLICY_ID @ 2..4 => group_policy_id / set_group_policy_id: u16;
         /// The 24-bit VXLAN Network Identifier.
@@ -79,13 +69,8 @@ header! {
     check_len("vxlan header", HEADER_LEN);
     /// The encapsulated Ethernet frame.
     payload(at HEADER_LEN);
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanPacket<T> {
     /// Clears the reserved byte after the VNI.
-    pub fn clear_reserved(&mut self) {
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
-    }
+    fn clear_reserved() zeroes RESERVED;
 }
 
 /// The Group Based Policy part of a VXLAN-GBP header.

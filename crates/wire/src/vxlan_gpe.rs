@@ -36,20 +36,6 @@ pub const HEADER_LEN: usize = 8;
 /// The only version the draft defines (§3.1: "The initial version is 0").
 pub const VERSION: u8 = 0;
 
-/// Bits of the flags byte.
-pub mod flags {
-    /// Ver: the two version bits.
-    pub const VERSION: u8 = 0x30;
-    /// I: the VNI is valid (MUST be 1).
-    pub const I: u8 = 0x08;
-    /// P: the Next Protocol field is present (MUST be 1).
-    pub const P: u8 = 0x04;
-    /// B: the packet carries ingress-replicated broadcast, unknown-unicast or multicast traffic.
-    pub const B: u8 = 0x02;
-    /// O: the packet is an OAM packet.
-    pub const O: u8 = 0x01;
-}
-
 numbered! {
     /// What follows a VXLAN-GPE or NSH header.
     ///
@@ -60,48 +46,37 @@ numbered! {
     /// `Unknown` only ever holds a value that has no variant of its own.
     pub enum NextProtocol {
         /// 0x1: an IPv4 packet.
-        Ipv4 = 1,
+        Ipv4 = 1 => "IPv4",
         /// 0x2: an IPv6 packet.
-        Ipv6 = 2,
+        Ipv6 = 2 => "IPv6",
         /// 0x3: an Ethernet frame.
-        Ethernet = 3,
+        Ethernet = 3 => "Ethernet",
         /// 0x4: a Network Service Header (RFC 8300), see [`crate::nsh`].
-        Nsh = 4,
+        Nsh = 4 => "NSH",
         /// 0x5: an MPLS label stack.
-        Mpls = 5,
+        Mpls = 5 => "MPLS",
     }
     /// Any other value.
-    Unknown(u8);
-}
-
-impl core::fmt::Display for NextProtocol {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            NextProtocol::Ipv4 => f.write_str("IPv4"),
-            NextProtocol::Ipv6 => f.write_str("IPv6"),
-            NextProtocol::Ethernet => f.write_str("Ethernet"),
-            NextProtocol::Nsh => f.write_str("NSH"),
-            NextProtocol::Mpls => f.write_str("MPLS"),
-            NextProtocol::Unknown(n) => write!(f, "{n:#04x}"),
-        }
-    }
+    Unknown(u8) => "{:#04x}";
 }
 
 header! {
     /// A read/write wrapper around a VXLAN-GPE header and its payload.
-    pub struct VxlanGpePacket in layout {
+    pub struct VxlanGpePacket in layout, pub flags {
         /// The flags byte (R, Ver, I, P, B and O).
-        FLAGS @ 0..1 => flags / set_flags: u8;
-        /// The two-bit version.
-        VERSION @ 0..1 & flags::VERSION => version / set_version: u8;
-        /// The I flag: the VNI is valid.
-        I @ 0..1 & flags::I => vni_valid / set_vni_valid: bool;
-        /// The P flag: the Next Protocol field is present.
-        P @ 0..1 & flags::P => next_protocol_present / set_next_protocol_present: bool;
-        /// The B flag: ingress-replicated BUM traffic.
-        B @ 0..1 & flags::B => bum / set_bum: bool;
-        /// The O flag: an OAM packet.
-        O @ 0..1 & flags::O => oam / set_oam: bool;
+        FLAGS @ 0..1 => flags / set_flags: u8 {
+            /// Ver: the two version bits.
+            VERSION = 0x30 => version / set_version: u8;
+            /// I: the VNI is valid (MUST be 1).
+            I = 0x08 => vni_valid / set_vni_valid: bool;
+            /// P: the Next Protocol field is present (MUST be 1).
+            P = 0x04 => next_protocol_present / set_next_protocol_present: bool;
+            /// B: the packet carries ingress-replicated broadcast, unknown-unicast or multicast
+            /// traffic.
+            B = 0x02 => bum / set_bum: bool;
+            /// O: the packet is an OAM packet.
+            O = 0x01 => oam / set_oam: bool;
+        }
         /// The 16 reserved bits after the flags.
         RESERVED @ 1..3 => reserved: u16;
         /// The Next Protocol field (meaningful only when [`Self::next_protocol_present`]).
@@ -114,14 +89,8 @@ header! {
     check_len("vxlan-gpe header", HEADER_LEN);
     /// What follows the header: an IPv4 or IPv6 packet, an Ethernet frame, an NSH, ...
     payload(at HEADER_LEN);
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> VxlanGpePacket<T> {
     /// Clears both Reserved fields.
-    pub fn clear_reserved(&mut self) {
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
-        layout::RESERVED_LOW.write(self.buffer.as_mut(), 0);
-    }
+    fn clear_reserved() zeroes RESERVED, RESERVED_LOW;
 }
 
 /// A high-level representation of a VXLAN-GPE header.
@@ -228,25 +197,24 @@ mod tests {
 
     #[test]
     fn construct_and_emit() {
-        let mut buf = [0xffu8; 8];
-        let repr = VxlanGpeRepr {
+        let ethernet = VxlanGpeRepr {
             vni: 0x0abcde,
             next_protocol: NextProtocol::Ethernet,
             oam: false,
             bum: false,
         };
-        repr.emit(&mut VxlanGpePacket::new_unchecked(&mut buf[..]))
-            .unwrap();
-        assert_eq!(buf, ETHERNET);
-        let repr = VxlanGpeRepr {
+        let nsh_oam_bum = VxlanGpeRepr {
             vni: 42,
             next_protocol: NextProtocol::Nsh,
             oam: true,
             bum: true,
         };
-        repr.emit(&mut VxlanGpePacket::new_unchecked(&mut buf[..]))
-            .unwrap();
-        assert_eq!(buf, NSH_OAM_BUM);
+        for (repr, bytes) in [(ethernet, ETHERNET), (nsh_oam_bum, NSH_OAM_BUM)] {
+            let mut buf = [0xffu8; 8];
+            repr.emit(&mut VxlanGpePacket::new_unchecked(&mut buf[..]))
+                .unwrap();
+            assert_eq!(buf, bytes);
+        }
     }
 
     #[test]

@@ -9,20 +9,6 @@ pub const STT_HEADER_LEN: usize = 18;
 /// The only STT version defined (§3).
 pub const VERSION: u8 = 0;
 
-/// Bits of the STT flags byte (§3; bit 0 is the least significant).
-pub mod flags {
-    /// Bit 0: the sender verified the inner packet's checksum.
-    pub const CHECKSUM_VERIFIED: u8 = 0x01;
-    /// Bit 1: the inner checksum covers only the pseudo-header (set when TSO is used).
-    pub const CHECKSUM_PARTIAL: u8 = 0x02;
-    /// Bit 2: the inner packet is IPv4 (clear: IPv6).
-    pub const IPV4: u8 = 0x04;
-    /// Bit 3: the inner packet is TCP.
-    pub const TCP: u8 = 0x08;
-    /// Bits 4-7: unused.
-    pub const UNUSED: u8 = 0xf0;
-}
-
 const BOTH_CHECKSUM_FLAGS: &str = "stt flags (checksum verified and partial both set)";
 const TCI_PCP_SHIFT: u16 = 13;
 const TCI_PCP: u16 = 0xe000;
@@ -38,19 +24,22 @@ pub fn frame_len(inner_len: usize) -> Result<u16> {
 
 header! {
     /// A read/write wrapper around an STT frame header and the inner Ethernet frame.
-    pub struct SttPacket in layout {
+    pub struct SttPacket in layout, pub flags {
         /// The version (0).
         VERSION @ 0..1 => version / set_version: u8;
-        /// The flags byte (see [`flags`]).
-        FLAGS @ 1..2 => flags / set_flags: u8;
-        /// Flag bit 0: the inner checksum was verified by the sender.
-        CHECKSUM_VERIFIED @ 1..2 & flags::CHECKSUM_VERIFIED => checksum_verified: bool;
-        /// Flag bit 1: the inner checksum is partial (TSO in use).
-        CHECKSUM_PARTIAL @ 1..2 & flags::CHECKSUM_PARTIAL => checksum_partial: bool;
-        /// Flag bit 2: the inner packet is IPv4 rather than IPv6.
-        IPV4 @ 1..2 & flags::IPV4 => ipv4: bool;
-        /// Flag bit 3: the inner packet is TCP.
-        TCP @ 1..2 & flags::TCP => tcp: bool;
+        /// The flags byte (§3; bit 0 is the least significant).
+        FLAGS @ 1..2 => flags / set_flags: u8 {
+            /// Bit 0: the sender verified the inner packet's checksum.
+            CHECKSUM_VERIFIED = 0x01 => checksum_verified: bool;
+            /// Bit 1: the inner checksum covers only the pseudo-header (TSO in use).
+            CHECKSUM_PARTIAL = 0x02 => checksum_partial: bool;
+            /// Bit 2: the inner packet is IPv4 (clear: IPv6).
+            IPV4 = 0x04 => ipv4: bool;
+            /// Bit 3: the inner packet is TCP.
+            TCP = 0x08 => tcp: bool;
+            /// Bits 4-7: unused.
+            UNUSED = 0xf0;
+        }
         /// Offset of the inner L4 header from the start of the inner frame (for checksum
         /// offload).
         L4_OFFSET @ 2..3 => l4_offset / set_l4_offset: u8;
@@ -73,14 +62,8 @@ header! {
     check_len("stt header", STT_HEADER_LEN);
     /// The encapsulated Ethernet frame (without FCS).
     payload(at STT_HEADER_LEN);
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> SttPacket<T> {
     /// Zeroes the reserved byte and the padding, as §3 asks of senders.
-    pub fn clear_reserved(&mut self) {
-        layout::RESERVED.write(self.buffer.as_mut(), 0);
-        layout::PADDING.write(self.buffer.as_mut(), 0);
-    }
+    fn clear_reserved() zeroes RESERVED, PADDING;
 }
 
 /// The four defined STT flags.
