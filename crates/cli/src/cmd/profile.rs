@@ -134,9 +134,14 @@ const BIND_AFTER_HELP: &str = "Example:
   nvo profile bind vxlan-gpe-nsh 00000afe --local 100
   nvo profile keys vxlan-gpe-nsh";
 
+/// A key binding's key that is not 1 to 8 bytes of hex, as typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("key {0:?} is not 1 to 8 bytes of hex (e.g. 00000aff: SPI 10, SI 255)")]
+pub struct KeyError(pub String);
+
 /// Parses a key: 1 to 8 bytes of hex, whitespace or colons allowed between the digits, as nvod
 /// reads it; answers it lowercase without separators, the form nvod lists and `unbind` names.
-pub fn parse_key(text: &str) -> Result<String, String> {
+pub fn parse_key(text: &str) -> Result<String, KeyError> {
     let digits: String = text
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
@@ -146,9 +151,7 @@ pub fn parse_key(text: &str) -> Result<String, String> {
         && digits.len() <= 16
         && digits.chars().all(|c| c.is_ascii_hexdigit());
     if !valid {
-        return Err(format!(
-            "key {text:?} is not 1 to 8 bytes of hex (e.g. 00000aff: SPI 10, SI 255)"
-        ));
+        return Err(KeyError(text.to_owned()));
     }
     Ok(digits.to_ascii_lowercase())
 }
@@ -271,7 +274,7 @@ mod tests {
         assert_eq!(parse_key("00:00:0a:ff").unwrap(), "00000aff");
         assert_eq!(parse_key("0102030405060708").unwrap().len(), 16);
         for bad in ["", "abc", "0g", "010203040506070809", " : "] {
-            let e = parse_key(bad).unwrap_err();
+            let e = parse_key(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }
     }

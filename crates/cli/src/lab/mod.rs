@@ -31,6 +31,14 @@ pub enum LabError {
     /// The topology file is wrong.
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    /// A topology that passed its checks still cannot be planned.
+    #[error("{file}: {source}")]
+    Plan {
+        /// The topology file.
+        file: String,
+        /// Why.
+        source: plan::PlanError,
+    },
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
