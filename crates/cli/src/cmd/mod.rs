@@ -47,12 +47,12 @@ pub enum CliError {
         source: std::io::Error,
     },
     /// A file named on the command line is not what the command takes.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     File {
         /// The file.
         path: PathBuf,
-        /// What is wrong with it, on one line.
-        message: String,
+        /// What is wrong with it.
+        source: profile::SpecFileError,
     },
     /// An answer could not be printed as JSON.
     #[error("cannot write json: {0}")]
