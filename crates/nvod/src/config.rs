@@ -199,12 +199,12 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// TOML syntax, an unknown key or a value of the wrong type.
-    #[error("config file {path}: {detail}")]
+    #[error("config file {path}: {source}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// One line: where, which key, what is wrong.
-        detail: String,
+        /// Where, which key, what is wrong.
+        source: TomlError,
     },
     /// A value of the right type outside what nvod accepts.
     #[error("config key `{key}` = {value}: {reason}")]
@@ -236,28 +236,52 @@ pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
                 path: path.to_owned(),
                 source,
             })?;
-            parse(&text).map_err(|detail| ConfigError::Parse {
+            parse(&text).map_err(|source| ConfigError::Parse {
                 path: path.to_owned(),
-                detail,
+                source,
             })?
         }
     };
     resolve(file, derive_locator)
 }
 
-/// Parses TOML text, turning the parser's multi-line error into one line that quotes the
-/// offending line of the file.
-fn parse(text: &str) -> Result<ConfigFile, String> {
-    toml::from_str(text).map_err(|e| {
-        let message = e.message().trim().to_owned();
-        match e.span() {
-            Some(span) => {
-                let line_no = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                let line = text.lines().nth(line_no - 1).unwrap_or_default().trim();
-                format!("line {line_no} `{line}`: {message}")
+/// A config file the TOML parser refuses, on one line: the parser's message without its
+/// multi-line excerpt, after the offending line of the file when the parser knows it.
+#[derive(Debug, thiserror::Error)]
+pub enum TomlError {
+    /// At a known place in the file.
+    #[error("line {line_no} `{line}`: {}", .source.message().trim())]
+    At {
+        /// The line's number, from 1.
+        line_no: usize,
+        /// The line, trimmed.
+        line: String,
+        /// The parser's error (boxed: it is large, and every config error would carry it).
+        source: Box<toml::de::Error>,
+    },
+    /// Somewhere the parser does not say.
+    #[error("{}", .source.message().trim())]
+    Whole {
+        /// The parser's error (boxed: it is large, and every config error would carry it).
+        source: Box<toml::de::Error>,
+    },
+}
+
+/// Parses TOML text; the error quotes the offending line of the file.
+fn parse(text: &str) -> Result<ConfigFile, TomlError> {
+    toml::from_str(text).map_err(|source| match source.span() {
+        Some(span) => {
+            let line_no = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let line = text.lines().nth(line_no - 1).unwrap_or_default().trim();
+            TomlError::At {
+                line_no,
+                line: line.to_owned(),
+                source: Box::new(source),
             }
-            None => message,
         }
+        None => TomlError::Whole {
+            source: Box::new(source),
+        },
     })
 }
 
@@ -443,9 +467,12 @@ mod tests {
         Ok("192.0.2.7".parse().unwrap())
     }
 
-    fn resolve_text(text: &str) -> Result<Config, String> {
-        let file = parse(text)?;
-        resolve(file, fixed).map_err(|e| e.to_string())
+    fn resolve_text(text: &str) -> Result<Config, ConfigError> {
+        let file = parse(text).map_err(|source| ConfigError::Parse {
+            path: "nvod.toml".into(),
+            source,
+        })?;
+        resolve(file, fixed)
     }
 
     #[test]
@@ -530,43 +557,59 @@ mod tests {
         let bgp = c.bgp.unwrap();
         assert_eq!((bgp.asn, bgp.neighbors.len()), (65000, 1));
         let e = resolve_text("[bgp]\nasn = 65000\nrouter_id = \"0.0.0.0\"\nneighbors = []\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bgp") && e.contains("0.0.0.0"), "{e}");
         let e = resolve_text("[bgp]\nasn = 65000\nrouter_id = \"192.0.2.7\"\nneighbours = []\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("neighbours"), "{e}");
     }
 
     #[test]
     fn unknown_key_is_named() {
-        let e = resolve_text("vxlan_prot = 4789\n").unwrap_err();
+        let e = resolve_text("vxlan_prot = 4789\n").unwrap_err().to_string();
         assert!(e.contains("vxlan_prot"), "{e}");
         assert!(e.contains("line 1"), "{e}");
     }
 
     #[test]
     fn bad_values_name_key_and_value() {
-        let e = resolve_text("vxlan_port = 70000\n").unwrap_err();
+        let e = resolve_text("vxlan_port = 70000\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("vxlan_port") && e.contains("70000"), "{e}");
-        let e = resolve_text("locator = \"not-an-ip\"\n").unwrap_err();
+        let e = resolve_text("locator = \"not-an-ip\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("locator") && e.contains("not-an-ip"), "{e}");
-        let e = resolve_text("underlay_mtu = 100\n").unwrap_err();
+        let e = resolve_text("underlay_mtu = 100\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("underlay_mtu") && e.contains("100"), "{e}");
-        let e = resolve_text("entropy_ports = 0\n").unwrap_err();
+        let e = resolve_text("entropy_ports = 0\n").unwrap_err().to_string();
         assert!(e.contains("entropy_ports") && e.contains('0'), "{e}");
-        let e = resolve_text("locator = \"224.0.0.1\"\n").unwrap_err();
+        let e = resolve_text("locator = \"224.0.0.1\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("locator") && e.contains("224.0.0.1"), "{e}");
-        let e = resolve_text("multicast_ttl = 0\n").unwrap_err();
+        let e = resolve_text("multicast_ttl = 0\n").unwrap_err().to_string();
         assert!(e.contains("multicast_ttl") && e.contains('0'), "{e}");
-        let e = resolve_text("multicast_ttl = 256\n").unwrap_err();
+        let e = resolve_text("multicast_ttl = 256\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("multicast_ttl") && e.contains("256"), "{e}");
-        let e = resolve_text("node_id = 0\n").unwrap_err();
+        let e = resolve_text("node_id = 0\n").unwrap_err().to_string();
         assert!(e.contains("node_id"), "{e}");
-        let e = resolve_text("outer_ttl = \"copy\"\n").unwrap_err();
+        let e = resolve_text("outer_ttl = \"copy\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("outer_ttl") && e.contains("copy"), "{e}");
-        let e = resolve_text("outer_ttl = 0\n").unwrap_err();
+        let e = resolve_text("outer_ttl = 0\n").unwrap_err().to_string();
         assert!(e.contains("outer_ttl"), "{e}");
-        let e = resolve_text("stt_reassembly_bytes = 10\n").unwrap_err();
+        let e = resolve_text("stt_reassembly_bytes = 10\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("stt_reassembly_bytes") && e.contains("10"),
             "{e}"

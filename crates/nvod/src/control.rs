@@ -18,7 +18,7 @@ use nvo_encap::engine::{Engine, EngineError};
 use nvo_pipeline::{FdbDest, FlushScope, PortId, Vni};
 
 use crate::config::Config;
-use crate::convert::{self, ValueError};
+use crate::convert::{self, ConvertError, ValueError};
 use crate::state::{State, StateError, Store};
 use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
@@ -69,6 +69,12 @@ impl Failure {
 
 impl From<ValueError> for Failure {
     fn from(e: ValueError) -> Failure {
+        Failure::bad(e.to_string())
+    }
+}
+
+impl From<ConvertError> for Failure {
+    fn from(e: ConvertError) -> Failure {
         Failure::bad(e.to_string())
     }
 }
@@ -202,7 +208,7 @@ impl Control {
         }
         for (&vni, net) in &state.networks {
             for (prefix, &remote) in &net.routes {
-                let (addr, len) = convert::parse_prefix(prefix).map_err(Failure::bad)?;
+                let (addr, len) = convert::parse_prefix(prefix)?;
                 self.datapath
                     .call(Command::RouteAdd(Vni(vni), addr, len, remote))
                     .await
@@ -376,6 +382,6 @@ fn flush_scope(scope: api::FlushScope) -> FlushScope {
 
 /// A remote checked against the locator's family.
 fn remote(ip: IpAddr, config: &Config) -> Result<IpAddr, Failure> {
-    convert::check_remote(ip, config).map_err(Failure::bad)?;
+    convert::check_remote(ip, config)?;
     Ok(ip)
 }

@@ -4,7 +4,7 @@
 //! Nothing here touches a table or a socket; everything is a pure function of its arguments.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use nvo_api as api;
@@ -20,6 +20,152 @@ pub use crate::values::{
     check_ifname, check_vni, parse_ip, parse_mac, parse_vni, ValueError, DEFAULT_ENCAP, MAX_MTU,
     MIN_MTU,
 };
+
+/// Why a network spec, a prefix or a remote is refused; each message names the value and
+/// what to use instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// A single value out of range (a VNI, an MTU).
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    /// An MTU whose frames would not fit in one underlay packet.
+    #[error(
+        "mtu {mtu} does not fit: the underlay MTU is {underlay_mtu} and {profile} takes \
+         {overhead} bytes over {}; use {MIN_MTU}..={max}, or raise underlay_mtu in nvod's \
+         config if the underlay allows",
+        family_name(*.ipv6)
+    )]
+    MtuOverUnderlay {
+        /// The MTU asked for.
+        mtu: u16,
+        /// nvod's `underlay_mtu`.
+        underlay_mtu: u16,
+        /// The network's profile.
+        profile: String,
+        /// The bytes the profile adds.
+        overhead: u16,
+        /// Whether the underlay is IPv6.
+        ipv6: bool,
+        /// The largest MTU that fits.
+        max: u16,
+    },
+    /// A parameter the profile does not have.
+    #[error("profile {profile} has no parameter {name:?}; its parameters are {known:?}")]
+    UnknownParam {
+        /// The profile.
+        profile: String,
+        /// The parameter given.
+        name: String,
+        /// The profile's parameters.
+        known: Vec<String>,
+    },
+    /// A parameter value wider than its field.
+    #[error("parameter {name} = {value} does not fit in {bytes} bytes of profile {profile}")]
+    ParamTooLarge {
+        /// The parameter.
+        name: String,
+        /// Its value.
+        value: u64,
+        /// Its field's width.
+        bytes: u8,
+        /// The profile.
+        profile: String,
+    },
+    /// An encap that names no profile of this node.
+    #[error("encap {encap:?} is not a profile of this node; use one of {names:?}")]
+    UnknownEncap {
+        /// The name given.
+        encap: String,
+        /// The profiles there are.
+        names: Vec<String>,
+    },
+    /// An l3 network on a profile that cannot carry IPv4 packets.
+    #[error(
+        "encap {0} cannot carry IPv4 packets, so it cannot serve an l3 network; use \
+         vxlan-gpe or ipip"
+    )]
+    NotIpv4(String),
+    /// An L2 network on a profile that cannot carry Ethernet frames.
+    #[error(
+        "encap {encap} carries {payload:?} packets, not Ethernet frames; create the network \
+         with \"l3\": true (an IPv4 network routed by prefix)"
+    )]
+    NotEthernet {
+        /// The profile.
+        encap: String,
+        /// What it carries.
+        payload: Payload,
+    },
+    /// A BUM group that is not multicast.
+    #[error("bum group {0} is not a multicast address; use e.g. 239.1.1.1 or ff0e::1")]
+    BumGroup(IpAddr),
+    /// A BUM group on a profile other than VXLAN's port.
+    #[error(
+        "bum by multicast group works with vxlan and vxlan-gbp only, not with {0}; use \
+         head-end replication (a flood list)"
+    )]
+    BumGroupEncap(String),
+    /// A BUM overlay tree rooted at node 0.
+    #[error("bum overlay node 0 is not a node; use the tree's node ID")]
+    BumNodeZero,
+    /// A BUM overlay tree on another profile than the overlay's.
+    #[error("bum by overlay tree needs the overlay profile, not {0}")]
+    BumOverlayEncap(String),
+    /// A `max_learned` above the pipeline's limit.
+    #[error(
+        "max_learned {max_learned} is above the limit of {limit} learned entries per network; ask for fewer"
+    )]
+    MaxLearned {
+        /// The value asked for.
+        max_learned: u32,
+        /// The limit.
+        limit: u32,
+    },
+    /// `ageing_s: 0`.
+    #[error("ageing_s 0 is too short; use at least 1 second")]
+    AgeingZero,
+    /// A remote listed twice in a flood list.
+    #[error("remote {0} appears twice in the flood list; list it once")]
+    FloodTwice(IpAddr),
+    /// Text that is not an IPv4 prefix.
+    #[error("prefix {0:?} is not an IPv4 prefix like 10.0.0.0/24")]
+    Prefix(String),
+    /// A prefix with host bits set.
+    #[error("prefix {text} has host bits set; use {network}/{len}")]
+    HostBits {
+        /// The prefix as given.
+        text: String,
+        /// Its network address.
+        network: Ipv4Addr,
+        /// Its length.
+        len: u8,
+    },
+    /// A remote that is not a unicast address.
+    #[error("remote {0} is not a unicast address; a remote vtep needs one")]
+    RemoteNotUnicast(IpAddr),
+    /// An address of the other family than the locator's.
+    #[error(
+        "{what} {ip} is not of the locator's address family (locator {locator}); use an {} address",
+        family_name(.locator.is_ipv6())
+    )]
+    Family {
+        /// "remote", "bum group".
+        what: &'static str,
+        /// The address.
+        ip: IpAddr,
+        /// This node's locator.
+        locator: IpAddr,
+    },
+}
+
+/// "IPv6" or "IPv4", as messages name a family.
+fn family_name(ipv6: bool) -> &'static str {
+    if ipv6 {
+        "IPv6"
+    } else {
+        "IPv4"
+    }
+}
 
 /// The bytes a profile adds in front of a tenant frame on the wire: outer IP, UDP when the
 /// profile runs over UDP, the tunnel header (its minimum length) and the inner Ethernet header.
@@ -44,49 +190,49 @@ const STT_SEGMENT_HEADER: u16 = 20;
 /// Checks a network's MTU against the underlay: a larger frame would not fit in one underlay
 /// packet, and every one of them would be fragmented. STT cuts frames into segments itself,
 /// so an STT network may have any MTU up to [`MAX_MTU`].
-pub fn check_network_mtu(mtu: u16, profile: &Profile, config: &Config) -> Result<(), String> {
+pub fn check_network_mtu(mtu: u16, profile: &Profile, config: &Config) -> Result<(), ConvertError> {
     if profile.transport == Transport::Ip(6) {
         return if (MIN_MTU..=MAX_MTU).contains(&mtu) {
             Ok(())
         } else {
-            Err(format!(
-                "mtu {mtu} is out of range; use {MIN_MTU}..={MAX_MTU}"
-            ))
+            Err(ValueError::Mtu(mtu).into())
         };
     }
     let ipv6 = config.locator.is_ipv6();
     let overhead = overhead(profile, ipv6);
     let max = config.underlay_mtu.saturating_sub(overhead);
     if !(MIN_MTU..=max).contains(&mtu) {
-        return Err(format!(
-            "mtu {mtu} does not fit: the underlay MTU is {} and {} takes {overhead} bytes over \
-             {}; use {MIN_MTU}..={max}, or raise underlay_mtu in nvod's config if the underlay \
-             allows",
-            config.underlay_mtu,
-            profile.name,
-            if ipv6 { "IPv6" } else { "IPv4" },
-        ));
+        return Err(ConvertError::MtuOverUnderlay {
+            mtu,
+            underlay_mtu: config.underlay_mtu,
+            profile: profile.name.clone(),
+            overhead,
+            ipv6,
+            max,
+        });
     }
     Ok(())
 }
 
 /// Checks a network's profile parameters: each must be one the profile has, with a value that
 /// fits its field.
-pub fn check_params(profile: &Profile, params: &BTreeMap<String, u64>) -> Result<(), String> {
+pub fn check_params(profile: &Profile, params: &BTreeMap<String, u64>) -> Result<(), ConvertError> {
     for (name, &value) in params {
         let Some(param) = profile.params.iter().find(|p| &p.name == name) else {
-            let known: Vec<&str> = profile.params.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "profile {} has no parameter {name:?}; its parameters are {known:?}",
-                profile.name
-            ));
+            return Err(ConvertError::UnknownParam {
+                profile: profile.name.clone(),
+                name: name.clone(),
+                known: profile.params.iter().map(|p| p.name.clone()).collect(),
+            });
         };
         let bits = 8 * u32::from(param.field.len);
         if bits < 64 && value >> bits != 0 {
-            return Err(format!(
-                "parameter {name} = {value} does not fit in {} bytes of profile {}",
-                param.field.len, profile.name
-            ));
+            return Err(ConvertError::ParamTooLarge {
+                name: name.clone(),
+                value,
+                bytes: param.field.len,
+                profile: profile.name.clone(),
+            });
         }
     }
     Ok(())
@@ -98,8 +244,8 @@ pub fn network_state(
     spec: &api::NetworkSpec,
     config: &Config,
     profiles: &Engine,
-) -> Result<NetworkState, String> {
-    check_vni(spec.vni).map_err(|e| e.to_string())?;
+) -> Result<NetworkState, ConvertError> {
+    check_vni(spec.vni)?;
     let encap = spec
         .encap
         .clone()
@@ -107,9 +253,9 @@ pub fn network_state(
     let profile = profiles
         .id(&encap)
         .and_then(|id| profiles.profile(id))
-        .ok_or_else(|| {
-            let names: Vec<&str> = profiles.profiles().map(|(_, p)| p.name.as_str()).collect();
-            format!("encap {encap:?} is not a profile of this node; use one of {names:?}")
+        .ok_or_else(|| ConvertError::UnknownEncap {
+            encap: encap.clone(),
+            names: profiles.profiles().map(|(_, p)| p.name.clone()).collect(),
         })?;
     let carries = |payload: Payload| {
         profile.payload == payload
@@ -119,17 +265,13 @@ pub fn network_state(
     };
     let l3 = spec.l3.unwrap_or(profile.payload == Payload::Ipv4);
     if l3 && !carries(Payload::Ipv4) {
-        return Err(format!(
-            "encap {encap} cannot carry IPv4 packets, so it cannot serve an l3 network; use \
-             vxlan-gpe or ipip"
-        ));
+        return Err(ConvertError::NotIpv4(encap));
     }
     if !l3 && !carries(Payload::Ethernet) {
-        return Err(format!(
-            "encap {encap} carries {:?} packets, not Ethernet frames; create the network with \
-             \"l3\": true (an IPv4 network routed by prefix)",
-            profile.payload
-        ));
+        return Err(ConvertError::NotEthernet {
+            encap,
+            payload: profile.payload,
+        });
     }
     let mut params = spec.params.clone().unwrap_or_default();
     check_params(profile, &params)?;
@@ -151,27 +293,20 @@ pub fn network_state(
         api::Bum::HeadEnd => BumState::HeadEnd,
         api::Bum::Multicast { group } => {
             if !group.is_multicast() {
-                return Err(format!(
-                    "bum group {group} is not a multicast address; use e.g. 239.1.1.1 or ff0e::1"
-                ));
+                return Err(ConvertError::BumGroup(group));
             }
             if profile.transport != Transport::Udp(nvo_wire::ports::VXLAN) {
-                return Err(format!(
-                    "bum by multicast group works with vxlan and vxlan-gbp only, not with \
-                     {encap}; use head-end replication (a flood list)"
-                ));
+                return Err(ConvertError::BumGroupEncap(encap));
             }
             check_family(group, config, "bum group")?;
             BumState::Multicast { group }
         }
         api::Bum::Overlay { node } => {
             if node == 0 {
-                return Err("bum overlay node 0 is not a node; use the tree's node ID".to_owned());
+                return Err(ConvertError::BumNodeZero);
             }
             if profile.transport != Transport::Udp(nvo_wire::ports::OVERLAY) {
-                return Err(format!(
-                    "bum by overlay tree needs the overlay profile, not {encap}"
-                ));
+                return Err(ConvertError::BumOverlayEncap(encap));
             }
             BumState::Overlay { node }
         }
@@ -179,23 +314,19 @@ pub fn network_state(
     let max_learned = spec.max_learned.unwrap_or(NetworkSpec::DEFAULT_MAX_LEARNED);
     let limit = Limits::default().max_learned_fdb;
     if max_learned > limit {
-        return Err(format!(
-            "max_learned {max_learned} is above the limit of {limit} learned entries per network; ask for fewer"
-        ));
+        return Err(ConvertError::MaxLearned { max_learned, limit });
     }
     let ageing_s = spec
         .ageing_s
         .unwrap_or(NetworkSpec::DEFAULT_AGEING.as_secs() as u32);
     if ageing_s == 0 {
-        return Err("ageing_s 0 is too short; use at least 1 second".to_owned());
+        return Err(ConvertError::AgeingZero);
     }
     let mut flood: Vec<IpAddr> = Vec::new();
     for &remote in spec.flood.iter().flatten() {
         check_remote(remote, config)?;
         if flood.contains(&remote) {
-            return Err(format!(
-                "remote {remote} appears twice in the flood list; list it once"
-            ));
+            return Err(ConvertError::FloodTwice(remote));
         }
         flood.push(remote);
     }
@@ -222,49 +353,44 @@ pub fn gateway_mac(vni: Vni) -> Mac {
 }
 
 /// Parses "a.b.c.d/len" into a prefix with its host bits zero.
-pub fn parse_prefix(text: &str) -> Result<(std::net::Ipv4Addr, u8), String> {
-    let bad = || format!("prefix {text:?} is not an IPv4 prefix like 10.0.0.0/24");
+pub fn parse_prefix(text: &str) -> Result<(Ipv4Addr, u8), ConvertError> {
+    let bad = || ConvertError::Prefix(text.to_owned());
     let (addr, len) = text.split_once('/').ok_or_else(bad)?;
-    let addr: std::net::Ipv4Addr = addr.parse().map_err(|_| bad())?;
+    let addr: Ipv4Addr = addr.parse().map_err(|_| bad())?;
     let len: u8 = len.parse().map_err(|_| bad())?;
     if len > 32 {
         return Err(bad());
     }
     let mask = nvo_pipeline::l3::mask(len);
     if u32::from(addr) & !mask != 0 {
-        return Err(format!(
-            "prefix {text} has host bits set; use {}/{len}",
-            std::net::Ipv4Addr::from(u32::from(addr) & mask)
-        ));
+        return Err(ConvertError::HostBits {
+            text: text.to_owned(),
+            network: Ipv4Addr::from(u32::from(addr) & mask),
+            len,
+        });
     }
     Ok((addr, len))
 }
 
 /// Checks that a remote VTEP address can be sent to from this node's locator.
-pub fn check_remote(remote: IpAddr, config: &Config) -> Result<(), String> {
+pub fn check_remote(remote: IpAddr, config: &Config) -> Result<(), ConvertError> {
     let unicast = match remote {
         IpAddr::V4(v4) => !v4.is_unspecified() && !v4.is_multicast() && !v4.is_broadcast(),
         IpAddr::V6(v6) => !v6.is_unspecified() && !v6.is_multicast(),
     };
     if !unicast {
-        return Err(format!(
-            "remote {remote} is not a unicast address; a remote vtep needs one"
-        ));
+        return Err(ConvertError::RemoteNotUnicast(remote));
     }
     check_family(remote, config, "remote")
 }
 
-fn check_family(ip: IpAddr, config: &Config, what: &str) -> Result<(), String> {
+fn check_family(ip: IpAddr, config: &Config, what: &'static str) -> Result<(), ConvertError> {
     if ip.is_ipv4() != config.locator.is_ipv4() {
-        return Err(format!(
-            "{what} {ip} is not of the locator's address family (locator {}); use an {} address",
-            config.locator,
-            if config.locator.is_ipv4() {
-                "IPv4"
-            } else {
-                "IPv6"
-            }
-        ));
+        return Err(ConvertError::Family {
+            what,
+            ip,
+            locator: config.locator,
+        });
     }
     Ok(())
 }
@@ -445,6 +571,7 @@ mod tests {
         assert!(
             network_state(&too_big, &c, &Engine::new(Default::default()))
                 .unwrap_err()
+                .to_string()
                 .contains("1451")
         );
         let v6 = api::NetworkSpec {
@@ -454,6 +581,7 @@ mod tests {
         };
         assert!(network_state(&v6, &c, &Engine::new(Default::default()))
             .unwrap_err()
+            .to_string()
             .contains("fd00::1"));
         let dup = api::NetworkSpec {
             vni: 100,
@@ -465,6 +593,7 @@ mod tests {
         };
         assert!(network_state(&dup, &c, &Engine::new(Default::default()))
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         let group = api::NetworkSpec {
             vni: 100,
@@ -475,6 +604,7 @@ mod tests {
         };
         assert!(network_state(&group, &c, &Engine::new(Default::default()))
             .unwrap_err()
+            .to_string()
             .contains("not a multicast"));
     }
 

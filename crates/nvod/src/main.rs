@@ -28,9 +28,38 @@ use std::sync::Arc;
 use clap::Parser;
 use tokio::sync::Mutex;
 
+use crate::api::SocketError;
 use crate::config::Config;
-use crate::control::Control;
-use crate::state::Store;
+use crate::control::{Control, Failure};
+use crate::state::{StateError, Store};
+
+/// Why nvod stopped with an error after reading its config; logged as one line.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// The API socket could not be prepared, bound or served.
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    /// The state file could not be read.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The datapath did not start.
+    #[error(transparent)]
+    Datapath(#[from] nvo_datapath::StartError),
+    /// The control thread's runtime did not start.
+    #[error("cannot start the control thread's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The stored state could not be re-applied.
+    #[error("{}", .0.message)]
+    Restore(Failure),
+    /// A signal handler could not be installed.
+    #[error("cannot catch {signal}: {source}")]
+    Signal {
+        /// "SIGTERM" or "SIGINT".
+        signal: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+}
 
 /// nvod: the nvo daemon. Serves the control API on a unix socket and forwards tenant frames
 /// between local ports (veth, TAP) and remote VTEPs in VXLAN.
@@ -72,23 +101,23 @@ fn init_log(filter: &str) {
         .init();
 }
 
-fn run(config: Config) -> Result<(), String> {
-    api::prepare_socket(&config.api_socket).map_err(|e| e.to_string())?;
-    let store = Store::open(&config.state_dir).map_err(|e| e.to_string())?;
-    let state = store.load().map_err(|e| e.to_string())?;
-    let datapath = nvo_datapath::start(&config.datapath_settings()).map_err(|e| e.to_string())?;
+fn run(config: Config) -> Result<(), RunError> {
+    api::prepare_socket(&config.api_socket)?;
+    let store = Store::open(&config.state_dir)?;
+    let state = store.load()?;
+    let datapath = nvo_datapath::start(&config.datapath_settings())?;
     let offloads = datapath.offloads;
     let choice = datapath.choice.clone();
     log::info!("datapath: {} ({})", choice.datapath, choice.reason);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the control thread's runtime: {e}"))?;
+        .map_err(RunError::Runtime)?;
     let handle = datapath.handle.clone();
     let result = runtime.block_on(async {
         let mut control = Control::new(config.clone(), offloads, store, state, handle);
         control.set_path(choice);
-        control.restore().await.map_err(|f| f.message)?;
+        control.restore().await.map_err(RunError::Restore)?;
         control.start_evpn();
         serve(&config, control, offloads).await
     });
@@ -109,13 +138,17 @@ async fn serve(
     config: &Config,
     control: Control,
     offloads: nvo_api::Offloads,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot catch SIGTERM: {e}"))?;
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| format!("cannot catch SIGINT: {e}"))?;
-    let listener = api::bind(&config.api_socket).map_err(|e| e.to_string())?;
+    let catch = |kind, name| {
+        signal(kind).map_err(|source| RunError::Signal {
+            signal: name,
+            source,
+        })
+    };
+    let mut term = catch(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = catch(SignalKind::interrupt(), "SIGINT")?;
+    let listener = api::bind(&config.api_socket)?;
     log::info!(
         "nvod {} started: node id {}, locator {}, vxlan port {}, underlay mtu {}, offloads \
          gro={} gso={}, api socket {}",
@@ -135,9 +168,7 @@ async fn serve(
         }
     };
     let shared = Arc::new(Mutex::new(control));
-    let served = api::serve(listener, &config.api_socket, shared.clone(), shutdown)
-        .await
-        .map_err(|e| e.to_string());
+    let served = api::serve(listener, &config.api_socket, shared.clone(), shutdown).await;
     shared.lock().await.evpn_shutdown().await;
-    served
+    Ok(served?)
 }

@@ -229,35 +229,37 @@ impl State {
     }
 
     /// Checks that the state makes sense as a whole; used on a loaded file.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Corruption> {
         if self.version != FORMAT_VERSION {
-            return Err(format!(
-                "format version {} (this nvod reads version {FORMAT_VERSION})",
-                self.version
-            ));
+            return Err(Corruption::Version(self.version));
         }
         for (&vni, net) in &self.networks {
-            values::check_vni(vni).map_err(|e| format!("network {vni}: {e}"))?;
-            values::check_mtu(net.mtu).map_err(|e| format!("network {vni}: {e}"))?;
+            let in_network = |source| Corruption::Network { vni, source };
+            values::check_vni(vni).map_err(in_network)?;
+            values::check_mtu(net.mtu).map_err(in_network)?;
             for (mac, dest) in &net.fdb {
-                values::parse_mac(mac).map_err(|e| format!("network {vni}: {e}"))?;
+                values::parse_mac(mac).map_err(in_network)?;
                 if let StaticDest::Port(name) = dest {
                     if self.ports.get(name).map(|p| p.vni) != Some(vni) {
-                        return Err(format!(
-                            "network {vni}: static entry {mac} points at port {name:?}, \
-                             which is not a port of this network"
-                        ));
+                        return Err(Corruption::StaticPort {
+                            vni,
+                            mac: mac.clone(),
+                            port: name.clone(),
+                        });
                     }
                 }
             }
         }
         for (name, port) in &self.ports {
-            values::check_ifname(name).map_err(|e| format!("port {name:?}: {e}"))?;
+            values::check_ifname(name).map_err(|source| Corruption::Port {
+                name: name.clone(),
+                source,
+            })?;
             if !self.networks.contains_key(&port.vni) {
-                return Err(format!(
-                    "port {name:?} belongs to network {}, which is not defined",
-                    port.vni
-                ));
+                return Err(Corruption::PortNetwork {
+                    name: name.clone(),
+                    vni: port.vni,
+                });
             }
         }
         Ok(())
@@ -279,14 +281,62 @@ pub enum StateError {
     },
     /// The file does not parse or does not make sense.
     #[error(
-        "state file {path} is corrupt: {detail}; repair it, or move it away to start with no \
+        "state file {path} is corrupt: {source}; repair it, or move it away to start with no \
          networks (nvod does not discard it by itself)"
     )]
     Corrupt {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        detail: String,
+        source: Corruption,
+    },
+}
+
+/// What is wrong with a state file that nvod refuses to load.
+#[derive(Debug, thiserror::Error)]
+pub enum Corruption {
+    /// Not JSON of the state's shape.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A format version this nvod does not read.
+    #[error("format version {0} (this nvod reads version {FORMAT_VERSION})")]
+    Version(u32),
+    /// A network with a bad VNI, MTU or static MAC.
+    #[error("network {vni}: {source}")]
+    Network {
+        /// The network.
+        vni: u32,
+        /// The value at fault.
+        source: values::ValueError,
+    },
+    /// A static FDB entry pointing at a port of another network.
+    #[error(
+        "network {vni}: static entry {mac} points at port {port:?}, which is not a port of this \
+         network"
+    )]
+    StaticPort {
+        /// The network.
+        vni: u32,
+        /// The entry's MAC, as stored.
+        mac: String,
+        /// The port it names.
+        port: String,
+    },
+    /// A port with a name Linux would refuse.
+    #[error("port {name:?}: {source}")]
+    Port {
+        /// The port.
+        name: String,
+        /// What is wrong with the name.
+        source: values::ValueError,
+    },
+    /// A port of a network that is not defined.
+    #[error("port {name:?} belongs to network {vni}, which is not defined")]
+    PortNetwork {
+        /// The port.
+        name: String,
+        /// Its network.
+        vni: u32,
     },
 }
 
@@ -331,11 +381,11 @@ impl Store {
                 })
             }
         };
-        let corrupt = |detail: String| StateError::Corrupt {
+        let corrupt = |source: Corruption| StateError::Corrupt {
             path: self.file.clone(),
-            detail,
+            source,
         };
-        let state: State = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
+        let state: State = serde_json::from_slice(&text).map_err(|e| corrupt(e.into()))?;
         state.check().map_err(corrupt)?;
         Ok(state)
     }

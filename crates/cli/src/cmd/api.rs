@@ -107,14 +107,33 @@ pub struct NetworkAddArgs {
     pub l3: bool,
 }
 
+/// Why a `--param KEY=VALUE` is refused, with the text as typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// No `=`.
+    #[error("{0:?} is not KEY=VALUE (e.g. group=100)")]
+    Syntax(String),
+    /// Nothing before the `=`.
+    #[error("{0:?} has no parameter name before '='")]
+    NoKey(String),
+    /// A value that is not an unsigned number.
+    #[error("parameter {key}: {value:?} is not an unsigned number (decimal or 0x hex)")]
+    Value {
+        /// The parameter.
+        key: String,
+        /// Its value as typed.
+        value: String,
+    },
+}
+
 /// Parses `--param KEY=VALUE`: a non-empty key and an unsigned decimal or 0x-hex value.
-pub fn parse_param(text: &str) -> Result<(String, u64), String> {
+pub fn parse_param(text: &str) -> Result<(String, u64), ParamError> {
     let Some((key, value)) = text.split_once('=') else {
-        return Err(format!("{text:?} is not KEY=VALUE (e.g. group=100)"));
+        return Err(ParamError::Syntax(text.to_owned()));
     };
     let key = key.trim();
     if key.is_empty() {
-        return Err(format!("{text:?} has no parameter name before '='"));
+        return Err(ParamError::NoKey(text.to_owned()));
     }
     let value = value.trim();
     let parsed = match value
@@ -124,8 +143,9 @@ pub fn parse_param(text: &str) -> Result<(String, u64), String> {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => value.parse(),
     };
-    let value = parsed.map_err(|_| {
-        format!("parameter {key}: {value:?} is not an unsigned number (decimal or 0x hex)")
+    let value = parsed.map_err(|_| ParamError::Value {
+        key: key.to_owned(),
+        value: value.to_owned(),
     })?;
     Ok((key.to_owned(), value))
 }
@@ -571,7 +591,7 @@ mod tests {
             ("group=-1", "\"-1\" is not an unsigned number"),
             ("group=0xzz", "\"0xzz\""),
         ] {
-            let e = parse_param(bad).unwrap_err();
+            let e = parse_param(bad).unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }

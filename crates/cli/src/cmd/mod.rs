@@ -47,12 +47,12 @@ pub enum CliError {
         source: std::io::Error,
     },
     /// A file named on the command line is not what the command takes.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     File {
         /// The file.
         path: PathBuf,
-        /// What is wrong with it, on one line.
-        message: String,
+        /// What is wrong with it.
+        source: profile::SpecFileError,
     },
     /// An answer could not be printed as JSON.
     #[error("cannot write json: {0}")]
@@ -61,10 +61,11 @@ pub enum CliError {
     /// and what to do.
     #[error(transparent)]
     Bgp(#[from] bgp::BgpError),
-    /// A change refused before it was sent: it contradicts what nvod has (a locator added
-    /// twice, one removed that is not there). The message says which and what to do.
-    #[error("{0}")]
-    Refused(String),
+    /// An overlay change refused before it was sent: it contradicts what nvod has (a
+    /// locator added twice, one removed that is not there). The message says which and
+    /// what to do.
+    #[error(transparent)]
+    Overlay(#[from] overlay::OverlayError),
     /// Standard output could not be written (other than closed by its reader).
     #[error("cannot write to stdout: {0}")]
     Stdout(std::io::Error),

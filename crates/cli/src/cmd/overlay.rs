@@ -44,24 +44,74 @@ fn weight_parser() -> clap::builder::RangedI64ValueParser<u16> {
     clap::value_parser!(u16).range(0..=WEIGHT_MAX)
 }
 
+/// Why an overlay argument or locator change is refused before anything is sent; the
+/// message quotes the value and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverlayError {
+    /// Node ID 0.
+    #[error("node id 0 is not a node; ids are 1 to 4294967295")]
+    NodeIdZero,
+    /// Not a node ID.
+    #[error("{0:?} is not a node id (decimal or 0x hex, 1 to 4294967295)")]
+    NodeId(String),
+    /// A locator whose address is not an IP address.
+    #[error("{text:?}: {addr:?} is not an IP address (ADDR[@WEIGHT])")]
+    LocatorAddress {
+        /// The locator as typed.
+        text: String,
+        /// Its address part.
+        addr: String,
+    },
+    /// A locator whose weight is not 0 to [`WEIGHT_MAX`].
+    #[error("{text:?}: weight {weight:?} is not 0 to {WEIGHT_MAX}")]
+    LocatorWeight {
+        /// The locator as typed.
+        text: String,
+        /// Its weight part.
+        weight: String,
+    },
+    /// Not an overlay application.
+    #[error("{0:?} is not an overlay application: ethernet (7), ipv4 (4) or ipv6 (6)")]
+    App(String),
+    /// `locator add` of an address the node has.
+    #[error(
+        "node {node} already has locator {}; change its weight with `weight`",
+        locator(.existing)
+    )]
+    LocatorExists {
+        /// The node.
+        node: u32,
+        /// The locator it has, with its weight.
+        existing: LocatorSpec,
+    },
+    /// `locator del/weight` of an address the node does not have.
+    #[error("node {node} has no locator {addr}; its locators: {}", locator_list(.locators))]
+    NoLocator {
+        /// The node.
+        node: u32,
+        /// The address given.
+        addr: IpAddr,
+        /// The locators it has.
+        locators: Vec<LocatorSpec>,
+    },
+}
+
 /// Parses a node ID: decimal or 0x-prefixed hex, 1 to 4294967295 (0 is not a node).
-pub fn parse_node_id(text: &str) -> Result<u32, String> {
+pub fn parse_node_id(text: &str) -> Result<u32, OverlayError> {
     let t = text.trim();
     let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u32::from_str_radix(hex, 16),
         None => t.parse(),
     };
     match parsed {
-        Ok(0) => Err("node id 0 is not a node; ids are 1 to 4294967295".to_owned()),
+        Ok(0) => Err(OverlayError::NodeIdZero),
         Ok(id) => Ok(id),
-        Err(_) => Err(format!(
-            "{text:?} is not a node id (decimal or 0x hex, 1 to 4294967295)"
-        )),
+        Err(_) => Err(OverlayError::NodeId(text.to_owned())),
     }
 }
 
 /// Parses a locator, `ADDR[@WEIGHT]` (weight 0 to 1000, default 1).
-pub fn parse_locator(text: &str) -> Result<LocatorSpec, String> {
+pub fn parse_locator(text: &str) -> Result<LocatorSpec, OverlayError> {
     let (addr, weight) = match text.split_once('@') {
         Some((a, w)) => (a, Some(w)),
         None => (text, None),
@@ -69,7 +119,10 @@ pub fn parse_locator(text: &str) -> Result<LocatorSpec, String> {
     let addr: IpAddr = addr
         .trim()
         .parse()
-        .map_err(|_| format!("{text:?}: {addr:?} is not an IP address (ADDR[@WEIGHT])"))?;
+        .map_err(|_| OverlayError::LocatorAddress {
+            text: text.to_owned(),
+            addr: addr.to_owned(),
+        })?;
     let weight = match weight {
         None => DEFAULT_LOCATOR_WEIGHT,
         Some(w) => w
@@ -77,16 +130,17 @@ pub fn parse_locator(text: &str) -> Result<LocatorSpec, String> {
             .parse::<u16>()
             .ok()
             .filter(|w| i64::from(*w) <= WEIGHT_MAX)
-            .ok_or_else(|| format!("{text:?}: weight {w:?} is not 0 to {WEIGHT_MAX}"))?,
+            .ok_or_else(|| OverlayError::LocatorWeight {
+                text: text.to_owned(),
+                weight: w.to_owned(),
+            })?,
     };
     Ok(LocatorSpec { addr, weight })
 }
 
 /// Parses an application by name or number: ethernet (7), ipv4 (4), ipv6 (6).
-pub fn parse_app(text: &str) -> Result<OverlayApp, String> {
-    OverlayApp::parse(text).ok_or_else(|| {
-        format!("{text:?} is not an overlay application: ethernet (7), ipv4 (4) or ipv6 (6)")
-    })
+pub fn parse_app(text: &str) -> Result<OverlayApp, OverlayError> {
+    OverlayApp::parse(text).ok_or_else(|| OverlayError::App(text.to_owned()))
 }
 
 /// `nvo overlay ...`
@@ -260,17 +314,17 @@ pub fn edit_locators(
     node: u32,
     locators: &mut Vec<LocatorSpec>,
     edit: LocatorEdit,
-) -> Result<(), String> {
+) -> Result<(), OverlayError> {
     let addr = match edit {
         LocatorEdit::Add(l) => l.addr,
         LocatorEdit::Del(a) | LocatorEdit::Weight(a, _) => a,
     };
     let at = locators.iter().position(|l| l.addr == addr);
     match (edit, at) {
-        (LocatorEdit::Add(_), Some(i)) => Err(format!(
-            "node {node} already has locator {}; change its weight with `weight`",
-            locator(&locators[i])
-        )),
+        (LocatorEdit::Add(_), Some(i)) => Err(OverlayError::LocatorExists {
+            node,
+            existing: locators[i],
+        }),
         (LocatorEdit::Add(l), None) => {
             locators.push(l);
             Ok(())
@@ -283,10 +337,11 @@ pub fn edit_locators(
             locators[i].weight = w;
             Ok(())
         }
-        (LocatorEdit::Del(_) | LocatorEdit::Weight(..), None) => Err(format!(
-            "node {node} has no locator {addr}; its locators: {}",
-            locator_list(locators)
-        )),
+        (LocatorEdit::Del(_) | LocatorEdit::Weight(..), None) => Err(OverlayError::NoLocator {
+            node,
+            addr,
+            locators: locators.clone(),
+        }),
     }
 }
 
@@ -462,7 +517,7 @@ fn change_locators(
     edit: LocatorEdit,
 ) -> Result<(), CliError> {
     let mut locators = node_locators(client, id)?;
-    edit_locators(id, &mut locators, edit).map_err(CliError::Refused)?;
+    edit_locators(id, &mut locators, edit)?;
     let message = format!("node {id}: locators {}", locator_list(&locators));
     let answer = client.put::<_, Value>(
         &format!("/v1/overlay/nodes/{id}"),
@@ -530,7 +585,7 @@ mod tests {
             ("-1", "not a node id"),
             ("1.2.3.4", "not a node id"),
         ] {
-            let e = parse_node_id(bad).unwrap_err();
+            let e = parse_node_id(bad).unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }
@@ -546,7 +601,7 @@ mod tests {
             ("192.0.2.2:3", "ADDR[@WEIGHT]"),
             ("host@2", "\"host\" is not an IP address"),
         ] {
-            let e = parse_locator(bad).unwrap_err();
+            let e = parse_locator(bad).unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
         assert_eq!(locator(&loc("fd00::2", 3)), "fd00::2@3");
@@ -556,7 +611,10 @@ mod tests {
     fn applications_by_name_or_number() {
         assert_eq!(parse_app("ethernet"), Ok(OverlayApp::Ethernet));
         assert_eq!(parse_app("6"), Ok(OverlayApp::Ipv6));
-        assert!(parse_app("mpls").unwrap_err().contains("ethernet (7)"));
+        assert!(parse_app("mpls")
+            .unwrap_err()
+            .to_string()
+            .contains("ethernet (7)"));
     }
 
     #[test]
@@ -564,7 +622,9 @@ mod tests {
         let mut l = vec![loc("192.0.2.1", 1)];
         edit_locators(1, &mut l, LocatorEdit::Add(loc("fd00::1", 3))).unwrap();
         assert_eq!(l, [loc("192.0.2.1", 1), loc("fd00::1", 3)]);
-        let e = edit_locators(1, &mut l, LocatorEdit::Add(loc("fd00::1", 2))).unwrap_err();
+        let e = edit_locators(1, &mut l, LocatorEdit::Add(loc("fd00::1", 2)))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "node 1 already has locator fd00::1@3; change its weight with `weight`"
@@ -578,8 +638,9 @@ mod tests {
         assert_eq!(l[1].weight, 0);
         edit_locators(1, &mut l, LocatorEdit::Del("192.0.2.1".parse().unwrap())).unwrap();
         assert_eq!(l, [loc("fd00::1", 0)]);
-        let e =
-            edit_locators(1, &mut l, LocatorEdit::Del("192.0.2.9".parse().unwrap())).unwrap_err();
+        let e = edit_locators(1, &mut l, LocatorEdit::Del("192.0.2.9".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "node 1 has no locator 192.0.2.9; its locators: fd00::1@0"
@@ -590,7 +651,8 @@ mod tests {
             &mut none,
             LocatorEdit::Weight("192.0.2.9".parse().unwrap(), 1),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.ends_with("its locators: -"), "{e}");
     }
 

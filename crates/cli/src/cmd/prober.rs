@@ -88,21 +88,32 @@ pub struct ProberArgs {
     pub rounds: Option<u64>,
 }
 
-fn parse_interval(text: &str) -> Result<Duration, String> {
+/// A prober option refused by clap, with the text as typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProberArgError {
+    /// `--interval` not a number of seconds in range.
+    #[error("{0:?} is not an interval in seconds (above 0, at most 86400)")]
+    Interval(String),
+    /// `--hysteresis` not a fraction in [0, 1).
+    #[error("{0:?} is not a fraction from 0 to below 1 (0.2 is 20 %)")]
+    Fraction(String),
+}
+
+fn parse_interval(text: &str) -> Result<Duration, ProberArgError> {
     text.trim()
         .parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("{text:?} is not an interval in seconds (above 0, at most 86400)"))
+        .ok_or_else(|| ProberArgError::Interval(text.to_owned()))
 }
 
-fn parse_fraction(text: &str) -> Result<f64, String> {
+fn parse_fraction(text: &str) -> Result<f64, ProberArgError> {
     text.trim()
         .parse::<f64>()
         .ok()
         .filter(|f| (0.0..1.0).contains(f))
-        .ok_or_else(|| format!("{text:?} is not a fraction from 0 to below 1 (0.2 is 20 %)"))
+        .ok_or_else(|| ProberArgError::Fraction(text.to_owned()))
 }
 
 /// The probe that measures `path` to `dst` while `current` is installed: the direct path of a

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use nvo_api::{Client, KeyBinding, ProfileInfo, ProfileSpec};
+use nvo_encap::spec::SpecError;
 use serde_json::Value;
 
 use super::api::{done, segment, show, vni_parser};
@@ -134,9 +135,14 @@ const BIND_AFTER_HELP: &str = "Example:
   nvo profile bind vxlan-gpe-nsh 00000afe --local 100
   nvo profile keys vxlan-gpe-nsh";
 
+/// A key binding's key that is not 1 to 8 bytes of hex, as typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("key {0:?} is not 1 to 8 bytes of hex (e.g. 00000aff: SPI 10, SI 255)")]
+pub struct KeyError(pub String);
+
 /// Parses a key: 1 to 8 bytes of hex, whitespace or colons allowed between the digits, as nvod
 /// reads it; answers it lowercase without separators, the form nvod lists and `unbind` names.
-pub fn parse_key(text: &str) -> Result<String, String> {
+pub fn parse_key(text: &str) -> Result<String, KeyError> {
     let digits: String = text
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
@@ -146,9 +152,7 @@ pub fn parse_key(text: &str) -> Result<String, String> {
         && digits.len() <= 16
         && digits.chars().all(|c| c.is_ascii_hexdigit());
     if !valid {
-        return Err(format!(
-            "key {text:?} is not 1 to 8 bytes of hex (e.g. 00000aff: SPI 10, SI 255)"
-        ));
+        return Err(KeyError(text.to_owned()));
     }
     Ok(digits.to_ascii_lowercase())
 }
@@ -216,27 +220,49 @@ pub fn profile(client: &Client, format: Format, cmd: ProfileCmd) -> Result<(), C
     }
 }
 
+/// Why a profile file is not a profile; each message is on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecFileError {
+    /// Not TOML of a profile's shape (boxed: the error is large).
+    #[error("{}", one_line(.0))]
+    Toml(Box<toml::de::Error>),
+    /// Not JSON of a profile's shape.
+    #[error("{}", one_line(.0))]
+    Json(#[from] serde_json::Error),
+    /// Neither `.toml` nor `.json`.
+    #[error("extension {0:?} is neither .toml nor .json; name the file after its format")]
+    Extension(String),
+    /// A spec that does not make a profile.
+    #[error("{}", one_line(.0))]
+    Spec(#[from] SpecError),
+}
+
+/// A parser's message on one line, as `nvo` prints every error.
+fn one_line(error: &dyn std::fmt::Display) -> String {
+    error
+        .to_string()
+        .replace(['\r', '\n'], " ")
+        .trim()
+        .to_owned()
+}
+
 /// Reads a profile file, TOML or JSON by its extension, and checks the profile it describes.
 pub fn read_spec(path: &Path) -> Result<ProfileSpec, CliError> {
     let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let bad = |message: String| CliError::File {
+    let bad = |source: SpecFileError| CliError::File {
         path: path.to_owned(),
-        message: message.replace(['\r', '\n'], " ").trim().to_owned(),
+        source,
     };
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let spec: ProfileSpec = match ext.to_ascii_lowercase().as_str() {
-        "toml" => toml::from_str(&text).map_err(|e| bad(e.to_string()))?,
-        "json" => serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?,
-        other => {
-            return Err(bad(format!(
-                "extension {other:?} is neither .toml nor .json; name the file after its format"
-            )))
-        }
+        "toml" => toml::from_str(&text).map_err(|e| bad(SpecFileError::Toml(Box::new(e))))?,
+        "json" => serde_json::from_str(&text).map_err(|e| bad(e.into()))?,
+        other => return Err(bad(SpecFileError::Extension(other.to_owned()))),
     };
-    spec.to_profile().map_err(|e| bad(e.to_string()))?;
+    spec.to_profile().map_err(|e| bad(e.into()))?;
     Ok(spec)
 }
 
@@ -271,7 +297,7 @@ mod tests {
         assert_eq!(parse_key("00:00:0a:ff").unwrap(), "00000aff");
         assert_eq!(parse_key("0102030405060708").unwrap().len(), 16);
         for bad in ["", "abc", "0g", "010203040506070809", " : "] {
-            let e = parse_key(bad).unwrap_err();
+            let e = parse_key(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }
     }

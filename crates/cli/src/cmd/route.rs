@@ -15,7 +15,28 @@ use serde_json::Value;
 
 use super::api::{done, show, vni_parser};
 use super::{view, CliError, Format};
-use crate::addr::Cidr;
+use crate::addr::{AddrError, Cidr};
+
+/// Why a route's prefix is refused before it is sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrefixError {
+    /// Not ADDRESS/PREFIX at all.
+    #[error(transparent)]
+    Cidr(#[from] AddrError),
+    /// An IPv6 prefix: L3 networks carry IPv4 only.
+    #[error("{0:?} is not an IPv4 prefix; routes of an l3 network are IPv4, like 10.0.0.0/24")]
+    NotIpv4(String),
+    /// Host bits set; `network` is the prefix meant.
+    #[error("prefix {text} has host bits set; use {network}/{len}")]
+    HostBits {
+        /// The prefix as typed.
+        text: String,
+        /// Its network address.
+        network: IpAddr,
+        /// Its length.
+        len: u8,
+    },
+}
 
 /// An IPv4 prefix with its host bits clear, `10.0.0.0/24`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,19 +55,18 @@ impl fmt::Display for Prefix {
 
 /// Parses a route's prefix: IPv4 (L3 networks carry IPv4 only) and no host bits set, the
 /// rules nvod applies, with the corrected prefix in the message when host bits are set.
-pub fn parse_prefix(text: &str) -> Result<Prefix, String> {
-    let cidr: Cidr = text.parse().map_err(|e| format!("{e}"))?;
+pub fn parse_prefix(text: &str) -> Result<Prefix, PrefixError> {
+    let cidr: Cidr = text.parse()?;
     let IpAddr::V4(addr) = cidr.addr else {
-        return Err(format!(
-            "{text:?} is not an IPv4 prefix; routes of an l3 network are IPv4, like 10.0.0.0/24"
-        ));
+        return Err(PrefixError::NotIpv4(text.to_owned()));
     };
     let network = cidr.network();
     if network != cidr.addr {
-        return Err(format!(
-            "prefix {text} has host bits set; use {network}/{}",
-            cidr.prefix
-        ));
+        return Err(PrefixError::HostBits {
+            text: text.to_owned(),
+            network,
+            len: cidr.prefix,
+        });
     }
     Ok(Prefix {
         addr,
@@ -154,7 +174,7 @@ mod tests {
             ("fd00::/64", "not an IPv4 prefix"),
             ("ten/8", "not an IP address"),
         ] {
-            let e = parse_prefix(bad).unwrap_err();
+            let e = parse_prefix(bad).unwrap_err().to_string();
             assert!(e.contains(want) && e.contains(bad), "{bad}: {e}");
         }
     }

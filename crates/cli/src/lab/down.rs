@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::plan::load;
 use super::record::{self, run_dir, LabRecord};
 use super::sys;
-use super::topology::check_name;
+use super::topology::{check_name, ValidationError};
 use super::LabError;
 
 /// What `down` removed.
@@ -69,15 +69,15 @@ fn resolve(target: &str) -> Result<(String, Vec<String>), LabError> {
             source,
         })?;
         let parsed: NameOnly =
-            serde_norway::from_str(&text).map_err(|e| super::TopologyError::Syntax {
+            serde_norway::from_str(&text).map_err(|source| super::TopologyError::Syntax {
                 file: target.to_owned(),
-                message: e.to_string().replace('\n', " "),
+                source,
             })?;
         return Ok((parsed.name, Vec::new()));
     }
-    check_name("lab", target).map_err(|message| super::TopologyError::Invalid {
+    check_name("lab", target).map_err(|name| super::TopologyError::Invalid {
         file: target.to_owned(),
-        message: format!("{message} (and no such topology file)"),
+        error: Box::new(ValidationError::NameNoFile(name)),
     })?;
     Ok((target.to_owned(), Vec::new()))
 }

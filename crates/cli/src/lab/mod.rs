@@ -31,6 +31,14 @@ pub enum LabError {
     /// The topology file is wrong.
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    /// A topology that passed its checks still cannot be planned.
+    #[error("{file}: {source}")]
+    Plan {
+        /// The topology file.
+        file: String,
+        /// Why.
+        source: plan::PlanError,
+    },
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -122,12 +130,12 @@ pub enum LabError {
     #[error("no lab {0} is up (nothing in {dir}; nvo lab status lists the labs)", dir = plan::RUN_ROOT)]
     NoLab(String),
     /// lab.json is not readable.
-    #[error("{path} is not a lab record: {message}")]
+    #[error("{path} is not a lab record: {source}")]
     BadRecord {
         /// The file.
         path: PathBuf,
         /// Why.
-        message: String,
+        source: serde_json::Error,
     },
     /// No running lab has this node.
     #[error("no lab that is up has a node {0} (nvo lab status lists them)")]

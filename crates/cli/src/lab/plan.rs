@@ -7,9 +7,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use crate::addr::{Cidr, Mac};
-use crate::lab::topology::{
-    container_mac, Family, HostKind, NvodExtras, Topology, TopologyError, UNDERLAY_NODE,
-};
+use crate::lab::topology::{container_mac, Family, HostKind, NvodExtras, Topology, UNDERLAY_NODE};
 use crate::lab::LabError;
 
 /// Where labs keep their state, one directory per lab.
@@ -160,9 +158,30 @@ pub fn ifname(prefix: &str, name: &str, taken: &mut BTreeSet<String>) -> String 
     whole // unreachable in practice: u32 suffixes outnumber any lab
 }
 
+/// Why a validated topology still cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// A container in a VNI no network has.
+    #[error("container {container}: vni {vni} is not in networks")]
+    ContainerVni {
+        /// The container.
+        container: String,
+        /// Its VNI.
+        vni: u32,
+    },
+    /// An underlay prefix too small for a host.
+    #[error("underlay prefix {prefix} has no address for host {host}")]
+    NoHostAddress {
+        /// The prefix.
+        prefix: Cidr,
+        /// The host.
+        host: String,
+    },
+}
+
 impl Plan {
     /// Plans a validated topology with its state under `root` (normally [`RUN_ROOT`]).
-    pub fn new(topo: &Topology, root: &Path) -> Result<Plan, String> {
+    pub fn new(topo: &Topology, root: &Path) -> Result<Plan, PlanError> {
         let run_dir = root.join(&topo.name);
         let hosts = plan_hosts(topo, &run_dir)?;
         let locators: BTreeMap<&str, IpAddr> =
@@ -207,10 +226,10 @@ impl Plan {
         let mut containers = Vec::new();
         for (i, c) in topo.containers.iter().enumerate() {
             if !networks.iter().any(|n| n.vni == c.vni) {
-                return Err(format!(
-                    "container {}: vni {} is not in networks",
-                    c.name, c.vni
-                ));
+                return Err(PlanError::ContainerVni {
+                    container: c.name.clone(),
+                    vni: c.vni,
+                });
             }
             containers.push(ContainerPlan {
                 name: c.name.clone(),
@@ -252,7 +271,7 @@ impl Plan {
     }
 }
 
-fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, String> {
+fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, PlanError> {
     let u = &topo.underlay;
     let mut uplinks = BTreeSet::new();
     let mut hosts = Vec::new();
@@ -264,11 +283,9 @@ fn plan_hosts(topo: &Topology, run_dir: &Path) -> Result<Vec<HostPlan>, String> 
                     addr,
                     prefix: prefix.prefix,
                 })
-                .ok_or_else(|| {
-                    format!(
-                        "underlay prefix {prefix} has no address for host {}",
-                        h.name
-                    )
+                .ok_or_else(|| PlanError::NoHostAddress {
+                    prefix,
+                    host: h.name.clone(),
                 })
         };
         let (ipv4, ipv6) = (nth(u.ipv4)?, nth(u.ipv6)?);
@@ -305,10 +322,8 @@ pub fn load(file: &Path) -> Result<(Topology, Plan), LabError> {
     })?;
     let name = file.display().to_string();
     let topo = Topology::parse(&name, &text)?;
-    let plan = Plan::new(&topo, Path::new(RUN_ROOT)).map_err(|message| TopologyError::Invalid {
-        file: name,
-        message,
-    })?;
+    let plan = Plan::new(&topo, Path::new(RUN_ROOT))
+        .map_err(|source| LabError::Plan { file: name, source })?;
     Ok((topo, plan))
 }
 

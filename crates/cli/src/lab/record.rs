@@ -227,10 +227,7 @@ pub fn load(dir: &Path) -> Result<Option<LabRecord>, LabError> {
     };
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| LabError::BadRecord {
-            path,
-            message: e.to_string(),
-        })
+        .map_err(|source| LabError::BadRecord { path, source })
 }
 
 /// Every lab with a record under `root`, sorted by name; unreadable records are skipped.

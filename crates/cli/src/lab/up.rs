@@ -37,7 +37,7 @@ use super::plan::{ContainerPlan, HostPlan, Plan, UNDERLAY_BRIDGE};
 use super::record::{LabRecord, ProcessRecord, Recorder, RECORD_FILE};
 use super::sys::{self, bridge, exec_in, ip, run};
 use super::topology::encap::on_vxlan_port;
-use super::topology::{HostKind, NvodExtras, TopologyError};
+use super::topology::{HostKind, NvodExtras, TopologyError, ValidationError};
 use super::LabError;
 
 /// Each network's tenant MTU on each host, by (host, VNI): what its containers' eth0 gets.
@@ -66,7 +66,7 @@ pub fn up(opts: &UpOptions) -> Result<LabRecord, LabError> {
         if !super::topology::DATAPATHS.contains(&d.as_str()) {
             return Err(TopologyError::Invalid {
                 file: opts.file.display().to_string(),
-                message: format!("--datapath {d:?}: use auto, ebpf or userspace"),
+                error: Box::new(ValidationError::DatapathOption(d.clone())),
             }
             .into());
         }

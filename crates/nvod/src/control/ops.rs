@@ -77,8 +77,7 @@ impl Control {
         &mut self,
         spec: api::NetworkSpec,
     ) -> Result<api::Network, Failure> {
-        let net =
-            convert::network_state(&spec, &self.config, &self.profiles).map_err(Failure::bad)?;
+        let net = convert::network_state(&spec, &self.config, &self.profiles)?;
         let vni = Vni(spec.vni);
         if self.state.networks.contains_key(&vni.0) {
             return Err(Failure::new(

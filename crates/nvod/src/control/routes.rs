@@ -36,7 +36,7 @@ impl Control {
                  \"l3\": true"
             )));
         }
-        let (addr, len) = convert::parse_prefix(&route.prefix).map_err(Failure::bad)?;
+        let (addr, len) = convert::parse_prefix(&route.prefix)?;
         let to = remote(route.remote, &self.config)?;
         let key = format!("{addr}/{len}");
         let mut new = self.state.clone();
@@ -56,7 +56,7 @@ impl Control {
     pub async fn route_delete(&mut self, vni: &str, addr: &str, len: &str) -> Result<(), Failure> {
         let vni = vni_of(vni)?;
         self.network_exists(vni)?;
-        let (addr, len) = convert::parse_prefix(&format!("{addr}/{len}")).map_err(Failure::bad)?;
+        let (addr, len) = convert::parse_prefix(&format!("{addr}/{len}"))?;
         let key = format!("{addr}/{len}");
         if !self.state.networks[&vni.0].routes.contains_key(&key) {
             return Err(Failure::new(

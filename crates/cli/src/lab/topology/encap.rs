@@ -8,8 +8,89 @@ use std::collections::BTreeSet;
 use nvo_api::ProfileSpec;
 use nvo_encap::builtin;
 use nvo_encap::profile::Profile;
+use nvo_encap::spec::SpecError;
 
+use super::error::one_line;
 use super::{HostKind, NetworkDef, Topology};
+
+/// Why a topology's profiles or a network's encapsulation are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EncapError {
+    /// A user profile named like a built-in one.
+    #[error("profiles: {0:?} is the name of a built-in profile; give yours another")]
+    BuiltinName(String),
+    /// Two user profiles with one name.
+    #[error("profiles: {0:?} is defined twice")]
+    ProfileTwice(String),
+    /// A user profile the engine refuses.
+    #[error("profiles: {}", one_line(.0))]
+    Profile(#[from] SpecError),
+    /// A network whose profile is neither built in nor in `profiles:`.
+    #[error(
+        "network {vni}: encap {encap:?} is neither a built-in profile nor in profiles (known: {})",
+        .known.join(", ")
+    )]
+    UnknownEncap {
+        /// The network.
+        vni: u32,
+        /// The profile it names.
+        encap: String,
+        /// The profiles there are.
+        known: Vec<String>,
+    },
+    /// A network parameter its profile does not have.
+    #[error(
+        "network {vni}: encap {encap} has no parameter {key:?} (its parameters: {})",
+        param_list(.params)
+    )]
+    UnknownParam {
+        /// The network.
+        vni: u32,
+        /// Its profile.
+        encap: String,
+        /// The parameter given.
+        key: String,
+        /// The profile's parameters.
+        params: Vec<String>,
+    },
+    /// A parameter value wider than its field.
+    #[error(
+        "network {vni}: parameter {key} = {value} does not fit its {bytes} bytes (at most {max})"
+    )]
+    ParamTooLarge {
+        /// The network.
+        vni: u32,
+        /// The parameter.
+        key: String,
+        /// Its value.
+        value: u64,
+        /// Its field's width in bytes.
+        bytes: u8,
+        /// The largest value that fits.
+        max: u64,
+    },
+    /// A kernel host in a network of another profile than VXLAN.
+    #[error(
+        "network {vni}: host {host} is kind: kernel, whose VXLAN device speaks encap vxlan only, not {encap}"
+    )]
+    KernelHost {
+        /// The network.
+        vni: u32,
+        /// The kernel host.
+        host: String,
+        /// The network's profile.
+        encap: String,
+    },
+}
+
+/// A profile's parameter names as listed in a message: comma-separated, or "none".
+fn param_list(params: &[String]) -> String {
+    if params.is_empty() {
+        "none".to_owned()
+    } else {
+        params.join(", ")
+    }
+}
 
 /// The profile of a network that names none (nvod's default too).
 pub const DEFAULT: &str = builtin::names::VXLAN;
@@ -21,20 +102,16 @@ pub fn on_vxlan_port(encap: &str) -> bool {
 }
 
 /// Checks `profiles:`: each makes a valid profile, names are unique and none is a built-in's.
-pub fn validate_profiles(profiles: &[ProfileSpec]) -> Result<(), String> {
+pub fn validate_profiles(profiles: &[ProfileSpec]) -> Result<(), EncapError> {
     let mut names = BTreeSet::new();
     for spec in profiles {
         if builtin::is_builtin(&spec.name) {
-            return Err(format!(
-                "profiles: {:?} is the name of a built-in profile; give yours another",
-                spec.name
-            ));
+            return Err(EncapError::BuiltinName(spec.name.clone()));
         }
         if !names.insert(spec.name.as_str()) {
-            return Err(format!("profiles: {:?} is defined twice", spec.name));
+            return Err(EncapError::ProfileTwice(spec.name.clone()));
         }
-        spec.to_profile()
-            .map_err(|e| format!("profiles: {}", e.to_string().replace('\n', " ")))?;
+        spec.to_profile()?;
     }
     Ok(())
 }
@@ -52,39 +129,38 @@ fn find(topo: &Topology, name: &str) -> Option<Profile> {
 
 /// Checks a network's profile and parameters, and that no kernel host takes part in a network
 /// whose profile the kernel's VXLAN device does not speak.
-pub fn validate_network(topo: &Topology, n: &NetworkDef) -> Result<(), String> {
+pub fn validate_network(topo: &Topology, n: &NetworkDef) -> Result<(), EncapError> {
     let name = n.encap();
     let Some(profile) = find(topo, name) else {
         let mut known: Vec<String> = builtin::all().into_iter().map(|p| p.name).collect();
         known.extend(topo.profiles.iter().map(|s| s.name.clone()));
-        return Err(format!(
-            "network {}: encap {name:?} is neither a built-in profile nor in profiles (known: {})",
-            n.vni,
-            known.join(", ")
-        ));
+        return Err(EncapError::UnknownEncap {
+            vni: n.vni,
+            encap: name.to_owned(),
+            known,
+        });
     };
     for (key, value) in &n.params {
         let Some(param) = profile.params.iter().find(|p| &p.name == key) else {
-            let has: Vec<&str> = profile.params.iter().map(|p| p.name.as_str()).collect();
-            let has = if has.is_empty() {
-                "none".to_owned()
-            } else {
-                has.join(", ")
-            };
-            return Err(format!(
-                "network {}: encap {name} has no parameter {key:?} (its parameters: {has})",
-                n.vni
-            ));
+            return Err(EncapError::UnknownParam {
+                vni: n.vni,
+                encap: name.to_owned(),
+                key: key.clone(),
+                params: profile.params.iter().map(|p| p.name.clone()).collect(),
+            });
         };
         let bits = u32::from(param.field.len) * 8;
         let max = u64::MAX
             .checked_shr(64u32.saturating_sub(bits))
             .unwrap_or(0);
         if *value > max {
-            return Err(format!(
-                "network {}: parameter {key} = {value} does not fit its {} bytes (at most {max})",
-                n.vni, param.field.len
-            ));
+            return Err(EncapError::ParamTooLarge {
+                vni: n.vni,
+                key: key.clone(),
+                value: *value,
+                bytes: param.field.len,
+                max,
+            });
         }
     }
     if !on_vxlan_port(name) {
@@ -93,10 +169,11 @@ pub fn validate_network(topo: &Topology, n: &NetworkDef) -> Result<(), String> {
             .into_iter()
             .find(|h| h.kind == HostKind::Kernel)
         {
-            return Err(format!(
-                "network {}: host {} is kind: kernel, whose VXLAN device speaks encap vxlan only, not {name}",
-                n.vni, k.name
-            ));
+            return Err(EncapError::KernelHost {
+                vni: n.vni,
+                host: k.name.clone(),
+                encap: name.to_owned(),
+            });
         }
     }
     Ok(())

@@ -14,7 +14,10 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 pub mod encap;
+mod error;
+
 use crate::addr::{Cidr, Mac};
+pub use error::{NameError, TopologyError, ValidationError};
 
 /// Longest lab, host or container name (namespaces are `nvo-<lab>-<node>`).
 pub const MAX_NAME: usize = 32;
@@ -22,27 +25,9 @@ pub const MAX_NAME: usize = 32;
 pub const UNDERLAY_NODE: &str = "ul";
 /// Largest VNI (24 bits).
 pub const VNI_MAX: u32 = 0xff_ffff;
-
-/// Why a topology is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum TopologyError {
-    /// The YAML does not match the schema.
-    #[error("{file}: {message}")]
-    Syntax {
-        /// The file.
-        file: String,
-        /// The parser's one-line message, with line and column.
-        message: String,
-    },
-    /// The YAML parses but does not make a lab.
-    #[error("{file}: {message}")]
-    Invalid {
-        /// The file.
-        file: String,
-        /// What is wrong, naming the node, network or value.
-        message: String,
-    },
-}
+/// Largest MTU of an STT network: STT cuts frames into segments itself, so its networks may
+/// be larger than the underlay (nvod takes up to this).
+pub const STT_MTU_MAX: u16 = 65481;
 
 /// Which address family tunnels use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -161,11 +146,14 @@ impl NvodExtras {
     }
 
     /// The same bounds nvod applies, checked before any namespace is made.
-    fn validate(&self, host: &str) -> Result<(), String> {
-        let at = |key: &str, value: u64, range: &str| {
-            Err(format!(
-                "host {host}: nvod.{key} {value} is outside {range}"
-            ))
+    fn validate(&self, host: &str) -> Result<(), ValidationError> {
+        let at = |key: &'static str, value: u64, range: &'static str| {
+            Err(ValidationError::NvodRange {
+                host: host.to_owned(),
+                key,
+                value,
+                range,
+            })
         };
         if self.outer_ttl == Some(OuterValue::Fixed(0)) {
             return at("outer_ttl", 0, "1..=255");
@@ -176,9 +164,11 @@ impl NvodExtras {
         ] {
             if let Some(OuterValue::Word(w)) = value {
                 if w != "inherit" {
-                    return Err(format!(
-                        "host {host}: nvod.{key} {w:?} is neither a number nor \"inherit\""
-                    ));
+                    return Err(ValidationError::NvodOuterWord {
+                        host: host.to_owned(),
+                        key,
+                        word: w.clone(),
+                    });
                 }
             }
         }
@@ -194,16 +184,18 @@ impl NvodExtras {
         }
         if let Some(d) = &self.datapath {
             if !DATAPATHS.contains(&d.as_str()) {
-                return Err(format!(
-                    "host {host}: nvod.datapath {d:?} is none of auto, ebpf, userspace"
-                ));
+                return Err(ValidationError::NvodDatapath {
+                    host: host.to_owned(),
+                    datapath: d.clone(),
+                });
             }
         }
         if let Some(x) = &self.xdp {
             if !XDP_MODES.contains(&x.as_str()) {
-                return Err(format!(
-                    "host {host}: nvod.xdp {x:?} is none of auto, driver, generic, off"
-                ));
+                return Err(ValidationError::NvodXdp {
+                    host: host.to_owned(),
+                    xdp: x.clone(),
+                });
             }
         }
         Ok(())
@@ -367,20 +359,24 @@ pub struct Topology {
 
 /// Checks a lab, host or container name: letters, digits, `-` and `_`, starting with a letter or
 /// digit, at most [`MAX_NAME`] bytes — it ends up in namespace and file names.
-pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+pub fn check_name(what: &str, name: &str) -> Result<(), NameError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     if name.is_empty() {
-        return Err(format!("{what} name is empty"));
+        return Err(NameError::Empty {
+            what: what.to_owned(),
+        });
     }
     if name.len() > MAX_NAME {
-        return Err(format!(
-            "{what} name {name:?} is longer than {MAX_NAME} characters"
-        ));
+        return Err(NameError::TooLong {
+            what: what.to_owned(),
+            name: name.to_owned(),
+        });
     }
     if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) || !name.chars().all(ok_char) {
-        return Err(format!(
-            "{what} name {name:?} may hold only letters, digits, '-' and '_', starting with a letter or digit"
-        ));
+        return Err(NameError::Characters {
+            what: what.to_owned(),
+            name: name.to_owned(),
+        });
     }
     Ok(())
 }
@@ -388,13 +384,14 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
 impl Topology {
     /// Parses a topology file's text; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyError> {
-        let topo: Topology = serde_norway::from_str(text).map_err(|e| TopologyError::Syntax {
+        let topo: Topology =
+            serde_norway::from_str(text).map_err(|source| TopologyError::Syntax {
+                file: file.to_owned(),
+                source,
+            })?;
+        topo.validate().map_err(|error| TopologyError::Invalid {
             file: file.to_owned(),
-            message: e.to_string().replace('\n', " "),
-        })?;
-        topo.validate().map_err(|message| TopologyError::Invalid {
-            file: file.to_owned(),
-            message,
+            error: Box::new(error),
         })?;
         Ok(topo)
     }
@@ -413,7 +410,7 @@ impl Topology {
     }
 
     /// Checks everything that relates fields to each other.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ValidationError> {
         check_name("lab", &self.name)?;
         self.validate_underlay()?;
         self.validate_nodes()?;
@@ -426,31 +423,29 @@ impl Topology {
         self.validate_ports()
     }
 
-    fn validate_underlay(&self) -> Result<(), String> {
+    fn validate_underlay(&self) -> Result<(), ValidationError> {
         let u = &self.underlay;
         if !u.ipv4.addr.is_ipv4() {
-            return Err(format!("underlay.ipv4 {} is not an IPv4 prefix", u.ipv4));
+            return Err(ValidationError::UnderlayIpv4(u.ipv4));
         }
         if !u.ipv6.addr.is_ipv6() {
-            return Err(format!("underlay.ipv6 {} is not an IPv6 prefix", u.ipv6));
+            return Err(ValidationError::UnderlayIpv6(u.ipv6));
         }
         if !(1280..=9000).contains(&u.mtu) {
-            return Err(format!("underlay.mtu {} is outside 1280..=9000", u.mtu));
+            return Err(ValidationError::UnderlayMtu(u.mtu));
         }
         let n = self.hosts.len() as u128;
         for prefix in [u.ipv4, u.ipv6] {
             if prefix.nth(n).is_none() {
-                return Err(format!(
-                    "underlay prefix {prefix} has no room for {n} hosts"
-                ));
+                return Err(ValidationError::UnderlayRoom { prefix, hosts: n });
             }
         }
         Ok(())
     }
 
-    fn validate_nodes(&self) -> Result<(), String> {
+    fn validate_nodes(&self) -> Result<(), ValidationError> {
         if self.hosts.is_empty() {
-            return Err("a lab needs at least one host".to_owned());
+            return Err(ValidationError::NoHosts);
         }
         let mut seen = BTreeSet::new();
         let hosts = self.hosts.iter().map(|h| ("host", &h.name));
@@ -458,76 +453,64 @@ impl Topology {
         for (what, name) in hosts.chain(containers) {
             check_name(what, name)?;
             if name == UNDERLAY_NODE {
-                return Err(format!(
-                    "{what} name {name:?} is reserved for the underlay namespace"
-                ));
+                return Err(ValidationError::ReservedName {
+                    what,
+                    name: name.clone(),
+                });
             }
             if !seen.insert(name.as_str()) {
-                return Err(format!(
-                    "node name {name:?} is used twice (hosts and containers share one name space)"
-                ));
+                return Err(ValidationError::NameTwice(name.clone()));
             }
         }
         for h in &self.hosts {
             if h.vxlan_port == 0 {
-                return Err(format!("host {}: vxlan_port 0 is not a port", h.name));
+                return Err(ValidationError::VxlanPortZero(h.name.clone()));
             }
             if h.kind == HostKind::Nvo && h.learning.is_some() {
-                return Err(format!(
-                    "host {}: learning is for kind: kernel hosts; nvo hosts take it per network",
-                    h.name
-                ));
+                return Err(ValidationError::LearningOnNvo(h.name.clone()));
             }
             if h.kind == HostKind::Kernel && !h.nvod.is_empty() {
-                return Err(format!(
-                    "host {}: nvod is for kind: nvo hosts; a kernel host runs no nvod",
-                    h.name
-                ));
+                return Err(ValidationError::NvodOnKernel(h.name.clone()));
             }
             h.nvod.validate(&h.name)?;
         }
         Ok(())
     }
 
-    fn validate_networks(&self) -> Result<(), String> {
+    fn validate_networks(&self) -> Result<(), ValidationError> {
         let mut vnis = BTreeSet::new();
         let tenant_max = self.default_tenant_mtu();
         for n in &self.networks {
             if !(1..=VNI_MAX).contains(&n.vni) {
-                return Err(format!("network vni {} is outside 1..={VNI_MAX}", n.vni));
+                return Err(ValidationError::VniRange(n.vni));
             }
             if !vnis.insert(n.vni) {
-                return Err(format!("network vni {} is defined twice", n.vni));
+                return Err(ValidationError::VniTwice(n.vni));
             }
             // The VXLAN overhead is known here; other profiles' is nvod's to check.
             let vxlan = encap::on_vxlan_port(n.encap());
             if let Some(mtu) = n.mtu.filter(|_| vxlan) {
                 if !(68..=tenant_max).contains(&mtu) {
-                    return Err(format!(
-                        "network {}: mtu {mtu} is outside 68..={tenant_max} (underlay mtu minus {} bytes of VXLAN)",
-                        n.vni,
-                        self.underlay.family.overhead()
-                    ));
+                    return Err(ValidationError::VxlanMtu {
+                        vni: n.vni,
+                        mtu,
+                        max: tenant_max,
+                        overhead: self.underlay.family.overhead(),
+                    });
                 }
             }
             // STT cuts frames into segments itself: its networks may be larger than the
             // underlay (nvod takes up to 65481).
-            let max = if n.encap() == "stt" {
-                65481
-            } else {
-                self.underlay.mtu
-            };
+            let stt = n.encap() == "stt";
+            let max = if stt { STT_MTU_MAX } else { self.underlay.mtu };
             if let Some(mtu) = n.mtu.filter(|_| !vxlan) {
                 if !(68..=max).contains(&mtu) {
-                    return Err(format!(
-                        "network {}: mtu {mtu} is outside 68..={max} ({})",
-                        n.vni,
-                        if max == self.underlay.mtu {
-                            "the underlay mtu"
-                        } else {
-                            "stt segments larger frames"
-                        }
-                    ));
+                    let vni = n.vni;
+                    return Err(if stt {
+                        ValidationError::SttMtu { vni, mtu, max }
+                    } else {
+                        ValidationError::UnderlayBoundMtu { vni, mtu, max }
+                    });
                 }
             }
             if let Some(group) = n.multicast {
@@ -537,10 +520,16 @@ impl Topology {
                 let mut listed = BTreeSet::new();
                 for h in hosts {
                     if !self.hosts.iter().any(|x| &x.name == h) {
-                        return Err(format!("network {}: flood names unknown host {h:?}", n.vni));
+                        return Err(ValidationError::FloodUnknownHost {
+                            vni: n.vni,
+                            host: h.clone(),
+                        });
                     }
                     if !listed.insert(h) {
-                        return Err(format!("network {}: flood names host {h:?} twice", n.vni));
+                        return Err(ValidationError::FloodHostTwice {
+                            vni: n.vni,
+                            host: h.clone(),
+                        });
                     }
                 }
             }
@@ -550,71 +539,87 @@ impl Topology {
 
     /// A network's multicast group: a multicast address of the tunnels' family, and no flood
     /// list beside it (a network floods one way or the other).
-    fn validate_group(&self, vni: u32, group: IpAddr, flood: &Flood) -> Result<(), String> {
+    fn validate_group(
+        &self,
+        vni: u32,
+        group: IpAddr,
+        flood: &Flood,
+    ) -> Result<(), ValidationError> {
         let family_ok = match self.underlay.family {
             Family::Ipv4 => group.is_ipv4(),
             Family::Ipv6 => group.is_ipv6(),
         };
         if !group.is_multicast() || !family_ok {
-            let example = match self.underlay.family {
-                Family::Ipv4 => "239.1.1.1",
-                Family::Ipv6 => "ff0e::1:1",
-            };
-            return Err(format!(
-                "network {vni}: multicast {group} is not a multicast address of the underlay's family ({:?}); use e.g. {example}",
-                self.underlay.family
-            ));
+            return Err(ValidationError::MulticastGroup {
+                vni,
+                group,
+                family: self.underlay.family,
+            });
         }
         if *flood != Flood::Auto {
-            return Err(format!(
-                "network {vni}: give either multicast or flood, not both (multicast floods to the group)"
-            ));
+            return Err(ValidationError::MulticastAndFlood(vni));
         }
         Ok(())
     }
 
-    fn validate_containers(&self) -> Result<(), String> {
+    fn validate_containers(&self) -> Result<(), ValidationError> {
         // Addresses must be unique within a network; the same address in two networks is fine
         // (that is what tenant isolation is for).
         let mut addrs: BTreeMap<(u32, IpAddr), &str> = BTreeMap::new();
         let mut macs: BTreeMap<Mac, &str> = BTreeMap::new();
         for (i, c) in self.containers.iter().enumerate() {
-            let at = |m: String| format!("container {}: {m}", c.name);
+            let container = || c.name.clone();
             if !self.hosts.iter().any(|h| h.name == c.host) {
-                return Err(at(format!("unknown host {:?}", c.host)));
+                return Err(ValidationError::ContainerHost {
+                    container: container(),
+                    host: c.host.clone(),
+                });
             }
             if !self.networks.iter().any(|n| n.vni == c.vni) {
-                return Err(at(format!("vni {} is not in networks", c.vni)));
+                return Err(ValidationError::ContainerVni {
+                    container: container(),
+                    vni: c.vni,
+                });
             }
             if !c.ip.addr.is_ipv4() || !c.ip.is_host_address() {
-                return Err(at(format!(
-                    "ip {} is not an IPv4 host address with a prefix",
-                    c.ip
-                )));
+                return Err(ValidationError::ContainerIp {
+                    container: container(),
+                    ip: c.ip,
+                });
             }
             let mut own = vec![c.ip.addr];
             if let Some(v6) = c.ipv6 {
                 if !v6.addr.is_ipv6() || v6.addr.is_unspecified() || v6.addr.is_multicast() {
-                    return Err(at(format!(
-                        "ipv6 {v6} is not an IPv6 host address with a prefix"
-                    )));
+                    return Err(ValidationError::ContainerIpv6 {
+                        container: container(),
+                        ipv6: v6,
+                    });
                 }
                 own.push(v6.addr);
             }
-            for a in own {
-                if let Some(other) = addrs.insert((c.vni, a), &c.name) {
-                    return Err(at(format!(
-                        "address {a} is already {other}'s in network {}",
-                        c.vni
-                    )));
+            for addr in own {
+                if let Some(other) = addrs.insert((c.vni, addr), &c.name) {
+                    return Err(ValidationError::AddressTaken {
+                        container: container(),
+                        addr,
+                        other: other.to_owned(),
+                        vni: c.vni,
+                    });
                 }
             }
             let mac = container_mac(c, i);
             if !mac.is_unicast() {
-                return Err(at(format!("mac {mac} is not a unicast address")));
+                return Err(ValidationError::MacNotUnicast {
+                    container: container(),
+                    mac,
+                });
             }
             if let Some(other) = macs.insert(mac, &c.name) {
-                return Err(at(format!("mac {mac} is already {other}'s")));
+                return Err(ValidationError::MacTaken {
+                    container: container(),
+                    mac,
+                    other: other.to_owned(),
+                });
             }
         }
         Ok(())
@@ -622,7 +627,7 @@ impl Topology {
 
     /// Hosts that exchange a network's traffic must agree on the VXLAN port: both ends of a
     /// VXLAN tunnel send to and listen on one port. Other profiles have their own transport.
-    fn validate_ports(&self) -> Result<(), String> {
+    fn validate_ports(&self) -> Result<(), ValidationError> {
         for n in self
             .networks
             .iter()
@@ -632,10 +637,13 @@ impl Topology {
             for h in self.member_hosts(n) {
                 match first {
                     Some(f) if f.vxlan_port != h.vxlan_port => {
-                        return Err(format!(
-                            "network {}: hosts {} (vxlan_port {}) and {} (vxlan_port {}) must use the same port",
-                            n.vni, f.name, f.vxlan_port, h.name, h.vxlan_port
-                        ))
+                        return Err(ValidationError::PortMismatch {
+                            vni: n.vni,
+                            first: f.name.clone(),
+                            first_port: f.vxlan_port,
+                            second: h.name.clone(),
+                            second_port: h.vxlan_port,
+                        })
                     }
                     Some(_) => {}
                     None => first = Some(h),
