@@ -65,12 +65,13 @@ mod option_fields {
 
 /// Protocol Type values: EtherTypes of the payload (RFC 8926 §3.4).
 pub mod protocol {
+    use crate::EtherType;
     /// Transparent Ethernet Bridging: the payload is an Ethernet frame.
-    pub const ETHERNET: u16 = 0x6558;
+    pub const ETHERNET: u16 = EtherType::Teb.value();
     /// The payload is an IPv4 packet.
-    pub const IPV4: u16 = 0x0800;
+    pub const IPV4: u16 = EtherType::Ipv4.value();
     /// The payload is an IPv6 packet.
-    pub const IPV6: u16 = 0x86dd;
+    pub const IPV6: u16 = EtherType::Ipv6.value();
 }
 
 header! {

@@ -42,7 +42,7 @@ use core::fmt;
 use crate::field;
 use crate::header::header;
 use crate::std_wire::checksum;
-use crate::{Error, Result};
+use crate::{Error, EtherType, Result};
 
 /// Length of the fixed part of the GRE header.
 pub const BASE_HEADER_LEN: usize = 4;
@@ -53,11 +53,11 @@ const CHECKSUM: usize = BASE_HEADER_LEN;
 const RESERVED1: usize = CHECKSUM + 2;
 
 /// Protocol Type of Transparent Ethernet Bridging: an Ethernet frame follows (NVGRE).
-pub const PROTO_TEB: u16 = 0x6558;
+pub const PROTO_TEB: u16 = EtherType::Teb.value();
 /// Protocol Type of an IPv4 payload.
-pub const PROTO_IPV4: u16 = 0x0800;
+pub const PROTO_IPV4: u16 = EtherType::Ipv4.value();
 /// Protocol Type of an IPv6 payload.
-pub const PROTO_IPV6: u16 = 0x86dd;
+pub const PROTO_IPV6: u16 = EtherType::Ipv6.value();
 
 header! {
     /// A read/write wrapper around a GRE header and its payload.

@@ -43,8 +43,11 @@ use super::LabError;
 /// Each network's tenant MTU on each host, by (host, VNI): what its containers' eth0 gets.
 type Mtus = BTreeMap<(String, u32), u16>;
 
-/// How long nvod gets to answer its API after start.
-const API_WAIT: Duration = Duration::from_secs(10);
+/// How long nvod gets to answer its API after start. The hosts start at once, and on the eBPF
+/// datapath each nvod spends about 2 s of CPU in the kernel's verifier before it answers (a
+/// five-host lab on two cores: ~6 s when idle, over 10 s when the machine is busy); an nvod
+/// that exits is reported at once, not after this.
+const API_WAIT: Duration = Duration::from_secs(30);
 
 /// What `nvo lab up` was asked.
 #[derive(Debug, Clone)]
