@@ -4,7 +4,8 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use super::encap::EncapError;
+use nvo_encap::spec::SpecError;
+
 use super::{Family, MAX_NAME, VNI_MAX};
 use crate::addr::{Cidr, Mac};
 
@@ -323,5 +324,84 @@ fn group_example(family: Family) -> &'static str {
     match family {
         Family::Ipv4 => "239.1.1.1",
         Family::Ipv6 => "ff0e::1:1",
+    }
+}
+
+/// Why a topology's profiles or a network's encapsulation are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EncapError {
+    /// A user profile named like a built-in one.
+    #[error("profiles: {0:?} is the name of a built-in profile; give yours another")]
+    BuiltinName(String),
+    /// Two user profiles with one name.
+    #[error("profiles: {0:?} is defined twice")]
+    ProfileTwice(String),
+    /// A user profile the engine refuses.
+    #[error("profiles: {}", one_line(.0))]
+    Profile(#[from] SpecError),
+    /// A network whose profile is neither built in nor in `profiles:`.
+    #[error(
+        "network {vni}: encap {encap:?} is neither a built-in profile nor in profiles (known: {})",
+        .known.join(", ")
+    )]
+    UnknownEncap {
+        /// The network.
+        vni: u32,
+        /// The profile it names.
+        encap: String,
+        /// The profiles there are.
+        known: Vec<String>,
+    },
+    /// A network parameter its profile does not have.
+    #[error(
+        "network {vni}: encap {encap} has no parameter {key:?} (its parameters: {})",
+        param_list(.params)
+    )]
+    UnknownParam {
+        /// The network.
+        vni: u32,
+        /// Its profile.
+        encap: String,
+        /// The parameter given.
+        key: String,
+        /// The profile's parameters.
+        params: Vec<String>,
+    },
+    /// A parameter value wider than its field.
+    #[error(
+        "network {vni}: parameter {key} = {value} does not fit its {bytes} bytes (at most {max})"
+    )]
+    ParamTooLarge {
+        /// The network.
+        vni: u32,
+        /// The parameter.
+        key: String,
+        /// Its value.
+        value: u64,
+        /// Its field's width in bytes.
+        bytes: u8,
+        /// The largest value that fits.
+        max: u64,
+    },
+    /// A kernel host in a network of another profile than VXLAN.
+    #[error(
+        "network {vni}: host {host} is kind: kernel, whose VXLAN device speaks encap vxlan only, not {encap}"
+    )]
+    KernelHost {
+        /// The network.
+        vni: u32,
+        /// The kernel host.
+        host: String,
+        /// The network's profile.
+        encap: String,
+    },
+}
+
+/// A profile's parameter names as listed in a message: comma-separated, or "none".
+fn param_list(params: &[String]) -> String {
+    if params.is_empty() {
+        "none".to_owned()
+    } else {
+        params.join(", ")
     }
 }
