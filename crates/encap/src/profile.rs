@@ -540,6 +540,7 @@ impl Profile {
         for (i, m) in self.matches.iter().enumerate() {
             self.check_match(&format!("matches[{i}]"), m)?;
         }
+        self.check_matches_unwritten(&written)?;
         if let Some(m) = &self.dont_learn {
             self.check_match("dont_learn", m)?;
         }
@@ -639,6 +640,31 @@ impl Profile {
             });
         }
         self.check_inside(what, m.range())
+    }
+
+    /// No field written per network or per packet may cover bits a match tests: the template
+    /// passes the matches (`check_template_matches`), but a VNI, entropy, parameter or patch
+    /// written over tested bits would make receivers refuse some of what senders send. The
+    /// payload field is the exception: its default value is written before that check.
+    fn check_matches_unwritten(&self, written: &[(String, ByteField)]) -> Result<(), ProfileError> {
+        let payload_field = self.payload_field.map(|p| p.field);
+        for (what, field) in written.iter().filter(|(_, f)| Some(*f) != payload_field) {
+            for (i, m) in self.matches.iter().enumerate() {
+                let tested = |at: usize| {
+                    at.checked_sub(usize::from(m.offset))
+                        .and_then(|k| m.mask.get(k))
+                        .is_some_and(|&mask| mask != 0)
+                };
+                if field.range().any(tested) {
+                    return Err(ProfileError::Overlap {
+                        profile: self.name.clone(),
+                        first: what.clone(),
+                        second: format!("matches[{i}]"),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_header_len(&self) -> Result<(), ProfileError> {
