@@ -5,8 +5,9 @@
 # executions, exec/s, libFuzzer's coverage (cov: edges, ft: features), corpus files and bytes,
 # wall time, and whether it found a crash (the input is then under fuzz/artifacts/TARGET/).
 #
-#   scripts/fuzz.sh [-r RUNS] [-o REPORT] [--no-cmin] [TARGET...]
+#   scripts/fuzz.sh [-r RUNS] [-t SECONDS] [-o REPORT] [--no-cmin] [TARGET...]
 #     -r RUNS     inputs per target (default 10000000, or $RUNS)
+#     -t SECONDS  stop a target after this long even if it has not reached RUNS (default: no limit)
 #     -o REPORT   where the table goes (default fuzz/target/report.md); it is also printed
 #     --no-cmin   keep the corpora as the run left them
 #
@@ -20,14 +21,16 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 runs=${RUNS:-10000000}
 report="$root/fuzz/target/report.md"
+max_time=0
 cmin=1
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         -r) runs="$2"; shift 2 ;;
+        -t) max_time="$2"; shift 2 ;;
         -o) report="$(realpath -m "$2")"; shift 2 ;;
         --no-cmin) cmin=0; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -61,7 +64,7 @@ for t in "${targets[@]}"; do
     cargo +nightly fuzz build "${build[@]}" "$t" >/dev/null 2>&1 || cargo +nightly fuzz build "${build[@]}" "$t"
     start=$(date +%s)
     result=ok
-    cargo +nightly fuzz run "${build[@]}" "$t" "corpus/$t" -- -runs="$runs" -max_len="$len" \
+    cargo +nightly fuzz run "${build[@]}" "$t" "corpus/$t" -- -runs="$runs" -max_len="$len" -max_total_time="$max_time" \
         -print_final_stats=1 >"$log" 2>&1 || result=CRASH
     secs=$(( $(date +%s) - start ))
     done_line=$(grep -E '^#[0-9]+' "$log" | grep -E 'cov: ' | tail -1 || true)
@@ -88,7 +91,7 @@ done
 
 {
     echo "Fuzz run of $(date -u +%Y-%m-%d) on $(nproc) cores, $(cargo +nightly fuzz --version 2>/dev/null),"
-    echo "$(rustc +nightly --version), -runs=$runs per target; corpus after $([ "$cmin" = 1 ] && echo "cmin" || echo "the run")."
+    echo "$(rustc +nightly --version), -runs=$runs$([ "$max_time" = 0 ] || echo " or -max_total_time=$max_time") per target; corpus after $([ "$cmin" = 1 ] && echo "cmin" || echo "the run")."
     echo
     echo "| target | executions | exec/s | cov | ft | corpus files | corpus bytes | seconds | result |"
     echo "|---|--:|--:|--:|--:|--:|--:|--:|---|"
