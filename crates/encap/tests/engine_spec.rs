@@ -151,10 +151,11 @@ fn bad_specs_name_the_key_and_value() {
 }
 
 /// Found by the profile_spec fuzz target (docs/fuzzing.md): a field written per packet over bits
-/// a match tests passed validation, since the template alone passes the match, yet a header
-/// with entropy 0xef in byte 0 failed its own match and receivers dropped it as NoMatch.
+/// the receiver tests passed validation, since the template alone passes: a header with entropy
+/// 0xef in byte 0 failed its own match (NoMatch), one with VNI 0xffffff over the header length
+/// byte claimed 260 bytes (Truncated).
 #[test]
-fn written_fields_over_matched_bits_are_refused() {
+fn written_fields_over_tested_bits_are_refused() {
     let base = "name = \"t\"\nudp_port = 9999\ntemplate = \"2000 6558 0000 0000\"\nvni = { offset = 4, len = 3 }\n";
     let matched = "matches = [{ offset = 0, mask = \"fc07ffff\", value = \"20006558\" }]\n";
     for (field, what) in [
@@ -174,6 +175,12 @@ fn written_fields_over_matched_bits_are_refused() {
             "{field}: {message:?}"
         );
     }
+    let length_in_vni = "header_len = { offset = 5, mask = 63, scale = 4, base = 8 }";
+    let message = error(&format!("{base}{matched}{length_in_vni}"));
+    assert!(
+        message.contains("vni and header_len overlap"),
+        "{message:?}"
+    );
     // Beside the tested bits, the same entropy field works both ways.
     let spec: ProfileSpec = toml::from_str(&format!(
         "{base}{matched}entropy = {{ offset = 7, len = 1 }}"
