@@ -1,6 +1,8 @@
-# nvo: the README commands and the benchmark harness. Every target needs root.
+# nvo: the README commands and the benchmark harness. Every target but fuzz needs root.
 #   make test        the whole test suite (scripts/test.sh)
 #   make demo        the README demo (scripts/demo.sh)
+#   make fuzz        every fuzz target for 10M inputs, corpora minimised, a table of the figures
+#                    (scripts/fuzz.sh; needs no root; installs nightly and cargo-fuzz on first use)
 #   make bench       quick benchmark: nvo (eBPF and userspace datapaths) against native routing,
 #                    kernel VXLAN and Open vSwitch (~6 min)
 #   make bench-full  full benchmark: 5 repetitions, longer runs, 8 UDP payload sizes (~35 min)
@@ -13,13 +15,16 @@
 
 PYTHON ?= /usr/bin/python3
 
-.PHONY: test demo bench bench-full bench-encaps bench-offloads bench-relay
+.PHONY: test demo fuzz bench bench-full bench-encaps bench-offloads bench-relay
 
 test:
 	scripts/test.sh
 
 demo:
 	scripts/demo.sh
+
+fuzz:
+	scripts/fuzz.sh
 
 bench:
 	$(PYTHON) bench/run.py --quick

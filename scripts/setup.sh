@@ -3,12 +3,34 @@
 # Debian packages (tshark, scapy, iproute2, nftables for STT, a C toolchain, clang and the libbpf
 # headers for the eBPF datapath, bpftool to look at it) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
+# `scripts/setup.sh --fuzz` installs instead what fuzzing needs (nightly Rust, cargo-fuzz).
 set -euo pipefail
 
 APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev bpftool)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+# `setup.sh --fuzz`: only what scripts/fuzz.sh needs — rustup's nightly toolchain and cargo-fuzz,
+# for the user who runs it (no root, no Debian packages). The plain setup and CI skip this:
+# compiling cargo-fuzz takes minutes, and CI replays the corpora on stable instead.
+if [ "${1:-}" = "--fuzz" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+    command -v rustup >/dev/null || die "fuzzing needs rustup (https://rustup.rs) for a nightly toolchain"
+    if rustup toolchain list | grep -q '^nightly'; then
+        say "nightly toolchain present"
+    else
+        say "installing the nightly toolchain (libFuzzer's sanitizer flags need it)"
+        rustup toolchain install nightly --profile minimal
+    fi
+    if cargo fuzz --version >/dev/null 2>&1; then
+        say "$(cargo fuzz --version) present"
+    else
+        say "installing cargo-fuzz from crates.io"
+        cargo install cargo-fuzz --locked
+    fi
+    exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null; then exec sudo -E "$0" "$@"; fi

@@ -8,7 +8,6 @@
 //! capture). Every subcommand prints text by default and JSON with `-o json`. A failure is one
 //! line on stderr, `nvo: <what failed>`, and exit status 1 (usage errors are clap's, status 2).
 
-mod addr;
 mod capture;
 mod cmd;
 mod decode;
@@ -20,6 +19,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use nvo_cli::addr;
 
 use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
 use cmd::bgp::{BgpCmd, EvpnCmd};

@@ -540,6 +540,7 @@ impl Profile {
         for (i, m) in self.matches.iter().enumerate() {
             self.check_match(&format!("matches[{i}]"), m)?;
         }
+        self.check_tested_bits_unwritten(&written)?;
         if let Some(m) = &self.dont_learn {
             self.check_match("dont_learn", m)?;
         }
@@ -639,6 +640,45 @@ impl Profile {
             });
         }
         self.check_inside(what, m.range())
+    }
+
+    /// No field written per network or per packet may cover bits the receiver tests: the
+    /// template passes the matches and gives the header length (`check_template_matches`,
+    /// `check_header_len`), but a VNI, entropy, parameter or patch written over tested bits would
+    /// make receivers refuse, or cut at another length, some of what senders send. The payload
+    /// field may cover matched bits (its default value is written before the template is
+    /// matched), not the header length byte.
+    fn check_tested_bits_unwritten(
+        &self,
+        written: &[(String, ByteField)],
+    ) -> Result<(), ProfileError> {
+        let overlap = |first: &str, second: String| ProfileError::Overlap {
+            profile: self.name.clone(),
+            first: first.to_string(),
+            second,
+        };
+        let payload_field = self.payload_field.map(|p| p.field);
+        for (what, field) in written {
+            if let HeaderLen::Field { offset, .. } = self.header_len {
+                if field.range().contains(&usize::from(offset)) {
+                    return Err(overlap(what, "header_len".to_string()));
+                }
+            }
+            if Some(*field) == payload_field {
+                continue;
+            }
+            for (i, m) in self.matches.iter().enumerate() {
+                let tested = |at: usize| {
+                    at.checked_sub(usize::from(m.offset))
+                        .and_then(|k| m.mask.get(k))
+                        .is_some_and(|&mask| mask != 0)
+                };
+                if field.range().any(tested) {
+                    return Err(overlap(what, format!("matches[{i}]")));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_header_len(&self) -> Result<(), ProfileError> {

@@ -149,3 +149,47 @@ fn bad_specs_name_the_key_and_value() {
     ));
     assert!(error(&long).contains("129 bytes"));
 }
+
+/// Found by the profile_spec fuzz target (docs/fuzzing.md): a field written per packet over bits
+/// the receiver tests passed validation, since the template alone passes: a header with entropy
+/// 0xef in byte 0 failed its own match (NoMatch), one with VNI 0xffffff over the header length
+/// byte claimed 260 bytes (Truncated).
+#[test]
+fn written_fields_over_tested_bits_are_refused() {
+    let base = "name = \"t\"\nudp_port = 9999\ntemplate = \"2000 6558 0000 0000\"\nvni = { offset = 4, len = 3 }\n";
+    let matched = "matches = [{ offset = 0, mask = \"fc07ffff\", value = \"20006558\" }]\n";
+    for (field, what) in [
+        ("entropy = { offset = 0, len = 1 }", "entropy"),
+        (
+            "params = [{ name = \"g\", offset = 2, len = 1 }]",
+            "params[0] (g)",
+        ),
+        (
+            "patches = [{ kind = \"sequence\", offset = 1, len = 1 }]",
+            "patches[0]",
+        ),
+    ] {
+        let message = error(&format!("{base}{matched}{field}"));
+        assert!(
+            message.contains(&format!("{what} and matches[0] overlap")),
+            "{field}: {message:?}"
+        );
+    }
+    let length_in_vni = "header_len = { offset = 5, mask = 63, scale = 4, base = 8 }";
+    let message = error(&format!("{base}{matched}{length_in_vni}"));
+    assert!(
+        message.contains("vni and header_len overlap"),
+        "{message:?}"
+    );
+    // Beside the tested bits, the same entropy field works both ways.
+    let spec: ProfileSpec = toml::from_str(&format!(
+        "{base}{matched}entropy = {{ offset = 7, len = 1 }}"
+    ))
+    .unwrap();
+    let mut e = Engine::new(Limits::default());
+    let id = e.add_profile(spec.to_profile().unwrap()).unwrap();
+    e.bind_local(id, 5, &[]).unwrap();
+    let h = e.header(id, 5, REMOTE, 0xbeef, 100).unwrap().to_vec();
+    let d = e.decap(Transport::Udp(9999), &h).unwrap();
+    assert_eq!((d.profile, d.target), (id, Target::Local { vni: 5 }));
+}

@@ -18,7 +18,7 @@ pub mod plan;
 pub mod record;
 pub mod status;
 pub mod sys;
-pub mod topology;
+pub use nvo_cli::lab::topology;
 pub mod up;
 
 use std::path::PathBuf;

@@ -1,0 +1,4 @@
+//! Fuzz target: see nvo_fuzz_check::lab_topology for what is checked.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nvo_fuzz_check::lab_topology::check(data));
