@@ -85,15 +85,25 @@ def ping_until_up(lab, peer):
 
 def iperf_to_ovs(lab, peer):
     """iperf3 for 2 s from red1 (nvod) to the OVS container; returns bits per second."""
-    server = subprocess.Popen(in_ns(peer.container, "iperf3", "-s", "-1", "-p", "5201"),
+    # Not one-off (-1): a first attempt that connects but ends without a result (seen on a busy
+    # machine: exit 0, JSON without "sum_received") must leave the server there for the retry.
+    server = subprocess.Popen(in_ns(peer.container, "iperf3", "-s", "-p", "5201"),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    attempts = []
     try:
         def client():
             p = lab.exec("red1", "iperf3", "-c", OVS_CTR, "-p", "5201", "-t", "2", "-J",
                          "--connect-timeout", "3000", check=False, timeout=30)
-            return p if p.returncode == 0 else None
-        p = wait_for(client, timeout=10, what="iperf3 from red1 to the OVS container")
-        return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"]
+            try:
+                received = json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"]
+            except (ValueError, KeyError, TypeError):
+                attempts.append(f"exit {p.returncode}: {(p.stdout or p.stderr)[-300:]}")
+                return None
+            return received if p.returncode == 0 and received > 0 else None
+        try:
+            return wait_for(client, timeout=20, what="iperf3 from red1 to the OVS container")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; attempts: {attempts}") from None
     finally:
         server.kill()
         server.wait()
