@@ -21,9 +21,9 @@ import time
 
 import pytest
 
-from bgp_peers import (ASN, PEER_ADDR, RR_ADDR, FrrRouteReflector, GobgpRouteReflector, bgp_summary, configure_bgp,
-                       netns, nvod_neighbor, nvod_routes, quiet_containers, underlay_address, wait_nvod_established,
-                       wait_until)
+from bgp_peers import (ASN, PEER_ADDR, RR_ADDR, FrrRouteReflector, GobgpRouteReflector, UnderlayCapture, bgp_summary,
+                       configure_bgp, netns, nvod_neighbor, nvod_routes, quiet_containers, underlay_address,
+                       wait_nvod_established, wait_until)
 from conftest import NVO, RUN, api, run, wait_for
 
 VNI = 100
@@ -98,19 +98,28 @@ def connect_from(ns, src, dst, port=179, ttl=None, timeout=3.0):
 
 
 @pytest.mark.parametrize("rr_kind,gtsm", [("frr", False), ("gobgp", False), ("frr", True), ("gobgp", True)])
-def test_md5_sessions_with_route_reflectors(lab_factory, rr_kind, gtsm):
+def test_md5_sessions_with_route_reflectors(lab_factory, tmp_path, rr_kind, gtsm):
     """Both nvods peer with the RR with TCP-MD5 (and GTSM): sessions come up, type-3 and MAC
-    routes go both ways, containers reach each other; the password shows nowhere."""
+    routes go both ways, containers reach each other; every BGP segment on the wire is signed
+    (and sent with TTL 255); the password shows nowhere."""
     lab = lab_factory(TWO_NVODS)
     quiet_containers(lab, ("c1", "c2"))
     hosts = ("h1", "h2")
     with route_reflector(rr_kind, lab, [UL[h] for h in hosts], password=PASSWORD, ttl_security=gtsm) as rr:
-        t = time.monotonic()
-        for h in hosts:
-            configure_bgp(lab, h, UL[h], [{"address": RR_ADDR, "password": PASSWORD, "ttl_security": gtsm}])
-        wait_nvod_established(lab, hosts, RR_ADDR, timeout=40)
-        rr.wait_established([UL[h] for h in hosts], timeout=10)
-        print(f"{rr_kind} md5{'+gtsm' if gtsm else ''}: established {time.monotonic() - t:.2f} s after PUT")
+        with UnderlayCapture(lab, tmp_path / "bgp.pcap", "tcp port 179") as cap:
+            t = time.monotonic()
+            for h in hosts:
+                configure_bgp(lab, h, UL[h], [{"address": RR_ADDR, "password": PASSWORD, "ttl_security": gtsm}])
+            wait_nvod_established(lab, hosts, RR_ADDR, timeout=40)
+            rr.wait_established([UL[h] for h in hosts], timeout=10)
+            print(f"{rr_kind} md5{'+gtsm' if gtsm else ''}: established {time.monotonic() - t:.2f} s after PUT")
+        from_nvods = " || ".join(f"ip.src == {UL[h]}" for h in hosts)
+        signed = cap.count(f"({from_nvods}) && tcp.options.md5")
+        unsigned = cap.count(f"({from_nvods}) && !tcp.options.md5")
+        print(f"segments from the nvods: {signed} signed, {unsigned} not")
+        assert signed > 0 and unsigned == 0
+        if gtsm:
+            assert cap.count(f"({from_nvods}) && ip.ttl != 255") == 0
         wait_until(lambda: all(any(r["best"] and r["source"] != "local" for r in nvod_routes(lab, h, vni=VNI, rtype=3))
                                for h in hosts), what="type-3 routes through the RR")
         wait_for(lambda: lab.ping("c1", IP["c2"], count=1, check=False).returncode == 0, timeout=15,

@@ -317,4 +317,32 @@ mod tests {
         l.apply(None);
         assert!(l.addresses().is_empty());
     }
+
+    /// The neighbour's key on the listener makes the kernel drop its unsigned SYNs; taking
+    /// the password out of the configuration removes the key from the same socket.
+    #[tokio::test]
+    async fn keys_are_set_and_removed_in_place() {
+        let (tx, _rx) = mpsc::channel(4);
+        let mut l = Listeners::new(tx);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let mut config = crate::settings::tests::base();
+        config.port = Some(port);
+        config.neighbors[0].address = "127.0.0.1".parse().unwrap();
+        config.neighbors[0].password = Some(nvo_api::Password("s3cret".into()));
+        let locator: IpAddr = "127.0.0.1".parse().unwrap();
+        let connects = || {
+            let to = SocketAddr::new(locator, port);
+            std::net::TcpStream::connect_timeout(&to, Duration::from_millis(500)).is_ok()
+        };
+        l.apply(Some(&Settings::resolve(&config, locator).unwrap()));
+        assert!(
+            !connects(),
+            "an unsigned SYN from a keyed neighbour got through"
+        );
+        config.neighbors[0].password = None;
+        l.apply(Some(&Settings::resolve(&config, locator).unwrap()));
+        assert!(connects());
+    }
 }

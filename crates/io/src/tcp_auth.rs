@@ -241,6 +241,22 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_sockets_take_v6_and_v4_mapped_peers() {
+        let Ok(listener) = TcpListener::bind("[::1]:0") else {
+            return; // no IPv6 in this namespace
+        };
+        let fd = listener.as_fd();
+        set_md5_key(fd, "::1".parse().unwrap(), b"secret").unwrap();
+        set_md5_key(fd, "192.0.2.1".parse().unwrap(), b"secret").unwrap();
+        set_gtsm(fd, true, true).unwrap();
+        let hops = sys::getsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MINHOPCOUNT).unwrap();
+        assert_eq!(hops, 255);
+        // An IPv4 socket has no key for an IPv6 peer.
+        let v4 = TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(set_md5_key(v4.as_fd(), "::1".parse().unwrap(), b"k").is_err());
+    }
+
+    #[test]
     fn header_ttls() {
         let mut v4 = [0u8; 20];
         v4[0] = 0x45;
