@@ -599,3 +599,30 @@ fn the_summary_says_where_it_listens_and_what_it_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn listen_addresses_are_sent_only_when_given() {
+    let c = set_args(&["--asn", "65000", "--router-id", "192.0.2.1"])
+        .config()
+        .unwrap();
+    assert_eq!(c.listen_addresses, None);
+    let c = set_args(&[
+        "--asn",
+        "65000",
+        "--router-id",
+        "192.0.2.1",
+        "--listen-address",
+        "192.0.2.1",
+        "--listen-address",
+        "2001:db8::1",
+    ])
+    .config()
+    .unwrap();
+    assert_eq!(
+        c.listen_addresses,
+        Some(vec![
+            "192.0.2.1".parse().unwrap(),
+            "2001:db8::1".parse().unwrap()
+        ])
+    );
+}

@@ -110,21 +110,19 @@ pub fn summary_view(s: &BgpSummary) -> String {
             s.connections_ttl_refused
         );
     }
+    // An nvod from before `listening` sends none: then say nothing rather than "nothing".
+    let listen_line = if !listening.is_empty() {
+        format!("Listening on {}{refused}\n", list(&listening))
+    } else if c.listen == Some(false) || !refused.is_empty() {
+        format!("Listening on nothing (outgoing connections only){refused}\n")
+    } else {
+        String::new()
+    };
     let mut out = format!(
         "BGP router identifier {}, local AS {}\n\
          EVPN routes: {} local, {} received, {} installed; {} duplicate MACs{lost}\n\
-         Listening on {}{refused}\n\n",
-        c.router_id,
-        c.asn,
-        s.routes_local,
-        s.routes_received,
-        s.routes_installed,
-        s.duplicate_macs,
-        if listening.is_empty() {
-            "nothing (outgoing connections only)".to_owned()
-        } else {
-            list(&listening)
-        }
+         {listen_line}\n",
+        c.router_id, c.asn, s.routes_local, s.routes_received, s.routes_installed, s.duplicate_macs
     );
     let described = s.neighbors.iter().any(|n| n.description.is_some());
     let mut header = vec![
