@@ -233,12 +233,16 @@ class FrrRouteReflector(_Frr):
     only (so another speaker may listen on another address of the same namespace). Graceful
     restart helper is FRR's default: a client that advertised GR keeps its routes as stale.
     EBGP maps more neighbours to their AS (FRR relaxes RFC 7606 error handling for eBGP peers
-    only: an iBGP peer's malformed attribute resets the session)."""
+    only: an iBGP peer's malformed attribute resets the session). PASSWORD: TCP-MD5 with every
+    client (`neighbor CLIENTS password`); TTL_SECURITY: GTSM with every client (`ttl-security
+    hops 1`)."""
 
-    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, debug=False, ebgp=None):
+    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, debug=False, ebgp=None, password=None,
+                 ttl_security=False):
         super().__init__(ns, f"rr-{addr}")
         self.addr, self.asn, self.clients, self.ebgp = addr, asn, list(clients), dict(ebgp or {})
         self.keepalive, self.hold, self.debug = keepalive, hold, debug
+        self.password, self.ttl_security = password, ttl_security
         self._start_or_close()
 
     def config(self):
@@ -250,6 +254,10 @@ class FrrRouteReflector(_Frr):
               f" timers bgp {self.keepalive} {self.hold}\n"
               f" neighbor CLIENTS peer-group\n neighbor CLIENTS remote-as {self.asn}\n"
               f" neighbor CLIENTS timers connect 1\n")
+        if self.password:
+            c += f" neighbor CLIENTS password {self.password}\n"
+        if self.ttl_security:
+            c += " neighbor CLIENTS ttl-security hops 1\n"
         for a in self.clients:
             c += f" neighbor {a} peer-group CLIENTS\n"
         for a, peer_as in self.ebgp.items():
@@ -321,11 +329,14 @@ class FrrVtep(_Frr):
 
 class GobgpRouteReflector:
     """gobgpd in NS as an l2vpn-evpn route reflector for CLIENTS, BGP on ADDR:179, its gRPC API
-    on 127.0.0.1:50051 inside the namespace (lo must be up, `underlay_address` does it)."""
+    on 127.0.0.1:50051 inside the namespace (lo must be up, `underlay_address` does it).
+    PASSWORD: TCP-MD5 with every client (`auth-password`); TTL_SECURITY: GTSM (`ttl-security`,
+    ttl-min 255)."""
 
-    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9):
+    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, password=None, ttl_security=False):
         self.ns, self.addr, self.asn, self.clients = ns, addr, asn, list(clients)
         self.keepalive, self.hold = keepalive, hold
+        self.password, self.ttl_security = password, ttl_security
         self.dir = private_dir(f"nvo-gobgp-{os.getpid()}-")
         self.daemon = None
         try:
@@ -339,7 +350,10 @@ class GobgpRouteReflector:
              f'  local-address-list = ["{self.addr}"]\n')
         for a in self.clients:
             c += (f'\n[[neighbors]]\n  [neighbors.config]\n    neighbor-address = "{a}"\n    peer-as = {self.asn}\n'
-                  f'  [neighbors.timers.config]\n    connect-retry = 1\n    hold-time = {self.hold}\n'
+                  + (f'    auth-password = "{self.password}"\n' if self.password else '')
+                  + ('  [neighbors.ttl-security.config]\n    enabled = true\n    ttl-min = 255\n'
+                     if self.ttl_security else '')
+                  + f'  [neighbors.timers.config]\n    connect-retry = 1\n    hold-time = {self.hold}\n'
                   f'    keepalive-interval = {self.keepalive}\n'
                   f'  [neighbors.route-reflector.config]\n    route-reflector-client = true\n'
                   f'    route-reflector-cluster-id = "{self.addr}"\n'

@@ -21,6 +21,11 @@ pub struct BgpConfig {
     /// Accept connections from configured neighbours on `port` (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listen: Option<bool>,
+    /// The local addresses BGP listens on (default: the node's locator only). `0.0.0.0` or
+    /// `::` listens on every address, which the operator must ask for explicitly. A connection
+    /// from an address that is no configured neighbour is closed at once and counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen_addresses: Option<Vec<IpAddr>>,
     /// The TCP port to listen on and to connect to (default 179).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
@@ -71,6 +76,32 @@ pub struct NeighborSpec {
     /// A free-form name shown in summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// TCP-MD5 signatures (RFC 2385) with this password, 1 to 80 bytes (FRR's `neighbor X
+    /// password`, GoBGP's `auth-password`). Write-only: `GET /v1/bgp` never shows it, only
+    /// `password_set`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<Password>,
+    /// Shown by `GET /v1/bgp`: a password is in force. In a `PUT` without `password`, `true`
+    /// keeps the password in force for this neighbour (so that what GET showed can be written
+    /// back); `false` or absent means no password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_set: Option<bool>,
+    /// GTSM (RFC 5082) for a directly connected neighbour: send with TTL 255 and drop what
+    /// arrives with a TTL below 255 (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_security: Option<bool>,
+}
+
+/// A TCP-MD5 password. Its `Debug` form hides it, so that it reaches no log line; it is
+/// serialised as the plain string (for the state file, which keeps it).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Password(pub String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(<hidden>)")
+    }
 }
 
 /// EVPN settings of one network.
@@ -120,6 +151,16 @@ pub struct BgpSummary {
     /// Changes the data path refused (a full table, a static entry holding the MAC or IP).
     #[serde(default)]
     pub routes_refused: u64,
+    /// The addresses and port the speaker listens on (empty: it only connects).
+    #[serde(default)]
+    pub listening: Vec<std::net::SocketAddr>,
+    /// Connections accepted from an address that is no configured neighbour, and closed at
+    /// once.
+    #[serde(default)]
+    pub connections_refused: u64,
+    /// Connections from a GTSM neighbour whose SYN arrived with a TTL below 255, closed at once.
+    #[serde(default)]
+    pub connections_ttl_refused: u64,
 }
 
 /// A session's state (RFC 4271 §8.2.2 names).

@@ -150,6 +150,7 @@ fn config(client: Ipv4Addr) -> SessionConfig {
         graceful_restart: Some(120),
         restarting: false,
         local_addr: Some(IpAddr::V4(client)),
+        auth: Default::default(),
     }
 }
 

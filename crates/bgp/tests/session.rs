@@ -43,6 +43,7 @@ fn config(peer: SocketAddr) -> SessionConfig {
         graceful_restart: Some(120),
         restarting: false,
         local_addr: None,
+        auth: Default::default(),
     }
 }
 

@@ -5,7 +5,7 @@
 //!  API (Control) ──Request──► speaker task ◄──(peer, SessionEvent)── nvo_bgp session tasks
 //!                              │    ▲                                  ▲ accepted streams
 //!                              │    └─ DataPlane::local_hosts (poll)   │
-//!                              ▼                                   listener task (port 179)
+//!                              ▼                        listener tasks (listen_addresses:179)
 //!                   DataPlane::apply (batched) ──► nvod ──► datapath thread
 //! ```
 //!
@@ -15,6 +15,7 @@
 
 mod advert;
 mod dataplane;
+mod listener;
 mod persist;
 mod rib;
 #[cfg(test)]
@@ -30,7 +31,7 @@ use nvo_api as api;
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use dataplane::{DataPlane, DataPlaneError};
-pub use settings::{ConfigError, ValueError, VniError};
+pub use settings::{keep_passwords, ConfigError, ValueError, VniError};
 
 /// What the control layer asks of the speaker.
 #[derive(Debug)]

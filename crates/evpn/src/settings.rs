@@ -12,6 +12,10 @@ use nvo_bgp::{RouteDistinguisher, RouteTarget};
 pub const MAX_NEIGHBORS: usize = 64;
 /// Most route targets per network and direction.
 pub const MAX_RTS: usize = 16;
+/// Most local addresses to listen on.
+pub const MAX_LISTEN: usize = 16;
+/// Longest TCP-MD5 password (the kernel's `TCP_MD5SIG_MAXKEYLEN`).
+pub const MAX_PASSWORD: usize = nvo_io::tcp_auth::MD5_MAX_KEY;
 
 /// The configuration in force.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +28,8 @@ pub struct Settings {
     pub router_id: Ipv4Addr,
     /// Accept connections.
     pub listen: bool,
+    /// The local addresses listened on (the node's locator unless configured).
+    pub listen_addresses: Vec<IpAddr>,
     /// TCP port.
     pub port: u16,
     /// Hold time offered.
@@ -57,6 +63,10 @@ pub struct Neighbor {
     pub port: u16,
     /// Description.
     pub description: Option<String>,
+    /// TCP-MD5 password (RFC 2385).
+    pub password: Option<api::Password>,
+    /// GTSM (RFC 5082): TTL 255 sent and required.
+    pub ttl_security: bool,
 }
 
 /// One network's EVPN settings, resolved.
@@ -121,6 +131,29 @@ pub enum ConfigError {
     /// A neighbour with port 0.
     #[error("neighbor {0}: port 0 is not a port")]
     NeighborPort(IpAddr),
+    /// A password the kernel cannot take.
+    #[error("neighbor {address}: the password is {len} bytes; use 1 to {MAX_PASSWORD}")]
+    PasswordLength {
+        /// The neighbour.
+        address: IpAddr,
+        /// Its length.
+        len: usize,
+    },
+    /// `password_set` without a password, and none in force to keep.
+    #[error(
+        "neighbor {0}: password_set is true but no password is given and none is in force; \
+         give the password"
+    )]
+    PasswordMissing(IpAddr),
+    /// A listen address that cannot be bound for unicast.
+    #[error("listen_addresses: {0} is not a unicast address (0.0.0.0 or :: listens on all)")]
+    ListenAddress(IpAddr),
+    /// A listen address given twice.
+    #[error("listen_addresses: {0} is listed twice")]
+    ListenTwice(IpAddr),
+    /// Too many listen addresses, or none.
+    #[error("listen_addresses: {0} addresses; give 1 to {MAX_LISTEN} (or set listen = false)")]
+    ListenCount(usize),
     /// A VNI outside 24 bits (or 0).
     #[error("vnis: vni {0} is outside 1..=16777215")]
     VniRange(u32),
@@ -242,14 +275,29 @@ impl Settings {
             if n.port == Some(0) {
                 return Err(ConfigError::NeighborPort(n.address));
             }
+            match &n.password {
+                Some(p) if p.0.is_empty() || p.0.len() > MAX_PASSWORD => {
+                    return Err(ConfigError::PasswordLength {
+                        address: n.address,
+                        len: p.0.len(),
+                    })
+                }
+                None if n.password_set == Some(true) => {
+                    return Err(ConfigError::PasswordMissing(n.address))
+                }
+                _ => {}
+            }
             neighbors.push(Neighbor {
                 address: n.address,
                 asn: n.asn.unwrap_or(config.asn),
                 passive: n.passive.unwrap_or(false),
                 port: n.port.unwrap_or(port),
                 description: n.description.clone(),
+                password: n.password.clone(),
+                ttl_security: n.ttl_security.unwrap_or(false),
             });
         }
+        let listen_addresses = listen_addresses(config, locator)?;
         let mut vnis = BTreeMap::new();
         for v in &config.vnis {
             if !(1..=0x00ff_ffff).contains(&v.vni) {
@@ -271,11 +319,17 @@ impl Settings {
         // configuration when a client writes back what GET showed.
         shown.dup_moves = Some(dup_moves);
         shown.dup_window_s = Some(dup_window);
+        // listen_addresses stays as given, like next_hop. Passwords are never shown: only that
+        // one is set (which a PUT of what GET showed keeps, see `password_set`).
+        for n in &mut shown.neighbors {
+            n.password_set = n.password.take().map(|_| true);
+        }
         Ok(Settings {
             shown,
             asn: config.asn,
             router_id: config.router_id,
             listen: config.listen.unwrap_or(true),
+            listen_addresses,
             port,
             hold_time,
             connect_retry: Duration::from_secs(connect_retry.into()),
@@ -297,6 +351,45 @@ impl Settings {
             export: vec![default_rt(self.asn, vni)],
             arp_suppression: true,
         })
+    }
+}
+
+/// The addresses to listen on: as configured, or the locator.
+fn listen_addresses(config: &api::BgpConfig, locator: IpAddr) -> Result<Vec<IpAddr>, ConfigError> {
+    let Some(list) = &config.listen_addresses else {
+        return Ok(vec![locator]);
+    };
+    if list.is_empty() || list.len() > MAX_LISTEN {
+        return Err(ConfigError::ListenCount(list.len()));
+    }
+    let mut seen = Vec::with_capacity(list.len());
+    for &a in list {
+        if a.is_multicast() || a == IpAddr::from([255u8; 4]) {
+            return Err(ConfigError::ListenAddress(a));
+        }
+        if seen.contains(&a) {
+            return Err(ConfigError::ListenTwice(a));
+        }
+        seen.push(a);
+    }
+    Ok(seen)
+}
+
+/// Merges the passwords in force into a new configuration: a neighbour given with
+/// `password_set = true` and no password keeps the one `current` has for its address (what a
+/// client writes back after a GET, which never shows passwords).
+pub fn keep_passwords(new: &mut api::BgpConfig, current: Option<&api::BgpConfig>) {
+    for n in new.neighbors.iter_mut() {
+        if n.password.is_none() && n.password_set == Some(true) {
+            n.password = current
+                .and_then(|c| c.neighbors.iter().find(|c| c.address == n.address))
+                .and_then(|c| c.password.clone());
+        }
+        // What is stored says only what it has; a `password_set` left without a password is
+        // refused by the check that follows.
+        if n.password.is_some() || n.password_set == Some(false) {
+            n.password_set = None;
+        }
     }
 }
 
@@ -444,6 +537,7 @@ pub(crate) mod tests {
             asn: 65000,
             router_id: Ipv4Addr::new(10, 0, 0, 1),
             listen: None,
+            listen_addresses: None,
             port: None,
             hold_time_s: None,
             connect_retry_s: None,
@@ -457,6 +551,9 @@ pub(crate) mod tests {
                 passive: None,
                 port: None,
                 description: None,
+                password: None,
+                password_set: None,
+                ttl_security: None,
             }],
             vnis: vec![],
         }
@@ -580,5 +677,93 @@ pub(crate) mod tests {
             parse_rt("x:1").unwrap_err().to_string(),
             "route target \"x:1\": \"x\" is neither an AS nor an IPv4 address"
         );
+    }
+}
+
+#[cfg(test)]
+mod auth_tests {
+    use super::tests::base;
+    use super::*;
+
+    fn locator() -> IpAddr {
+        "10.0.0.1".parse().unwrap()
+    }
+
+    #[test]
+    fn listens_on_the_locator_unless_told() {
+        let s = Settings::resolve(&base(), locator()).unwrap();
+        assert_eq!(s.listen_addresses, vec![locator()]);
+        assert_eq!(s.shown.listen_addresses, None);
+        let mut c = base();
+        c.listen_addresses = Some(vec!["10.0.0.1".parse().unwrap(), "::".parse().unwrap()]);
+        let s = Settings::resolve(&c, locator()).unwrap();
+        assert_eq!(s.listen_addresses.len(), 2);
+        for (bad, says) in [
+            (vec![], "0 addresses"),
+            (
+                vec!["224.0.0.5".parse().unwrap()],
+                "224.0.0.5 is not a unicast",
+            ),
+            (
+                vec!["10.0.0.1".parse().unwrap(), "10.0.0.1".parse().unwrap()],
+                "listed twice",
+            ),
+        ] {
+            c.listen_addresses = Some(bad);
+            let e = Settings::resolve(&c, locator()).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_checked_and_never_shown() {
+        let mut c = base();
+        c.neighbors[0].password = Some(api::Password("s3cret".into()));
+        c.neighbors[0].ttl_security = Some(true);
+        let s = Settings::resolve(&c, locator()).unwrap();
+        assert_eq!(
+            s.neighbors[0].password,
+            Some(api::Password("s3cret".into()))
+        );
+        assert!(s.neighbors[0].ttl_security);
+        let shown = serde_json::to_string(&s.shown).unwrap();
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("\"password_set\":true"), "{shown}");
+        assert!(!format!("{s:?}").contains("s3cret"));
+        for (bad, says) in [(String::new(), "0 bytes"), ("x".repeat(81), "81 bytes")] {
+            c.neighbors[0].password = Some(api::Password(bad));
+            let e = Settings::resolve(&c, locator()).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("10.0.0.9"), "{e}");
+        }
+        c.neighbors[0].password = None;
+        c.neighbors[0].password_set = Some(true);
+        let e = Settings::resolve(&c, locator()).unwrap_err().to_string();
+        assert!(e.contains("none is in force"), "{e}");
+    }
+
+    #[test]
+    fn what_get_showed_written_back_keeps_the_password() {
+        let mut current = base();
+        current.neighbors[0].password = Some(api::Password("s3cret".into()));
+        let shown = Settings::resolve(&current, locator()).unwrap().shown;
+        let mut back = shown.clone();
+        keep_passwords(&mut back, Some(&current));
+        assert_eq!(
+            back.neighbors[0].password,
+            Some(api::Password("s3cret".into()))
+        );
+        assert_eq!(back.neighbors[0].password_set, None);
+        // Without password_set the password goes.
+        let mut cleared = shown;
+        cleared.neighbors[0].password_set = None;
+        keep_passwords(&mut cleared, Some(&current));
+        assert_eq!(cleared.neighbors[0].password, None);
+        // Nothing to keep: refused, not silently dropped.
+        let mut orphan = Settings::resolve(&current, locator()).unwrap().shown;
+        keep_passwords(&mut orphan, None);
+        let e = Settings::resolve(&orphan, locator())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("none is in force"), "{e}");
     }
 }

@@ -21,6 +21,7 @@
 //! - [`iface`]: an interface by name or by one of its addresses (index, MAC); the monotonic clock.
 //! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
 //! - [`netns`]: namespaces for tests and labs (create, enter from a thread).
+//! - [`tcp_auth`]: TCP-MD5 keys and GTSM (TTL 255) on BGP's sockets.
 //!
 //! Every descriptor is an `OwnedFd`, created close-on-exec and non-blocking. Nothing here
 //! allocates per packet or logs per packet; a missing offload is logged once and worked around.
@@ -44,6 +45,7 @@ mod poll;
 mod raw;
 mod sys;
 mod tap;
+pub mod tcp_auth;
 mod udp;
 mod vnet;
 

@@ -88,6 +88,27 @@ pub(crate) fn getsockopt_int(fd: BorrowedFd<'_>, level: c_int, name: c_int) -> i
     Ok(value)
 }
 
+/// `getsockopt(2)` into a byte buffer; how many bytes the kernel wrote.
+pub(crate) fn getsockopt_bytes(
+    fd: BorrowedFd<'_>,
+    level: c_int,
+    name: c_int,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let mut len = buf.len() as socklen_t;
+    // SAFETY: `buf` is a live slice of `len` bytes the kernel may write; `len` is a live local.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })?;
+    Ok(len as usize)
+}
+
 /// A socket address in the kernel's layout, built from std types without unsafe.
 #[derive(Clone, Copy)]
 pub(crate) enum RawAddr {

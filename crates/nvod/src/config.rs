@@ -74,7 +74,9 @@ Configuration file (TOML, every key optional):
                                    e.g. name, udp_port, template, vni, matches
   [bgp]                            the EVPN speaker at first start (docs/design/evpn.md):
                                    asn, router_id, neighbors = [{address = \"...\"}], and
-                                   the other keys of PUT /v1/bgp; once set through the API,
+                                   the other keys of PUT /v1/bgp (listen_addresses,
+                                   default the locator; per neighbour password for TCP-MD5
+                                   and ttl_security for GTSM); once set through the API,
                                    the API's configuration (kept in state.json) wins
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvo_evpn=debug\"
@@ -564,6 +566,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("neighbours"), "{e}");
+    }
+
+    #[test]
+    fn bgp_section_takes_passwords_gtsm_and_listen_addresses() {
+        let c = resolve_text(
+            "[bgp]\nasn = 65000\nrouter_id = \"192.0.2.7\"\nlisten_addresses = [\"192.0.2.7\"]\n\
+             neighbors = [{address = \"192.0.2.250\", password = \"s3cret\", ttl_security = true}]\n",
+        )
+        .unwrap();
+        let bgp = c.bgp.unwrap();
+        assert_eq!(
+            bgp.neighbors[0].password,
+            Some(nvo_api::Password("s3cret".into()))
+        );
+        assert_eq!(bgp.neighbors[0].ttl_security, Some(true));
+        assert!(!format!("{bgp:?}").contains("s3cret"));
+        let e = resolve_text(
+            "[bgp]\nasn = 65000\nrouter_id = \"192.0.2.7\"\n\
+             neighbors = [{address = \"192.0.2.250\", password = \"\"}]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("password is 0 bytes"), "{e}");
     }
 
     #[test]

@@ -314,8 +314,9 @@ pub(super) fn transition(
         (Phase::Connect, Event::ConnectTimedOut) => {
             let secs = connect_limit(cfg).as_secs_f32();
             out.push(Action::Error(format!(
-                "connect to {} timed out after {secs}s",
-                cfg.peer
+                "connect to {} timed out after {secs}s{}",
+                cfg.peer,
+                silent_drop_hint(cfg)
             )));
             state.retry(cfg, false, &mut out)
         }
@@ -366,6 +367,26 @@ fn base_delay(cfg: &SessionConfig) -> Duration {
 }
 
 /// How long one connection attempt may take.
+/// Why a peer may be dropping our SYNs without a word, when we sign or require TTL 255.
+fn silent_drop_hint(cfg: &SessionConfig) -> &'static str {
+    match (cfg.auth.md5_key.is_some(), cfg.auth.ttl_security) {
+        (true, true) => {
+            " (tcp-md5 and ttl security are on: a peer with another or no password, or more \
+             than one hop away, drops our SYNs silently; check the passwords and nstat's \
+             TCPMD5Failure, TCPMD5NotFound and TCPMinTTLDrop on both sides)"
+        }
+        (true, false) => {
+            " (tcp-md5 is on: a peer with another or no password drops our SYNs silently; check \
+             both passwords, and nstat's TCPMD5Failure and TCPMD5NotFound on both sides)"
+        }
+        (false, true) => {
+            " (ttl security is on: a peer that is more than one hop away, or does not send with \
+             ttl 255, is not heard; see nstat's TCPMinTTLDrop)"
+        }
+        (false, false) => "",
+    }
+}
+
 fn connect_limit(cfg: &SessionConfig) -> Duration {
     cfg.connect_retry.max(Duration::from_secs(1))
 }

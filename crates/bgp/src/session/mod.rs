@@ -82,6 +82,26 @@ pub struct SessionConfig {
     pub restarting: bool,
     /// Source address of outgoing connections; the kernel's choice when `None`.
     pub local_addr: Option<IpAddr>,
+    /// TCP-MD5 and GTSM on outgoing connections (accepted ones are set up by the listener).
+    pub auth: TcpAuth,
+}
+
+/// How a session's TCP connections are protected.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TcpAuth {
+    /// TCP-MD5 (RFC 2385) key, 1 to 80 bytes.
+    pub md5_key: Option<Vec<u8>>,
+    /// GTSM (RFC 5082): send with TTL 255, drop what arrives with less.
+    pub ttl_security: bool,
+}
+
+impl std::fmt::Debug for TcpAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpAuth")
+            .field("md5_key", &self.md5_key.as_ref().map(|_| "<hidden>"))
+            .field("ttl_security", &self.ttl_security)
+            .finish()
+    }
 }
 
 impl SessionConfig {

@@ -31,7 +31,7 @@ use tokio::time::{error::Elapsed, sleep_until, timeout, Instant};
 use super::conn::{Conn, Incoming, RecvError};
 use super::fsm::{transition, Action, ConnId, Event, SendFailure, State, Timer, WRITE_TIMEOUT};
 use super::stats::Shared;
-use super::{Control, Outbound, SessionConfig, SessionEvent};
+use super::{Control, Outbound, SessionConfig, SessionEvent, TcpAuth};
 use crate::message::msg_type;
 
 /// A connection attempt under way.
@@ -69,6 +69,8 @@ pub(super) struct Task {
     attempt: Option<Attempt>,
     /// Bound on one write.
     write_timeout: Duration,
+    /// The last error line logged.
+    last_logged: Option<String>,
 }
 
 impl Task {
@@ -92,6 +94,7 @@ impl Task {
             timers: Vec::new(),
             attempt: None,
             write_timeout: WRITE_TIMEOUT,
+            last_logged: None,
         }
     }
 
@@ -174,7 +177,11 @@ impl Task {
         match action {
             Action::Connect { limit } => {
                 let (peer, local) = (self.cfg.peer, self.cfg.local_addr);
-                self.attempt = Some(Attempt(Box::pin(timeout(limit, connect(peer, local)))));
+                let auth = self.cfg.auth.clone();
+                self.attempt = Some(Attempt(Box::pin(timeout(
+                    limit,
+                    connect(peer, local, auth),
+                ))));
             }
             Action::CancelConnect => self.attempt = None,
             Action::Send { conn, message } => {
@@ -235,7 +242,14 @@ impl Task {
                 }
             }
             Action::Emit(event) => self.emit(event).await,
-            Action::Error(line) => self.shared.error(line),
+            Action::Error(line) => {
+                // A failure that repeats at every retry is logged once, until it changes.
+                if self.last_logged.as_deref() != Some(line.as_str()) {
+                    log::warn!("bgp: {line}");
+                    self.last_logged = Some(line.clone());
+                }
+                self.shared.error(line);
+            }
             Action::Negotiated(n) => self.shared.update(|s| {
                 s.peer_id = Some(n.peer_id);
                 s.hold_time = Some(n.hold_time);
@@ -283,8 +297,10 @@ impl Task {
     }
 }
 
-/// Opens a TCP connection to the peer, from `local` when set.
-async fn connect(peer: SocketAddr, local: Option<IpAddr>) -> io::Result<TcpStream> {
+/// Opens a TCP connection to the peer, from `local` when set, with the TCP-MD5 key and GTSM
+/// set before the SYN goes out.
+async fn connect(peer: SocketAddr, local: Option<IpAddr>, auth: TcpAuth) -> io::Result<TcpStream> {
+    use std::os::fd::AsFd;
     let socket = if peer.is_ipv4() {
         TcpSocket::new_v4()?
     } else {
@@ -292,6 +308,15 @@ async fn connect(peer: SocketAddr, local: Option<IpAddr>) -> io::Result<TcpStrea
     };
     if let Some(ip) = local {
         socket.bind(SocketAddr::new(ip, 0))?;
+    }
+    let context = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what}: {e}"));
+    if let Some(key) = &auth.md5_key {
+        nvo_io::tcp_auth::set_md5_key(socket.as_fd(), peer.ip(), key)
+            .map_err(|e| context("cannot set the tcp-md5 key", e))?;
+    }
+    if auth.ttl_security {
+        nvo_io::tcp_auth::set_gtsm(socket.as_fd(), true, true)
+            .map_err(|e| context("cannot set ttl security (gtsm)", e))?;
     }
     socket.connect(peer).await
 }

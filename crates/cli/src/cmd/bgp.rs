@@ -39,7 +39,8 @@ use view::up_down;
 pub use view::{config_view, routes_view, summary_view};
 
 /// The syntax of `--neighbor`, quoted in its errors.
-pub const NEIGHBOR_SYNTAX: &str = "ADDR[,asn=N][,passive][,port=P][,description=TEXT]";
+pub const NEIGHBOR_SYNTAX: &str =
+    "ADDR[,asn=N][,passive][,port=P][,description=TEXT][,password-file=PATH][,ttl-security]";
 
 /// The syntax of `--vni`, quoted in its errors.
 pub const VNI_SYNTAX: &str =
@@ -162,7 +163,26 @@ fn once<T>(slot: &mut Option<T>, key: &str, value: T) -> Result<(), BgpError> {
     Ok(())
 }
 
-/// Parses `--neighbor ADDR[,asn=N][,passive][,port=P][,description=TEXT]`.
+/// Reads a TCP-MD5 password from a file (its first line; a password on the command line would
+/// show in `ps`).
+pub fn read_password(path: &str) -> Result<nvo_api::Password, BgpError> {
+    let refused = |reason: String| BgpError::PasswordFile {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| refused(e.to_string()))?;
+    let line = text.lines().next().unwrap_or_default();
+    if line.is_empty() || line.len() > 80 {
+        return Err(refused(format!(
+            "its first line is {} bytes; a password is 1 to 80",
+            line.len()
+        )));
+    }
+    Ok(nvo_api::Password(line.to_owned()))
+}
+
+/// Parses `--neighbor ADDR[,asn=N][,passive][,port=P][,description=TEXT][,password-file=PATH]
+/// [,ttl-security]`.
 pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, BgpError> {
     let (addr, options) = split_options(text);
     let address = addr
@@ -175,6 +195,9 @@ pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, BgpError> {
         passive: None,
         port: None,
         description: None,
+        password: None,
+        password_set: None,
+        ttl_security: None,
     };
     for (key, v) in options {
         match key {
@@ -185,6 +208,11 @@ pub fn parse_neighbor(text: &str) -> Result<NeighborSpec, BgpError> {
                 once(&mut n.passive, key, true)?;
             }
             "description" => once(&mut n.description, key, value(key, v)?.to_owned())?,
+            "password-file" => once(&mut n.password, key, read_password(value(key, v)?)?)?,
+            "ttl-security" => {
+                flag(key, v)?;
+                once(&mut n.ttl_security, key, true)?;
+            }
             "" => return Err(BgpError::EmptyOption(Spec::Neighbor)),
             _ => {
                 return Err(BgpError::UnknownOption {
@@ -268,8 +296,12 @@ pub enum BgpCmd {
     /// (type 2 and 3 routes, next hop = its VTEP address) and installs what they advertise
     /// into the FDB, flood lists and ARP/ND suppression tables. The configuration is persisted.
     ///
-    /// A neighbor is ADDR[,asn=N][,passive][,port=P][,description=TEXT]: without asn= it is in
-    /// this node's AS (iBGP); passive never connects, only accepts. Every network takes EVPN
+    /// A neighbor is ADDR[,asn=N][,passive][,port=P][,description=TEXT][,password-file=PATH]
+    /// [,ttl-security]: without asn= it is in this node's AS (iBGP); passive never connects,
+    /// only accepts; password-file signs its TCP segments with TCP-MD5 (RFC 2385), with the
+    /// password on the file's first line (never shown again); ttl-security is GTSM (RFC 5082)
+    /// for a directly connected peer. nvod listens on its locator unless --listen-address
+    /// says otherwise, and closes connections from other addresses. Every network takes EVPN
     /// defaults (advertised, RD router-id:vni, RT asn:vni, ARP/ND suppression on); --vni
     /// VNI[,rd=RD][,rt=RT][,import-rt=RT][,export-rt=RT][,no-advertise][,no-arp-suppression]
     /// changes them for one (rt= both imports and exports; RT options repeat). RDs and RTs are
@@ -302,7 +334,8 @@ pub struct BgpSetArgs {
     /// The BGP identifier: a nonzero IPv4 address unique among the speakers.
     #[arg(long, value_parser = parse_router_id, value_name = "A")]
     pub router_id: Ipv4Addr,
-    /// A peer (repeatable): ADDR[,asn=N][,passive][,port=P][,description=TEXT].
+    /// A peer (repeatable): ADDR[,asn=N][,passive][,port=P][,description=TEXT]
+    /// [,password-file=PATH][,ttl-security].
     #[arg(long = "neighbor", value_parser = parse_neighbor, value_name = "ADDR[,OPTION]...")]
     pub neighbors: Vec<NeighborSpec>,
     /// Accept connections from the neighbors (the default).
@@ -311,6 +344,10 @@ pub struct BgpSetArgs {
     /// Do not listen; only connect out to the neighbors.
     #[arg(long, overrides_with = "listen")]
     pub no_listen: bool,
+    /// A local address to listen on (repeatable; default: the node's locator only; 0.0.0.0 or
+    /// :: for every address).
+    #[arg(long = "listen-address", value_name = "IP")]
+    pub listen_addresses: Vec<IpAddr>,
     /// The TCP port to listen on and to connect to (default 179).
     #[arg(long, value_parser = parse_port, value_name = "P")]
     pub port: Option<u16>,
@@ -361,6 +398,7 @@ impl BgpSetArgs {
             asn: self.asn,
             router_id: self.router_id,
             listen,
+            listen_addresses: (!self.listen_addresses.is_empty()).then_some(self.listen_addresses),
             port: self.port,
             hold_time_s: self.hold_time,
             connect_retry_s: self.connect_retry,
@@ -395,6 +433,12 @@ pub enum NeighborCmd {
         /// A name shown in `nvo bgp summary`.
         #[arg(long, value_name = "TEXT")]
         description: Option<String>,
+        /// TCP-MD5 (RFC 2385): the password is the first line of this file.
+        #[arg(long, value_name = "PATH")]
+        password_file: Option<String>,
+        /// GTSM (RFC 5082): TTL 255 sent and required, for a directly connected peer.
+        #[arg(long)]
+        ttl_security: bool,
     },
     /// Delete a neighbor: its session closes and the routes learned from it are withdrawn.
     #[command(after_help = "Example:\n  nvo bgp neighbor del 192.0.2.253")]
@@ -526,6 +570,8 @@ fn neighbor(client: &Client, format: Format, cmd: NeighborCmd) -> Result<(), Cli
             passive,
             port,
             description,
+            password_file,
+            ttl_security,
         } => {
             let spec = NeighborSpec {
                 address,
@@ -533,6 +579,9 @@ fn neighbor(client: &Client, format: Format, cmd: NeighborCmd) -> Result<(), Cli
                 passive: passive.then_some(true),
                 port,
                 description,
+                password: password_file.as_deref().map(read_password).transpose()?,
+                password_set: None,
+                ttl_security: ttl_security.then_some(true),
             };
             let asn = asn.unwrap_or(config.asn);
             add_neighbor(&mut config, spec)?;

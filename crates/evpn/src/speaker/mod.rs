@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use nvo_api as api;
 use nvo_bgp::session::{self, PeerGr, SessionConfig, SessionEvent, SessionHandle};
 use nvo_pipeline::{EvpnChange, Vni};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
 use super::advert::{self, PeerKind};
@@ -23,6 +22,7 @@ use super::rib::{Advert, Install, PeerId, Rib, Taken};
 use super::settings::{ConfigError, Settings};
 use super::Request;
 use crate::dataplane::{DataPlane, DataPlaneError};
+use crate::listener::{self, Accepted, Listeners, RefusalLog, Refused};
 
 mod convert;
 
@@ -65,9 +65,11 @@ pub struct Speaker<D> {
     next_peer: PeerId,
     events_tx: mpsc::Sender<(usize, SessionEvent)>,
     events_rx: mpsc::Receiver<(usize, SessionEvent)>,
-    accepted_tx: mpsc::Sender<(SocketAddr, TcpStream)>,
-    accepted_rx: mpsc::Receiver<(SocketAddr, TcpStream)>,
-    listener: Option<(u16, tokio::task::JoinHandle<()>)>,
+    accepted_rx: mpsc::Receiver<Accepted>,
+    listeners: Listeners,
+    refusals: RefusalLog,
+    /// Connections closed at once: from no neighbour, from a GTSM one with a low TTL.
+    refused_connections: (u64, u64),
     local_generation: Option<u64>,
     /// Restored local hosts were kept at the last poll.
     kept_restored: bool,
@@ -100,9 +102,10 @@ impl<D: DataPlane> Speaker<D> {
             next_peer: 0,
             events_tx,
             events_rx,
-            accepted_tx,
             accepted_rx,
-            listener: None,
+            listeners: Listeners::new(accepted_tx),
+            refusals: RefusalLog::default(),
+            refused_connections: (0, 0),
             local_generation: None,
             kept_restored: false,
             restart: None,
@@ -139,7 +142,7 @@ impl<D: DataPlane> Speaker<D> {
                     None => return,
                 },
                 Some((id, event)) = self.events_rx.recv() => self.event(id, event).await,
-                Some((from, stream)) = self.accepted_rx.recv() => self.accepted(from, stream),
+                Some(accepted) = self.accepted_rx.recv() => self.accepted(accepted),
                 _ = tick.tick() => self.tick().await,
             }
             self.flush().await;
@@ -203,9 +206,7 @@ impl<D: DataPlane> Speaker<D> {
                 self.set_suppression(&BTreeSet::new()).await;
                 self.rib = None;
                 self.save_file.remove();
-                if let Some((_, task)) = self.listener.take() {
-                    task.abort();
-                }
+                self.listeners.apply(None);
                 log::info!("bgp: stopped");
             }
         }
@@ -229,7 +230,7 @@ impl<D: DataPlane> Speaker<D> {
                 self.restore(saved, &settings).await;
             }
         }
-        self.listen(&settings).await;
+        self.listeners.apply(Some(&settings));
         for spec in settings.neighbors.clone() {
             let id = self.next_peer;
             self.next_peer += 1;
@@ -244,6 +245,10 @@ impl<D: DataPlane> Speaker<D> {
                 graceful_restart: settings.graceful_restart,
                 restarting: self.restart.is_some(),
                 local_addr: Some(self.locator).filter(|l| l.is_ipv4() == spec.address.is_ipv4()),
+                auth: session::TcpAuth {
+                    md5_key: spec.password.as_ref().map(|p| p.0.as_bytes().to_vec()),
+                    ttl_security: spec.ttl_security,
+                },
             };
             let handle = session::spawn(config, id, self.events_tx.clone());
             if let Some(r) = self.restart.as_mut() {
@@ -307,59 +312,26 @@ impl<D: DataPlane> Speaker<D> {
         });
     }
 
-    async fn listen(&mut self, settings: &Settings) {
-        if self.listener.as_ref().map(|(port, _)| *port) == Some(settings.port) && settings.listen {
-            return;
-        }
-        if let Some((_, task)) = self.listener.take() {
-            task.abort();
-        }
-        if !settings.listen {
-            return;
-        }
-        let any: IpAddr = if self.locator.is_ipv4() {
-            IpAddr::from([0u8; 4])
-        } else {
-            IpAddr::from([0u16; 8])
-        };
-        let listener = match TcpListener::bind(SocketAddr::new(any, settings.port)).await {
-            Ok(l) => l,
-            Err(e) => {
-                log::error!(
-                    "bgp: cannot listen on port {} ({e}); only outgoing connections will be made",
-                    settings.port
-                );
-                return;
-            }
-        };
-        let tx = self.accepted_tx.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((stream, from)) => {
-                        if tx.send((from, stream)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        log::warn!("bgp: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+    /// A connection a listener accepted: handed to its neighbour's session, or closed at once
+    /// (dropped) when it comes from no neighbour or breaks the neighbour's GTSM.
+    fn accepted(&mut self, accepted: Accepted) {
+        let ip = canonical(accepted.from.ip());
+        let peer = self.peers.iter().find(|p| p.spec.address == ip);
+        match listener::admit(&accepted, peer.map(|p| &p.spec)) {
+            Ok(()) => {
+                if let Some(peer) = peer {
+                    if let Err(e) = peer.handle.accept(accepted.stream) {
+                        log::warn!("bgp: connection from {} not taken: {e}", accepted.from);
                     }
                 }
             }
-        });
-        self.listener = Some((settings.port, task));
-    }
-
-    fn accepted(&mut self, from: SocketAddr, stream: TcpStream) {
-        let ip = canonical(from.ip());
-        match self.peers.iter().find(|p| p.spec.address == ip) {
-            Some(peer) => {
-                if let Err(e) = peer.handle.accept(stream) {
-                    log::warn!("bgp: connection from {from} not taken: {e}");
+            Err(why) => {
+                match why {
+                    Refused::NotNeighbor => self.refused_connections.0 += 1,
+                    Refused::Ttl(_) => self.refused_connections.1 += 1,
                 }
+                self.refusals.log(accepted.from, why);
             }
-            None => log::info!("bgp: connection from {from} refused: not a configured neighbour"),
         }
     }
 
@@ -716,6 +688,9 @@ impl<D: DataPlane> Speaker<D> {
                 duplicate_macs: 0,
                 routes_dropped: self.dropped,
                 routes_refused: self.refused,
+                listening: self.listeners.addresses(),
+                connections_refused: self.refused_connections.0,
+                connections_ttl_refused: self.refused_connections.1,
             };
         };
         let (local, received, installed) = rib.counts();
@@ -756,6 +731,9 @@ impl<D: DataPlane> Speaker<D> {
             duplicate_macs: rib.duplicates(),
             routes_dropped: self.dropped,
             routes_refused: self.refused,
+            listening: self.listeners.addresses(),
+            connections_refused: self.refused_connections.0,
+            connections_ttl_refused: self.refused_connections.1,
         }
     }
 }

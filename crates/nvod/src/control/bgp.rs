@@ -58,7 +58,13 @@ impl Control {
     }
 
     /// `PUT /v1/bgp`.
-    pub async fn bgp_set(&mut self, config: api::BgpConfig) -> Result<api::BgpSummary, Failure> {
+    pub async fn bgp_set(
+        &mut self,
+        mut config: api::BgpConfig,
+    ) -> Result<api::BgpSummary, Failure> {
+        // GET never shows passwords: a neighbour written back with `password_set` keeps its own.
+        let current = self.state.bgp.as_ref().or(self.config.bgp.as_ref());
+        evpn::keep_passwords(&mut config, current);
         evpn::check(&config, self.config.locator).map_err(refused)?;
         let mut new = self.state.clone();
         new.bgp = Some(config.clone());

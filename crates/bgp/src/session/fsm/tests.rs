@@ -38,6 +38,7 @@ fn cfg() -> SessionConfig {
         graceful_restart: Some(120),
         restarting: false,
         local_addr: None,
+        auth: Default::default(),
     }
 }
 

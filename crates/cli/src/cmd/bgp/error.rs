@@ -137,6 +137,14 @@ pub enum BgpError {
         /// The neighbors there, as a list.
         neighbors: String,
     },
+    /// A password file that cannot be used.
+    #[error("password file {path}: {reason}")]
+    PasswordFile {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// `neighbor add/del` without a BGP configuration.
     #[error("{NOT_CONFIGURED}")]
     NotConfigured,

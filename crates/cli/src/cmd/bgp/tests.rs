@@ -33,6 +33,9 @@ fn neighbor(addr: &str) -> NeighborSpec {
         passive: None,
         port: None,
         description: None,
+        password: None,
+        password_set: None,
+        ttl_security: None,
     }
 }
 
@@ -41,6 +44,7 @@ fn config() -> BgpConfig {
         asn: 65000,
         router_id: Ipv4Addr::new(192, 0, 2, 1),
         listen: None,
+        listen_addresses: None,
         port: None,
         hold_time_s: None,
         connect_retry_s: None,
@@ -461,6 +465,9 @@ fn summary() -> BgpSummary {
         duplicate_macs: 1,
         routes_dropped: 0,
         routes_refused: 0,
+        listening: vec!["192.0.2.1:179".parse().unwrap()],
+        connections_refused: 0,
+        connections_ttl_refused: 0,
     }
 }
 
@@ -471,6 +478,7 @@ fn summary_has_a_header_and_a_row_per_neighbor() {
         summary_view(&s),
         "BGP router identifier 192.0.2.1, local AS 65000\n\
          EVPN routes: 4 local, 12 received, 9 installed; 1 duplicate MACs\n\
+         Listening on 192.0.2.1:179\n\
          \n\
          NEIGHBOR        AS  STATE         UP/DOWN  RECEIVED  SENT  MSG_IN  MSG_OUT  LAST_ERROR\n\
          192.0.2.254  65000  Established  01:02:03    12 (3)     4     106      102  -\n\
@@ -548,5 +556,73 @@ fn routes_show_flags_and_dashes() {
          2     100  02:00:00:00:00:09  10.0.0.9  192.0.2.9    2  192.0.2.254  192.0.2.9:100  65000:100          *,S,st\n\
          2     100  02:00:00:00:00:01  -         192.0.2.1    0  local        192.0.2.1:100  65000:100,65000:1  D\n\
          3     100  -                  -         192.0.2.9    0  192.0.2.254  192.0.2.9:100  -                  *\n"
+    );
+}
+
+#[test]
+fn neighbors_take_a_password_file_and_ttl_security() {
+    let dir = std::env::temp_dir().join(format!("nvo-bgp-pw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("pw");
+    std::fs::write(&file, "s3cret\n").unwrap();
+    let n = parse_neighbor(&format!(
+        "192.0.2.254,password-file={},ttl-security",
+        file.display()
+    ))
+    .unwrap();
+    assert_eq!(n.password, Some(nvo_api::Password("s3cret".into())));
+    assert_eq!(n.ttl_security, Some(true));
+    std::fs::write(&file, "\n").unwrap();
+    let e = parse_neighbor(&format!("192.0.2.254,password-file={}", file.display()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("0 bytes"), "{e}");
+    let e = parse_neighbor("192.0.2.254,password-file=/nonexistent/pw")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/nonexistent/pw"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_summary_says_where_it_listens_and_what_it_refused() {
+    let mut s = summary();
+    s.listening.clear();
+    s.connections_refused = 3;
+    s.connections_ttl_refused = 1;
+    let text = summary_view(&s);
+    assert!(
+        text.contains(
+            "Listening on nothing (outgoing connections only); 3 connections refused (not a \
+             neighbor); 1 refused (ttl security: ttl below 255)\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn listen_addresses_are_sent_only_when_given() {
+    let c = set_args(&["--asn", "65000", "--router-id", "192.0.2.1"])
+        .config()
+        .unwrap();
+    assert_eq!(c.listen_addresses, None);
+    let c = set_args(&[
+        "--asn",
+        "65000",
+        "--router-id",
+        "192.0.2.1",
+        "--listen-address",
+        "192.0.2.1",
+        "--listen-address",
+        "2001:db8::1",
+    ])
+    .config()
+    .unwrap();
+    assert_eq!(
+        c.listen_addresses,
+        Some(vec![
+            "192.0.2.1".parse().unwrap(),
+            "2001:db8::1".parse().unwrap()
+        ])
     );
 }

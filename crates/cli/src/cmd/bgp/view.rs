@@ -96,9 +96,32 @@ pub fn summary_view(s: &BgpSummary) -> String {
     if s.routes_refused > 0 {
         lost += &format!("; {} refused by the data path", s.routes_refused);
     }
+    let listening: Vec<String> = s.listening.iter().map(|a| a.to_string()).collect();
+    let mut refused = String::new();
+    if s.connections_refused > 0 {
+        refused += &format!(
+            "; {} connections refused (not a neighbor)",
+            s.connections_refused
+        );
+    }
+    if s.connections_ttl_refused > 0 {
+        refused += &format!(
+            "; {} refused (ttl security: ttl below 255)",
+            s.connections_ttl_refused
+        );
+    }
+    // An nvod from before `listening` sends none: then say nothing rather than "nothing".
+    let listen_line = if !listening.is_empty() {
+        format!("Listening on {}{refused}\n", list(&listening))
+    } else if c.listen == Some(false) || !refused.is_empty() {
+        format!("Listening on nothing (outgoing connections only){refused}\n")
+    } else {
+        String::new()
+    };
     let mut out = format!(
         "BGP router identifier {}, local AS {}\n\
-         EVPN routes: {} local, {} received, {} installed; {} duplicate MACs{lost}\n\n",
+         EVPN routes: {} local, {} received, {} installed; {} duplicate MACs{lost}\n\
+         {listen_line}\n",
         c.router_id, c.asn, s.routes_local, s.routes_received, s.routes_installed, s.duplicate_macs
     );
     let described = s.neighbors.iter().any(|n| n.description.is_some());
