@@ -139,7 +139,9 @@ pub fn addresses(name: &str) -> io::Result<Vec<IpAddr>> {
         if family == libc::AF_INET {
             // SAFETY: an AF_INET sockaddr is a sockaddr_in.
             let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-            found.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+            found.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                sin.sin_addr.s_addr,
+            ))));
         } else if family == libc::AF_INET6 {
             // SAFETY: an AF_INET6 sockaddr is a sockaddr_in6.
             let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };

@@ -89,25 +89,23 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
         }
         // Every documented body is an object; serde would also fill a struct from an array of
         // its fields in order (`[6, 1400, false]`), which no client means.
-        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') => {}
-            first => {
-                let got = match first {
-                    Some(b'[') => "an array",
-                    Some(b'"') => "a string",
-                    Some(b'n') => "null",
-                    Some(b't' | b'f') => "a boolean",
-                    Some(b'-' | b'0'..=b'9') => "a number",
-                    _ => "not JSON",
-                };
-                return Err(ApiFailure::new(
-                    StatusCode::BAD_REQUEST,
-                    format!(
-                        "invalid request body: {got} where a JSON object is expected; \
-                         docs/openapi.yaml shows its fields"
-                    ),
-                ));
-            }
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        let json = || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok();
+        if first != Some(&b'{') && json() {
+            let got = match first {
+                Some(b'[') => "an array",
+                Some(b'"') => "a string",
+                Some(b'n') => "null",
+                Some(b't' | b'f') => "a boolean",
+                _ => "a number",
+            };
+            return Err(ApiFailure::new(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "invalid request body: {got} where a JSON object is expected; \
+                     docs/openapi.yaml shows its fields"
+                ),
+            ));
         }
         serde_json::from_slice(&bytes).map(Body).map_err(|e| {
             ApiFailure::new(

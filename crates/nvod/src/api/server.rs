@@ -32,7 +32,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -67,6 +67,9 @@ struct Conn {
     last: AtomicU64,
     /// Requests running (handler called, answer not yet returned).
     running: AtomicU32,
+    /// A request body is being read: its own deadline answers 408, not the idle watchdog.
+    /// Such a connection may still be evicted (no handler runs yet).
+    reading: AtomicBool,
     /// Told when the connection must close now (evicted).
     close: tokio::sync::Notify,
 }
@@ -113,6 +116,7 @@ impl Registry {
         let conn = Arc::new(Conn {
             last: AtomicU64::new(self.now_ms()),
             running: AtomicU32::new(0),
+            reading: AtomicBool::new(false),
             close: tokio::sync::Notify::new(),
         });
         conns.insert(id, conn.clone());
@@ -181,7 +185,10 @@ pub async fn serve(
         };
         let evicted = registry.evicted.load(Ordering::Relaxed);
         let Some((id, conn)) = registry.admit() else {
-            log::debug!("API connection refused: all {} have a request running", registry.max);
+            log::debug!(
+                "API connection refused: all {} have a request running",
+                registry.max
+            );
             drop(stream);
             continue;
         };
@@ -195,6 +202,7 @@ pub async fn serve(
             );
             cap_warned = Some(Instant::now());
         }
+        let made_room = registry.evicted.load(Ordering::Relaxed) != evicted;
         let task = Connection {
             registry: registry.clone(),
             id,
@@ -204,6 +212,12 @@ pub async fn serve(
             stop: stop_rx.clone(),
         };
         tokio::spawn(task.run(stream));
+        if made_room {
+            // Let the evicted connection's task run and close its descriptor before the next
+            // accept: under a flood, closing must keep pace with accepting, or nvod's
+            // descriptors would still grow with the flood.
+            tokio::task::yield_now().await;
+        }
     }
     let _ = stop_tx.send(true);
     let deadline = Instant::now() + STOP_GRACE;
@@ -243,7 +257,11 @@ impl Connection {
             let conn = conn.clone();
             let registry = registry.clone();
             async move {
-                let req = match buffer_body(req, idle_timeout).await {
+                conn.reading.store(true, Ordering::Relaxed);
+                let buffered = buffer_body(req, idle_timeout).await;
+                conn.reading.store(false, Ordering::Relaxed);
+                conn.last.store(registry.now_ms(), Ordering::Relaxed);
+                let req = match buffered {
                     Ok(req) => req,
                     Err(answer) => return Ok::<_, Infallible>(answer),
                 };
@@ -303,7 +321,8 @@ async fn idle(conn: &Conn, registry: &Registry, timeout: Duration) {
     loop {
         let now = registry.now_ms();
         let due = conn.last.load(Ordering::Relaxed).saturating_add(timeout_ms);
-        if due <= now && conn.running.load(Ordering::Acquire) == 0 {
+        let busy = conn.running.load(Ordering::Acquire) > 0 || conn.reading.load(Ordering::Relaxed);
+        if due <= now && !busy {
             return;
         }
         let wait = due.saturating_sub(now).max(100);
@@ -401,7 +420,9 @@ struct Tracked {
 
 impl Tracked {
     fn stamp(&self) {
-        self.conn.last.store(self.registry.now_ms(), Ordering::Relaxed);
+        self.conn
+            .last
+            .store(self.registry.now_ms(), Ordering::Relaxed);
     }
 }
 
@@ -455,5 +476,69 @@ impl AsyncWrite for Tracked {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(max: usize) -> Registry {
+        Registry {
+            epoch: Instant::now(),
+            max,
+            next_id: AtomicU64::new(0),
+            conns: Mutex::new(HashMap::new()),
+            evicted: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    #[test]
+    fn at_the_cap_the_least_recently_active_idle_connection_makes_room() {
+        let r = registry(3);
+        let (a, ca) = r.admit().unwrap();
+        let (b, cb) = r.admit().unwrap();
+        let (c, cc) = r.admit().unwrap();
+        // a is the oldest but runs a request; b moved a byte after c.
+        ca.running.store(1, Ordering::Release);
+        ca.last.store(0, Ordering::Relaxed);
+        cb.last.store(20, Ordering::Relaxed);
+        cc.last.store(10, Ordering::Relaxed);
+        let (d, _) = r.admit().unwrap();
+        let ids: Vec<u64> = {
+            let mut ids: Vec<u64> = r.conns.lock().unwrap().keys().copied().collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(
+            ids,
+            [a, b, d],
+            "c, idle and least recently active, made room"
+        );
+        assert_eq!(r.evicted.load(Ordering::Relaxed), 1);
+        // When every connection runs a request, the new one is refused instead.
+        for conn in r.conns.lock().unwrap().values() {
+            conn.running.store(1, Ordering::Release);
+        }
+        assert!(r.admit().is_none());
+        assert_eq!(r.refused.load(Ordering::Relaxed), 1);
+        assert_eq!(r.len(), 3);
+        let _ = c;
+    }
+
+    #[test]
+    fn a_burst_ends_when_the_count_falls_to_a_quarter_of_its_peak() {
+        let r = registry(1000);
+        let ids: Vec<u64> = (0..BURST).map(|_| r.admit().unwrap().0).collect();
+        let mut ended = Vec::new();
+        for id in ids {
+            ended.push(r.forget(id));
+        }
+        // Exactly once: when the count reached BURST / 4, then the peak is reset.
+        assert_eq!(ended.iter().filter(|&&e| e).count(), 1);
+        assert!(ended[BURST - BURST / 4 - 1]);
+        assert!(!r.forget(12345));
     }
 }

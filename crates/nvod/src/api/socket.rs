@@ -101,7 +101,10 @@ pub fn prepare_socket(path: &Path) -> Result<(), SocketError> {
         return Err(SocketError::Unsafe {
             path: path.to_owned(),
             what: format!("the existing socket file {}", path.display()),
-            reason: format!("is owned by uid {}, not root or nvod's uid {me}", meta.uid()),
+            reason: format!(
+                "is owned by uid {}, not root or nvod's uid {me}",
+                meta.uid()
+            ),
         });
     }
     match UnixStream::connect(path) {

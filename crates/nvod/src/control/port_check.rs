@@ -75,7 +75,10 @@ pub fn refusal(
         ));
     }
     if !allowed.contains(&actual) {
-        return Some(format!("interface {name} is a {actual} interface; {}", only()));
+        return Some(format!(
+            "interface {name} is a {actual} interface; {}",
+            only()
+        ));
     }
     None
 }
@@ -110,7 +113,10 @@ mod tests {
             refusal("nosuchif0", PortKindState::Veth, &kinds(), &[]),
             None
         );
-        assert_eq!(refusal("nosuchif0", PortKindState::Tap, &kinds(), &[]), None);
+        assert_eq!(
+            refusal("nosuchif0", PortKindState::Tap, &kinds(), &[]),
+            None
+        );
         let why = refusal("nosuchif0", PortKindState::Tap, &["veth".into()], &[]).unwrap();
         assert!(why.contains("TAP") && why.contains("only veth"), "{why}");
     }
