@@ -54,7 +54,7 @@ Configuration file (TOML, every key optional):
   api_idle_timeout_s = 60          seconds without a byte either way (a stalled request
                                    body, a client not reading its answer) before a
                                    connection with no request running is closed, 1 to 3600
-  port_kinds = [\"veth\", \"tap\"]    kinds of interface that may be ports: link kinds as
+  port_kinds = [\"veth\", \"tap\"]     kinds of interface that may be ports: link kinds as
                                    `ethtool -i` names the driver (\"veth\", \"macvlan\",
                                    \"ipvlan\", \"dummy\", ...) and \"tap\" (a TAP device).
                                    Loopback, the interface holding the locator and any
