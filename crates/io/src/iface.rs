@@ -5,7 +5,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A network interface of this namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +114,45 @@ pub fn holding(addr: Ipv4Addr) -> io::Result<Interface> {
     interface(&name)
 }
 
+/// Every IPv4 and IPv6 address of interface `name` (none when it has none or does not exist).
+pub fn addresses(name: &str) -> io::Result<Vec<IpAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list it allocated, freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut found = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        if unsafe { CStr::from_ptr(ifa.ifa_name) }.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr of the family it names.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        if family == libc::AF_INET {
+            // SAFETY: an AF_INET sockaddr is a sockaddr_in.
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            found.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                sin.sin_addr.s_addr,
+            ))));
+        } else if family == libc::AF_INET6 {
+            // SAFETY: an AF_INET6 sockaddr is a sockaddr_in6.
+            let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+            found.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(found)
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock `bpf_ktime_get_ns` reads, so a time nvod writes into a
 /// map compares with the programs' own.
 pub fn monotonic_ns() -> u64 {
@@ -140,5 +179,13 @@ mod tests {
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
         }
         assert!(holding(Ipv4Addr::new(192, 0, 2, 254)).is_err());
+    }
+
+    #[test]
+    fn loopback_addresses_are_loopback() {
+        // lo may be down (no address) in a fresh namespace; what it has is loopback.
+        let found = addresses("lo").unwrap();
+        assert!(found.iter().all(IpAddr::is_loopback), "{found:?}");
+        assert!(addresses("nosuchif0").unwrap().is_empty());
     }
 }

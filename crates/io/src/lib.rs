@@ -22,6 +22,7 @@
 //! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
 //! - [`netns`]: namespaces for tests and labs (create, enter from a thread).
 //! - [`tcp_auth`]: TCP-MD5 keys and GTSM (TTL 255) on BGP's sockets.
+//! - [`trim_heap`]: hand memory the allocator kept after a burst back to the kernel.
 //!
 //! Every descriptor is an `OwnedFd`, created close-on-exec and non-blocking. Nothing here
 //! allocates per packet or logs per packet; a missing offload is logged once and worked around.
@@ -56,7 +57,7 @@ pub use outer::OuterValues;
 pub use packet::PacketPort;
 pub use poll::{EventFd, Poller};
 pub use raw::{RawStats, RawUnderlay, MAX_RAW_PACKET};
-pub use sys::MAX_BATCH;
+pub use sys::{trim_heap, MAX_BATCH};
 pub use tap::{TapOffloads, TapPort};
 pub use udp::{
     Offloads, UdpUnderlay, UnderlayStats, DEFAULT_MULTICAST_TTL, ENTROPY_PORT_BASE, MAX_GROUPS,

@@ -16,6 +16,11 @@ use serde::Deserialize;
 
 use nvo_datapath::{DatapathChoice, Outer, XdpChoice};
 
+mod access;
+
+use access::resolve_access;
+pub use access::{ApiLimits, GroupSetting};
+
 /// The text `nvod --help` shows after the options: every configuration key.
 pub const KEYS_HELP: &str = "\
 Configuration file (TOML, every key optional):
@@ -32,6 +37,29 @@ Configuration file (TOML, every key optional):
   api_socket = \"/run/nvo/nvod.sock\"
                                    unix socket of the control API (the parent directory is
                                    created; a stale socket file is replaced)
+  api_group = \"nvo\"                group of the API socket (a name from /etc/group, or a
+                                   gid): its members may use the API, as with docker's
+                                   socket (default: nvod's own group). The socket is 0660
+                                   whatever the umask; nvod refuses to start if the
+                                   socket's directory is writable by others or owned by
+                                   another user than root or nvod's, or if an existing
+                                   socket file is another user's
+  api_max_connections = 256        API connections served at once, 1 to 65536; at the cap a
+                                   new connection closes the least recently active one that
+                                   has no request in progress (or is itself closed when
+                                   every one has), so a flood of idle connections cannot
+                                   lock the API out
+  api_header_timeout_s = 10        seconds a connection has to send a request's header,
+                                   from its opening or the previous answer, 1 to 3600
+  api_idle_timeout_s = 60          seconds without a byte either way (a stalled request
+                                   body, a client not reading its answer) before a
+                                   connection with no request running is closed, 1 to 3600
+  port_kinds = [\"veth\", \"tap\"]     kinds of interface that may be ports: link kinds as
+                                   `ethtool -i` names the driver (\"veth\", \"macvlan\",
+                                   \"ipvlan\", \"dummy\", ...) and \"tap\" (a TAP device).
+                                   Loopback, the interface holding the locator and any
+                                   interface with an underlay address are refused whatever
+                                   this says
   state_dir = \"/var/lib/nvo\"       where state.json keeps the desired state (networks, ports,
                                    static FDB entries, flood lists) across restarts
   entropy_ports = 16               outer UDP source ports used for flow entropy, from 49152
@@ -137,6 +165,10 @@ pub struct Config {
     pub datapath: DatapathChoice,
     /// Where the kernel path relays overlay packets: XDP or its tc program.
     pub xdp: XdpChoice,
+    /// Who may use the API socket and how much of nvod a client may hold.
+    pub api: ApiLimits,
+    /// Kinds of interface that may be ports ("veth", "tap", others the operator allows).
+    pub port_kinds: Vec<String>,
 }
 
 impl Config {
@@ -187,6 +219,11 @@ struct ConfigFile {
     bgp: Option<nvo_api::BgpConfig>,
     datapath: Option<DatapathChoice>,
     xdp: Option<XdpChoice>,
+    api_group: Option<GroupSetting>,
+    api_max_connections: Option<usize>,
+    api_header_timeout_s: Option<u64>,
+    api_idle_timeout_s: Option<u64>,
+    port_kinds: Option<Vec<String>>,
 }
 
 /// Why the configuration cannot be used.
@@ -336,6 +373,7 @@ fn resolve(
             "must be a unicast address of this host, not unspecified, multicast or loopback",
         ));
     }
+    let (api, port_kinds) = resolve_access(&file)?;
     let node_id = file.node_id.unwrap_or_else(|| node_id_from(locator));
     if node_id == 0 {
         return Err(bad("node_id", node_id, "must be 1 to 4294967295"));
@@ -433,6 +471,8 @@ fn resolve(
         bgp: file.bgp,
         datapath: file.datapath.unwrap_or_default(),
         xdp: file.xdp.unwrap_or_default(),
+        api,
+        port_kinds,
     })
 }
 
@@ -469,7 +509,7 @@ mod tests {
         Ok("192.0.2.7".parse().unwrap())
     }
 
-    fn resolve_text(text: &str) -> Result<Config, ConfigError> {
+    pub(super) fn resolve_text(text: &str) -> Result<Config, ConfigError> {
         let file = parse(text).map_err(|source| ConfigError::Parse {
             path: "nvod.toml".into(),
             source,

@@ -25,6 +25,7 @@ use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 mod bgp;
 mod ops;
 mod overlay;
+mod port_check;
 mod profiles;
 mod routes;
 
@@ -186,6 +187,7 @@ impl Control {
     /// flood lists, then ports (a missing interface comes up down and is retried), then static
     /// FDB entries. A refusal here means the state file asks for more than the tables hold.
     pub async fn restore(&mut self) -> Result<(), Failure> {
+        self.drop_refused_ports()?;
         let state = self.state.clone();
         let from_config = self.config.profiles.clone();
         for spec in from_config.iter().chain(state.profiles.values()) {
@@ -272,6 +274,51 @@ impl Control {
             relay: self.path.relay.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
+    }
+
+    /// Every underlay address nvod uses: the locator and this node's overlay locators. An
+    /// interface holding one is the underlay interface and can never be a port.
+    fn underlay_addresses(&self) -> Vec<IpAddr> {
+        let mut addrs = vec![self.config.locator];
+        let own = self.state.overlay.own.unwrap_or(self.config.node_id);
+        if let Some(locators) = self.state.overlay.nodes.get(&own) {
+            addrs.extend(locators.iter().map(|l| l.addr));
+        }
+        addrs
+    }
+
+    /// At start, before anything is applied: ports of the state file that may no longer be
+    /// ports (the config's `port_kinds` changed, the interface became the underlay one...)
+    /// are dropped with their static FDB entries, one error line each, and the state file is
+    /// rewritten without them; nvod starts without them.
+    fn drop_refused_ports(&mut self) -> Result<(), Failure> {
+        let underlay = self.underlay_addresses();
+        let mut new = self.state.clone();
+        let mut refused = Vec::new();
+        for (name, port) in &self.state.ports {
+            let why = port_check::refusal(name, port.kind, &self.config.port_kinds, &underlay);
+            if let Some(why) = why {
+                log::error!(
+                    "port {name} (network {}) in the state file is refused and dropped: {why}",
+                    port.vni
+                );
+                new.ports.remove(name);
+                refused.push(name.clone());
+            }
+        }
+        if refused.is_empty() {
+            return Ok(());
+        }
+        for net in new.networks.values_mut() {
+            net.fdb.retain(
+                |_, dest| !matches!(dest, crate::state::StaticDest::Port(p) if refused.contains(p)),
+            );
+            let kept = &net.fdb;
+            net.fdb_ips.retain(|mac, _| kept.contains_key(mac));
+        }
+        self.store.save(&new)?;
+        self.state = new;
+        Ok(())
     }
 
     fn new_port_id(&mut self, name: &str) -> PortId {

@@ -520,6 +520,8 @@ mod tests {
             bgp: None,
             datapath: Default::default(),
             xdp: Default::default(),
+            api: Default::default(),
+            port_kinds: vec!["veth".into(), "tap".into()],
         }
     }
 

@@ -10,7 +10,8 @@
 //!    └─ datapath thread (nvo_datapath::start) ◄───┘  owns Pipeline, underlay, ports
 //! ```
 //!
-//! Start-up order: read the config; refuse if another nvod answers on the API socket; read the
+//! Start-up order: read the config; refuse if the API socket's directory or file is another
+//! user's, or another nvod answers on the socket; read the
 //! state file (refuse if corrupt); bind the underlay; start the datapath; re-apply the state;
 //! listen. SIGTERM or SIGINT stops the API, then the datapath, and removes the socket file.
 
@@ -148,7 +149,7 @@ async fn serve(
     };
     let mut term = catch(SignalKind::terminate(), "SIGTERM")?;
     let mut int = catch(SignalKind::interrupt(), "SIGINT")?;
-    let listener = api::bind(&config.api_socket)?;
+    let listener = api::bind(&config.api_socket, config.api.group.as_ref())?;
     log::info!(
         "nvod {} started: node id {}, locator {}, vxlan port {}, underlay mtu {}, offloads \
          gro={} gso={}, api socket {}",
@@ -168,7 +169,14 @@ async fn serve(
         }
     };
     let shared = Arc::new(Mutex::new(control));
-    let served = api::serve(listener, &config.api_socket, shared.clone(), shutdown).await;
+    api::serve(
+        listener,
+        &config.api_socket,
+        &config.api,
+        shared.clone(),
+        shutdown,
+    )
+    .await;
     shared.lock().await.evpn_shutdown().await;
-    Ok(served?)
+    Ok(())
 }

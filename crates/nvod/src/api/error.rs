@@ -58,8 +58,9 @@ impl IntoResponse for ApiFailure {
     }
 }
 
-/// A JSON request body, decoded with the API's strict types (unknown fields refused); any
-/// failure is a JSON error answer naming what is wrong.
+/// A JSON request body: an object (anything else is refused before decoding), decoded with
+/// the API's strict types (unknown fields refused); any failure is a JSON error answer naming
+/// what is wrong.
 #[derive(Debug)]
 pub struct Body<T>(pub T);
 
@@ -84,6 +85,26 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
             return Err(ApiFailure::new(
                 StatusCode::BAD_REQUEST,
                 "the request has no body; send a JSON object (docs/openapi.yaml shows its fields)",
+            ));
+        }
+        // Every documented body is an object; serde would also fill a struct from an array of
+        // its fields in order (`[6, 1400, false]`), which no client means.
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        let json = || serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok();
+        if first != Some(&b'{') && json() {
+            let got = match first {
+                Some(b'[') => "an array",
+                Some(b'"') => "a string",
+                Some(b'n') => "null",
+                Some(b't' | b'f') => "a boolean",
+                _ => "a number",
+            };
+            return Err(ApiFailure::new(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "invalid request body: {got} where a JSON object is expected; \
+                     docs/openapi.yaml shows its fields"
+                ),
             ));
         }
         serde_json::from_slice(&bytes).map(Body).map_err(|e| {

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use nvo_api as api;
 use nvo_pipeline::{FdbDest, FlushScope, Origin, PortId, Vni};
 
-use super::{flush_scope, remote, unexpected, vni_of, Control, Failure, Kind};
+use super::{flush_scope, port_check, remote, unexpected, vni_of, Control, Failure, Kind};
 use crate::convert;
 use crate::state::{PortState, StaticDest};
 use nvo_datapath::{Command, Reply};
@@ -179,6 +179,11 @@ impl Control {
             ));
         }
         let kind = convert::port_kind(spec.kind);
+        let underlay = self.underlay_addresses();
+        if let Some(why) = port_check::refusal(&spec.name, kind, &self.config.port_kinds, &underlay)
+        {
+            return Err(Failure::bad(why));
+        }
         let mut new = self.state.clone();
         new.ports.insert(
             spec.name.clone(),
