@@ -16,6 +16,10 @@ use serde::Deserialize;
 
 use nvo_datapath::{DatapathChoice, Outer, XdpChoice};
 
+mod limits;
+
+pub use limits::{key_of as limit_key, reached as limit_reached, Limits};
+
 /// The text `nvod --help` shows after the options: every configuration key.
 pub const KEYS_HELP: &str = "\
 Configuration file (TOML, every key optional):
@@ -76,6 +80,24 @@ Configuration file (TOML, every key optional):
                                    asn, router_id, neighbors = [{address = \"...\"}], and
                                    the other keys of PUT /v1/bgp; once set through the API,
                                    the API's configuration (kept in state.json) wins
+  [limits]                         table bounds (beyond one, the API answers 409 naming the
+                                   key and its value); each key 1 to the bound shown:
+    networks = 4096                networks (65536)
+    ports = 1024                   ports over all networks (65536)
+    flood_per_network = 256        remotes in one flood list (256: the kernel path's)
+    static_fdb_per_network = 16384 static FDB entries of one network (1048576)
+    learned_fdb_per_network = 65536
+                                   the largest max_learned a network may ask for (1048576)
+    evpn_fdb_per_network = 262144  EVPN-installed FDB entries of one network (4194304)
+    neighbors_per_network = 262144 IP-to-MAC entries of one network (4194304)
+    routes_per_network = 1024      routes of one L3 network (1024)
+    profiles = 64                  encapsulation profiles, built-ins included (64: the
+                                   kernel path's)
+    keys = 65536                   bound receive keys and parameter sets (1048576)
+    overlay_nodes = 4096           overlay nodes (65536)
+    locators_per_node = 8          locators of one overlay node (8: the kernel path's)
+    overlay_routes = 16384         routes of one overlay application (1048576)
+    next_hops_per_route = 16       next hops of one overlay route (64)
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvo_evpn=debug\"
                                    (nvod's parts log as nvod, nvo_datapath, nvo_evpn, ...);
@@ -135,6 +157,8 @@ pub struct Config {
     pub datapath: DatapathChoice,
     /// Where the kernel path relays overlay packets: XDP or its tc program.
     pub xdp: XdpChoice,
+    /// The tables' bounds (`[limits]`).
+    pub limits: Limits,
 }
 
 impl Config {
@@ -151,6 +175,9 @@ impl Config {
             stt_reassembly: self.stt_reassembly,
             datapath: self.datapath,
             xdp: self.xdp,
+            limits: self.limits.pipeline,
+            overlay_limits: self.limits.overlay,
+            engine_limits: self.limits.engine,
         }
     }
 }
@@ -185,6 +212,7 @@ struct ConfigFile {
     bgp: Option<nvo_api::BgpConfig>,
     datapath: Option<DatapathChoice>,
     xdp: Option<XdpChoice>,
+    limits: Option<limits::LimitsFile>,
 }
 
 /// Why the configuration cannot be used.
@@ -407,6 +435,7 @@ fn resolve(
         timeout: Duration::from_secs(stt_timeout),
         ..ReassemblyLimits::default()
     };
+    let limits = limits::resolve(file.limits.unwrap_or_default())?;
     Ok(Config {
         node_id,
         locator,
@@ -431,6 +460,7 @@ fn resolve(
         bgp: file.bgp,
         datapath: file.datapath.unwrap_or_default(),
         xdp: file.xdp.unwrap_or_default(),
+        limits,
     })
 }
 
