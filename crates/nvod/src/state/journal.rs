@@ -150,7 +150,8 @@ fn whole<T: Serialize>(
 }
 
 /// A map key by key: removed keys are deleted, new ones set whole, changed ones handed to
-/// `changed`.
+/// `changed`. One pass over both maps in key order (no lookups): the cost per write is a
+/// comparison per entry, and the bytes are those of what changed.
 fn map<K: Ord + Display, V: PartialEq + Serialize>(
     ops: &mut Vec<Op>,
     path: &[String],
@@ -158,17 +159,35 @@ fn map<K: Ord + Display, V: PartialEq + Serialize>(
     new: &BTreeMap<K, V>,
     changed: impl Fn(&mut Vec<Op>, Vec<String>, &V, &V) -> Result<(), serde_json::Error>,
 ) -> Result<(), serde_json::Error> {
-    for key in old.keys().filter(|k| !new.contains_key(k)) {
-        ops.push(Op::Del(below(path, key)));
-    }
-    for (key, n) in new {
-        match old.get(key) {
-            None => ops.push(Op::Set(below(path, key), serde_json::to_value(n)?)),
-            Some(o) if o != n => changed(ops, below(path, key), o, n)?,
-            Some(_) => {}
+    use std::cmp::Ordering;
+    let (mut o, mut n) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let order = match (o.peek(), n.peek()) {
+            (None, None) => return Ok(()),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((ko, _)), Some((kn, _))) => ko.cmp(kn),
+        };
+        match order {
+            Ordering::Less => {
+                if let Some((key, _)) = o.next() {
+                    ops.push(Op::Del(below(path, key)));
+                }
+            }
+            Ordering::Greater => {
+                if let Some((key, v)) = n.next() {
+                    ops.push(Op::Set(below(path, key), serde_json::to_value(v)?));
+                }
+            }
+            Ordering::Equal => {
+                if let (Some((key, vo)), Some((_, vn))) = (o.next(), n.next()) {
+                    if vo != vn {
+                        changed(ops, below(path, key), vo, vn)?;
+                    }
+                }
+            }
         }
     }
-    Ok(())
 }
 
 /// Applies one operation to the state's JSON form.
