@@ -36,8 +36,11 @@ Configuration file (TOML, every key optional):
   api_socket = \"/run/nvo/nvod.sock\"
                                    unix socket of the control API (the parent directory is
                                    created; a stale socket file is replaced)
-  state_dir = \"/var/lib/nvo\"       where state.json keeps the desired state (networks, ports,
-                                   static FDB entries, flood lists) across restarts
+  state_dir = \"/var/lib/nvo\"       where the desired state (networks, ports, static FDB
+                                   entries, flood lists) is kept across restarts: state.json
+                                   and state.journal (one fsynced line per API write). Created
+                                   0700 (files 0600); refused if group or others may write it
+                                   or another user owns it; locked: one nvod per directory
   entropy_ports = 16               outer UDP source ports used for flow entropy, from 49152
                                    up, 1 to 16383
   multicast_ttl = 8                TTL (IPv4) or hop limit (IPv6) of what networks with a

@@ -125,19 +125,18 @@ impl From<DatapathError> for Failure {
 /// `[limits]` key); `None` for any other refusal.
 fn limit_message(e: &DatapathError) -> Option<String> {
     use nvo_pipeline::overlay::OverlayError;
-    let (key, limit) = match e {
-        DatapathError::Table(nvo_pipeline::TableError::TableFull { table, limit }) => {
-            (config::limit_key(table, false), *limit)
-        }
-        DatapathError::Overlay(OverlayError::TableFull { table, limit }) => {
-            (config::limit_key(table, true), *limit)
-        }
-        DatapathError::Engine(EngineError::TableFull { table, limit }) => {
-            (config::limit_key(table, false), *limit)
-        }
+    let (table, limit, overlay) = match e {
+        DatapathError::Table(nvo_pipeline::TableError::TableFull { table, limit })
+        | DatapathError::Engine(EngineError::TableFull { table, limit }) => (table, *limit, false),
+        DatapathError::Overlay(OverlayError::TableFull { table, limit }) => (table, *limit, true),
         _ => return None,
     };
-    Some(config::limit_reached(key, limit, e))
+    let detail = format!("the {table} table holds {limit} entries");
+    Some(config::limit_reached(
+        config::limit_key(table, overlay),
+        limit,
+        detail,
+    ))
 }
 
 /// The control side of nvod: desired state, its file, and the datapath handle.

@@ -235,7 +235,10 @@ pub fn key_of(table: &str, overlay: bool) -> &'static str {
 
 /// The API's answer beyond a limit: its key and value, then the table's own words.
 pub fn reached(key: &str, limit: usize, detail: impl std::fmt::Display) -> String {
-    format!("limit {key} ({limit}) reached: {detail}; raise [limits] {key} in nvod's config to allow more")
+    format!(
+        "limit {key} ({limit}) reached: {detail}; remove entries, or raise [limits] {key} in \
+         nvod's config"
+    )
 }
 
 #[cfg(test)]
