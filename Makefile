@@ -11,6 +11,7 @@
 #   make bench-relay    relaying on a middle host: nvo against the kernel's VXLAN + bridge (~12 min)
 #   make bench-evpn     EVPN control plane: 10k and 100k MAC routes via an FRR route reflector to
 #                       nvod hosts and an FRR VTEP: convergence time and memory per route (~3 min)
+#   make bench-api      API write latency with 10, 1000 and 4000 networks (~2 min after the build)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
@@ -44,3 +45,7 @@ bench-relay:
 .PHONY: bench-evpn
 bench-evpn:
 	$(PYTHON) bench/evpn_scale.py
+
+.PHONY: bench-api
+bench-api:
+	$(PYTHON) bench/api_writes.py

@@ -119,7 +119,8 @@ fn load(config: &Settings, core: &Core) -> Result<(Mirror, String), Unavailable>
         &core.pipeline.limits(),
         &core.engine.limits(),
         nvo_ebpf::limits::DEFAULT_FDB,
-    );
+    )
+    .with_overlay(&core.overlay.limits());
     let kernel = Kernel::load(&sizes)?;
     let source_ports = core
         .underlays

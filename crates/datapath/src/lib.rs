@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 use nvo_encap::engine::Engine;
 use nvo_encap::stt::Reassembler;
 use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
-use nvo_pipeline::overlay::{NodeId, OverlayLimits, OverlayTables};
-use nvo_pipeline::{Limits, Pipeline};
+use nvo_pipeline::overlay::{NodeId, OverlayTables};
+use nvo_pipeline::Pipeline;
 
 use command::Request;
 use forward::Forwarder;
@@ -158,12 +158,12 @@ pub fn start(config: &Settings) -> Result<Started, StartError> {
         config.outer,
     );
     let mut fwd = Forwarder::new(
-        Pipeline::new(Limits::default()),
+        Pipeline::new(config.limits),
         underlays,
-        Engine::new(Default::default()),
+        Engine::new(config.engine_limits),
         Reassembler::new(config.stt_reassembly),
         config.underlay_mtu,
-        OverlayTables::new(NodeId(config.node_id), OverlayLimits::default()),
+        OverlayTables::new(NodeId(config.node_id), config.overlay_limits),
     );
     // The kernel path is loaded on the datapath thread, which owns it (its maps and rings are
     // that thread's); the thread says how it went before it starts looping.

@@ -31,6 +31,12 @@ pub struct Settings {
     pub datapath: DatapathChoice,
     /// Where the kernel path relays overlay packets: XDP or its tc program.
     pub xdp: XdpChoice,
+    /// Bounds of the pipeline's tables (nvod's `[limits]`).
+    pub limits: nvo_pipeline::Limits,
+    /// Bounds of the overlay tables.
+    pub overlay_limits: nvo_pipeline::overlay::OverlayLimits,
+    /// Bounds of the encapsulation engine's tables.
+    pub engine_limits: nvo_encap::engine::Limits,
 }
 
 /// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.

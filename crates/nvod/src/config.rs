@@ -20,6 +20,9 @@ mod access;
 
 use access::resolve_access;
 pub use access::{ApiLimits, GroupSetting};
+mod limits;
+
+pub use limits::{key_of as limit_key, reached as limit_reached, Limits};
 
 /// The text `nvod --help` shows after the options: every configuration key.
 pub const KEYS_HELP: &str = "\
@@ -60,8 +63,11 @@ Configuration file (TOML, every key optional):
                                    Loopback, the interface holding the locator and any
                                    interface with an underlay address are refused whatever
                                    this says
-  state_dir = \"/var/lib/nvo\"       where state.json keeps the desired state (networks, ports,
-                                   static FDB entries, flood lists) across restarts
+  state_dir = \"/var/lib/nvo\"       where the desired state (networks, ports, static FDB
+                                   entries, flood lists) is kept across restarts: state.json
+                                   and state.journal (one fsynced line per API write). Created
+                                   0700 (files 0600); refused if group or others may write it
+                                   or another user owns it; locked: one nvod per directory
   entropy_ports = 16               outer UDP source ports used for flow entropy, from 49152
                                    up, 1 to 16383
   multicast_ttl = 8                TTL (IPv4) or hop limit (IPv6) of what networks with a
@@ -106,6 +112,24 @@ Configuration file (TOML, every key optional):
                                    default the locator; per neighbour password for TCP-MD5
                                    and ttl_security for GTSM); once set through the API,
                                    the API's configuration (kept in state.json) wins
+  [limits]                         table bounds (beyond one, the API answers 409 naming the
+                                   key and its value); each key 1 to the bound shown:
+    networks = 4096                networks (65536)
+    ports = 1024                   ports over all networks (65536)
+    flood_per_network = 256        remotes in one flood list (256: the kernel path's)
+    static_fdb_per_network = 16384 static FDB entries of one network (1048576)
+    learned_fdb_per_network = 65536
+                                   the largest max_learned a network may ask for (1048576)
+    evpn_fdb_per_network = 262144  EVPN-installed FDB entries of one network (4194304)
+    neighbors_per_network = 262144 IP-to-MAC entries of one network (4194304)
+    routes_per_network = 1024      routes of one L3 network (1024)
+    profiles = 64                  encapsulation profiles, built-ins included (64: the
+                                   kernel path's)
+    keys = 65536                   bound receive keys and parameter sets (1048576)
+    overlay_nodes = 4096           overlay nodes (65536)
+    locators_per_node = 8          locators of one overlay node (8: the kernel path's)
+    overlay_routes = 16384         routes of one overlay application (1048576)
+    next_hops_per_route = 16       next hops of one overlay route (64)
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvo_evpn=debug\"
                                    (nvod's parts log as nvod, nvo_datapath, nvo_evpn, ...);
@@ -169,6 +193,8 @@ pub struct Config {
     pub api: ApiLimits,
     /// Kinds of interface that may be ports ("veth", "tap", others the operator allows).
     pub port_kinds: Vec<String>,
+    /// The tables' bounds (`[limits]`).
+    pub limits: Limits,
 }
 
 impl Config {
@@ -185,6 +211,9 @@ impl Config {
             stt_reassembly: self.stt_reassembly,
             datapath: self.datapath,
             xdp: self.xdp,
+            limits: self.limits.pipeline,
+            overlay_limits: self.limits.overlay,
+            engine_limits: self.limits.engine,
         }
     }
 }
@@ -224,6 +253,7 @@ struct ConfigFile {
     api_header_timeout_s: Option<u64>,
     api_idle_timeout_s: Option<u64>,
     port_kinds: Option<Vec<String>>,
+    limits: Option<limits::LimitsFile>,
 }
 
 /// Why the configuration cannot be used.
@@ -447,6 +477,7 @@ fn resolve(
         timeout: Duration::from_secs(stt_timeout),
         ..ReassemblyLimits::default()
     };
+    let limits = limits::resolve(file.limits.unwrap_or_default())?;
     Ok(Config {
         node_id,
         locator,
@@ -473,6 +504,7 @@ fn resolve(
         xdp: file.xdp.unwrap_or_default(),
         api,
         port_kinds,
+        limits,
     })
 }
 

@@ -3,9 +3,10 @@
 //!
 //! Every change follows one order, so that a failed request changes nothing:
 //! 1. check everything that can be checked here (values, existence, conflicts);
-//! 2. write the new desired state (atomically; a failure here has changed nothing);
+//! 2. record the change in the state's journal (one fsynced append; a failure here has
+//!    changed nothing);
 //! 3. run the one datapath command that makes the change (each is all-or-nothing);
-//! 4. if the datapath refuses, write the previous state back and answer with its reason.
+//! 4. if the datapath refuses, take the journal record back and answer with its reason.
 //!
 //! Requests are serialised by the caller (one `Control` behind a mutex), so the state read in
 //! step 1 is the state written in step 2.
@@ -17,7 +18,7 @@ use nvo_api as api;
 use nvo_encap::engine::{Engine, EngineError};
 use nvo_pipeline::{FdbDest, FlushScope, PortId, Vni};
 
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::convert::{self, ConvertError, ValueError};
 use crate::state::{State, StateError, Store};
 use nvo_datapath::{Command, Datapath, DatapathError, Reply};
@@ -117,8 +118,26 @@ impl From<DatapathError> for Failure {
                 _ => Kind::BadRequest,
             },
         };
-        Failure::new(kind, e.to_string())
+        Failure::new(kind, limit_message(&e).unwrap_or_else(|| e.to_string()))
     }
+}
+
+/// A table-full refusal in the API's uniform words (`limit KEY (VALUE) reached: ...`, KEY the
+/// `[limits]` key); `None` for any other refusal.
+fn limit_message(e: &DatapathError) -> Option<String> {
+    use nvo_pipeline::overlay::OverlayError;
+    let (table, limit, overlay) = match e {
+        DatapathError::Table(nvo_pipeline::TableError::TableFull { table, limit })
+        | DatapathError::Engine(EngineError::TableFull { table, limit }) => (table, *limit, false),
+        DatapathError::Overlay(OverlayError::TableFull { table, limit }) => (table, *limit, true),
+        _ => return None,
+    };
+    let detail = format!("the {table} table holds {limit} entries");
+    Some(config::limit_reached(
+        config::limit_key(table, overlay),
+        limit,
+        detail,
+    ))
 }
 
 /// The control side of nvod: desired state, its file, and the datapath handle.
@@ -157,6 +176,7 @@ impl Control {
         state: State,
         datapath: Datapath,
     ) -> Control {
+        let engine_limits = config.limits.engine;
         Control {
             config,
             offloads,
@@ -165,7 +185,7 @@ impl Control {
             datapath,
             port_ids: BTreeMap::new(),
             next_port: 1,
-            profiles: Engine::new(Default::default()),
+            profiles: Engine::new(engine_limits),
             events: tokio::sync::broadcast::channel(overlay::EVENT_BACKLOG).0,
             next_probe: 0,
             evpn: None,
@@ -316,7 +336,7 @@ impl Control {
             let kept = &net.fdb;
             net.fdb_ips.retain(|mac, _| kept.contains_key(mac));
         }
-        self.store.save(&new)?;
+        self.store.record(&self.state, &new)?;
         self.state = new;
         Ok(())
     }
@@ -360,7 +380,7 @@ impl Control {
 
     /// Persists `new`, runs `command`, and keeps `new` only if the datapath accepted it.
     async fn commit(&mut self, new: State, command: Command) -> Result<Reply, Failure> {
-        self.store.save(&new)?;
+        self.store.record(&self.state, &new)?;
         match self.datapath.call(command).await {
             Ok(reply) => {
                 self.state = new;
@@ -368,15 +388,20 @@ impl Control {
                 Ok(reply)
             }
             Err(e) => {
-                if let Err(undo) = self.store.save(&self.state) {
-                    log::error!(
-                        "the datapath refused a change ({e}) and the previous state could not be \
-                         written back: {undo}; {} holds the refused change",
-                        self.store.path().display()
-                    );
-                }
+                self.undo_record(&e);
                 Err(e.into())
             }
+        }
+    }
+
+    /// Takes back the journal record of a change that was then refused.
+    fn undo_record(&mut self, refusal: &dyn std::fmt::Display) {
+        if let Err(undo) = self.store.undo() {
+            log::error!(
+                "a change was refused ({refusal}) and its journal record could not be taken \
+                 back: {undo}; the state directory of {} holds the refused change",
+                self.store.path().display()
+            );
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use nvo_api as api;
 use nvo_encap::engine::Engine;
 use nvo_encap::profile::{Payload, Profile, Transport};
-use nvo_pipeline::{BumMode, Limits, Mac, NetworkSpec, ProfileTag, Vni};
+use nvo_pipeline::{BumMode, Mac, NetworkSpec, ProfileTag, Vni};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -113,7 +113,7 @@ pub enum ConvertError {
     BumOverlayEncap(String),
     /// A `max_learned` above the pipeline's limit.
     #[error(
-        "max_learned {max_learned} is above the limit of {limit} learned entries per network; ask for fewer"
+        "max_learned {max_learned} is above the limit of {limit} learned entries per network ([limits] learned_fdb_per_network); ask for fewer"
     )]
     MaxLearned {
         /// The value asked for.
@@ -311,8 +311,10 @@ pub fn network_state(
             BumState::Overlay { node }
         }
     };
-    let max_learned = spec.max_learned.unwrap_or(NetworkSpec::DEFAULT_MAX_LEARNED);
-    let limit = Limits::default().max_learned_fdb;
+    let limit = config.limits.pipeline.max_learned_fdb;
+    let max_learned = spec
+        .max_learned
+        .unwrap_or(NetworkSpec::DEFAULT_MAX_LEARNED.min(limit));
     if max_learned > limit {
         return Err(ConvertError::MaxLearned { max_learned, limit });
     }
@@ -522,6 +524,7 @@ mod tests {
             xdp: Default::default(),
             api: Default::default(),
             port_kinds: vec!["veth".into(), "tap".into()],
+            limits: Default::default(),
         }
     }
 

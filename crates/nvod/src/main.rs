@@ -11,8 +11,9 @@
 //! ```
 //!
 //! Start-up order: read the config; refuse if the API socket's directory or file is another
-//! user's, or another nvod answers on the socket; read the
-//! state file (refuse if corrupt); bind the underlay; start the datapath; re-apply the state;
+//! user's, or another nvod answers on the socket; lock the state directory (refuse if another
+//! nvod holds it, or if it is writable by others); read the state (refuse if corrupt); bind the
+//! underlay; start the datapath; re-apply the state;
 //! listen. SIGTERM or SIGINT stops the API, then the datapath, and removes the socket file.
 
 mod api;
@@ -104,8 +105,7 @@ fn init_log(filter: &str) {
 
 fn run(config: Config) -> Result<(), RunError> {
     api::prepare_socket(&config.api_socket)?;
-    let store = Store::open(&config.state_dir)?;
-    let state = store.load()?;
+    let (store, state) = Store::open(&config.state_dir)?;
     let datapath = nvo_datapath::start(&config.datapath_settings())?;
     let offloads = datapath.offloads;
     let choice = datapath.choice.clone();

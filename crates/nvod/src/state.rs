@@ -1,26 +1,31 @@
 //! The desired state: what the operator asked for through the API (networks with their flood
 //! lists and static FDB entries, ports), persisted in `state.json` and re-applied at start.
 //!
-//! Learned FDB entries and counters are not state: they are rebuilt by traffic. The file is
-//! written atomically (write `state.json.tmp`, fsync, rename over `state.json`, fsync the
-//! directory), so a crash leaves either the old or the new file, never a torn one. A file that
-//! does not parse or does not make sense is refused with its path named; it is never silently
-//! discarded, since that would drop every network on the host.
+//! Learned FDB entries and counters are not state: they are rebuilt by traffic. How it is kept
+//! on disk (a snapshot and a journal of the writes since, in a locked directory of mode 0700)
+//! is the store's business ([`store`]); the records of the journal are in [`journal`]. A file
+//! that does not parse or does not make sense is refused with its path named; it is never
+//! silently discarded, since that would drop every network on the host.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{self, File};
-use std::io::Write;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use nvo_encap::spec::ProfileSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::values;
 
-/// Version of the file format, written into the file.
-pub const FORMAT_VERSION: u32 = 1;
+mod journal;
+mod store;
+
+pub use store::Store;
+
+/// Version of the snapshot's format, written into it. Version 2 has a journal beside it
+/// (`state.journal`); a version 1 file (no journal) is read and rewritten as version 2, and an
+/// older nvod refuses a version 2 file rather than miss the journal's writes.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Everything nvod restores at start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,6 +284,28 @@ pub enum StateError {
         /// Why.
         source: std::io::Error,
     },
+    /// The state directory is not safe to use.
+    #[error(
+        "state directory {path} {why}; fix its owner and mode (chown to nvod's user, chmod \
+         0700) or set another state_dir"
+    )]
+    Unsafe {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Another process holds the directory's lock.
+    #[error(
+        "state directory {dir} is in use by another nvod{holder}; stop it, or give this nvod \
+         another state_dir"
+    )]
+    Locked {
+        /// The directory.
+        dir: PathBuf,
+        /// " (pid N)" when the lock file says.
+        holder: String,
+    },
     /// The file does not parse or does not make sense.
     #[error(
         "state file {path} is corrupt: {source}; repair it, or move it away to start with no \
@@ -298,8 +325,16 @@ pub enum Corruption {
     /// Not JSON of the state's shape.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A journal line that is not a record, before the last line.
+    #[error("line {line}: {why}")]
+    Journal {
+        /// The line's number, from 1.
+        line: usize,
+        /// Why it does not read.
+        why: String,
+    },
     /// A format version this nvod does not read.
-    #[error("format version {0} (this nvod reads version {FORMAT_VERSION})")]
+    #[error("format version {0} (this nvod reads versions 1 and {FORMAT_VERSION})")]
     Version(u32),
     /// A network with a bad VNI, MTU or static MAC.
     #[error("network {vni}: {source}")]
@@ -338,159 +373,4 @@ pub enum Corruption {
         /// Its network.
         vni: u32,
     },
-}
-
-/// The state file in its directory.
-#[derive(Debug, Clone)]
-pub struct Store {
-    dir: PathBuf,
-    file: PathBuf,
-    tmp: PathBuf,
-}
-
-impl Store {
-    /// A store in `dir`, creating the directory if needed.
-    pub fn open(dir: &Path) -> Result<Store, StateError> {
-        fs::create_dir_all(dir).map_err(|source| StateError::Io {
-            op: "create state directory",
-            path: dir.to_owned(),
-            source,
-        })?;
-        Ok(Store {
-            dir: dir.to_owned(),
-            file: dir.join("state.json"),
-            tmp: dir.join("state.json.tmp"),
-        })
-    }
-
-    /// Path of `state.json`.
-    pub fn path(&self) -> &Path {
-        &self.file
-    }
-
-    /// Reads the state; a missing file is an empty state.
-    pub fn load(&self) -> Result<State, StateError> {
-        let text = match fs::read(&self.file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::default()),
-            Err(source) => {
-                return Err(StateError::Io {
-                    op: "read state file",
-                    path: self.file.clone(),
-                    source,
-                })
-            }
-        };
-        let corrupt = |source: Corruption| StateError::Corrupt {
-            path: self.file.clone(),
-            source,
-        };
-        let state: State = serde_json::from_slice(&text).map_err(|e| corrupt(e.into()))?;
-        state.check().map_err(corrupt)?;
-        Ok(state)
-    }
-
-    /// Writes the state atomically and durably.
-    pub fn save(&self, state: &State) -> Result<(), StateError> {
-        let io = |op: &'static str, path: &Path| {
-            let path = path.to_owned();
-            move |source| StateError::Io { op, path, source }
-        };
-        let mut text = serde_json::to_vec_pretty(state).map_err(|e| StateError::Io {
-            op: "encode state for",
-            path: self.file.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        text.push(b'\n');
-        let mut tmp = File::create(&self.tmp).map_err(io("create", &self.tmp))?;
-        tmp.write_all(&text).map_err(io("write", &self.tmp))?;
-        tmp.sync_all().map_err(io("fsync", &self.tmp))?;
-        drop(tmp);
-        fs::rename(&self.tmp, &self.file).map_err(io("rename over", &self.file))?;
-        // The rename is durable only once the directory entry is.
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io("fsync directory", &self.dir))?;
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample() -> State {
-        let mut s = State::default();
-        let mut fdb = BTreeMap::new();
-        fdb.insert(
-            "02:00:00:00:00:01".to_owned(),
-            StaticDest::Remote("192.0.2.9".parse().unwrap()),
-        );
-        fdb.insert(
-            "02:00:00:00:00:02".to_owned(),
-            StaticDest::Port("veth1".to_owned()),
-        );
-        s.networks.insert(
-            100,
-            NetworkState {
-                mtu: 1450,
-                learning: true,
-                bum: BumState::HeadEnd,
-                max_learned: 4096,
-                ageing_s: 300,
-                flood: vec!["192.0.2.9".parse().unwrap()],
-                fdb,
-                fdb_ips: BTreeMap::from([(
-                    "02:00:00:00:00:02".to_owned(),
-                    vec!["10.0.0.2".parse().unwrap()],
-                )]),
-                encap: "geneve".to_owned(),
-                params: BTreeMap::new(),
-                l3: false,
-                routes: BTreeMap::new(),
-            },
-        );
-        s.ports.insert(
-            "veth1".to_owned(),
-            PortState {
-                vni: 100,
-                kind: PortKindState::Veth,
-                offloads: None,
-            },
-        );
-        s
-    }
-
-    fn scratch_dir(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("nvod-state-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        dir
-    }
-
-    #[test]
-    fn save_then_load_round_trips() {
-        let dir = scratch_dir("roundtrip");
-        let store = Store::open(&dir).unwrap();
-        assert_eq!(store.load().unwrap(), State::default());
-        store.save(&sample()).unwrap();
-        assert_eq!(store.load().unwrap(), sample());
-        assert!(!dir.join("state.json.tmp").exists());
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn corrupt_file_is_refused_with_its_path() {
-        let dir = scratch_dir("corrupt");
-        let store = Store::open(&dir).unwrap();
-        fs::write(store.path(), b"{\"version\": 1, \"networks\": ").unwrap();
-        let e = store.load().unwrap_err().to_string();
-        assert!(e.contains("state.json") && e.contains("corrupt"), "{e}");
-        // Well-formed JSON that does not make sense is refused too.
-        let mut bad = sample();
-        bad.ports.get_mut("veth1").unwrap().vni = 7;
-        fs::write(store.path(), serde_json::to_vec(&bad).unwrap()).unwrap();
-        let e = store.load().unwrap_err().to_string();
-        assert!(e.contains("corrupt") && e.contains("veth1"), "{e}");
-        fs::remove_dir_all(&dir).unwrap();
-    }
 }

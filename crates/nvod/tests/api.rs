@@ -43,8 +43,9 @@ fn snapshot(nvod: &Nvod) -> Value {
     json!({ "networks": networks, "ports": ports, "fdb": fdb })
 }
 
-fn state_file(nvod: &Nvod) -> String {
-    std::fs::read_to_string(nvod.state_dir.join("state.json")).unwrap_or_default()
+/// The stored desired state (snapshot and journal).
+fn state_file(nvod: &Nvod) -> serde_json::Value {
+    common::stored_state(&nvod.state_dir)
 }
 
 #[test]
@@ -146,7 +147,9 @@ fn fdb_and_flood(nvod: &Nvod) {
     );
     assert!(nvod.get::<Vec<FdbEntry>>("/v1/networks/100/fdb").is_empty());
     assert!(
-        !state_file(nvod).contains("02:00:00:00:00:02"),
+        state_file(nvod)["networks"]["100"]["fdb"]
+            .get("02:00:00:00:00:02")
+            .is_none(),
         "flush all is persisted"
     );
 

@@ -39,8 +39,9 @@ fn snapshot(nvod: &Nvod) -> Value {
     json!({ "networks": networks, "profiles": profiles, "keys": keys })
 }
 
-fn state_file(nvod: &Nvod) -> String {
-    std::fs::read_to_string(nvod.state_dir.join("state.json")).unwrap_or_default()
+/// The stored desired state (snapshot and journal).
+fn state_file(nvod: &Nvod) -> serde_json::Value {
+    common::stored_state(&nvod.state_dir)
 }
 
 #[rustfmt::skip]

@@ -69,7 +69,7 @@ impl Control {
         let mut new = self.state.clone();
         new.bgp = Some(config.clone());
         new.bgp_off = false;
-        self.store.save(&new)?;
+        self.store.record(&self.state, &new)?;
         self.state = new;
         let answer = self
             .speaker()?
@@ -85,7 +85,7 @@ impl Control {
         let mut new = self.state.clone();
         new.bgp = None;
         new.bgp_off = true;
-        self.store.save(&new)?;
+        self.store.record(&self.state, &new)?;
         self.state = new;
         self.speaker()?
             .ask(|tx| Request::Configure(None, tx))

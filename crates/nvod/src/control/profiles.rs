@@ -70,11 +70,9 @@ impl Control {
         spec.to_profile().map_err(|e| Failure::bad(e.to_string()))?;
         let mut new = self.state.clone();
         new.profiles.insert(spec.name.clone(), spec.clone());
-        self.store.save(&new)?;
+        self.store.record(&self.state, &new)?;
         if let Err(e) = self.install_profile(&spec).await {
-            if let Err(undo) = self.store.save(&self.state) {
-                log::error!("cannot write the previous state back: {undo}");
-            }
+            self.undo_record(&e.message);
             return Err(e);
         }
         self.state = new;

@@ -39,6 +39,18 @@ impl Control {
         let (addr, len) = convert::parse_prefix(&route.prefix)?;
         let to = remote(route.remote, &self.config)?;
         let key = format!("{addr}/{len}");
+        let routes = &self.state.networks[&vni.0].routes;
+        let limit = self.config.limits.routes_per_network;
+        if !routes.contains_key(&key) && routes.len() >= limit {
+            return Err(Failure::new(
+                Kind::Conflict,
+                crate::config::limit_reached(
+                    "routes_per_network",
+                    limit,
+                    format!("network {vni} has {} routes", routes.len()),
+                ),
+            ));
+        }
         let mut new = self.state.clone();
         if let Some(net) = new.networks.get_mut(&vni.0) {
             net.routes.insert(key.clone(), to);

@@ -281,3 +281,56 @@ pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The desired state as stored in `state_dir`: the snapshot `state.json` with the journal
+/// `state.journal` replayed on it (each line `{"ops": [{"set": [path, value]} | {"del":
+/// path}]}`; a last line without its newline is ignored, as nvod does). Written here from the
+/// format's description, not with nvod's code, so a test reading it checks nvod's files.
+pub fn stored_state(state_dir: &Path) -> serde_json::Value {
+    use serde_json::Value;
+    let mut root: Value = fs::read(state_dir.join("state.json"))
+        .ok()
+        .map(|t| serde_json::from_slice(&t).expect("state.json is JSON"))
+        .unwrap_or_else(|| serde_json::json!({}));
+    let journal = fs::read_to_string(state_dir.join("state.journal")).unwrap_or_default();
+    for line in journal.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+        let record: Value = serde_json::from_str(line).expect("a journal line is JSON");
+        for op in record["ops"].as_array().expect("ops") {
+            let (path, value) = match (op.get("set"), op.get("del")) {
+                (Some(set), _) => (set[0].as_array().unwrap().clone(), Some(set[1].clone())),
+                (None, Some(del)) => (del.as_array().unwrap().clone(), None),
+                _ => panic!("unknown journal operation {op}"),
+            };
+            let keys: Vec<String> = path
+                .iter()
+                .map(|k| k.as_str().unwrap().to_owned())
+                .collect();
+            let (last, parents) = keys.split_last().unwrap();
+            let pointer: String = parents
+                .iter()
+                .map(|k| format!("/{}", k.replace('~', "~0").replace('/', "~1")))
+                .collect();
+            if value.is_none() && root.pointer(&pointer).is_none() {
+                continue;
+            }
+            let mut node = &mut root;
+            for k in parents {
+                node = node
+                    .as_object_mut()
+                    .unwrap()
+                    .entry(k.clone())
+                    .or_insert_with(|| serde_json::json!({}));
+            }
+            let object = node.as_object_mut().unwrap();
+            match value {
+                Some(v) => {
+                    object.insert(last.clone(), v);
+                }
+                None => {
+                    object.remove(last);
+                }
+            }
+        }
+    }
+    root
+}
