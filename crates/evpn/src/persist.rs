@@ -129,10 +129,18 @@ impl SaveFile {
         }
     }
 
-    /// Writes `saved` atomically.
+    /// Writes `saved` atomically, readable by its owner only (0600 whatever the umask: it names
+    /// the peers and what they advertised).
     pub fn save(&self, saved: &Saved) -> std::io::Result<()> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let text = serde_json::to_vec(saved).map_err(std::io::Error::other)?;
-        let mut tmp = fs::File::create(&self.tmp)?;
+        let mut tmp = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&self.tmp)?;
+        tmp.set_permissions(fs::Permissions::from_mode(0o600))?;
         tmp.write_all(&text)?;
         tmp.sync_all()?;
         drop(tmp);
@@ -166,6 +174,18 @@ mod tests {
         let saved = Saved::of(&i, vec![(100, Mac([2, 0, 0, 0, 0, 9]), vec![], 3)]);
         let file = SaveFile::new(&dir);
         file.save(&saved).unwrap();
+        let mode = {
+            use std::os::unix::fs::PermissionsExt;
+            fs::metadata(dir.join("evpn.json"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(
+            mode, 0o600,
+            "evpn.json must be its owner's only, whatever the umask"
+        );
         let back = file.load().unwrap();
         assert_eq!(back.installed(), i);
         assert_eq!(back.local, saved.local);

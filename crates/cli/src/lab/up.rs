@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -295,7 +296,14 @@ fn start_nvod(
         }
     }
     std::fs::write(&h.config, nvod_config(plan, h)).map_err(write(&h.config))?;
-    std::fs::create_dir_all(&h.state_dir).map_err(write(&h.state_dir))?;
+    // nvod refuses a state directory others may write: create it 0700 whatever the umask.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&h.state_dir)
+        .map_err(write(&h.state_dir))?;
+    std::fs::set_permissions(&h.state_dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(write(&h.state_dir))?;
     // A socket file left by an nvod that was killed would make the readiness check lie.
     let _ = std::fs::remove_file(&h.socket);
     let log = File::create(&h.log).map_err(write(&h.log))?;
