@@ -121,6 +121,18 @@ pub enum ConvertError {
         /// The limit.
         limit: u32,
     },
+    /// A per-port or per-remote learning bound above the network's.
+    #[error(
+        "{what} {value} is above the network's max_learned {max_learned}; ask for at most that"
+    )]
+    LearnShare {
+        /// Which bound.
+        what: &'static str,
+        /// The value asked for.
+        value: u32,
+        /// The network's bound.
+        max_learned: u32,
+    },
     /// `ageing_s: 0`.
     #[error("ageing_s 0 is too short; use at least 1 second")]
     AgeingZero,
@@ -316,6 +328,25 @@ pub fn network_state(
     if max_learned > limit {
         return Err(ConvertError::MaxLearned { max_learned, limit });
     }
+    let share = |what: &'static str, value: Option<u32>, default: u32| match value {
+        Some(value) if value > max_learned => Err(ConvertError::LearnShare {
+            what,
+            value,
+            max_learned,
+        }),
+        Some(value) => Ok(value),
+        None => Ok(default),
+    };
+    let max_learned_per_port = share(
+        "max_learned_per_port",
+        spec.max_learned_per_port,
+        default_port_share(max_learned),
+    )?;
+    let max_learned_per_remote = share(
+        "max_learned_per_remote",
+        spec.max_learned_per_remote,
+        default_remote_share(max_learned),
+    )?;
     let ageing_s = spec
         .ageing_s
         .unwrap_or(NetworkSpec::DEFAULT_AGEING.as_secs() as u32);
@@ -343,7 +374,25 @@ pub fn network_state(
         params,
         l3,
         routes: BTreeMap::new(),
+        accept_remotes: spec.accept_remotes,
+        max_learned_per_port: Some(max_learned_per_port),
+        max_learned_per_remote: Some(max_learned_per_remote),
     })
+}
+
+/// The share of a network's learned entries one local port may hold unless told: a quarter
+/// (at least 1), so that one port flooding random source MACs leaves three quarters of the
+/// table to the others. Its frames beyond it are dropped (`port_learn_limit`), so the flood
+/// reaches other hosts with no more source MACs than that.
+pub fn default_port_share(max_learned: u32) -> u32 {
+    (max_learned / 4).max(1).min(max_learned)
+}
+
+/// The share one remote VTEP may hold unless told: half (at least 1). Larger than a port's,
+/// so that a remote host with one port at its bound still has room for its other hosts' MACs
+/// here; a remote flooding beyond it (not an nvod, or several ports at once) takes no more.
+pub fn default_remote_share(max_learned: u32) -> u32 {
+    (max_learned / 2).max(1).min(max_learned)
 }
 
 /// The gateway MAC of L3 network `vni`: locally administered, 02:6e:76 ("nv") + the VNI.
@@ -411,6 +460,18 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         // The datapath resolves `net.encap` into the engine's profile id.
         profile: ProfileTag::VXLAN,
         l3_gateway: net.l3.then(|| gateway_mac(vni)),
+        accept_remotes: net.accept_remotes.map(|a| match a {
+            api::AcceptRemotes::Known => nvo_pipeline::AcceptRemotes::Known,
+            api::AcceptRemotes::Any => nvo_pipeline::AcceptRemotes::Any,
+        }),
+        max_learned_per_port: Some(
+            net.max_learned_per_port
+                .unwrap_or_else(|| default_port_share(net.max_learned)),
+        ),
+        max_learned_per_remote: Some(
+            net.max_learned_per_remote
+                .unwrap_or_else(|| default_remote_share(net.max_learned)),
+        ),
     }
 }
 
@@ -431,6 +492,7 @@ pub fn api_network(
     ports: Vec<String>,
     counts: (usize, usize),
 ) -> api::Network {
+    let spec = pipeline_spec(Vni(vni), net);
     api::Network {
         vni,
         mtu: net.mtu,
@@ -458,6 +520,13 @@ pub fn api_network(
                 remote,
             })
             .collect(),
+        accept_remotes: match spec.accepts(!net.flood.is_empty()) {
+            nvo_pipeline::AcceptRemotes::Known => api::AcceptRemotes::Known,
+            nvo_pipeline::AcceptRemotes::Any => api::AcceptRemotes::Any,
+        },
+        accept_remotes_set: net.accept_remotes.is_some(),
+        max_learned_per_port: spec.max_learned_per_port.unwrap_or(net.max_learned),
+        max_learned_per_remote: spec.max_learned_per_remote.unwrap_or(net.max_learned),
     }
 }
 
@@ -562,6 +631,27 @@ mod tests {
         assert_eq!(
             (n.mtu, n.learning, n.max_learned, n.ageing_s),
             (1450, true, 4096, 300)
+        );
+        assert_eq!(
+            (
+                n.max_learned_per_port,
+                n.max_learned_per_remote,
+                n.accept_remotes
+            ),
+            (Some(1024), Some(2048), None)
+        );
+        let over = api::NetworkSpec {
+            vni: 100,
+            max_learned: Some(10),
+            max_learned_per_port: Some(11),
+            ..Default::default()
+        };
+        let err = network_state(&over, &c, &Engine::new(Default::default()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("max_learned_per_port 11") && err.contains("10"),
+            "{err}"
         );
         let too_big = api::NetworkSpec {
             vni: 100,

@@ -75,11 +75,15 @@ pub enum DropReason {
     /// `known`): not in its flood list, behind none of its static or EVPN FDB entries, no
     /// overlay node's locator. Nothing of it is learned or delivered.
     UnknownRemote = 24,
+    /// A frame from a port whose source MAC is new there while the port holds its
+    /// `max_learned_per_port` learned entries (port security's "restrict"): a MAC flood from
+    /// one port goes no further than its share of the table, on this host or any other.
+    PortLearnLimit = 25,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 24] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -104,6 +108,7 @@ impl DropReason {
         DropReason::SttTooLarge,
         DropReason::SttTooManyHoles,
         DropReason::UnknownRemote,
+        DropReason::PortLearnLimit,
     ];
 
     /// How many reasons there are.
@@ -151,6 +156,7 @@ impl DropReason {
             DropReason::SttTooLarge => "stt_too_large",
             DropReason::SttTooManyHoles => "stt_too_many_holes",
             DropReason::UnknownRemote => "unknown_remote",
+            DropReason::PortLearnLimit => "port_learn_limit",
         }
     }
 }
@@ -179,7 +185,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(25), None);
+        assert_eq!(DropReason::from_code(26), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -188,6 +194,7 @@ mod tests {
         assert_eq!(DropReason::SttReassembly.code(), 15);
         assert_eq!(DropReason::SttTooManyHoles.code(), 23);
         assert_eq!(DropReason::UnknownRemote.code(), 24);
+        assert_eq!(DropReason::PortLearnLimit.code(), 25);
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl Pipeline {
 
     /// The remotes network `vni` takes tunnel packets from, sorted, or None when it takes
     /// them from any (`accept_remotes` = `any`): its flood list and the remotes of its static
-    /// and EVPN entries. The overlay nodes' locators come on top, for every network.
+    /// and EVPN entries, and the overlay nodes' locators.
     pub fn known_remotes(&self, vni: Vni) -> Result<Option<Vec<IpAddr>>, TableError> {
         let net = self.network_ref(vni)?;
         if net.spec.accepts(!net.flood.is_empty()) == crate::AcceptRemotes::Any {
@@ -100,6 +100,7 @@ impl Pipeline {
             .fdb
             .pinned_remotes()
             .chain(net.flood.iter().copied())
+            .chain(self.overlay_locators.iter().copied())
             .collect();
         known.sort_unstable();
         known.dedup();

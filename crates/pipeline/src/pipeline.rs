@@ -25,7 +25,9 @@
 //!
 //! Learning is bounded three ways (fdb.rs): per network (`max_learned`), per local port
 //! (`max_learned_per_port`) and per remote VTEP or overlay node (`max_learned_per_remote`);
-//! a refusal counts `learn_limit` in the network and, for a port's frame, in the port. A MAC
+//! a refusal counts `learn_limit` in the network and, for a port's frame, in the port; a port's
+//! frame refused by the port's own bound is dropped (`port_learn_limit`), so that a MAC flood
+//! from one port reaches no other host beyond its share. A MAC
 //! learned on a local port is not moved by a tunnel while its entry lives
 //! (`learn_local_conflict`); the frame is still delivered.
 //!
@@ -186,14 +188,11 @@ impl Pipeline {
             };
         }
         if net.spec.learning {
-            learn_into(
-                net,
-                eth.src,
-                FdbDest::Port(port),
-                now,
-                hosts_generation,
-                Some(&mut *pc),
-            );
+            let dest = FdbDest::Port(port);
+            let learned = learn_into(net, eth.src, dest, now, hosts_generation, Some(&mut *pc));
+            if learned == Learned::DestLimit {
+                return reject(drops, Some(pc), DropReason::PortLearnLimit, actions);
+            }
         }
         let snooped = suppress::Snoop {
             port,
@@ -397,7 +396,7 @@ pub(crate) fn bounds(net: &Network, dest: FdbDest) -> Bounds {
 
 /// Learns `src` behind `dest` and counts what happened — in `port` too, the counters of the
 /// port the frame came from, if it did; a change to the set of local MACs bumps `generation`
-/// (see `Pipeline::local_hosts`).
+/// (see `Pipeline::local_hosts`). Returns what the FDB made of it.
 pub(crate) fn learn_into(
     net: &mut Network,
     src: Mac,
@@ -405,7 +404,7 @@ pub(crate) fn learn_into(
     now: Instant,
     generation: &mut u64,
     port: Option<&mut PortCounters>,
-) {
+) -> Learned {
     let bounds = bounds(net, dest);
     let verdict = net.fdb.learn(src, dest, now, bounds);
     if matches!(verdict, Learned::Limit | Learned::DestLimit) {
@@ -435,6 +434,7 @@ pub(crate) fn learn_into(
         Learned::LocalConflict => net.counters.learn_local_conflict += 1,
         Learned::Limit | Learned::Refreshed | Learned::Static | Learned::Evpn => {}
     }
+    verdict
 }
 
 /// Sends a frame from `ingress` where its destination MAC is, or floods it; the reason when

@@ -212,6 +212,9 @@ fn one_port_flooding_random_macs_leaves_room_for_the_others() {
         (c.ports[&P1].learn_limit, c.ports[&P2].learn_limit),
         (975, 0)
     );
+    // The port's frames beyond its share were dropped, so no other host sees those MACs.
+    assert_eq!(c.drops.get(DropReason::PortLearnLimit), 975);
+    assert_eq!(c.ports[&P1].drops, 975);
     assert_eq!(p.learned_behind(VNI, FdbDest::Port(P1)), Some((25, 0)));
     assert_eq!(p.learned_behind(VNI, FdbDest::Remote(r1())), Some((25, 0)));
 }
