@@ -104,10 +104,12 @@ pub struct NetworkSpec {
     /// for a multicast network whose flood list (its listed members) is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_remotes: Option<AcceptRemotes>,
-    /// Most learned entries one local port may hold (default max_learned / 4, at least 1).
+    /// Most learned entries one local port may hold (default: nvod's `learn_port_percent`,
+    /// 25 % of max_learned, at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_learned_per_port: Option<u32>,
-    /// Most learned entries one remote VTEP may hold (default max_learned / 2, at least 1).
+    /// Most learned entries one remote VTEP may hold (default: nvod's
+    /// `learn_remote_percent`, 50 % of max_learned, at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_learned_per_remote: Option<u32>,
 }

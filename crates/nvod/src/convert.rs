@@ -13,7 +13,7 @@ use nvo_encap::profile::{Payload, Profile, Transport};
 use nvo_pipeline::{BumMode, Limits, Mac, NetworkSpec, ProfileTag, Vni};
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::config::{Config, LearnShare};
 use crate::state::{BumState, NetworkState, PortKindState};
 
 pub use crate::values::{
@@ -340,12 +340,12 @@ pub fn network_state(
     let max_learned_per_port = share(
         "max_learned_per_port",
         spec.max_learned_per_port,
-        default_port_share(max_learned),
+        config.learn_share.port(max_learned),
     )?;
     let max_learned_per_remote = share(
         "max_learned_per_remote",
         spec.max_learned_per_remote,
-        default_remote_share(max_learned),
+        config.learn_share.remote(max_learned),
     )?;
     let ageing_s = spec
         .ageing_s
@@ -378,21 +378,6 @@ pub fn network_state(
         max_learned_per_port: Some(max_learned_per_port),
         max_learned_per_remote: Some(max_learned_per_remote),
     })
-}
-
-/// The share of a network's learned entries one local port may hold unless told: a quarter
-/// (at least 1), so that one port flooding random source MACs leaves three quarters of the
-/// table to the others. Its frames beyond it are dropped (`port_learn_limit`), so the flood
-/// reaches other hosts with no more source MACs than that.
-pub fn default_port_share(max_learned: u32) -> u32 {
-    (max_learned / 4).max(1).min(max_learned)
-}
-
-/// The share one remote VTEP may hold unless told: half (at least 1). Larger than a port's,
-/// so that a remote host with one port at its bound still has room for its other hosts' MACs
-/// here; a remote flooding beyond it (not an nvod, or several ports at once) takes no more.
-pub fn default_remote_share(max_learned: u32) -> u32 {
-    (max_learned / 2).max(1).min(max_learned)
 }
 
 /// The gateway MAC of L3 network `vni`: locally administered, 02:6e:76 ("nv") + the VNI.
@@ -466,11 +451,11 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         }),
         max_learned_per_port: Some(
             net.max_learned_per_port
-                .unwrap_or_else(|| default_port_share(net.max_learned)),
+                .unwrap_or_else(|| LearnShare::default().port(net.max_learned)),
         ),
         max_learned_per_remote: Some(
             net.max_learned_per_remote
-                .unwrap_or_else(|| default_remote_share(net.max_learned)),
+                .unwrap_or_else(|| LearnShare::default().remote(net.max_learned)),
         ),
     }
 }
@@ -589,6 +574,7 @@ mod tests {
             bgp: None,
             datapath: Default::default(),
             xdp: Default::default(),
+            learn_share: Default::default(),
         }
     }
 

@@ -136,7 +136,7 @@ pub struct NetworkState {
     /// Most learned entries per local port (files written before it: max_learned / 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_learned_per_port: Option<u32>,
-    /// Most learned entries per remote VTEP (files written before it: max_learned / 4).
+    /// Most learned entries per remote VTEP (files written before it: max_learned / 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_learned_per_remote: Option<u32>,
 }

@@ -89,11 +89,13 @@ pub struct NetworkAddArgs {
     /// Most learned MAC addresses kept (default 4096); beyond it the network stops learning.
     #[arg(long, value_name = "N")]
     pub max_learned: Option<u32>,
-    /// Most learned MAC addresses one local port may hold (default a quarter of max-learned),
+    /// Most learned MAC addresses one local port may hold (default nvod's learn_port_percent,
+    /// 25 % of max-learned),
     /// so that one port flooding random source MACs cannot fill the network's table.
     #[arg(long, value_name = "N")]
     pub max_learned_per_port: Option<u32>,
-    /// Most learned MAC addresses one remote VTEP may hold (default half of max-learned).
+    /// Most learned MAC addresses one remote VTEP may hold (default nvod's
+    /// learn_remote_percent, 50 % of max-learned).
     #[arg(long, value_name = "N")]
     pub max_learned_per_remote: Option<u32>,
     /// Which remote VTEPs the network takes tunnel packets from: `known` (its flood list, the

@@ -129,15 +129,13 @@ pub fn network(n: &Network) -> Table {
         ("flood", list(&n.flood)),
         ("ports", list(&n.ports)),
         ("max_learned", n.max_learned.to_string()),
+        ("per_port", n.max_learned_per_port.to_string()),
+        ("per_remote", n.max_learned_per_remote.to_string()),
         (
-            "per port/remote",
-            format!("{} / {}", n.max_learned_per_port, n.max_learned_per_remote),
-        ),
-        (
-            "accept_remotes",
+            "accept",
             match n.accept_remotes {
-                nvo_api::AcceptRemotes::Known => "known",
-                nvo_api::AcceptRemotes::Any => "any",
+                nvo_api::AcceptRemotes::Known => "known remotes",
+                nvo_api::AcceptRemotes::Any => "any remote",
             }
             .to_owned(),
         ),
