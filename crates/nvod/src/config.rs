@@ -88,6 +88,12 @@ Configuration file (TOML, every key optional):
   stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
                                    1073741824; the least recently used frame is evicted first
   stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
+  learn_port_percent = 25          default share of a network's max_learned one local port
+                                   may hold (max_learned_per_port of networks created
+                                   without one), 1 to 100; beyond it the port's frames
+                                   with new source MACs are dropped (port_learn_limit)
+  learn_remote_percent = 50        the same for one remote VTEP (max_learned_per_remote),
+                                   1 to 100
   datapath = \"auto\"                 which datapath forwards: \"ebpf\" (the kernel fast path:
                                    tc eBPF programs on the ports and the locator's
                                    interface; nvod refuses to start if the kernel refuses
@@ -195,6 +201,48 @@ pub struct Config {
     pub port_kinds: Vec<String>,
     /// The tables' bounds (`[limits]`).
     pub limits: Limits,
+    /// Default learning shares of a port and a remote (`learn_*_percent`).
+    pub learn_share: LearnShare,
+}
+
+/// The share of a network's `max_learned` one port, or one remote, may hold when the network
+/// does not say (`max_learned_per_port`, `max_learned_per_remote`), in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LearnShare {
+    /// One local port's share, 1 to 100.
+    pub port_percent: u8,
+    /// One remote VTEP's share, 1 to 100.
+    pub remote_percent: u8,
+}
+
+impl Default for LearnShare {
+    /// A quarter per port, half per remote: a remote host with one port at its bound leaves
+    /// room here for its other hosts' MACs.
+    fn default() -> LearnShare {
+        LearnShare {
+            port_percent: 25,
+            remote_percent: 50,
+        }
+    }
+}
+
+impl LearnShare {
+    /// A port's bound in a network of `max_learned` (at least 1, at most max_learned).
+    pub fn port(&self, max_learned: u32) -> u32 {
+        share(max_learned, self.port_percent)
+    }
+
+    /// A remote's bound in a network of `max_learned`.
+    pub fn remote(&self, max_learned: u32) -> u32 {
+        share(max_learned, self.remote_percent)
+    }
+}
+
+fn share(max_learned: u32, percent: u8) -> u32 {
+    let n = u64::from(max_learned) * u64::from(percent) / 100;
+    (u32::try_from(n).unwrap_or(max_learned))
+        .max(1)
+        .min(max_learned)
 }
 
 impl Config {
@@ -254,6 +302,8 @@ struct ConfigFile {
     api_idle_timeout_s: Option<u64>,
     port_kinds: Option<Vec<String>>,
     limits: Option<limits::LimitsFile>,
+    learn_port_percent: Option<u8>,
+    learn_remote_percent: Option<u8>,
 }
 
 /// Why the configuration cannot be used.
@@ -472,6 +522,25 @@ fn resolve(
             "must be 1 to 3600",
         ));
     }
+    let mut learn_share = LearnShare::default();
+    for (key, value, into) in [
+        (
+            "learn_port_percent",
+            file.learn_port_percent,
+            &mut learn_share.port_percent,
+        ),
+        (
+            "learn_remote_percent",
+            file.learn_remote_percent,
+            &mut learn_share.remote_percent,
+        ),
+    ] {
+        match value {
+            Some(v) if !(1..=100).contains(&v) => return Err(bad(key, v, "must be 1 to 100")),
+            Some(v) => *into = v,
+            None => {}
+        }
+    }
     let stt_reassembly = ReassemblyLimits {
         max_bytes: stt_bytes,
         timeout: Duration::from_secs(stt_timeout),
@@ -505,6 +574,7 @@ fn resolve(
         api,
         port_kinds,
         limits,
+        learn_share,
     })
 }
 
@@ -547,6 +617,25 @@ mod tests {
             source,
         })?;
         resolve(file, fixed)
+    }
+
+    #[test]
+    fn learn_shares_default_to_a_quarter_and_a_half_and_are_checked() {
+        let c = resolve_text("").unwrap();
+        assert_eq!(
+            (c.learn_share.port(4096), c.learn_share.remote(4096)),
+            (1024, 2048)
+        );
+        assert_eq!((c.learn_share.port(2), c.learn_share.remote(1)), (1, 1));
+        let c = resolve_text("learn_port_percent = 10\nlearn_remote_percent = 100").unwrap();
+        assert_eq!(
+            (c.learn_share.port(100), c.learn_share.remote(100)),
+            (10, 100)
+        );
+        for bad in ["learn_port_percent = 0", "learn_remote_percent = 101"] {
+            let e = resolve_text(bad).unwrap_err().to_string();
+            assert!(e.contains("1 to 100"), "{e}");
+        }
     }
 
     #[test]
