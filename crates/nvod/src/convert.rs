@@ -525,6 +525,7 @@ mod tests {
             api: Default::default(),
             port_kinds: vec!["veth".into(), "tap".into()],
             limits: Default::default(),
+            http: None,
         }
     }
 

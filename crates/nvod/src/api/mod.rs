@@ -9,7 +9,7 @@
 mod bgp;
 mod error;
 mod routes;
-mod server;
+pub mod server;
 mod socket;
 
 use std::future::Future;
@@ -31,6 +31,14 @@ pub async fn serve(
     control: Shared,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    server::serve(listener, router(control), limits, shutdown).await;
+    let bounds = server::Bounds {
+        name: "API",
+        max_connections: limits.max_connections,
+        header_timeout: limits.header_timeout,
+        idle_timeout: limits.idle_timeout,
+        idle_key: "api_idle_timeout_s",
+        max_body: error::MAX_BODY,
+    };
+    server::serve(listener, router(control), &bounds, shutdown).await;
     log::debug!("API on {} closed", path.display());
 }
