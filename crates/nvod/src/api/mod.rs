@@ -3,7 +3,8 @@
 //!
 //! - [`socket`]: the socket file, its mode (0660), group and directory checks.
 //! - [`server`]: the accept loop and connections, with their bounds (a connection cap, header
-//!   and idle timeouts, the body limit applied to the declared length).
+//!   and idle timeouts, the body limit applied to the declared length); the metrics listener
+//!   (crate::metrics) is served by it too.
 //! - `routes` and `bgp`: the paths; `error`: error answers and the body extractor.
 
 mod bgp;
