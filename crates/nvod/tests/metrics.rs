@@ -160,6 +160,23 @@ fn a_scrape_shows_every_family_and_passes_promtool() {
             && value(&t, "nvo_network_encap_flood_total{vni=\"100\"}").unwrap_or(0.0) > 0.0
             && value(&t, "nvo_underlay_tx_packets_total").unwrap_or(0.0) > 0.0
     }));
+    // Quiet now (c1 down): the scrape shows what GET /v1/counters shows, from the same source.
+    ns.ip(&["link", "set", "c1", "down"]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let api: nvo_api::Counters = nvod.get("/v1/counters");
+    let text = scrape(&ns);
+    for (key, n) in &api.ports["c0"] {
+        let series = format!("nvo_port_{key}_total{{port=\"c0\"}}");
+        assert_eq!(value(&text, &series), Some(*n as f64), "{series}");
+    }
+    for (key, n) in &api.networks[&100] {
+        let series = format!("nvo_network_{key}_total{{vni=\"100\"}}");
+        assert_eq!(value(&text, &series), Some(*n as f64), "{series}");
+    }
+    for (reason, n) in &api.drops {
+        let series = format!("nvo_drops_total{{reason=\"{reason}\"}}");
+        assert_eq!(value(&text, &series), Some(*n as f64), "{series}");
+    }
     for (series, want) in [
         ("nvo_table_entries{table=\"networks\"}", 1.0),
         ("nvo_table_limit{table=\"networks\"}", 4096.0),
