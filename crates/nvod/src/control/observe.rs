@@ -3,10 +3,15 @@
 //! answers them between its batches from its own tables: a scrape holds no lock the datapath
 //! takes, and the datapath never waits for it.
 
+use std::time::Duration;
+
 use nvo_observe::{NetworkTables, Snapshot, Table};
 
 use super::{unexpected, Control, Failure};
 use nvo_datapath::{Command, Reply};
+
+/// How long a scrape waits for the EVPN speaker's summary.
+const BGP_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Control {
     /// Everything the metrics families show, at this moment.
@@ -17,8 +22,13 @@ impl Control {
             other => return Err(unexpected(other)),
         };
         let bgp = match &self.evpn {
-            // A speaker that stopped answering leaves the BGP families out, not the scrape.
-            Some(_) => self.bgp_summary().await.ok().filter(|s| s.config.is_some()),
+            // A speaker that does not answer at once leaves the BGP families out, not the
+            // scrape.
+            Some(_) => tokio::time::timeout(BGP_TIMEOUT, self.bgp_summary())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .filter(|s| s.config.is_some()),
             None => None,
         };
         let limits = &self.config.limits;
