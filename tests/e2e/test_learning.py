@@ -78,11 +78,13 @@ def test_flood_learn_unicast_age_and_move(lab_factory):
 
 
 def test_learned_entries_are_bounded_per_network(lab_factory):
-    """A MAC flood from one tenant fills only that tenant's learning budget."""
+    """A MAC flood from one tenant fills only that tenant's learning budget. (The port may take
+    the whole table here, so that the flood reaches h1: test_vtep_guard.py shows the per-port
+    default at work.)"""
     lab = lab_factory("""
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
 hosts: [{name: h1}, {name: h2}]
-networks: [{vni: 100, max_learned: 20}, {vni: 200}]
+networks: [{vni: 100, max_learned: 20, max_learned_per_port: 20}, {vni: 200}]
 containers:
   - {name: red1, host: h1, vni: 100, ip: 10.0.0.1/24}
   - {name: red2, host: h2, vni: 100, ip: 10.0.0.2/24}

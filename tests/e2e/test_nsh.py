@@ -12,7 +12,9 @@
  hb: key 00000a ff (SPI 10, SI 255) → forward to hc
  hc: network 500 starts SPI 20, floods to ha;   key 00000a fe (SPI 10, SI 254) → local 500
  Learning is off: every frame follows the path (a learned entry would point at hb, the last
- hop, which has no key for traffic coming back).
+ hop, which has no key for traffic coming back). Packets arrive from the path's previous hop
+ (hb's relay at hc, hc itself at ha), which is in neither network's flood list: the networks
+ take tunnel packets from any remote (accept_remotes any).
 """
 
 import signal
@@ -24,7 +26,8 @@ TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
 hosts: [{name: ha}, {name: hb}, {name: hc}]
 networks:
-  - {vni: 500, encap: vxlan-gpe-nsh, learning: false, flood: [hb], params: {spi: 10, si: 255}}
+  - {vni: 500, encap: vxlan-gpe-nsh, learning: false, flood: [hb], params: {spi: 10, si: 255},
+     accept_remotes: any}
 containers:
   - {name: ca, host: ha, vni: 500, ip: 10.50.0.1/24}
   - {name: cc, host: hc, vni: 500, ip: 10.50.0.3/24}
@@ -41,7 +44,7 @@ def test_service_path_across_three_hosts(lab_factory, tmp_path):
     api(lab, "hc", "DELETE", "/v1/networks/500")
     net = api(lab, "hc", "POST", "/v1/networks", {
         "vni": 500, "encap": "vxlan-gpe-nsh", "learning": False, "flood": [ADDR["ha"]],
-        "params": {"spi": 20, "si": 255}})
+        "params": {"spi": 20, "si": 255}, "accept_remotes": "any"})
     assert net["encap"] == "vxlan-gpe-nsh" and net["params"] == {"spi": 20, "si": 255}
     api(lab, "hc", "POST", "/v1/ports", {"name": port, "vni": 500})
     api(lab, "ha", "POST", "/v1/profiles/vxlan-gpe-nsh/keys", {"key": "000014ff", "local": 500})

@@ -100,6 +100,30 @@ pub struct NetworkSpec {
     /// (`/v1/networks/{vni}/routes`). Default: true for ipip, false otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l3: Option<bool>,
+    /// Which remote VTEPs the network takes tunnel packets from. Default: `known`, but `any`
+    /// for a multicast network whose flood list (its listed members) is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_remotes: Option<AcceptRemotes>,
+    /// Most learned entries one local port may hold (default: nvod's `learn_port_percent`,
+    /// 25 % of max_learned, at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_learned_per_port: Option<u32>,
+    /// Most learned entries one remote VTEP may hold (default: nvod's
+    /// `learn_remote_percent`, 50 % of max_learned, at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_learned_per_remote: Option<u32>,
+}
+
+/// Which remote VTEPs a network takes tunnel packets from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcceptRemotes {
+    /// Its flood list (EVPN type-3 senders, a multicast network's listed members), the
+    /// remotes of its static and EVPN FDB entries, the overlay nodes' locators; others are
+    /// dropped as `unknown_remote`.
+    Known,
+    /// Any remote (plain flood-and-learn).
+    Any,
 }
 
 /// `POST /v1/networks/{vni}/routes`: an IPv4 prefix of an L3 network behind a remote.
@@ -151,6 +175,22 @@ pub struct Network {
     /// An L3 network's routes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteSpec>,
+    /// Which remotes the network takes tunnel packets from now: the setting, or its default.
+    #[serde(default = "default_accept")]
+    pub accept_remotes: AcceptRemotes,
+    /// Whether `accept_remotes` was set (false: the default, which follows the flood list).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_remotes_set: bool,
+    /// Most learned entries per local port.
+    #[serde(default)]
+    pub max_learned_per_port: u32,
+    /// Most learned entries per remote VTEP.
+    #[serde(default)]
+    pub max_learned_per_remote: u32,
+}
+
+fn default_accept() -> AcceptRemotes {
+    AcceptRemotes::Known
 }
 
 /// The form of a user-defined encapsulation profile (`POST /v1/profiles`), also how every

@@ -55,7 +55,11 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         Command::FloodRemove(vni, remote) => done(pipeline.flood_remove(vni, remote)),
         Command::OverlayOwn(id) => done(core.overlay.set_own(id)),
         Command::OverlayNode(node, locators) => done(overlay_node(core, node, locators)),
-        Command::OverlayNodeRemove(node) => done(core.overlay.remove_node(node)),
+        Command::OverlayNodeRemove(node) => {
+            let removed = core.overlay.remove_node(node);
+            known_locators(core);
+            done(removed)
+        }
         Command::OverlayRoute(app, dst, hops) => done(overlay_route(core, app, dst, hops)),
         Command::OverlayRouteRemove(app, dst) => done(core.overlay.remove_route(app, dst)),
         Command::OverlayCounters => Ok(overlay_counters(core)),
@@ -131,7 +135,19 @@ fn overlay_node(
     // receive and relay.
     ensure_overlay_socket(core)?;
     core.overlay.set_locators(node, locators)?;
+    known_locators(core);
     Ok(())
+}
+
+/// Tells the pipeline the overlay nodes' locators: remotes every network takes tunnel
+/// packets from (`accept_remotes`).
+fn known_locators(core: &mut Core) {
+    let locators = core
+        .overlay
+        .nodes()
+        .into_iter()
+        .flat_map(|(_, locs)| locs.into_iter().map(|l| l.addr));
+    core.pipeline.set_overlay_locators(locators);
 }
 
 /// Sets the next hops of a destination.

@@ -80,6 +80,7 @@ struct nvo_tmpl {
 #define NVO_NET_BUM_USER 8     /* flooding is userspace's (an overlay tree) */
 #define NVO_NET_REMOTE_TMPL 16 /* some remotes have a header of their own: look in `remote_tmpl` */
 #define NVO_NET_SUPPRESS 32    /* ARP suppression: answer requests from `neighbors` */
+#define NVO_NET_KNOWN_ONLY 64  /* accept_remotes known: tunnel packets only from `vteps` entries marked known */
 
 /* A network the kernel path forwards (map `networks`, by VNI). Networks that only userspace
  * serves have no entry: their ports carry no program and their keys say NVO_KEY_PASS. */
@@ -236,6 +237,9 @@ struct nvo_net_counters {
 	__u64 encap_unicast;
 	__u64 encap_flood;
 	__u64 learn_limit;
+	__u64 learn_limit_port;
+	__u64 learn_limit_remote;
+	__u64 learn_local_conflict;
 };
 
 struct nvo_port_counters {
@@ -244,6 +248,7 @@ struct nvo_port_counters {
 	__u64 tx_frames;
 	__u64 tx_bytes;
 	__u64 drops;
+	__u64 learn_limit;
 };
 
 struct nvo_node_counters {
@@ -285,6 +290,19 @@ struct nvo_relay {
 struct nvo_relay_config {
 	__u16 port;         /* the overlay's UDP port, host order; 0: the kernel relays nothing */
 	__u16 sports;       /* entries of `relay_ports` in use */
+	__u32 pad;
+};
+
+/* A remote VTEP of a network (hash `vteps`): whether the network knows it (accept_remotes), and
+ * how many more MACs the kernel may learn behind it before nvod has caught up. */
+struct nvo_vtep_key {
+	__u32 vni;
+	__u32 addr;        /* IPv4, network order */
+};
+
+struct nvo_vtep {
+	__s64 budget;
+	__u32 known;       /* 1: in the known set; 0: only a learning budget (accept_remotes any) */
 	__u32 pad;
 };
 
@@ -356,8 +374,10 @@ _Static_assert(sizeof(struct nvo_match) == 20, "nvo_match");
 _Static_assert(sizeof(struct nvo_profile) == 184, "nvo_profile");
 _Static_assert(sizeof(struct nvo_transport_key) == 4, "nvo_transport_key");
 _Static_assert(sizeof(struct nvo_transport) == 24, "nvo_transport");
-_Static_assert(sizeof(struct nvo_net_counters) == 48, "nvo_net_counters");
-_Static_assert(sizeof(struct nvo_port_counters) == 40, "nvo_port_counters");
+_Static_assert(sizeof(struct nvo_net_counters) == 72, "nvo_net_counters");
+_Static_assert(sizeof(struct nvo_port_counters) == 48, "nvo_port_counters");
+_Static_assert(sizeof(struct nvo_vtep_key) == 8, "nvo_vtep_key");
+_Static_assert(sizeof(struct nvo_vtep) == 16, "nvo_vtep");
 _Static_assert(sizeof(struct nvo_node_counters) == 80, "nvo_node_counters");
 _Static_assert(sizeof(struct nvo_relay_key) == 8, "nvo_relay_key");
 _Static_assert(sizeof(struct nvo_relay) == 72, "nvo_relay");

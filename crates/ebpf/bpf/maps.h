@@ -99,6 +99,25 @@ struct {
 	__type(value, __s64);
 } learn_budget SEC(".maps");
 
+/* The remote VTEPs of each network nvod wrote (mirror/vteps.rs): the known set of a network
+ * with accept_remotes known, and every remote's learning budget. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nvo_vtep_key);
+	__type(value, struct nvo_vtep);
+} vteps SEC(".maps");
+
+/* How many more MACs the kernel may learn on each port (by port id) before nvod has caught
+ * up: max_learned_per_port − the port's learned entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __s64);
+} port_budget SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

@@ -244,8 +244,11 @@ static __always_inline int port_in(struct __sk_buff *skb)
 		__builtin_memcpy(k.mac, eth, 6);
 		dst = bpf_map_lookup_elem(&fdb, &k);
 	}
+	/* A port nvod has not given a learning budget yet: nvod learns (and forwards) for it. */
+	__u32 port_id = port->port_id;
+	__s64 *budget = bpf_map_lookup_elem(&port_budget, &port_id);
 	int to_nvod = !net || skb->vlan_present || ethertype == ETH_P_8021Q ||
-		      ethertype == ETH_P_8021AD;
+		      ethertype == ETH_P_8021AD || (!budget && (net->flags & NVO_NET_LEARNING));
 	if (!to_nvod && parsed) {
 		to_nvod = neighbour_discovery(skb, ethertype) ||
 			  segment_len(skb, ethertype) > (__u32)net->mtu + ETH_HLEN ||
@@ -278,7 +281,8 @@ static __always_inline int port_in(struct __sk_buff *skb)
 		return drop(skb, NVO_DROP_MALFORMED_FRAME, pc);
 	if (mac_is_multicast(eth + 6) || mac_is_zero(eth + 6))
 		return drop(skb, NVO_DROP_INVALID_SOURCE_MAC, pc);
-	learn(net, vni, eth + 6, NVO_DEST_PORT, port->port_id, 0);
+	if (learn(net, vni, eth + 6, NVO_DEST_PORT, port->port_id, 0, budget, pc))
+		return drop(skb, NVO_DROP_PORT_LEARN_LIMIT, pc);
 	if (mac_eq(eth, eth + 6)) {
 		/* A frame to its own sender: what learning just did to the entry counts. */
 		struct nvo_fdb_key k = { .vni = vni };

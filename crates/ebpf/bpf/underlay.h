@@ -10,6 +10,7 @@
  *     matches hold? header length, payload, key → keys: a kernel network / nvod's (pass)
  *     errors: malformed_vxlan, vxlan_flags (VXLAN's port), malformed_tunnel, unknown_vni
  *   network uses that profile and carries Ethernet? ─ no → profile_mismatch
+ *   remote known (NVO_NET_KNOWN_ONLY: a `vteps` entry marked known)? ─ no → unknown_remote
  *   inner ethernet? ─ no → malformed_frame   source unicast? ─ no → invalid_source_mac
  *   learn src → the outer source address (unless the header says not to: GBP's D bit)
  *   dst in fdb: port → decapsulated into it · remote or node → remote_to_remote
@@ -300,6 +301,11 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	int inner_ok = skb->len >= inner_off + ETH_HLEN &&
 		       !bpf_skb_load_bytes(skb, inner_off, inner, ETH_HLEN);
 	__u16 inner_type = inner_ok ? ((__u16)inner[12] << 8) | inner[13] : 0;
+	struct nvo_vtep *vtep = 0;
+	if (net) {
+		struct nvo_vtep_key vk = { .vni = vni, .addr = saddr };
+		vtep = bpf_map_lookup_elem(&vteps, &vk);
+	}
 	struct nvo_fdb_entry *dst = 0;
 	if (net && inner_ok) {
 		struct nvo_fdb_key k = { .vni = vni };
@@ -310,8 +316,12 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	 * for adjust_room to leave (it keeps at least an IPv4 header's worth), floods to more
 	 * ports than the kernel replicates to, and a GSO packet that is not one tunnelled frame
 	 * (several datagrams sent at once with UDP GSO, which a veth hands on unsegmented): the
-	 * host stack cuts that into its datagrams for nvod's socket. */
+	 * host stack cuts that into its datagrams for nvod's socket. And learning from a remote
+	 * the kernel has no budget for (accept_remotes any, no learned entry behind it yet):
+	 * nvod learns it and writes the budget. */
 	if (!net || (skb->gso_size && !one_frame(skb, inner_off, inner_type)) ||
+	    (!vtep && !(net->flags & NVO_NET_KNOWN_ONLY) && (net->flags & NVO_NET_LEARNING) &&
+	     !d.dont_learn) ||
 	    (inner_ok && skb->len - inner_off - ETH_HLEN < 20) ||
 	    (inner_ok && !dst && net->port_count > NVO_MAX_NET_PORTS)) {
 		if (nc)
@@ -328,13 +338,15 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	struct nvo_net_counters *ncnt = net_count(net);
 	if (ncnt)
 		ncnt->rx_underlay_frames += 1;
+	if ((net->flags & NVO_NET_KNOWN_ONLY) && !(vtep && vtep->known))
+		return drop(skb, NVO_DROP_UNKNOWN_REMOTE, 0);
 	/* Eth::parse: 14 bytes, 18 behind an 802.1Q tag. */
 	if (!inner_ok || (inner_type == ETH_P_8021Q && skb->len < inner_off + 18))
 		return drop(skb, NVO_DROP_MALFORMED_FRAME, 0);
 	if (mac_is_multicast(inner + 6) || mac_is_zero(inner + 6))
 		return drop(skb, NVO_DROP_INVALID_SOURCE_MAC, 0);
 	if (!d.dont_learn)
-		learn(net, vni, inner + 6, NVO_DEST_REMOTE, 0, saddr);
+		learn(net, vni, inner + 6, NVO_DEST_REMOTE, 0, saddr, vtep ? &vtep->budget : 0, 0);
 	if (mac_eq(inner, inner + 6)) {
 		/* A frame to its own sender: what learning just did to the entry counts. */
 		struct nvo_fdb_key k = { .vni = vni };

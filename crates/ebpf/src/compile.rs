@@ -304,6 +304,9 @@ pub fn network(
     if view.arp_suppression {
         flags |= layout::NET_SUPPRESS;
     }
+    if view.accept_remotes == nvo_pipeline::AcceptRemotes::Known {
+        flags |= layout::NET_KNOWN_ONLY;
+    }
     Some(layout::Network {
         slot,
         flags,

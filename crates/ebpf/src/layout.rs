@@ -55,6 +55,7 @@ pub const NET_BUM_GROUP: u32 = 4;
 pub const NET_BUM_USER: u32 = 8;
 pub const NET_REMOTE_TMPL: u32 = 16;
 pub const NET_SUPPRESS: u32 = 32;
+pub const NET_KNOWN_ONLY: u32 = 64;
 
 pub const DEST_PORT: u8 = 1;
 pub const DEST_REMOTE: u8 = 2;
@@ -305,6 +306,9 @@ summed!(NetCounters {
     encap_unicast,
     encap_flood,
     learn_limit,
+    learn_limit_port,
+    learn_limit_remote,
+    learn_local_conflict,
 });
 summed!(PortCounters {
     rx_frames,
@@ -312,6 +316,7 @@ summed!(PortCounters {
     tx_frames,
     tx_bytes,
     drops,
+    learn_limit,
 });
 summed!(NodeCounters {
     rx_packets,
@@ -335,6 +340,9 @@ pub struct NetCounters {
     pub encap_unicast: u64,
     pub encap_flood: u64,
     pub learn_limit: u64,
+    pub learn_limit_port: u64,
+    pub learn_limit_remote: u64,
+    pub learn_local_conflict: u64,
 }
 
 #[repr(C)]
@@ -345,6 +353,25 @@ pub struct PortCounters {
     pub tx_frames: u64,
     pub tx_bytes: u64,
     pub drops: u64,
+    pub learn_limit: u64,
+}
+
+/// `struct nvo_vtep_key`: a remote VTEP of a network.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct VtepKey {
+    pub vni: u32,
+    /// IPv4, network order (the octets as they are).
+    pub addr: [u8; 4],
+}
+
+/// `struct nvo_vtep`: whether the network knows the remote, and its learning budget.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Vtep {
+    pub budget: i64,
+    pub known: u32,
+    pub pad: u32,
 }
 
 #[repr(C)]
@@ -460,8 +487,10 @@ const _: () = {
     assert!(size_of::<Profile>() == 184);
     assert!(size_of::<TransportKey>() == 4);
     assert!(size_of::<Transport>() == 24);
-    assert!(size_of::<NetCounters>() == 48);
-    assert!(size_of::<PortCounters>() == 40);
+    assert!(size_of::<NetCounters>() == 72);
+    assert!(size_of::<PortCounters>() == 48);
+    assert!(size_of::<VtepKey>() == 8);
+    assert!(size_of::<Vtep>() == 16);
     assert!(size_of::<NodeCounters>() == 80);
     assert!(size_of::<NeighKey>() == 8);
     assert!(size_of::<Neigh>() == 12);
@@ -484,6 +513,8 @@ macro_rules! pod {
 }
 
 pod!(
+    VtepKey,
+    Vtep,
     Config,
     Port,
     Tmpl,

@@ -76,6 +76,9 @@ impl Sizes {
             ("nexthops", self.keys),
             ("fdb", self.fdb),
             ("learn_budget", self.networks),
+            // Known remotes and learning budgets: a flood list's worth per network.
+            ("vteps", self.flood),
+            ("port_budget", self.ports),
             ("keys", self.keys),
             ("groups", self.networks),
             ("net_counters", self.networks),

@@ -8,6 +8,8 @@
 //!    fdb        the pipeline's journal: each changed (vni, mac) written or removed; a network
 //!               that changed more than the journal holds, or is new to the kernel, in full
 //!    budgets    how many MACs each network may still learn (max_learned − learned)
+//!    vteps      each network's known remotes (accept_remotes) and every remote's and port's
+//!               learning budget (vteps.rs)
 //!    neighbors  ARP suppression's IPv4 entries of suppressing networks (neighbors.rs)
 //!  drain_events(pipeline)             learn reports → Pipeline::learn → the entry written back
 //!  drain_punts(f)                     frames for nvod → f (nvod runs the pipeline on them)
@@ -39,6 +41,7 @@ mod counters;
 mod fdb;
 mod neighbors;
 mod relay;
+mod vteps;
 
 pub use relay::relay_entries;
 
@@ -213,6 +216,9 @@ pub struct Mirror {
     /// pipeline's table they were written from.
     neighbors: HashMap<Vni, HashMap<layout::NeighKey, layout::Neigh>>,
     neigh_generations: HashMap<Vni, u64>,
+    /// The `vteps` and `port_budget` keys as written (vteps.rs).
+    vteps: HashSet<layout::VtepKey>,
+    port_budgets: HashSet<u32>,
 }
 
 impl Mirror {
@@ -307,6 +313,8 @@ impl Mirror {
             relay_socket: None,
             neighbors: HashMap::new(),
             neigh_generations: HashMap::new(),
+            vteps: HashSet::new(),
+            port_budgets: HashSet::new(),
         })
     }
 
@@ -376,6 +384,7 @@ impl Mirror {
         self.sync_ports(ports, &kernel_nets);
         self.sync_fdb(pipeline, &kernel_nets, now);
         self.sync_budgets(&kernel_nets);
+        self.sync_vteps(pipeline, &kernel_nets, ports);
         self.sync_neighbors(pipeline, &kernel_nets);
         self.resolve_new_remotes();
     }

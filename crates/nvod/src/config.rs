@@ -25,6 +25,9 @@ pub use http::HttpSettings;
 mod limits;
 
 pub use limits::{key_of as limit_key, reached as limit_reached, Limits};
+mod learn;
+
+pub use learn::LearnShare;
 
 /// The text `nvod --help` shows after the options: every configuration key.
 pub const KEYS_HELP: &str = "\
@@ -95,6 +98,12 @@ Configuration file (TOML, every key optional):
   stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
                                    1073741824; the least recently used frame is evicted first
   stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
+  learn_port_percent = 25          default share of a network's max_learned one local port
+                                   may hold (max_learned_per_port of networks created
+                                   without one), 1 to 100; beyond it the port's frames
+                                   with new source MACs are dropped (port_learn_limit)
+  learn_remote_percent = 50        the same for one remote VTEP (max_learned_per_remote),
+                                   1 to 100
   datapath = \"auto\"                 which datapath forwards: \"ebpf\" (the kernel fast path:
                                    tc eBPF programs on the ports and the locator's
                                    interface; nvod refuses to start if the kernel refuses
@@ -202,6 +211,8 @@ pub struct Config {
     pub port_kinds: Vec<String>,
     /// The tables' bounds (`[limits]`).
     pub limits: Limits,
+    /// Default learning shares of a port and a remote (`learn_*_percent`).
+    pub learn_share: LearnShare,
     /// The metrics listener, when `http_listen` is set.
     pub http: Option<HttpSettings>,
 }
@@ -263,6 +274,8 @@ struct ConfigFile {
     api_idle_timeout_s: Option<u64>,
     port_kinds: Option<Vec<String>>,
     limits: Option<limits::LimitsFile>,
+    learn_port_percent: Option<u8>,
+    learn_remote_percent: Option<u8>,
     http_listen: Option<String>,
     http_max_connections: Option<usize>,
     http_header_timeout_s: Option<u64>,
@@ -486,6 +499,25 @@ fn resolve(
             "must be 1 to 3600",
         ));
     }
+    let mut learn_share = LearnShare::default();
+    for (key, value, into) in [
+        (
+            "learn_port_percent",
+            file.learn_port_percent,
+            &mut learn_share.port_percent,
+        ),
+        (
+            "learn_remote_percent",
+            file.learn_remote_percent,
+            &mut learn_share.remote_percent,
+        ),
+    ] {
+        match value {
+            Some(v) if !(1..=100).contains(&v) => return Err(bad(key, v, "must be 1 to 100")),
+            Some(v) => *into = v,
+            None => {}
+        }
+    }
     let stt_reassembly = ReassemblyLimits {
         max_bytes: stt_bytes,
         timeout: Duration::from_secs(stt_timeout),
@@ -519,6 +551,7 @@ fn resolve(
         api,
         port_kinds,
         limits,
+        learn_share,
         http,
     })
 }
@@ -562,6 +595,25 @@ mod tests {
             source,
         })?;
         resolve(file, fixed)
+    }
+
+    #[test]
+    fn learn_shares_default_to_a_quarter_and_a_half_and_are_checked() {
+        let c = resolve_text("").unwrap();
+        assert_eq!(
+            (c.learn_share.port(4096), c.learn_share.remote(4096)),
+            (1024, 2048)
+        );
+        assert_eq!((c.learn_share.port(2), c.learn_share.remote(1)), (1, 1));
+        let c = resolve_text("learn_port_percent = 10\nlearn_remote_percent = 100").unwrap();
+        assert_eq!(
+            (c.learn_share.port(100), c.learn_share.remote(100)),
+            (10, 100)
+        );
+        for bad in ["learn_port_percent = 0", "learn_remote_percent = 101"] {
+            let e = resolve_text(bad).unwrap_err().to_string();
+            assert!(e.contains("1 to 100"), "{e}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use nvo_encap::profile::{Payload, Profile, Transport};
 use nvo_pipeline::{BumMode, Mac, NetworkSpec, ProfileTag, Vni};
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::config::{Config, LearnShare};
 use crate::state::{BumState, NetworkState, PortKindState};
 
 pub use crate::values::{
@@ -120,6 +120,18 @@ pub enum ConvertError {
         max_learned: u32,
         /// The limit.
         limit: u32,
+    },
+    /// A per-port or per-remote learning bound above the network's.
+    #[error(
+        "{what} {value} is above the network's max_learned {max_learned}; ask for at most that"
+    )]
+    LearnShare {
+        /// Which bound.
+        what: &'static str,
+        /// The value asked for.
+        value: u32,
+        /// The network's bound.
+        max_learned: u32,
     },
     /// `ageing_s: 0`.
     #[error("ageing_s 0 is too short; use at least 1 second")]
@@ -318,6 +330,25 @@ pub fn network_state(
     if max_learned > limit {
         return Err(ConvertError::MaxLearned { max_learned, limit });
     }
+    let share = |what: &'static str, value: Option<u32>, default: u32| match value {
+        Some(value) if value > max_learned => Err(ConvertError::LearnShare {
+            what,
+            value,
+            max_learned,
+        }),
+        Some(value) => Ok(value),
+        None => Ok(default),
+    };
+    let max_learned_per_port = share(
+        "max_learned_per_port",
+        spec.max_learned_per_port,
+        config.learn_share.port(max_learned),
+    )?;
+    let max_learned_per_remote = share(
+        "max_learned_per_remote",
+        spec.max_learned_per_remote,
+        config.learn_share.remote(max_learned),
+    )?;
     let ageing_s = spec
         .ageing_s
         .unwrap_or(NetworkSpec::DEFAULT_AGEING.as_secs() as u32);
@@ -345,6 +376,9 @@ pub fn network_state(
         params,
         l3,
         routes: BTreeMap::new(),
+        accept_remotes: spec.accept_remotes,
+        max_learned_per_port: Some(max_learned_per_port),
+        max_learned_per_remote: Some(max_learned_per_remote),
     })
 }
 
@@ -413,6 +447,18 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         // The datapath resolves `net.encap` into the engine's profile id.
         profile: ProfileTag::VXLAN,
         l3_gateway: net.l3.then(|| gateway_mac(vni)),
+        accept_remotes: net.accept_remotes.map(|a| match a {
+            api::AcceptRemotes::Known => nvo_pipeline::AcceptRemotes::Known,
+            api::AcceptRemotes::Any => nvo_pipeline::AcceptRemotes::Any,
+        }),
+        max_learned_per_port: Some(
+            net.max_learned_per_port
+                .unwrap_or_else(|| LearnShare::default().port(net.max_learned)),
+        ),
+        max_learned_per_remote: Some(
+            net.max_learned_per_remote
+                .unwrap_or_else(|| LearnShare::default().remote(net.max_learned)),
+        ),
     }
 }
 
@@ -433,6 +479,7 @@ pub fn api_network(
     ports: Vec<String>,
     counts: (usize, usize),
 ) -> api::Network {
+    let spec = pipeline_spec(Vni(vni), net);
     api::Network {
         vni,
         mtu: net.mtu,
@@ -460,6 +507,13 @@ pub fn api_network(
                 remote,
             })
             .collect(),
+        accept_remotes: match spec.accepts(!net.flood.is_empty()) {
+            nvo_pipeline::AcceptRemotes::Known => api::AcceptRemotes::Known,
+            nvo_pipeline::AcceptRemotes::Any => api::AcceptRemotes::Any,
+        },
+        accept_remotes_set: net.accept_remotes.is_some(),
+        max_learned_per_port: spec.max_learned_per_port.unwrap_or(net.max_learned),
+        max_learned_per_remote: spec.max_learned_per_remote.unwrap_or(net.max_learned),
     }
 }
 
@@ -525,6 +579,7 @@ mod tests {
             api: Default::default(),
             port_kinds: vec!["veth".into(), "tap".into()],
             limits: Default::default(),
+            learn_share: Default::default(),
             http: None,
         }
     }
@@ -568,6 +623,27 @@ mod tests {
         assert_eq!(
             (n.mtu, n.learning, n.max_learned, n.ageing_s),
             (1450, true, 4096, 300)
+        );
+        assert_eq!(
+            (
+                n.max_learned_per_port,
+                n.max_learned_per_remote,
+                n.accept_remotes
+            ),
+            (Some(1024), Some(2048), None)
+        );
+        let over = api::NetworkSpec {
+            vni: 100,
+            max_learned: Some(10),
+            max_learned_per_port: Some(11),
+            ..Default::default()
+        };
+        let err = network_state(&over, &c, &Engine::new(Default::default()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("max_learned_per_port 11") && err.contains("10"),
+            "{err}"
         );
         let too_big = api::NetworkSpec {
             vni: 100,

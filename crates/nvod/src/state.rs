@@ -135,6 +135,15 @@ pub struct NetworkState {
     /// An L3 network's routes: "a.b.c.d/len" → remote.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routes: BTreeMap<String, IpAddr>,
+    /// `accept_remotes` as set; absent: the default, which follows the BUM mode and flood list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_remotes: Option<nvo_api::AcceptRemotes>,
+    /// Most learned entries per local port (files written before it: max_learned / 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_learned_per_port: Option<u32>,
+    /// Most learned entries per remote VTEP (files written before it: max_learned / 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_learned_per_remote: Option<u32>,
 }
 
 fn default_encap() -> String {

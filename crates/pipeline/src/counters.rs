@@ -70,8 +70,16 @@ pub struct NetworkCounters {
     pub learned: u64,
     /// Learned MACs that showed up behind another destination and moved there.
     pub moves: u64,
-    /// Frames whose source MAC was not learned because the network held `max_learned` entries.
+    /// Frames whose source MAC was not learned because the network held `max_learned` entries,
+    /// or the port or remote it came from its own bound (those are counted below as well).
     pub learn_limit: u64,
+    /// Of those, frames from a port holding `max_learned_per_port` learned entries.
+    pub learn_limit_port: u64,
+    /// Of those, frames from a remote VTEP (or overlay node) holding `max_learned_per_remote`.
+    pub learn_limit_remote: u64,
+    /// Tunnelled frames whose source MAC is learned on a local port: the entry stays there
+    /// (sticky local MACs); the frame goes on.
+    pub learn_local_conflict: u64,
     /// Learned entries removed by ageing.
     pub aged: u64,
     /// ARP requests an L3 network's gateway answered.
@@ -105,6 +113,9 @@ pub struct PortCounters {
     pub tx_bytes: u64,
     /// Frames from the port that were dropped, and frames to it that failed to go out.
     pub drops: u64,
+    /// Frames from the port whose source MAC was not learned: the port's or the network's
+    /// learned-entry bound was reached.
+    pub learn_limit: u64,
 }
 
 /// What happened on the underlay socket(s).

@@ -71,11 +71,19 @@ pub enum DropReason {
     /// An STT segment that would leave its frame with too many holes; the frame is dropped
     /// (`too_many_holes`).
     SttTooManyHoles = 23,
+    /// A tunnel packet from a remote VTEP its network does not know (`accept_remotes` =
+    /// `known`): not in its flood list, behind none of its static or EVPN FDB entries, no
+    /// overlay node's locator. Nothing of it is learned or delivered.
+    UnknownRemote = 24,
+    /// A frame from a port whose source MAC is new there while the port holds its
+    /// `max_learned_per_port` learned entries (port security's "restrict"): a MAC flood from
+    /// one port goes no further than its share of the table, on this host or any other.
+    PortLearnLimit = 25,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 23] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -99,6 +107,8 @@ impl DropReason {
         DropReason::SttOverlap,
         DropReason::SttTooLarge,
         DropReason::SttTooManyHoles,
+        DropReason::UnknownRemote,
+        DropReason::PortLearnLimit,
     ];
 
     /// How many reasons there are.
@@ -145,6 +155,8 @@ impl DropReason {
             DropReason::SttOverlap => "stt_overlap",
             DropReason::SttTooLarge => "stt_too_large",
             DropReason::SttTooManyHoles => "stt_too_many_holes",
+            DropReason::UnknownRemote => "unknown_remote",
+            DropReason::PortLearnLimit => "port_learn_limit",
         }
     }
 }
@@ -173,7 +185,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(24), None);
+        assert_eq!(DropReason::from_code(26), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -181,6 +193,8 @@ mod tests {
         assert_eq!(DropReason::QueueFull.code(), 12);
         assert_eq!(DropReason::SttReassembly.code(), 15);
         assert_eq!(DropReason::SttTooManyHoles.code(), 23);
+        assert_eq!(DropReason::UnknownRemote.code(), 24);
+        assert_eq!(DropReason::PortLearnLimit.code(), 25);
     }
 
     #[test]

@@ -9,6 +9,14 @@
 //!   here); a static entry replaces it, and it never replaces a static one;
 //! - at `max_learned` learned entries nothing new is learned; nothing is evicted; the static and
 //!   EVPN parts have bounds of their own;
+//! - learned entries are bounded per destination too (a local port, a remote VTEP, an overlay
+//!   node: [`Bounds::dest`]), so that one port flooding random source MACs, or one remote
+//!   relaying them, cannot take the whole network's table; a MAC is neither learned nor moved
+//!   to a destination at its bound;
+//! - a MAC learned on a local port is sticky: while its entry lives (until it ages out, the
+//!   port goes, or it is flushed) a frame from a tunnel does not move it to the remote —
+//!   [`Learned::LocalConflict`], as the kernel bridge's `locked`/sticky entries; another local
+//!   port still may (a host moved between ports);
 //! - only unicast MACs are ever in the table (callers check sources; `add_static` and
 //!   `set_evpn` are checked by the control layer).
 //!
@@ -81,6 +89,31 @@ pub(crate) enum Learned {
     /// The MAC is new (or held by an EVPN entry) but the table holds `max_learned` learned
     /// entries; nothing changed.
     Limit,
+    /// The MAC would be new behind, or move to, a destination that holds its bound of learned
+    /// entries ([`Bounds::dest`]); nothing changed.
+    DestLimit,
+    /// A tunnel spoke for a MAC learned on a local port: the entry stays where it is (and is
+    /// not refreshed by it).
+    LocalConflict,
+}
+
+/// How many learned entries `learn` may leave: in the network, and behind the destination it
+/// learns from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    pub(crate) network: usize,
+    pub(crate) dest: usize,
+}
+
+impl Bounds {
+    /// Only the network's bound.
+    #[cfg(test)]
+    pub(crate) fn network(max: usize) -> Bounds {
+        Bounds {
+            network: max,
+            dest: usize::MAX,
+        }
+    }
 }
 
 /// Why `set_evpn` changed nothing.
@@ -127,6 +160,10 @@ pub(crate) struct Fdb {
     learned: usize,
     statics: usize,
     evpn: usize,
+    /// Learned entries per destination: what [`Bounds::dest`] bounds. No key at zero.
+    per_dest: HashMap<FdbDest, u32>,
+    /// Static and EVPN entries per remote address: the remotes these entries make known.
+    pinned: HashMap<IpAddr, u32>,
     /// Present when a datapath mirrors the table.
     pub(crate) journal: Option<Journal>,
 }
@@ -161,51 +198,75 @@ impl Fdb {
         mac: Mac,
         dest: FdbDest,
         now: Instant,
-        max_learned: usize,
+        bounds: Bounds,
     ) -> Learned {
-        let at_limit = self.learned >= max_learned;
-        if let Some(entry) = self.entries.get_mut(&mac) {
-            return match entry.kind {
+        let at_limit = self.learned >= bounds.network;
+        let dest_full = self.learned_behind(dest) >= bounds.dest;
+        let from_port = matches!(dest, FdbDest::Port(_));
+        let fresh = Entry {
+            dest,
+            kind: Kind::Learned { last_seen: now },
+        };
+        if let Some(entry) = self.entries.get(&mac).copied() {
+            let verdict = match entry.kind {
                 Kind::Static => Learned::Static,
-                Kind::Learned { .. } => {
-                    entry.kind = Kind::Learned { last_seen: now };
-                    if entry.dest == dest {
-                        Learned::Refreshed
-                    } else {
-                        entry.dest = dest;
-                        self.note(mac);
-                        Learned::Moved { from_evpn: false }
-                    }
+                Kind::Learned { .. } if entry.dest == dest => Learned::Refreshed,
+                Kind::Learned { .. } if matches!(entry.dest, FdbDest::Port(_)) && !from_port => {
+                    Learned::LocalConflict
                 }
+                Kind::Learned { .. } if dest_full => Learned::DestLimit,
+                Kind::Learned { .. } => Learned::Moved { from_evpn: false },
                 // Only a local port overrides the control plane: a tunnel's word is what the
                 // EVPN entry already says, or stale.
-                Kind::Evpn if !matches!(dest, FdbDest::Port(_)) => Learned::Evpn,
+                Kind::Evpn if !from_port => Learned::Evpn,
                 Kind::Evpn if at_limit => Learned::Limit,
-                Kind::Evpn => {
-                    *entry = Entry {
-                        dest,
-                        kind: Kind::Learned { last_seen: now },
-                    };
-                    self.evpn -= 1;
-                    self.learned += 1;
-                    self.note(mac);
-                    Learned::Moved { from_evpn: true }
-                }
+                Kind::Evpn if dest_full => Learned::DestLimit,
+                Kind::Evpn => Learned::Moved { from_evpn: true },
             };
+            match verdict {
+                Learned::Refreshed => {
+                    self.entries.insert(mac, fresh);
+                }
+                Learned::Moved { .. } => {
+                    self.forget(entry);
+                    self.keep(fresh);
+                    self.entries.insert(mac, fresh);
+                    self.note(mac);
+                }
+                _ => {}
+            }
+            return verdict;
         }
         if at_limit {
             return Learned::Limit;
         }
-        self.entries.insert(
-            mac,
-            Entry {
-                dest,
-                kind: Kind::Learned { last_seen: now },
-            },
-        );
-        self.learned += 1;
+        if dest_full {
+            return Learned::DestLimit;
+        }
+        self.entries.insert(mac, fresh);
+        self.keep(fresh);
         self.note(mac);
         Learned::New
+    }
+
+    /// How many learned entries point at `dest`.
+    pub(crate) fn learned_behind(&self, dest: FdbDest) -> usize {
+        self.per_dest.get(&dest).map_or(0, |&n| n as usize)
+    }
+
+    /// The remotes static and EVPN entries point at.
+    pub(crate) fn pinned_remotes(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.pinned.keys().copied()
+    }
+
+    /// Every destination holding learned entries, with how many.
+    pub(crate) fn destinations(&self) -> impl Iterator<Item = (FdbDest, usize)> + '_ {
+        self.per_dest.iter().map(|(&d, &n)| (d, n as usize))
+    }
+
+    /// Whether a static or EVPN entry points at the remote `ip`.
+    pub(crate) fn pins(&self, ip: IpAddr) -> bool {
+        self.pinned.contains_key(&ip)
     }
 
     /// Adds or replaces a static entry. A learned or EVPN entry for the MAC becomes static.
@@ -216,17 +277,15 @@ impl Fdb {
         if !matches!(was, Some(Kind::Static)) && self.statics >= max_static {
             return false;
         }
-        if let Some(kind) = was {
-            self.forget(kind);
+        if let Some(old) = self.entries.get(&mac).copied() {
+            self.forget(old);
         }
-        self.statics += 1;
-        self.entries.insert(
-            mac,
-            Entry {
-                dest,
-                kind: Kind::Static,
-            },
-        );
+        let entry = Entry {
+            dest,
+            kind: Kind::Static,
+        };
+        self.keep(entry);
+        self.entries.insert(mac, entry);
         self.note(mac);
         true
     }
@@ -246,19 +305,17 @@ impl Fdb {
             Some(Kind::Learned { .. }) | None if self.evpn >= max_evpn => {
                 return Err(EvpnRefused::Full)
             }
-            Some(kind @ Kind::Learned { .. }) => {
-                self.forget(kind);
-                self.evpn += 1;
-            }
-            None => self.evpn += 1,
+            Some(Kind::Learned { .. }) | None => {}
         }
-        self.entries.insert(
-            mac,
-            Entry {
-                dest: FdbDest::Remote(remote),
-                kind: Kind::Evpn,
-            },
-        );
+        if let Some(old) = was {
+            self.forget(old);
+        }
+        let entry = Entry {
+            dest: FdbDest::Remote(remote),
+            kind: Kind::Evpn,
+        };
+        self.keep(entry);
+        self.entries.insert(mac, entry);
         self.note(mac);
         Ok(was.map(|e| e.dest))
     }
@@ -268,8 +325,9 @@ impl Fdb {
         if !matches!(self.entries.get(&mac), Some(e) if matches!(e.kind, Kind::Evpn)) {
             return false;
         }
-        self.entries.remove(&mac);
-        self.evpn -= 1;
+        if let Some(old) = self.entries.remove(&mac) {
+            self.forget(old);
+        }
         self.note(mac);
         true
     }
@@ -277,7 +335,7 @@ impl Fdb {
     /// Removes the entry for `mac`, whatever its origin. Returns what it was.
     pub(crate) fn remove(&mut self, mac: Mac) -> Option<FdbDest> {
         let entry = self.entries.remove(&mac)?;
-        self.forget(entry.kind);
+        self.forget(entry);
         self.note(mac);
         Some(entry.dest)
     }
@@ -352,37 +410,104 @@ impl Fdb {
     }
 
     fn remove_where(&mut self, mut doomed: impl FnMut(&Entry) -> bool) -> Removed {
-        let (mut learned, mut statics, mut evpn, mut local) = (0, 0, 0, false);
-        let journal = &mut self.journal;
-        self.entries.retain(|&mac, e| {
+        let (before, mut local) = (self.entries.len(), false);
+        let Fdb {
+            entries,
+            learned,
+            statics,
+            evpn,
+            per_dest,
+            pinned,
+            journal,
+        } = self;
+        let mut tally = Tally {
+            learned,
+            statics,
+            evpn,
+            per_dest,
+            pinned,
+        };
+        entries.retain(|&mac, e| {
             if !doomed(e) {
                 return true;
             }
             if let Some(j) = journal.as_mut() {
                 j.note(mac);
             }
-            match e.kind {
-                Kind::Static => statics += 1,
-                Kind::Learned { .. } => learned += 1,
-                Kind::Evpn => evpn += 1,
-            }
+            tally.count(*e, false);
             local |= matches!(e.dest, FdbDest::Port(_));
             false
         });
-        self.learned -= learned;
-        self.statics -= statics;
-        self.evpn -= evpn;
         Removed {
-            count: learned + statics + evpn,
+            count: before - self.entries.len(),
             local,
         }
     }
 
-    fn forget(&mut self, kind: Kind) {
-        match kind {
-            Kind::Static => self.statics -= 1,
-            Kind::Learned { .. } => self.learned -= 1,
-            Kind::Evpn => self.evpn -= 1,
+    /// Counts an entry going into the table.
+    fn keep(&mut self, e: Entry) {
+        self.tally().count(e, true);
+    }
+
+    /// Counts an entry leaving the table (or being replaced).
+    fn forget(&mut self, e: Entry) {
+        self.tally().count(e, false);
+    }
+
+    fn tally(&mut self) -> Tally<'_> {
+        Tally {
+            learned: &mut self.learned,
+            statics: &mut self.statics,
+            evpn: &mut self.evpn,
+            per_dest: &mut self.per_dest,
+            pinned: &mut self.pinned,
+        }
+    }
+}
+
+/// The table's counts, borrowed apart from its entries.
+struct Tally<'a> {
+    learned: &'a mut usize,
+    statics: &'a mut usize,
+    evpn: &'a mut usize,
+    per_dest: &'a mut HashMap<FdbDest, u32>,
+    pinned: &'a mut HashMap<IpAddr, u32>,
+}
+
+impl Tally<'_> {
+    fn count(&mut self, e: Entry, add: bool) {
+        fn bump<K: std::hash::Hash + Eq>(map: &mut HashMap<K, u32>, key: K, add: bool) {
+            if add {
+                *map.entry(key).or_insert(0) += 1;
+            } else if let std::collections::hash_map::Entry::Occupied(mut o) = map.entry(key) {
+                *o.get_mut() -= 1;
+                if *o.get() == 0 {
+                    o.remove();
+                }
+            }
+        }
+        let step = |n: &mut usize| {
+            if add {
+                *n += 1
+            } else {
+                *n -= 1
+            }
+        };
+        match e.kind {
+            Kind::Learned { .. } => {
+                step(self.learned);
+                bump(self.per_dest, e.dest, add);
+            }
+            Kind::Static | Kind::Evpn => {
+                step(if matches!(e.kind, Kind::Static) {
+                    &mut *self.statics
+                } else {
+                    &mut *self.evpn
+                });
+                if let FdbDest::Remote(ip) = e.dest {
+                    bump(self.pinned, ip, add);
+                }
+            }
         }
     }
 }
@@ -399,12 +524,15 @@ mod tests {
     fn learn_refresh_move_limit() {
         let t0 = Instant::now();
         let mut fdb = Fdb::default();
-        assert_eq!(fdb.learn(A, P1, t0, 1), Learned::New);
-        assert_eq!(fdb.learn(A, P1, t0, 1), Learned::Refreshed);
-        assert_eq!(fdb.learn(A, P2, t0, 1), Learned::Moved { from_evpn: false });
+        assert_eq!(fdb.learn(A, P1, t0, Bounds::network(1)), Learned::New);
+        assert_eq!(fdb.learn(A, P1, t0, Bounds::network(1)), Learned::Refreshed);
+        assert_eq!(
+            fdb.learn(A, P2, t0, Bounds::network(1)),
+            Learned::Moved { from_evpn: false }
+        );
         assert_eq!(fdb.lookup(A), Some(P2));
         assert_eq!(
-            fdb.learn(Mac([2, 0, 0, 0, 0, 0xb]), P1, t0, 1),
+            fdb.learn(Mac([2, 0, 0, 0, 0, 0xb]), P1, t0, Bounds::network(1)),
             Learned::Limit
         );
         assert_eq!(fdb.learned(), 1);
@@ -414,10 +542,10 @@ mod tests {
     fn static_replaces_learned_and_wins() {
         let t0 = Instant::now();
         let mut fdb = Fdb::default();
-        fdb.learn(A, P1, t0, 8);
+        fdb.learn(A, P1, t0, Bounds::network(8));
         assert!(fdb.add_static(A, P2, 1));
         assert_eq!((fdb.learned(), fdb.statics()), (0, 1));
-        assert_eq!(fdb.learn(A, P1, t0, 8), Learned::Static);
+        assert_eq!(fdb.learn(A, P1, t0, Bounds::network(8)), Learned::Static);
         assert_eq!(fdb.lookup(A), Some(P2));
         // Replacing an existing static entry is allowed at the limit; a new one is not.
         assert!(fdb.add_static(A, P1, 1));
@@ -435,7 +563,7 @@ mod tests {
         assert_eq!(fdb.set_evpn(A, r1, 1), Ok(None));
         // From a tunnel: held, whatever the remote.
         let tunnel = FdbDest::Remote("192.0.2.2".parse().unwrap());
-        assert_eq!(fdb.learn(A, tunnel, t0, 8), Learned::Evpn);
+        assert_eq!(fdb.learn(A, tunnel, t0, Bounds::network(8)), Learned::Evpn);
         assert_eq!(fdb.lookup(A), Some(FdbDest::Remote(r1)));
         // Never aged.
         assert_eq!(
@@ -444,8 +572,11 @@ mod tests {
             0
         );
         // Not while the learned part is full; then, from a local port, it moves here.
-        assert_eq!(fdb.learn(A, P1, t0, 0), Learned::Limit);
-        assert_eq!(fdb.learn(A, P1, t0, 8), Learned::Moved { from_evpn: true });
+        assert_eq!(fdb.learn(A, P1, t0, Bounds::network(0)), Learned::Limit);
+        assert_eq!(
+            fdb.learn(A, P1, t0, Bounds::network(8)),
+            Learned::Moved { from_evpn: true }
+        );
         assert_eq!((fdb.learned(), fdb.evpn()), (1, 0));
         // Set back over the learned entry; the bound counts new EVPN entries only.
         assert_eq!(fdb.set_evpn(A, r1, 1), Ok(Some(P1)));
@@ -468,10 +599,15 @@ mod tests {
         let r1: IpAddr = "192.0.2.1".parse().unwrap();
         let mut fdb = Fdb::default();
         fdb.set_evpn(A, r1, 8).unwrap();
-        fdb.learn(Mac([2, 0, 0, 0, 0, 0xb]), FdbDest::Remote(r1), t0, 8);
+        fdb.learn(
+            Mac([2, 0, 0, 0, 0, 0xb]),
+            FdbDest::Remote(r1),
+            t0,
+            Bounds::network(8),
+        );
         let removed = fdb.flush(FlushScope::Learned);
         assert_eq!((removed.count, removed.local), (1, false));
-        fdb.learn(Mac([2, 0, 0, 0, 0, 0xc]), P1, t0, 8);
+        fdb.learn(Mac([2, 0, 0, 0, 0, 0xc]), P1, t0, Bounds::network(8));
         let removed = fdb.flush(FlushScope::All);
         assert_eq!((removed.count, removed.local), (2, true));
         assert_eq!((fdb.learned(), fdb.statics(), fdb.evpn()), (0, 0, 0));
@@ -484,7 +620,7 @@ mod tests {
     fn views_are_sorted_with_ages() {
         let t0 = Instant::now();
         let mut fdb = Fdb::default();
-        fdb.learn(Mac([2, 0, 0, 0, 0, 9]), P1, t0, 8);
+        fdb.learn(Mac([2, 0, 0, 0, 0, 9]), P1, t0, Bounds::network(8));
         fdb.add_static(Mac([2, 0, 0, 0, 0, 1]), P2, 8);
         fdb.set_evpn(Mac([2, 0, 0, 0, 0, 5]), "192.0.2.1".parse().unwrap(), 8)
             .unwrap();
@@ -511,5 +647,96 @@ mod tests {
             json,
             serde_json::json!({"mac": "02:00:00:00:00:09", "port": 1, "origin": "learned", "age_s": 7})
         );
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+
+    const A: Mac = Mac([2, 0, 0, 0, 0, 0xa]);
+    const P1: FdbDest = FdbDest::Port(PortId(1));
+    const P2: FdbDest = FdbDest::Port(PortId(2));
+
+    fn mac(n: u16) -> Mac {
+        let [a, b] = n.to_be_bytes();
+        Mac([2, 0, 0, 0, a, b])
+    }
+
+    #[test]
+    fn a_local_mac_does_not_move_to_a_tunnel_until_it_ages_out() {
+        let t0 = Instant::now();
+        let r: FdbDest = FdbDest::Remote("192.0.2.9".parse().unwrap());
+        let mut fdb = Fdb::default();
+        assert_eq!(fdb.learn(A, P1, t0, Bounds::network(8)), Learned::New);
+        assert_eq!(
+            fdb.learn(A, r, t0, Bounds::network(8)),
+            Learned::LocalConflict
+        );
+        assert_eq!(fdb.lookup(A), Some(P1));
+        // Not refreshed by the tunnel: it ages from the port's last frame.
+        let later = t0 + Duration::from_secs(10);
+        assert_eq!(fdb.age(later, Duration::from_secs(5)).count, 1);
+        assert_eq!(fdb.learn(A, r, later, Bounds::network(8)), Learned::New);
+        // A remote MAC still moves to a local port, and between local ports a MAC moves.
+        assert_eq!(
+            fdb.learn(A, P2, later, Bounds::network(8)),
+            Learned::Moved { from_evpn: false }
+        );
+        assert_eq!(
+            fdb.learn(A, P1, later, Bounds::network(8)),
+            Learned::Moved { from_evpn: false }
+        );
+        assert_eq!(
+            (
+                fdb.learned_behind(P1),
+                fdb.learned_behind(P2),
+                fdb.learned_behind(r)
+            ),
+            (1, 0, 0)
+        );
+    }
+
+    #[test]
+    fn one_destination_takes_no_more_than_its_bound() {
+        let t0 = Instant::now();
+        let bounds = Bounds {
+            network: 10,
+            dest: 3,
+        };
+        let mut fdb = Fdb::default();
+        for i in 0..3 {
+            assert_eq!(fdb.learn(mac(i), P1, t0, bounds), Learned::New);
+        }
+        assert_eq!(fdb.learn(mac(3), P1, t0, bounds), Learned::DestLimit);
+        // Another port still learns, and a MAC does not move to the full port either.
+        assert_eq!(fdb.learn(mac(4), P2, t0, bounds), Learned::New);
+        assert_eq!(fdb.learn(mac(4), P1, t0, bounds), Learned::DestLimit);
+        assert_eq!(fdb.lookup(mac(4)), Some(P2));
+        // Refreshing an entry at the bound is fine; removing one makes room.
+        assert_eq!(fdb.learn(mac(0), P1, t0, bounds), Learned::Refreshed);
+        assert_eq!(fdb.remove(mac(0)), Some(P1));
+        assert_eq!(fdb.learn(mac(3), P1, t0, bounds), Learned::New);
+        assert_eq!(fdb.remove_port(PortId(1)).count, 3);
+        assert_eq!((fdb.learned_behind(P1), fdb.learned()), (0, 1));
+    }
+
+    #[test]
+    fn static_and_evpn_remotes_are_pinned_while_their_entries_live() {
+        let r1: IpAddr = "192.0.2.1".parse().unwrap();
+        let r2: IpAddr = "192.0.2.2".parse().unwrap();
+        let mut fdb = Fdb::default();
+        assert!(!fdb.pins(r1));
+        fdb.set_evpn(A, r1, 8).unwrap();
+        assert!(fdb.pins(r1));
+        fdb.set_evpn(A, r2, 8).unwrap();
+        assert!(!fdb.pins(r1) && fdb.pins(r2));
+        assert!(fdb.add_static(mac(1), FdbDest::Remote(r1), 8));
+        assert!(fdb.pins(r1));
+        assert!(fdb.remove_evpn(A));
+        assert!(!fdb.pins(r2));
+        assert_eq!(fdb.flush(FlushScope::All).count, 1);
+        assert!(!fdb.pins(r1));
+        assert!(fdb.pinned.is_empty() && fdb.per_dest.is_empty());
     }
 }

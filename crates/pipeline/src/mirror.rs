@@ -7,6 +7,7 @@
 //! which entries to write back — so a MAC the pipeline refuses (its learned table is full, a
 //! static entry holds it) is taken out of the kernel again.
 
+use std::net::IpAddr;
 use std::time::Instant;
 
 use crate::pipeline::learn_into;
@@ -64,16 +65,64 @@ impl Pipeline {
         }
         let Pipeline {
             networks,
+            ports,
             hosts_generation,
             ..
         } = self;
         let net = networks
             .get_mut(&vni)
             .ok_or(TableError::NoSuchNetwork(vni))?;
+        let port = match dest {
+            FdbDest::Port(id) => ports.get_mut(&id).map(|p| &mut p.counters),
+            FdbDest::Remote(_) | FdbDest::Node(_) => None,
+        };
         if net.spec.learning {
-            learn_into(net, mac, dest, now, hosts_generation);
+            learn_into(net, mac, dest, now, hosts_generation, port);
         }
         Ok(())
+    }
+
+    /// Sets the overlay nodes' locators: remotes every network knows (`accept_remotes`).
+    pub fn set_overlay_locators(&mut self, locators: impl IntoIterator<Item = IpAddr>) {
+        self.overlay_locators.clear();
+        self.overlay_locators.extend(locators);
+    }
+
+    /// The remotes network `vni` takes tunnel packets from, sorted, or None when it takes
+    /// them from any (`accept_remotes` = `any`): its flood list and the remotes of its static
+    /// and EVPN entries, and the overlay nodes' locators.
+    pub fn known_remotes(&self, vni: Vni) -> Result<Option<Vec<IpAddr>>, TableError> {
+        let net = self.network_ref(vni)?;
+        if net.spec.accepts(!net.flood.is_empty()) == crate::AcceptRemotes::Any {
+            return Ok(None);
+        }
+        let mut known: Vec<IpAddr> = net
+            .fdb
+            .pinned_remotes()
+            .chain(net.flood.iter().copied())
+            .chain(self.overlay_locators.iter().copied())
+            .collect();
+        known.sort_unstable();
+        known.dedup();
+        Ok(Some(known))
+    }
+
+    /// How many learned entries of network `vni` point at `dest`, and how many more it may
+    /// take before its own bound (`max_learned_per_port` / `_per_remote`); None when the
+    /// network does not exist.
+    pub fn learned_behind(&self, vni: Vni, dest: FdbDest) -> Option<(usize, usize)> {
+        let net = self.networks.get(&vni)?;
+        let held = net.fdb.learned_behind(dest);
+        let bound = crate::pipeline::bounds(net, dest).dest;
+        Some((held, bound.saturating_sub(held)))
+    }
+
+    /// Every destination of network `vni` that holds learned entries, with how many.
+    pub fn learned_destinations(&self, vni: Vni) -> Vec<(FdbDest, usize)> {
+        self.networks
+            .get(&vni)
+            .map(|n| n.fdb.destinations().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -97,17 +146,22 @@ mod tests {
         let mut p = Pipeline::new(Limits::default());
         p.add_network(NetworkSpec::new(Vni(1))).unwrap();
         p.add_port(PortId(1), Vni(1)).unwrap();
-        p.learn(Vni(1), A, FdbDest::Port(PortId(1)), now).unwrap();
+        // A MAC on a port does not move to a tunnel (sticky): the move here is the other way.
+        let remote = FdbDest::Remote("192.0.2.1".parse().unwrap());
+        p.flood_add(Vni(1), "192.0.2.1".parse().unwrap()).unwrap();
+        p.learn(Vni(1), A, remote, now).unwrap();
         assert_eq!(drain(&mut p), (vec![], vec![]), "journal off");
         p.set_fdb_journal(true);
-        p.learn(Vni(1), A, FdbDest::Port(PortId(1)), now).unwrap();
-        assert_eq!(drain(&mut p).0, vec![], "a refresh is no change");
-        let remote = FdbDest::Remote("192.0.2.1".parse().unwrap());
         p.learn(Vni(1), A, remote, now).unwrap();
+        assert_eq!(drain(&mut p).0, vec![], "a refresh is no change");
+        p.learn(Vni(1), A, FdbDest::Port(PortId(1)), now).unwrap();
         p.fdb_add_static(Vni(1), B, FdbDest::Port(PortId(1)))
             .unwrap();
         assert_eq!(drain(&mut p).0, vec![(Vni(1), A), (Vni(1), B)]);
-        assert_eq!(p.fdb_get(Vni(1), A), Some((remote, Origin::Learned)));
+        assert_eq!(
+            p.fdb_get(Vni(1), A),
+            Some((FdbDest::Port(PortId(1)), Origin::Learned))
+        );
         assert_eq!(
             p.fdb_get(Vni(1), B),
             Some((FdbDest::Port(PortId(1)), Origin::Static))

@@ -64,6 +64,9 @@ impl Network {
             evpn_fdb: self.fdb.evpn(),
             evpn_neighbors: self.neigh.len(),
             arp_suppression: self.suppress,
+            accept_remotes: s.accepts(!self.flood.is_empty()),
+            max_learned_per_port: s.max_learned_per_port,
+            max_learned_per_remote: s.max_learned_per_remote,
         }
     }
 }
@@ -115,6 +118,15 @@ pub struct NetworkView {
     /// it knows (`Pipeline::set_arp_suppression`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub arp_suppression: bool,
+    /// Which remotes the network takes tunnel packets from now (the setting, or its default
+    /// given the flood list).
+    pub accept_remotes: crate::AcceptRemotes,
+    /// The learned-entry bound of one local port, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_learned_per_port: Option<u32>,
+    /// The learned-entry bound of one remote VTEP or overlay node, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_learned_per_remote: Option<u32>,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -6,7 +6,8 @@
 //!  from_port(port, frame)                      from_decapsulated(decap, inner)
 //!   port known? ─ no → unknown_port              network for the vni? ─ no → unknown_vni
 //!   ethernet header? ─ no → malformed_frame      network's profile? ─ no → profile_mismatch
-//!   source unicast? ─ no → invalid_source_mac
+//!   source unicast? ─ no → invalid_source_mac    remote known (accept_remotes)? ─ no →
+//!                                                  unknown_remote
 //!   learn src → Port(port)                       ethernet header? ─ no → malformed_frame
 //!   snoop ARP/ND → neighbour table               source unicast? ─ no → invalid_source_mac
 //!   longer than mtu + L2? → reply + too_big
@@ -22,23 +23,33 @@
 //!   nothing to do → no_destination               nothing to do → no_destination
 //! ```
 //!
+//! Learning is bounded three ways (fdb.rs): per network (`max_learned`), per local port
+//! (`max_learned_per_port`) and per remote VTEP or overlay node (`max_learned_per_remote`);
+//! a refusal counts `learn_limit` in the network and, for a port's frame, in the port; a port's
+//! frame refused by the port's own bound is dropped (`port_learn_limit`), so that a MAC flood
+//! from one port reaches no other host beyond its share. A MAC
+//! learned on a local port is not moved by a tunnel while its entry lives
+//! (`learn_local_conflict`); the frame is still delivered.
+//!
 //! Time is passed in as `now: Instant`; the pipeline never reads a clock. Every drop goes through
 //! [`count_drop`], the one place that counts drops. Nothing here allocates once `Actions` and the FDB
 //! have grown to their working size.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::time::Instant;
 
 use crate::actions::{Action, Actions};
 use crate::counters::{DropCounters, PortCounters, UnderlayCounters};
-use crate::fdb::Learned;
+use crate::fdb::{Bounds, Learned};
 use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::l3;
 use crate::network::Network;
 use crate::suppress;
-use crate::{BumMode, DropReason, FdbDest, Limits, Mac, NodeId, PortId, ProfileTag, Vni};
+use crate::{
+    AcceptRemotes, BumMode, DropReason, FdbDest, Limits, Mac, NodeId, PortId, ProfileTag, Vni,
+};
 
 /// A port in the pipeline's table.
 #[derive(Debug)]
@@ -60,6 +71,9 @@ pub struct Pipeline {
     pub(crate) hosts_generation: u64,
     /// Whether new networks journal their FDB changes (`Pipeline::set_fdb_journal`).
     pub(crate) fdb_journal: bool,
+    /// The overlay nodes' locators (`Pipeline::set_overlay_locators`): remotes every network
+    /// knows.
+    pub(crate) overlay_locators: HashSet<IpAddr>,
     scratch: Box<[u8]>,
 }
 
@@ -75,6 +89,7 @@ impl Pipeline {
             // 1, so that a poller starting from 0 gets the first set, even an empty one.
             hosts_generation: 1,
             fdb_journal: false,
+            overlay_locators: HashSet::new(),
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
@@ -173,7 +188,11 @@ impl Pipeline {
             };
         }
         if net.spec.learning {
-            learn_into(net, eth.src, FdbDest::Port(port), now, hosts_generation);
+            let dest = FdbDest::Port(port);
+            let learned = learn_into(net, eth.src, dest, now, hosts_generation, Some(&mut *pc));
+            if learned == Learned::DestLimit {
+                return reject(drops, Some(pc), DropReason::PortLearnLimit, actions);
+            }
         }
         let snooped = suppress::Snoop {
             port,
@@ -284,6 +303,7 @@ impl Pipeline {
             networks,
             drops,
             hosts_generation,
+            overlay_locators,
             ..
         } = self;
         let Some(net) = networks.get_mut(&decap.vni) else {
@@ -293,6 +313,9 @@ impl Pipeline {
             return reject(drops, None, DropReason::ProfileMismatch, actions);
         }
         net.counters.rx_underlay_frames += 1;
+        if !accepts(net, decap.src, overlay_locators) {
+            return reject(drops, None, DropReason::UnknownRemote, actions);
+        }
         let Some(eth) = Eth::parse(inner) else {
             return reject(drops, None, DropReason::MalformedFrame, actions);
         };
@@ -306,7 +329,7 @@ impl Pipeline {
                 Some(node) => FdbDest::Node(node),
                 None => FdbDest::Remote(decap.src),
             };
-            learn_into(net, eth.src, dest, now, hosts_generation);
+            learn_into(net, eth.src, dest, now, hosts_generation, None);
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {
@@ -346,17 +369,51 @@ pub struct Decapsulated {
     pub src_node: Option<NodeId>,
 }
 
-/// Learns `src` behind `dest` and counts what happened; a change to the set of local MACs
-/// bumps `generation` (see `Pipeline::local_hosts`).
+/// Whether network `net` takes tunnel packets from `src` (its `accept_remotes`): a remote it
+/// knows is in its flood list (type-3 senders and a multicast network's listed members are
+/// there too), behind one of its static or EVPN entries, or an overlay node's locator.
+pub(crate) fn accepts(net: &Network, src: IpAddr, overlay_locators: &HashSet<IpAddr>) -> bool {
+    match net.spec.accepts(!net.flood.is_empty()) {
+        AcceptRemotes::Any => true,
+        AcceptRemotes::Known => {
+            net.fdb.pins(src) || net.flood.contains(&src) || overlay_locators.contains(&src)
+        }
+    }
+}
+
+/// The learning bounds of `net` for a frame from `dest`.
+pub(crate) fn bounds(net: &Network, dest: FdbDest) -> Bounds {
+    let size = |n: Option<u32>| n.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let dest = match dest {
+        FdbDest::Port(_) => size(net.spec.max_learned_per_port),
+        FdbDest::Remote(_) | FdbDest::Node(_) => size(net.spec.max_learned_per_remote),
+    };
+    Bounds {
+        network: size(Some(net.spec.max_learned)),
+        dest,
+    }
+}
+
+/// Learns `src` behind `dest` and counts what happened — in `port` too, the counters of the
+/// port the frame came from, if it did; a change to the set of local MACs bumps `generation`
+/// (see `Pipeline::local_hosts`). Returns what the FDB made of it.
 pub(crate) fn learn_into(
     net: &mut Network,
     src: Mac,
     dest: FdbDest,
     now: Instant,
     generation: &mut u64,
-) {
-    let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
-    match net.fdb.learn(src, dest, now, max) {
+    port: Option<&mut PortCounters>,
+) -> Learned {
+    let bounds = bounds(net, dest);
+    let verdict = net.fdb.learn(src, dest, now, bounds);
+    if matches!(verdict, Learned::Limit | Learned::DestLimit) {
+        net.counters.learn_limit += 1;
+        if let Some(p) = port {
+            p.learn_limit += 1;
+        }
+    }
+    match verdict {
         Learned::New => {
             net.counters.learned += 1;
             if matches!(dest, FdbDest::Port(_)) {
@@ -370,9 +427,14 @@ pub(crate) fn learn_into(
             // that telling the poller once too often costs nothing.
             *generation += 1;
         }
-        Learned::Limit => net.counters.learn_limit += 1,
-        Learned::Refreshed | Learned::Static | Learned::Evpn => {}
+        Learned::DestLimit if matches!(dest, FdbDest::Port(_)) => {
+            net.counters.learn_limit_port += 1
+        }
+        Learned::DestLimit => net.counters.learn_limit_remote += 1,
+        Learned::LocalConflict => net.counters.learn_local_conflict += 1,
+        Learned::Limit | Learned::Refreshed | Learned::Static | Learned::Evpn => {}
     }
+    verdict
 }
 
 /// Sends a frame from `ingress` where its destination MAC is, or floods it; the reason when

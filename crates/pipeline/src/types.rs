@@ -162,6 +162,15 @@ pub struct NetworkSpec {
     /// Set for an L3 network (its tunnels carry IPv4 packets, not frames): the MAC of the
     /// gateway nvod plays for its containers. See the `l3` module.
     pub l3_gateway: Option<Mac>,
+    /// Which remotes the network takes tunnel packets from; `None`: the default
+    /// ([`NetworkSpec::accepts`]).
+    pub accept_remotes: Option<AcceptRemotes>,
+    /// How many learned entries one local port may hold; `None`: no bound of its own (the
+    /// network's `max_learned` only). nvod sets it, by default to `max_learned / 4`.
+    pub max_learned_per_port: Option<u32>,
+    /// How many learned entries one remote VTEP (or overlay node) may hold; `None`: no bound
+    /// of its own.
+    pub max_learned_per_remote: Option<u32>,
 }
 
 impl NetworkSpec {
@@ -188,8 +197,35 @@ impl NetworkSpec {
             ageing: NetworkSpec::DEFAULT_AGEING,
             profile: ProfileTag::VXLAN,
             l3_gateway: None,
+            accept_remotes: None,
+            max_learned_per_port: None,
+            max_learned_per_remote: None,
         }
     }
+
+    /// Which remotes the network takes tunnel packets from, given whether it lists any
+    /// (`listed`: a flood list, which for a multicast network is the list of the group's
+    /// members). Unless set, `known`, but for a multicast network that lists no member:
+    /// plain flood-and-learn (RFC 7348 §4.2), where any member of the group may speak.
+    pub fn accepts(&self, listed: bool) -> AcceptRemotes {
+        match (self.accept_remotes, self.bum) {
+            (Some(a), _) => a,
+            (None, BumMode::Multicast(_)) if !listed => AcceptRemotes::Any,
+            (None, _) => AcceptRemotes::Known,
+        }
+    }
+}
+
+/// Which remote VTEPs a network takes tunnel packets from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcceptRemotes {
+    /// Only the remotes it knows: its flood list (with the EVPN type-3 senders, and a
+    /// multicast network's listed members), the remotes of its static and EVPN FDB entries,
+    /// and the overlay nodes' locators. Packets from others are dropped as `unknown_remote`.
+    Known,
+    /// Any remote (plain flood-and-learn).
+    Any,
 }
 
 /// Bounds on every table the pipeline holds. A table at its bound refuses new entries with

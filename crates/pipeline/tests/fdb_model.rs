@@ -134,7 +134,9 @@ impl Model {
         }
         if let Some(i) = self.find(vni, mac) {
             let e = &mut self.entries[i];
-            if !e.is_static {
+            // Sticky: a MAC learned on a port is not taken by a tunnel while it lives.
+            let sticky = matches!(e.dest, FdbDest::Port(_)) && !matches!(dest, FdbDest::Port(_));
+            if !e.is_static && !sticky {
                 e.seen = self.now;
                 if e.dest != dest {
                     e.dest = dest;
@@ -220,6 +222,19 @@ impl Model {
         dst: Mac,
         dont_learn: bool,
     ) -> Vec<Action> {
+        // accept_remotes: every network here is head-end, so `known`: its flood list and the
+        // remotes of its static entries.
+        let listed = NETS[Model::net_index(vni)]
+            .4
+            .iter()
+            .any(|&i| remote(i) == from);
+        let pinned = self
+            .entries
+            .iter()
+            .any(|e| e.vni == vni && e.is_static && e.dest == FdbDest::Remote(from));
+        if !listed && !pinned {
+            return vec![Action::Drop(DropReason::UnknownRemote)];
+        }
         if !dont_learn {
             self.learn(vni, src, FdbDest::Remote(from));
         }

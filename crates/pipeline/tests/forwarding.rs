@@ -197,10 +197,22 @@ fn a_mac_that_shows_up_elsewhere_moves() {
         t,
         &mut a,
     );
+    // Local MACs are sticky: the tunnel's claim leaves the entry on port 2 (counted).
     p.from_port(P3, &frame(mac(0xa), mac(0xb)), t, &mut a);
-    assert_eq!(plain(&a), [encap(r1(), VNI)]);
+    assert_eq!(plain(&a), [deliver(P2)]);
     let c = p.counters().networks[&VNI];
-    assert_eq!((c.learned, c.moves), (2, 2));
+    assert_eq!((c.learned, c.moves, c.learn_local_conflict), (2, 1, 1));
+    // A MAC learned behind a remote moves to a port where it shows up.
+    p.receive_vxlan(
+        r1(),
+        &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc))),
+        t,
+        &mut a,
+    );
+    p.from_port(P1, &frame(Mac::BROADCAST, mac(0xc)), t, &mut a);
+    p.from_port(P3, &frame(mac(0xc), mac(0xb)), t, &mut a);
+    assert_eq!(plain(&a), [deliver(P1)]);
+    assert_eq!(p.counters().networks[&VNI].moves, 2);
 }
 
 #[test]
@@ -304,7 +316,10 @@ fn multicast_bum_mode_sends_one_copy_to_the_group() {
 #[test]
 fn flood_with_nowhere_to_go_is_no_destination() {
     let mut p = Pipeline::new(Limits::default());
-    p.add_network(NetworkSpec::new(VNI)).unwrap();
+    // No flood list: `any`, so that r1's frame gets as far as flooding.
+    let mut spec = NetworkSpec::new(VNI);
+    spec.accept_remotes = Some(nvo_pipeline::AcceptRemotes::Any);
+    p.add_network(spec).unwrap();
     p.add_port(P1, VNI).unwrap();
     let t = Instant::now();
     let mut a = Actions::new();

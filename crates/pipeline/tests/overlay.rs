@@ -685,6 +685,8 @@ fn bum_in_overlay_mode_goes_once_to_the_tree() {
 #[test]
 fn learning_from_an_overlay_packet_stores_the_source_node() {
     let mut p = overlay_pipeline(BumMode::Overlay(TREE));
+    // The overlay nodes' locators, as the datapath tells the pipeline (accept_remotes).
+    p.set_overlay_locators([ip("192.0.2.2"), ip("192.0.2.3"), r1()]);
     let t = Instant::now();
     let mut a = Actions::new();
     let inner = frame(Mac::BROADCAST, mac(0xc));
@@ -714,6 +716,7 @@ fn learning_from_an_overlay_packet_stores_the_source_node() {
 #[test]
 fn an_underlay_frame_for_a_node_is_not_sent_back_out() {
     let mut p = overlay_pipeline(BumMode::Overlay(TREE));
+    p.set_overlay_locators([ip("192.0.2.2")]);
     let t = Instant::now();
     let mut a = Actions::new();
     p.fdb_add_static(VNI, mac(0xc), FdbDest::Node(C)).unwrap();

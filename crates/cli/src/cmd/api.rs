@@ -89,6 +89,20 @@ pub struct NetworkAddArgs {
     /// Most learned MAC addresses kept (default 4096); beyond it the network stops learning.
     #[arg(long, value_name = "N")]
     pub max_learned: Option<u32>,
+    /// Most learned MAC addresses one local port may hold (default nvod's learn_port_percent,
+    /// 25 % of max-learned),
+    /// so that one port flooding random source MACs cannot fill the network's table.
+    #[arg(long, value_name = "N")]
+    pub max_learned_per_port: Option<u32>,
+    /// Most learned MAC addresses one remote VTEP may hold (default nvod's
+    /// learn_remote_percent, 50 % of max-learned).
+    #[arg(long, value_name = "N")]
+    pub max_learned_per_remote: Option<u32>,
+    /// Which remote VTEPs the network takes tunnel packets from: `known` (its flood list, the
+    /// remotes of static and EVPN entries, overlay locators; others are dropped as
+    /// unknown_remote) or `any`. Default: known, but any for --multicast without --flood.
+    #[arg(long, value_name = "WHICH")]
+    pub accept_remotes: Option<AcceptArg>,
     /// Seconds a learned MAC lives without traffic (default 300).
     #[arg(long, value_name = "SECS")]
     pub ageing: Option<u32>,
@@ -389,7 +403,22 @@ pub fn network_spec(args: NetworkAddArgs) -> NetworkSpec {
         encap: args.encap,
         params: (!args.params.is_empty()).then(|| args.params.into_iter().collect()),
         l3: args.l3.then_some(true),
+        accept_remotes: args.accept_remotes.map(|a| match a {
+            AcceptArg::Known => nvo_api::AcceptRemotes::Known,
+            AcceptArg::Any => nvo_api::AcceptRemotes::Any,
+        }),
+        max_learned_per_port: args.max_learned_per_port,
+        max_learned_per_remote: args.max_learned_per_remote,
     }
+}
+
+/// `--accept-remotes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AcceptArg {
+    /// Only remotes the network knows.
+    Known,
+    /// Any remote (plain flood-and-learn).
+    Any,
 }
 
 /// An offload switch.
@@ -553,6 +582,9 @@ mod tests {
             no_learning: false,
             multicast: None,
             max_learned: None,
+            max_learned_per_port: None,
+            max_learned_per_remote: None,
+            accept_remotes: None,
             ageing: None,
             flood: vec![],
             encap: None,
@@ -566,6 +598,9 @@ mod tests {
             no_learning: true,
             multicast: Some("239.1.1.1".parse().unwrap()),
             max_learned: Some(10),
+            max_learned_per_port: Some(2),
+            max_learned_per_remote: Some(3),
+            accept_remotes: Some(AcceptArg::Any),
             ageing: Some(60),
             flood: vec!["192.0.2.2".parse().unwrap()],
             encap: Some("vxlan-gbp".into()),
@@ -577,7 +612,9 @@ mod tests {
             serde_json::json!({"vni": 7, "mtu": 1400, "learning": false,
                 "bum": {"mode": "multicast", "group": "239.1.1.1"},
                 "max_learned": 10, "ageing_s": 60, "flood": ["192.0.2.2"],
-                "encap": "vxlan-gbp", "params": {"group": 100}})
+                "encap": "vxlan-gbp", "params": {"group": 100},
+                "accept_remotes": "any", "max_learned_per_port": 2,
+                "max_learned_per_remote": 3})
         );
     }
 

@@ -129,6 +129,16 @@ pub fn network(n: &Network) -> Table {
         ("flood", list(&n.flood)),
         ("ports", list(&n.ports)),
         ("max_learned", n.max_learned.to_string()),
+        ("per_port", n.max_learned_per_port.to_string()),
+        ("per_remote", n.max_learned_per_remote.to_string()),
+        (
+            "accept",
+            match n.accept_remotes {
+                nvo_api::AcceptRemotes::Known => "known remotes",
+                nvo_api::AcceptRemotes::Any => "any remote",
+            }
+            .to_owned(),
+        ),
         ("ageing", format!("{} s", n.ageing_s)),
         ("learned", n.learned.to_string()),
         ("static", n.static_entries.to_string()),
@@ -407,6 +417,10 @@ mod tests {
             l3: false,
             gateway_mac: None,
             routes: Vec::new(),
+            accept_remotes: nvo_api::AcceptRemotes::Known,
+            accept_remotes_set: false,
+            max_learned_per_port: 1024,
+            max_learned_per_remote: 1024,
         }
     }
 

@@ -77,6 +77,10 @@ pub struct NetworkPlan {
     pub ageing_s: Option<u32>,
     /// Learning limit, when the topology sets it.
     pub max_learned: Option<u32>,
+    /// Learning limit per port, when the topology sets it.
+    pub max_learned_per_port: Option<u32>,
+    /// Which remotes are accepted, when the topology says.
+    pub accept_remotes: Option<nvo_api::AcceptRemotes>,
     /// The underlay multicast group BUM frames go to, if the network uses one.
     pub multicast: Option<IpAddr>,
     /// Per host name: the locators it floods to (none with a multicast group).
@@ -217,6 +221,8 @@ impl Plan {
                     kernel_mtu: topo.vxlan_tenant_mtu(n),
                     ageing_s: n.ageing_s,
                     max_learned: n.max_learned,
+                    max_learned_per_port: n.max_learned_per_port,
+                    accept_remotes: n.accept_remotes,
                     multicast: n.multicast,
                     flood,
                 }

@@ -401,6 +401,9 @@ fn nvo_networks(plan: &Plan, h: &HostPlan, mtus: &mut Mtus) -> Result<(), LabErr
             encap: Some(n.encap.clone()),
             params: (!n.params.is_empty()).then(|| n.params.clone()),
             l3: n.l3,
+            accept_remotes: n.accept_remotes,
+            max_learned_per_port: n.max_learned_per_port,
+            max_learned_per_remote: None,
         };
         let made: Network =
             client

@@ -35,7 +35,8 @@ impl Mirror {
             };
             let c = counters.networks.entry(*vni).or_default();
             add_fields!(c, k; rx_port_frames, rx_underlay_frames, delivered, encap_unicast,
-                encap_flood, learn_limit);
+                encap_flood, learn_limit, learn_limit_port, learn_limit_remote,
+                learn_local_conflict);
         }
         for (port, &slot) in &self.port_slots.by_key {
             let zero = layout::PortCounters::default();
@@ -44,7 +45,7 @@ impl Mirror {
                 continue;
             };
             let c = counters.ports.entry(*port).or_default();
-            add_fields!(c, k; rx_frames, rx_bytes, tx_frames, tx_bytes, drops);
+            add_fields!(c, k; rx_frames, rx_bytes, tx_frames, tx_bytes, drops, learn_limit);
         }
         let node = self.node_counters();
         add_fields!(counters.underlay, node; rx_packets, rx_bytes, tx_packets, tx_bytes,

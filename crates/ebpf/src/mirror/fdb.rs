@@ -214,6 +214,7 @@ impl Mirror {
                 .map(|v| (v.vni, v))
                 .collect();
             self.sync_budgets(&nets);
+            self.sync_vtep_budgets(pipeline, &nets);
         }
         events.len()
     }

@@ -187,12 +187,25 @@ impl Fixture {
         ports: &[u32],
         params: &[(&str, u64)],
     ) {
+        self.network_spec(NetworkSpec::new(Vni(vni)), profile, flood, ports, params);
+    }
+
+    /// [`Fixture::network`] from a spec (its profile is set from `profile`).
+    pub fn network_spec(
+        &mut self,
+        spec: NetworkSpec,
+        profile: &str,
+        flood: &[Ipv4Addr],
+        ports: &[u32],
+        params: &[(&str, u64)],
+    ) {
+        let vni = spec.vni.0;
         let params: Vec<(String, u64)> = params.iter().map(|(n, v)| (n.to_string(), *v)).collect();
         let flood = flood.to_vec();
         let profile = profile.to_string();
         self.both(|p, e| {
             let id = e.id(&profile).unwrap();
-            let mut spec = NetworkSpec::new(Vni(vni));
+            let mut spec = spec;
             spec.profile = ProfileTag(id.0);
             p.add_network(spec).unwrap();
             for r in &flood {

@@ -246,6 +246,9 @@ mod tests {
             params: BTreeMap::new(),
             l3: false,
             routes: BTreeMap::new(),
+            accept_remotes: None,
+            max_learned_per_port: None,
+            max_learned_per_remote: None,
         }
     }
 

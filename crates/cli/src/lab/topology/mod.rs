@@ -329,6 +329,13 @@ pub struct NetworkDef {
     /// Most learned MACs per host for this network (nvod's default when absent).
     #[serde(default)]
     pub max_learned: Option<u32>,
+    /// Most learned MACs one port may hold on each nvo host (nvod's default when absent).
+    #[serde(default)]
+    pub max_learned_per_port: Option<u32>,
+    /// Which remotes each nvo host takes this network's tunnel packets from (nvod's default,
+    /// `known` with a flood list, when absent).
+    #[serde(default)]
+    pub accept_remotes: Option<nvo_api::AcceptRemotes>,
     /// An underlay multicast group: broadcast and unknown frames go to it once instead of to
     /// each host of a flood list (head-end replication).
     #[serde(default)]
