@@ -67,7 +67,10 @@ const NETWORK_HELP: &[(&str, &str)] = &[
     ("encap_flood", "Copies encapsulated by flooding (one per flood-list remote, or one to the multicast group)."),
     ("learned", "MACs learned (new learned FDB entries)."),
     ("moves", "Learned MACs that moved to another destination."),
-    ("learn_limit", "Source MACs not learned because the network held max_learned entries."),
+    ("learn_limit", "Source MACs not learned: the network, or the port or remote they came from, was at its bound."),
+    ("learn_limit_port", "Of learn_limit: frames from a port holding max_learned_per_port entries."),
+    ("learn_limit_remote", "Of learn_limit: frames from a remote holding max_learned_per_remote entries."),
+    ("learn_local_conflict", "Tunnelled frames whose source MAC is learned on a local port (the entry stays)."),
     ("aged", "Learned FDB entries removed by ageing."),
     ("arp_replies", "ARP requests an L3 network's gateway answered."),
     ("arp_requests", "ARP requests an L3 network's gateway sent."),
@@ -86,6 +89,10 @@ const PORT_HELP: &[(&str, &str)] = &[
     (
         "drops",
         "Frames from the port that were dropped, and frames to it that failed to go out.",
+    ),
+    (
+        "learn_limit",
+        "Frames from the port whose source MAC was not learned: the port's or the network's bound was reached.",
     ),
 ];
 
