@@ -17,9 +17,11 @@ use serde::Deserialize;
 use nvo_datapath::{DatapathChoice, Outer, XdpChoice};
 
 mod access;
+mod http;
 
 use access::resolve_access;
 pub use access::{ApiLimits, GroupSetting};
+pub use http::HttpSettings;
 mod limits;
 
 pub use limits::{key_of as limit_key, reached as limit_reached, Limits};
@@ -60,6 +62,11 @@ Configuration file (TOML, every key optional):
   api_idle_timeout_s = 60          seconds without a byte either way (a stalled request
                                    body, a client not reading its answer) before a
                                    connection with no request running is closed, 1 to 3600
+  http_listen = \"127.0.0.1:9477\"  TCP address serving GET /metrics (Prometheus text format;
+                                   docs/metrics.md); off unless set. Read-only, no API
+                                   privileges; bounded by http_max_connections = 64,
+                                   http_header_timeout_s = 10 and http_idle_timeout_s = 60
+                                   as the api_ keys bound the API; no request body
   port_kinds = [\"veth\", \"tap\"]     kinds of interface that may be ports: link kinds as
                                    `ethtool -i` names the driver (\"veth\", \"macvlan\",
                                    \"ipvlan\", \"dummy\", ...) and \"tap\" (a TAP device).
@@ -206,6 +213,8 @@ pub struct Config {
     pub limits: Limits,
     /// Default learning shares of a port and a remote (`learn_*_percent`).
     pub learn_share: LearnShare,
+    /// The metrics listener, when `http_listen` is set.
+    pub http: Option<HttpSettings>,
 }
 
 impl Config {
@@ -267,6 +276,10 @@ struct ConfigFile {
     limits: Option<limits::LimitsFile>,
     learn_port_percent: Option<u8>,
     learn_remote_percent: Option<u8>,
+    http_listen: Option<String>,
+    http_max_connections: Option<usize>,
+    http_header_timeout_s: Option<u64>,
+    http_idle_timeout_s: Option<u64>,
 }
 
 /// Why the configuration cannot be used.
@@ -417,6 +430,7 @@ fn resolve(
         ));
     }
     let (api, port_kinds) = resolve_access(&file)?;
+    let http = http::resolve_http(&file)?;
     let node_id = file.node_id.unwrap_or_else(|| node_id_from(locator));
     if node_id == 0 {
         return Err(bad("node_id", node_id, "must be 1 to 4294967295"));
@@ -538,6 +552,7 @@ fn resolve(
         port_kinds,
         limits,
         learn_share,
+        http,
     })
 }
 

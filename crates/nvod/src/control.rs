@@ -24,6 +24,7 @@ use crate::state::{State, StateError, Store};
 use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
 mod bgp;
+mod observe;
 mod ops;
 mod overlay;
 mod port_check;

@@ -580,6 +580,7 @@ mod tests {
             port_kinds: vec!["veth".into(), "tap".into()],
             limits: Default::default(),
             learn_share: Default::default(),
+            http: None,
         }
     }
 

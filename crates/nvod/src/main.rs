@@ -5,6 +5,7 @@
 //! ```text
 //!  main thread: config, checks, then the control thread's tokio runtime
 //!    ├─ API server (axum on the unix socket) ─► Control (desired state, state.json)
+//!    ├─ metrics listener (http_listen, GET /metrics) ─► Control::snapshot (reads only)
 //!    │                                             │ Command + eventfd wake, oneshot reply
 //!    │  EVPN speaker task (nvo_evpn::spawn) ──────┤ through control::bgp's DataPlane
 //!    └─ datapath thread (nvo_datapath::start) ◄───┘  owns Pipeline, underlay, ports
@@ -14,12 +15,15 @@
 //! user's, or another nvod answers on the socket; lock the state directory (refuse if another
 //! nvod holds it, or if it is writable by others); read the state (refuse if corrupt); bind the
 //! underlay; start the datapath; re-apply the state;
-//! listen. SIGTERM or SIGINT stops the API, then the datapath, and removes the socket file.
+//! listen on the API socket and, when `http_listen` is set, the metrics address (refuse to
+//! start if it cannot be bound). SIGTERM or SIGINT stops both listeners, then the datapath,
+//! and removes the socket file.
 
 mod api;
 mod config;
 mod control;
 mod convert;
+mod metrics;
 mod state;
 mod values;
 
@@ -41,6 +45,9 @@ enum RunError {
     /// The API socket could not be prepared, bound or served.
     #[error(transparent)]
     Socket(#[from] SocketError),
+    /// The metrics address could not be bound.
+    #[error(transparent)]
+    Metrics(#[from] metrics::BindError),
     /// The state file could not be read.
     #[error(transparent)]
     State(#[from] StateError),
@@ -150,6 +157,10 @@ async fn serve(
     let mut term = catch(SignalKind::terminate(), "SIGTERM")?;
     let mut int = catch(SignalKind::interrupt(), "SIGINT")?;
     let listener = api::bind(&config.api_socket, config.api.group.as_ref())?;
+    let metrics_listener = match &config.http {
+        Some(http) => Some((metrics::bind(http).await?, http)),
+        None => None,
+    };
     log::info!(
         "nvod {} started: node id {}, locator {}, vxlan port {}, underlay mtu {}, offloads \
          gro={} gso={}, api socket {}",
@@ -162,21 +173,35 @@ async fn serve(
         offloads.gso,
         config.api_socket.display()
     );
-    let shutdown = async move {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|&stop| stop).await;
+        }
+    };
+    let signals = async move {
         tokio::select! {
             _ = term.recv() => log::info!("SIGTERM: stopping"),
             _ = int.recv() => log::info!("SIGINT: stopping"),
         }
+        let _ = stop_tx.send(true);
     };
     let shared = Arc::new(Mutex::new(control));
-    api::serve(
+    let metrics = async {
+        if let Some((listener, http)) = metrics_listener {
+            log::info!("metrics on http://{}/metrics", http.listen);
+            metrics::serve(listener, http, shared.clone(), stopped()).await;
+        }
+    };
+    let api = api::serve(
         listener,
         &config.api_socket,
         &config.api,
         shared.clone(),
-        shutdown,
-    )
-    .await;
+        stopped(),
+    );
+    tokio::join!(signals, api, metrics);
     shared.lock().await.evpn_shutdown().await;
     Ok(())
 }

@@ -262,11 +262,16 @@ pub fn nvod_config(plan: &Plan, h: &HostPlan) -> String {
         mtu = plan.underlay_mtu,
         socket = quote(&h.socket.to_string_lossy()),
         state = quote(&h.state_dir.to_string_lossy()),
-    ) + &nvod_extras(&h.nvod)
+    ) + &nvod_extras(&h.nvod, h.locator)
 }
 
-/// The `nvod:` keys of a host, one `key = value` line each.
-fn nvod_extras(x: &NvodExtras) -> String {
+/// The `nvod:` keys of a host, one `key = value` line each; `locator` completes an
+/// `http_listen` given as `:PORT`.
+fn nvod_extras(x: &NvodExtras, locator: std::net::IpAddr) -> String {
+    let http_listen = x.http_listen.as_ref().map(|v| match v.strip_prefix(':') {
+        Some(port) => std::net::SocketAddr::new(locator, port.parse().unwrap_or(0)).to_string(),
+        None => v.clone(),
+    });
     let lines = [
         x.outer_ttl.as_ref().map(|v| format!("outer_ttl = {v}")),
         x.outer_tos.as_ref().map(|v| format!("outer_tos = {v}")),
@@ -279,6 +284,13 @@ fn nvod_extras(x: &NvodExtras) -> String {
         x.udp_gso.map(|v| format!("udp_gso = {v}")),
         x.datapath.as_ref().map(|v| format!("datapath = \"{v}\"")),
         x.xdp.as_ref().map(|v| format!("xdp = \"{v}\"")),
+        http_listen.map(|v| format!("http_listen = \"{v}\"")),
+        x.http_max_connections
+            .map(|v| format!("http_max_connections = {v}")),
+        x.http_header_timeout_s
+            .map(|v| format!("http_header_timeout_s = {v}")),
+        x.http_idle_timeout_s
+            .map(|v| format!("http_idle_timeout_s = {v}")),
     ];
     lines.into_iter().flatten().map(|l| l + "\n").collect()
 }
@@ -515,6 +527,33 @@ mod tests {
             ),
             "{config}"
         );
+    }
+
+    #[test]
+    fn http_listen_takes_an_address_or_the_hosts_own() {
+        let yaml =
+            "name: t\nhosts: [{name: h1, nvod: {http_listen: ':9477', http_header_timeout_s: 2}}, \
+                    {name: h2, nvod: {http_listen: '127.0.0.1:9100'}}]\n";
+        let plan = Plan::new(
+            &Topology::parse("t.yaml", yaml).unwrap(),
+            Path::new("/run/nvo/lab"),
+        )
+        .unwrap();
+        let config = nvod_config(&plan, &plan.hosts[0]);
+        assert!(
+            config.ends_with("http_listen = \"10.100.0.1:9477\"\nhttp_header_timeout_s = 2\n"),
+            "{config}"
+        );
+        let config = nvod_config(&plan, &plan.hosts[1]);
+        assert!(
+            config.ends_with("http_listen = \"127.0.0.1:9100\"\n"),
+            "{config}"
+        );
+        for bad in ["9477", ":0", "host:9477", ":x"] {
+            let yaml = format!("name: t\nhosts: [{{name: h1, nvod: {{http_listen: '{bad}'}}}}]\n");
+            let e = Topology::parse("t.yaml", &yaml).unwrap_err().to_string();
+            assert!(e.contains("http_listen"), "{bad}: {e}");
+        }
     }
 
     #[test]

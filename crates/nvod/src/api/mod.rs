@@ -3,13 +3,14 @@
 //!
 //! - [`socket`]: the socket file, its mode (0660), group and directory checks.
 //! - [`server`]: the accept loop and connections, with their bounds (a connection cap, header
-//!   and idle timeouts, the body limit applied to the declared length).
+//!   and idle timeouts, the body limit applied to the declared length); the metrics listener
+//!   (crate::metrics) is served by it too.
 //! - `routes` and `bgp`: the paths; `error`: error answers and the body extractor.
 
 mod bgp;
 mod error;
 mod routes;
-mod server;
+pub mod server;
 mod socket;
 
 use std::future::Future;
@@ -31,6 +32,14 @@ pub async fn serve(
     control: Shared,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    server::serve(listener, router(control), limits, shutdown).await;
+    let bounds = server::Bounds {
+        name: "API",
+        max_connections: limits.max_connections,
+        header_timeout: limits.header_timeout,
+        idle_timeout: limits.idle_timeout,
+        idle_key: "api_idle_timeout_s",
+        max_body: error::MAX_BODY,
+    };
+    server::serve(listener, router(control), &bounds, shutdown).await;
     log::debug!("API on {} closed", path.display());
 }

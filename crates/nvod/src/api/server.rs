@@ -1,18 +1,19 @@
-//! The API's listener: accepts connections on the unix socket and serves each with hyper's
-//! HTTP/1.1, within bounds a local client cannot push nvod past.
+//! nvod's bounded HTTP/1.1 server: accepts connections on a listener (the API's unix socket,
+//! the metrics TCP address) and serves each with hyper, within bounds a client cannot push
+//! nvod past. Every listener nvod has goes through [`serve`]; [`Bounds`] says how tight.
 //!
-//! - At most `api_max_connections` connections are served at once. At the cap, a new
+//! - At most `max_connections` (`api_max_connections`, `http_max_connections`) connections are served at once. At the cap, a new
 //!   connection closes the least recently active connection that has no request running
 //!   (a half-open one that never sent a byte goes first); when every connection has a request
 //!   running, the new one is closed at once. A flood of idle connections therefore never
 //!   locks a real client out, nvod's descriptors stay bounded, and no request is cut in the
 //!   middle of a change (the control operations are not cancel-safe).
-//! - A request's header must arrive within `api_header_timeout_s` of the connection opening
+//! - A request's header must arrive within the header timeout of the connection opening
 //!   or of the previous answer (hyper's header timer), and a connection with no request
-//!   running on which no byte moves for `api_idle_timeout_s` is closed (a stalled upload, a
+//!   running on which no byte moves for the idle timeout is closed (a stalled upload, a
 //!   client that stopped reading its answer).
 //! - A body is read here, before the router sees the request: a declared `Content-Length`
-//!   over [`MAX_BODY`] is answered 413 at once, without reading a byte of the body, and a
+//!   over the bounds' `max_body` ([`MAX_BODY`] on the API, 0 on metrics) is answered 413 at once, without reading a byte of the body, and a
 //!   body (chunked, say) that grows past it is cut there with the same answer. The whole body
 //!   must arrive within the idle timeout.
 //! - Each connection's read buffer is capped, and everything a connection holds is freed when
@@ -46,10 +47,53 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
-use super::error::{ApiFailure, MAX_BODY};
-use crate::config::ApiLimits;
+use super::error::ApiFailure;
+#[cfg(doc)]
+use super::error::MAX_BODY;
+
+/// How tight one listener's bounds are.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// What the listener is, for log lines ("API", "metrics").
+    pub name: &'static str,
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Time to send a request's header.
+    pub header_timeout: Duration,
+    /// Time a connection may stay without moving a byte.
+    pub idle_timeout: Duration,
+    /// The config key of the idle timeout, for the 408 answer.
+    pub idle_key: &'static str,
+    /// Largest request body; 0 takes none.
+    pub max_body: usize,
+}
+
+/// Where connections come from: a unix socket or a TCP address.
+pub trait Listener {
+    /// One accepted connection.
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The next connection.
+    fn accept_io(&self) -> impl Future<Output = io::Result<Self::Io>>;
+}
+
+impl Listener for UnixListener {
+    type Io = UnixStream;
+    async fn accept_io(&self) -> io::Result<UnixStream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+impl Listener for TcpListener {
+    type Io = TcpStream;
+    async fn accept_io(&self) -> io::Result<TcpStream> {
+        let (stream, _) = self.accept().await?;
+        // Answers are one write each: no need to wait for more to coalesce.
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
 
 /// Largest read buffer of one connection: a header, or a slice of a body, never more.
 const MAX_READ_BUFFER: usize = 64 * 1024;
@@ -147,10 +191,10 @@ impl Registry {
 
 /// Serves `router` on `listener` until `shutdown` completes; then lets running requests end
 /// (at most [`STOP_GRACE`]) and closes every connection.
-pub async fn serve(
-    listener: UnixListener,
+pub async fn serve<L: Listener>(
+    listener: L,
     router: Router,
-    limits: &ApiLimits,
+    limits: &Bounds,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let registry = Arc::new(Registry {
@@ -169,14 +213,14 @@ pub async fn serve(
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
+            accepted = listener.accept_io() => accepted,
         };
         let stream = match accepted {
-            Ok((stream, _)) => stream,
+            Ok(stream) => stream,
             Err(e) => {
                 // EMFILE, ENFILE, ENOBUFS...: transient; the connection waits in the backlog.
                 if accept_warned.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
-                    log::warn!("API socket: cannot accept a connection: {e}; retrying");
+                    log::warn!("{}: cannot accept a connection: {e}; retrying", limits.name);
                     accept_warned = Some(Instant::now());
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -186,7 +230,8 @@ pub async fn serve(
         let evicted = registry.evicted.load(Ordering::Relaxed);
         let Some((id, conn)) = registry.admit() else {
             log::debug!(
-                "API connection refused: all {} have a request running",
+                "{} connection refused: all {} have a request running",
+                limits.name,
                 registry.max
             );
             drop(stream);
@@ -196,8 +241,9 @@ pub async fn serve(
             && cap_warned.is_none_or(|t| t.elapsed() > Duration::from_secs(60))
         {
             log::warn!(
-                "API connections at their cap (api_max_connections = {}): closing the least \
-                 recently active idle ones to admit new ones",
+                "{} connections at their cap ({}): closing the least recently active idle ones \
+                 to admit new ones",
+                limits.name,
                 registry.max
             );
             cap_warned = Some(Instant::now());
@@ -225,7 +271,8 @@ pub async fn serve(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     log::debug!(
-        "API server stopped: {} connections closed to make room, {} refused while all were busy",
+        "{} server stopped: {} connections closed to make room, {} refused while all were busy",
+        limits.name,
         registry.evicted.load(Ordering::Relaxed),
         registry.refused.load(Ordering::Relaxed)
     );
@@ -237,12 +284,12 @@ struct Connection {
     id: u64,
     conn: Arc<Conn>,
     router: Router,
-    limits: ApiLimits,
+    limits: Bounds,
     stop: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Connection {
-    async fn run(mut self, stream: UnixStream) {
+    async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(mut self, stream: S) {
         let io = TokioIo::new(Tracked {
             inner: stream,
             conn: self.conn.clone(),
@@ -252,13 +299,14 @@ impl Connection {
         let conn = self.conn.clone();
         let registry = self.registry.clone();
         let idle_timeout = self.limits.idle_timeout;
+        let body_bounds = (self.limits.max_body, self.limits.idle_key);
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let router = router.clone();
             let conn = conn.clone();
             let registry = registry.clone();
             async move {
                 conn.reading.store(true, Ordering::Relaxed);
-                let buffered = buffer_body(req, idle_timeout).await;
+                let buffered = buffer_body(req, idle_timeout, body_bounds).await;
                 conn.reading.store(false, Ordering::Relaxed);
                 conn.last.store(registry.now_ms(), Ordering::Relaxed);
                 let req = match buffered {
@@ -287,16 +335,16 @@ impl Connection {
             tokio::select! {
                 served = connection.as_mut() => {
                     if let Err(e) = served {
-                        log::debug!("API connection closed: {e}");
+                        log::debug!("{} connection closed: {e}", self.limits.name);
                     }
                     break;
                 }
                 () = self.conn.close.notified() => {
-                    log::debug!("API connection closed to make room for a new one");
+                    log::debug!("{} connection closed to make room for a new one", self.limits.name);
                     break;
                 }
                 () = idle(&self.conn, &self.registry, idle_timeout) => {
-                    log::debug!("API connection closed: idle for {idle_timeout:?}");
+                    log::debug!("{} connection closed: idle for {idle_timeout:?}", self.limits.name);
                     break;
                 }
                 changed = self.stop.changed(), if !stopping => {
@@ -348,17 +396,21 @@ impl Drop for Running {
     }
 }
 
-/// Reads the whole body (at most [`MAX_BODY`], within `timeout`) before the router sees the
+/// Reads the whole body (at most `max_body`, within `timeout`) before the router sees the
 /// request, so that no handler waits on a client; a declared length over the limit is
-/// answered before anything is read.
-async fn buffer_body(req: Request<Incoming>, timeout: Duration) -> Result<Request<Body>, Response> {
+/// answered before anything is read. `idle_key` names the timeout's config key.
+async fn buffer_body(
+    req: Request<Incoming>,
+    timeout: Duration,
+    (max_body, idle_key): (usize, &'static str),
+) -> Result<Request<Body>, Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(too_large(declared));
+    if declared.is_some_and(|n| n > max_body as u64) {
+        return Err(too_large(declared, max_body));
     }
     let (parts, body) = req.into_parts();
     let read = async {
@@ -371,8 +423,8 @@ async fn buffer_body(req: Request<Incoming>, timeout: Duration) -> Result<Reques
                     format!("cannot read the request body: {e}"),
                 ))
             })?;
-            if bytes.len() + chunk.len() > MAX_BODY {
-                return Err(too_large(None));
+            if bytes.len() + chunk.len() > max_body {
+                return Err(too_large(None, max_body));
             }
             bytes.extend_from_slice(&chunk);
         }
@@ -384,7 +436,7 @@ async fn buffer_body(req: Request<Incoming>, timeout: Duration) -> Result<Reques
         Err(_) => Err(closing(ApiFailure::new(
             StatusCode::REQUEST_TIMEOUT,
             format!(
-                "the request body did not arrive within {} s (api_idle_timeout_s); send it at once",
+                "the request body did not arrive within {} s ({idle_key}); send it at once",
                 timeout.as_secs()
             ),
         ))),
@@ -392,15 +444,17 @@ async fn buffer_body(req: Request<Incoming>, timeout: Duration) -> Result<Reques
 }
 
 /// 413, closing the connection (the body is left unread).
-fn too_large(declared: Option<u64>) -> Response {
+fn too_large(declared: Option<u64>, max_body: usize) -> Response {
     let what = match declared {
         Some(n) => format!("request body of {n} bytes (Content-Length)"),
         None => "request body".to_owned(),
     };
-    closing(ApiFailure::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!("{what} is larger than {MAX_BODY} bytes; send less"),
-    ))
+    let message = if max_body == 0 {
+        format!("{what} refused: this listener takes no request body; send none")
+    } else {
+        format!("{what} is larger than {max_body} bytes; send less")
+    };
+    closing(ApiFailure::new(StatusCode::PAYLOAD_TOO_LARGE, message))
 }
 
 fn closing(failure: ApiFailure) -> Response {
@@ -412,13 +466,13 @@ fn closing(failure: ApiFailure) -> Response {
 }
 
 /// The connection's socket, stamping the registry's clock on every byte moved.
-struct Tracked {
-    inner: UnixStream,
+struct Tracked<S> {
+    inner: S,
     conn: Arc<Conn>,
     registry: Arc<Registry>,
 }
 
-impl Tracked {
+impl<S> Tracked<S> {
     fn stamp(&self) {
         self.conn
             .last
@@ -426,7 +480,7 @@ impl Tracked {
     }
 }
 
-impl AsyncRead for Tracked {
+impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -441,7 +495,7 @@ impl AsyncRead for Tracked {
     }
 }
 
-impl AsyncWrite for Tracked {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -120,6 +120,17 @@ pub enum ValidationError {
         /// The value.
         xdp: String,
     },
+    /// `nvod.http_listen` neither ADDRESS:PORT nor :PORT.
+    #[error(
+        "host {host}: nvod.http_listen {value:?} is neither ADDRESS:PORT (\"10.100.0.1:9477\") \
+         nor :PORT (the host's underlay address)"
+    )]
+    NvodHttpListen {
+        /// The host.
+        host: String,
+        /// The value.
+        value: String,
+    },
 
     /// `underlay.ipv4` not IPv4.
     #[error("underlay.ipv4 {0} is not an IPv4 prefix")]

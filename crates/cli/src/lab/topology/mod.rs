@@ -132,6 +132,14 @@ pub struct NvodExtras {
     pub datapath: Option<String>,
     /// Where the kernel path relays overlay packets: auto, driver, generic or off (tc).
     pub xdp: Option<String>,
+    /// The metrics listener: "ADDRESS:PORT", or ":PORT" for the host's underlay address.
+    pub http_listen: Option<String>,
+    /// Metrics connections served at once, 1 to 65536.
+    pub http_max_connections: Option<u64>,
+    /// Seconds a metrics client has to send a request header, 1 to 3600.
+    pub http_header_timeout_s: Option<u64>,
+    /// Seconds a metrics connection may stay silent, 1 to 3600.
+    pub http_idle_timeout_s: Option<u64>,
 }
 
 /// The values of `nvod.datapath` (and `nvo lab up --datapath`).
@@ -188,6 +196,35 @@ impl NvodExtras {
                     host: host.to_owned(),
                     datapath: d.clone(),
                 });
+            }
+        }
+        if let Some(listen) = &self.http_listen {
+            let port_only = listen
+                .strip_prefix(':')
+                .is_some_and(|p| p.parse::<u16>().is_ok_and(|p| p != 0));
+            let full = listen
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.port() != 0);
+            if !port_only && !full {
+                return Err(ValidationError::NvodHttpListen {
+                    host: host.to_owned(),
+                    value: listen.clone(),
+                });
+            }
+        }
+        if let Some(n) = self.http_max_connections {
+            if !(1..=65536).contains(&n) {
+                return at("http_max_connections", n, "1..=65536");
+            }
+        }
+        for (key, value) in [
+            ("http_header_timeout_s", self.http_header_timeout_s),
+            ("http_idle_timeout_s", self.http_idle_timeout_s),
+        ] {
+            if let Some(t) = value {
+                if !(1..=3600).contains(&t) {
+                    return at(key, t, "1..=3600");
+                }
             }
         }
         if let Some(x) = &self.xdp {
