@@ -49,6 +49,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Debian's prometheus package enables a system server listening on :9090 of every address;
+    # the tests start their own inside namespaces, so a server this script brought in is
+    # stopped and disabled (one the host had before is left alone).
+    if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+        systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
 else
     say "Debian packages present"
 fi
