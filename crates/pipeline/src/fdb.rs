@@ -200,6 +200,15 @@ impl Fdb {
         now: Instant,
         bounds: Bounds,
     ) -> Learned {
+        // The common case, a known MAC heard again where it was: one lookup, updated in place.
+        let existing = match self.entries.get_mut(&mac) {
+            Some(entry) if entry.dest == dest && matches!(entry.kind, Kind::Learned { .. }) => {
+                entry.kind = Kind::Learned { last_seen: now };
+                return Learned::Refreshed;
+            }
+            Some(entry) => Some(*entry),
+            None => None,
+        };
         let at_limit = self.learned >= bounds.network;
         let dest_full = self.learned_behind(dest) >= bounds.dest;
         let from_port = matches!(dest, FdbDest::Port(_));
@@ -207,7 +216,7 @@ impl Fdb {
             dest,
             kind: Kind::Learned { last_seen: now },
         };
-        if let Some(entry) = self.entries.get(&mac).copied() {
+        if let Some(entry) = existing {
             let verdict = match entry.kind {
                 Kind::Static => Learned::Static,
                 Kind::Learned { .. } if entry.dest == dest => Learned::Refreshed,

@@ -376,7 +376,10 @@ pub(crate) fn accepts(net: &Network, src: IpAddr, overlay_locators: &HashSet<IpA
     match net.spec.accepts(!net.flood.is_empty()) {
         AcceptRemotes::Any => true,
         AcceptRemotes::Known => {
-            net.fdb.pins(src) || net.flood.contains(&src) || overlay_locators.contains(&src)
+            // Cheapest first: the flood list is short; the overlay's locators often empty.
+            net.flood.contains(&src)
+                || net.fdb.pins(src)
+                || (!overlay_locators.is_empty() && overlay_locators.contains(&src))
         }
     }
 }
