@@ -61,24 +61,11 @@ pub(super) fn resolve_access(file: &ConfigFile) -> Result<(ApiLimits, Vec<String
             ));
         }
     }
-    let max_connections = file
-        .api_max_connections
-        .unwrap_or(DEFAULT_API_MAX_CONNECTIONS);
-    if !(1..=65536).contains(&max_connections) {
-        return Err(bad(
-            "api_max_connections",
-            max_connections,
-            "must be 1 to 65536",
-        ));
-    }
-    let seconds = |key: &'static str, value: Option<u64>, default: u64| {
-        let value = value.unwrap_or(default);
-        if (1..=3600).contains(&value) {
-            Ok(Duration::from_secs(value))
-        } else {
-            Err(bad(key, value, "must be 1 to 3600"))
-        }
-    };
+    let max_connections = connections(
+        "api_max_connections",
+        file.api_max_connections,
+        DEFAULT_API_MAX_CONNECTIONS,
+    )?;
     let api = ApiLimits {
         group: file.api_group.clone(),
         max_connections,
@@ -118,6 +105,34 @@ pub(super) fn resolve_access(file: &ConfigFile) -> Result<(ApiLimits, Vec<String
         }
     }
     Ok((api, port_kinds))
+}
+
+/// A listener's connection cap (`api_max_connections`, `http_max_connections`): 1 to 65536.
+pub(super) fn connections(
+    key: &'static str,
+    value: Option<usize>,
+    default: usize,
+) -> Result<usize, ConfigError> {
+    let value = value.unwrap_or(default);
+    if (1..=65536).contains(&value) {
+        Ok(value)
+    } else {
+        Err(bad(key, value, "must be 1 to 65536"))
+    }
+}
+
+/// A listener's timeout in seconds (`*_header_timeout_s`, `*_idle_timeout_s`): 1 to 3600.
+pub(super) fn seconds(
+    key: &'static str,
+    value: Option<u64>,
+    default: u64,
+) -> Result<Duration, ConfigError> {
+    let value = value.unwrap_or(default);
+    if (1..=3600).contains(&value) {
+        Ok(Duration::from_secs(value))
+    } else {
+        Err(bad(key, value, "must be 1 to 3600"))
+    }
 }
 
 #[cfg(test)]

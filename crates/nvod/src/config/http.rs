@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::access::{connections, seconds};
 use super::{bad, ConfigError, ConfigFile};
 
 /// Default cap on concurrent metrics connections.
@@ -28,24 +29,11 @@ pub struct HttpSettings {
 
 /// The metrics listener's settings, checked; `None` when `http_listen` is not set (off).
 pub(super) fn resolve_http(file: &ConfigFile) -> Result<Option<HttpSettings>, ConfigError> {
-    let max_connections = file
-        .http_max_connections
-        .unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS);
-    if !(1..=65536).contains(&max_connections) {
-        return Err(bad(
-            "http_max_connections",
-            max_connections,
-            "must be 1 to 65536",
-        ));
-    }
-    let seconds = |key: &'static str, value: Option<u64>, default: u64| {
-        let value = value.unwrap_or(default);
-        if (1..=3600).contains(&value) {
-            Ok(Duration::from_secs(value))
-        } else {
-            Err(bad(key, value, "must be 1 to 3600"))
-        }
-    };
+    let max_connections = connections(
+        "http_max_connections",
+        file.http_max_connections,
+        DEFAULT_HTTP_MAX_CONNECTIONS,
+    )?;
     let header_timeout = seconds(
         "http_header_timeout_s",
         file.http_header_timeout_s,
