@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything nvo's demo and tests need on a Debian machine, idempotently:
 # Debian packages (tshark, scapy, iproute2, nftables for STT, a C toolchain, clang and the libbpf
-# headers for the eBPF datapath, bpftool to look at it, prometheus and promtool for the metrics
+# headers for the eBPF datapath, libpcap-dev for `nvo capture`'s filters, bpftool to look at it, prometheus and promtool for the metrics
 # tests) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
 # `scripts/setup.sh --fuzz` installs instead what fuzzing needs (nightly Rust, cargo-fuzz).
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev bpftool prometheus)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }

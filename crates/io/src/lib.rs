@@ -17,6 +17,9 @@
 //!   [`FrameBatch`], which finishes partial checksums and segments GSO frames when the port
 //!   uses the virtio-net header — or, read with [`Frames::next_frame_meta`], hands GSO frames
 //!   over whole with their [`FrameMeta`], for [`FramePort::send_meta`] to pass on.
+//! - [`CaptureSocket`]: an AF_PACKET tap, both directions, with a kernel filter, opened only
+//!   while `nvo capture` runs; [`pcap_filter`]: tcpdump-language filters compiled by libpcap
+//!   (its FFI, like `capture`'s `recvfrom`, carries its own `// SAFETY:` lines).
 //! - [`ethtool`]: per-interface offload switches (TSO, GSO, GRO, TX checksum, scatter-gather).
 //! - [`iface`]: an interface by name or by one of its addresses (index, MAC); the monotonic clock.
 //! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
@@ -35,6 +38,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+mod capture;
 pub mod ethtool;
 mod frame;
 pub mod iface;
@@ -42,6 +46,7 @@ mod meta;
 pub mod netns;
 mod outer;
 mod packet;
+pub mod pcap_filter;
 mod poll;
 mod raw;
 mod sys;
@@ -51,6 +56,7 @@ mod udp;
 mod vnet;
 
 pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
+pub use capture::{wait_readable, CaptureSocket, Captured};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
 pub use meta::{FrameMeta, Gso, GsoKind};
 pub use outer::OuterValues;
