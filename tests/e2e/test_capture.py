@@ -1,4 +1,6 @@
-"""tshark, on the underlay, decodes what nvod sends as VXLAN with the right VNI.
+"""tshark, on the underlay, decodes what nvod sends as VXLAN with the right VNI; and
+`nvo capture` (nvod's own capture, streamed over the API socket) writes pcapng tshark reads:
+a network's inner frames, the underlay's VXLAN packets, a port's frames.
 
       red1                 red2
         |                    |
@@ -7,8 +9,13 @@
           +-- ul: bridge ---+              VNI 4711, underlay 10.100.0.0/24
 """
 
+import os
+import pathlib
 import signal
 import subprocess
+import time
+
+from conftest import NVO, run, wait_for
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
@@ -38,3 +45,153 @@ def test_tshark_decodes_nvod_vxlan(lab_factory, tmp_path):
     assert any("8" in r[3].split(",") for r in sent), "no ICMP echo request inside nvod's VXLAN"
     # The outer source port carries flow entropy from nvod's pool (49152 and up).
     assert all(int(r[1]) >= 49152 for r in sent), rows
+
+
+# ---- `nvo capture`: nvod's own captures, streamed over the API socket (docs/capture.md) ----
+
+def nvo_capture(lab, host, *args, timeout=30, check=True):
+    """Runs `nvo capture ARGS` against HOST's nvod; the CompletedProcess (bytes out)."""
+    p = subprocess.run([NVO, "--socket", str(lab.socket(host)), "capture", *map(str, args)],
+                       capture_output=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"nvo capture {args} exited {p.returncode}: {p.stderr.decode()}")
+    return p
+
+
+def start_capture(lab, host, *args):
+    """Starts `nvo capture ARGS` in the background and waits until nvod has opened its taps
+    (one more packet socket than before), so nothing sent afterwards is missed."""
+    before = capture_sockets(lab, host)
+    proc = subprocess.Popen([NVO, "--socket", str(lab.socket(host)), "capture", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: capture_sockets(lab, host) > before, timeout=10, what="nvod's capture sockets")
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc
+
+
+def nvod_pid(lab, host):
+    for pid in run("ip", "netns", "pids", lab.ns(host)).stdout.split():
+        if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "nvod":
+            return int(pid)
+    raise AssertionError(f"no nvod in {lab.ns(host)}")
+
+
+def capture_sockets(lab, host):
+    """How many AF_PACKET sockets nvod holds (its datapath's ports included)."""
+    pid = nvod_pid(lab, host)
+    inodes = set()
+    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    lines = pathlib.Path(f"/proc/{pid}/net/packet").read_text().splitlines()[1:]
+    return sum(1 for l in lines if l.split()[-1] in inodes)
+
+
+def tshark_fields(pcap, *fields, display=None):
+    cmd = ["tshark", "-r", str(pcap), "-T", "fields"]
+    for f in fields:
+        cmd += ["-e", f]
+    if display:
+        cmd += ["-Y", display]
+    out = run(*cmd).stdout
+    return [l.split("\t") for l in out.splitlines() if l.strip()]
+
+
+def host_port(lab, host):
+    ports = lab.nvo(host, "port", "list")
+    assert ports, f"no port on {host}"
+    return ports[0]["name"]
+
+
+CAP_TOPOLOGY = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 100}]
+containers:
+  - {name: red1, host: h1, vni: 100, ip: 10.0.0.1/24}
+  - {name: red2, host: h2, vni: 100, ip: 10.0.0.2/24}
+"""
+
+
+def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
+    """--network shows the inner frames (tenant addresses, not the underlay's), --underlay the
+    VXLAN packets with the network's VNI, --port the container's frames; nvod holds capture
+    sockets only while a capture runs."""
+    lab = lab_factory(CAP_TOPOLOGY)
+    lab.ping("red1", "10.0.0.2", count=2)  # learn both ways first
+    idle = capture_sockets(lab, "h1")
+
+    # --network 100 -c 4 -w F icmp, during a ping: requests and replies, inner addresses.
+    net = tmp_path / "net.pcapng"
+    cap = start_capture(lab, "h1", "--network", "100", "-c", "4", "-w", net, "icmp")
+    during = capture_sockets(lab, "h1")
+    lab.ping("red1", "10.0.0.2", count=6)
+    out, err = cap.communicate(timeout=20)
+    assert cap.returncode == 0, err.decode()
+    assert b"4 frames captured" in err, err.decode()
+    rows = tshark_fields(net, "ip.src", "ip.dst", "icmp.type")
+    assert len(rows) == 4, rows
+    assert {tuple(r) for r in rows} == {("10.0.0.1", "10.0.0.2", "8"), ("10.0.0.2", "10.0.0.1", "0")}, rows
+    # Inner frames only: no VXLAN, no underlay address.
+    assert not tshark_fields(net, "frame.number", display="vxlan or ip.addr==10.100.0.0/24")
+
+    # --underlay -c 2: VXLAN with VNI 100 between the hosts' locators.
+    ul = tmp_path / "ul.pcapng"
+    cap = start_capture(lab, "h1", "--underlay", "-c", "2", "-w", ul)
+    lab.ping("red1", "10.0.0.2", count=3)
+    cap.communicate(timeout=20)
+    assert cap.returncode == 0
+    rows = tshark_fields(ul, "ip.src", "ip.dst", "vxlan.vni", "icmp.type")
+    assert len(rows) == 2, rows
+    assert all(r[2] == "100" for r in rows), rows
+    assert all(r[0].startswith("10.100.0.") and r[1].startswith("10.100.0.") for r in rows), rows
+
+    # --port NAME: the container's frames, both directions, written to stdout.
+    port = host_port(lab, "h1")
+    cap = start_capture(lab, "h1", "--port", port, "-c", "4", "icmp")
+    lab.ping("red1", "10.0.0.2", count=4)
+    out, err = cap.communicate(timeout=20)
+    assert cap.returncode == 0, err.decode()
+    stdout_pcap = tmp_path / "port.pcapng"
+    stdout_pcap.write_bytes(out)
+    rows = tshark_fields(stdout_pcap, "ip.src", "ip.dst", "icmp.type", "frame.interface_name")
+    assert len(rows) == 4, rows
+    assert {r[0] for r in rows} == {"10.0.0.1", "10.0.0.2"}, rows
+    assert all(r[3] == port for r in rows), rows
+
+    # Idle again: the taps are closed once the captures end.
+    assert during > idle, (idle, during)
+    wait_for(lambda: capture_sockets(lab, "h1") == idle, timeout=5, what="capture sockets closed")
+
+
+def test_nvo_capture_refusals_and_bounds(lab_factory, tmp_path):
+    """A bad filter is a clear error (libpcap's words) and exit 1; unknown targets are named;
+    --duration ends a quiet capture with a valid empty file; nvod keeps running."""
+    lab = lab_factory(CAP_TOPOLOGY)
+    p = nvo_capture(lab, "h1", "--network", "100", "-c", "1", "icmp", "andd", check=False)
+    assert p.returncode == 1
+    err = p.stderr.decode()
+    assert 'bad filter "icmp andd"' in err and "syntax error" in err and "HTTP 400" in err, err
+    p = nvo_capture(lab, "h1", "--network", "999", "-c", "1", check=False)
+    assert p.returncode == 1 and "no network 999" in p.stderr.decode(), p.stderr
+    p = nvo_capture(lab, "h1", "--port", "nosuch0", "-c", "1", check=False)
+    assert p.returncode == 1 and "no port" in p.stderr.decode(), p.stderr
+
+    # A capture that sees nothing ends at its duration, with a file tshark reads (no frames).
+    quiet = tmp_path / "quiet.pcapng"
+    started = time.monotonic()
+    p = nvo_capture(lab, "h1", "--underlay", "--duration", "2", "-w", quiet, "udp port 9")
+    assert 1.5 < time.monotonic() - started < 10
+    assert b"0 frames captured, 0 dropped by the kernel, 0 dropped by nvod" in p.stderr, p.stderr
+    assert tshark_fields(quiet, "frame.number") == []
+
+    # nvod still answers, and no capture socket is left open.
+    assert lab.nvo("h1", "node")["locator"]
+    lab.ping("red1", "10.0.0.2", count=2)

@@ -34,7 +34,10 @@ pub enum InnerError {
 #[derive(Debug)]
 pub struct Decapsulator {
     engine: Engine,
+    /// The profile's transport, as the engine knows it.
     transport: Transport,
+    /// How its packets travel on this host's wire (nvod's `vxlan_port` may move VXLAN's).
+    wire: Transport,
     vni: u32,
 }
 
@@ -44,11 +47,13 @@ const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ETHERTYPE_NSH: u16 = 0x894f;
 
 impl Decapsulator {
-    /// Reads network `vni`'s packets, carried in `profile` with parameter values `params`.
+    /// Reads network `vni`'s packets, carried in `profile` with parameter values `params`,
+    /// travelling as `wire` (the profile's transport, or the UDP port nvod uses instead).
     pub fn new(
         profile: &Profile,
         vni: u32,
         params: &[(String, u64)],
+        wire: Transport,
     ) -> Result<Decapsulator, InnerError> {
         let refused = |reason: String| InnerError::Profile {
             vni,
@@ -79,19 +84,20 @@ impl Decapsulator {
         Ok(Decapsulator {
             engine,
             transport: profile.transport,
+            wire,
             vni,
         })
     }
 
-    /// How the network's packets travel.
+    /// How the network's packets travel on the wire.
     pub fn transport(&self) -> Transport {
-        self.transport
+        self.wire
     }
 
     /// The inner frame of `frame` (an Ethernet frame from the underlay) when it is a tunnel
     /// packet of this network, written into `out` (cleared first); false otherwise.
     pub fn inner(&self, frame: &[u8], out: &mut Vec<u8>) -> bool {
-        let Some(tunnel) = tunnel_bytes(frame, self.transport) else {
+        let Some(tunnel) = tunnel_bytes(frame, self.wire) else {
             return false;
         };
         let Ok(decap) = self.engine.decap(self.transport, tunnel) else {
@@ -154,7 +160,9 @@ pub fn tunnel_bytes(frame: &[u8], transport: Transport) -> Option<&[u8]> {
     match transport {
         Transport::Udp(port) => {
             let dst = u16::from_be_bytes([*l4.get(2)?, *l4.get(3)?]);
-            (protocol == 17 && dst == port).then(|| l4.get(8..)).flatten()
+            (protocol == 17 && dst == port)
+                .then(|| l4.get(8..))
+                .flatten()
         }
         Transport::Ip(p) => (protocol == p).then_some(l4),
     }
@@ -214,7 +222,7 @@ mod tests {
 
     #[test]
     fn vxlan_frames_of_the_network_come_out_whole() {
-        let d = Decapsulator::new(&profile("vxlan"), 100, &[]).unwrap();
+        let d = Decapsulator::new(&profile("vxlan"), 100, &[], Transport::Udp(4789)).unwrap();
         let mut tunnel = vxlan(100);
         tunnel.extend(inner_frame());
         let packet = outer(Transport::Udp(4789), &tunnel);
@@ -224,8 +232,19 @@ mod tests {
     }
 
     #[test]
+    fn vxlan_on_another_port_is_read_there() {
+        // nvod with `vxlan_port = 8472` (the Linux kernel's old default).
+        let d = Decapsulator::new(&profile("vxlan"), 100, &[], Transport::Udp(8472)).unwrap();
+        let mut tunnel = vxlan(100);
+        tunnel.extend(inner_frame());
+        let mut out = Vec::new();
+        assert!(d.inner(&outer(Transport::Udp(8472), &tunnel), &mut out));
+        assert!(!d.inner(&outer(Transport::Udp(4789), &tunnel), &mut out));
+    }
+
+    #[test]
     fn other_vnis_ports_and_protocols_are_not_the_network() {
-        let d = Decapsulator::new(&profile("vxlan"), 100, &[]).unwrap();
+        let d = Decapsulator::new(&profile("vxlan"), 100, &[], Transport::Udp(4789)).unwrap();
         let mut out = Vec::new();
         let mut other = vxlan(200);
         other.extend(inner_frame());
@@ -244,7 +263,7 @@ mod tests {
     #[test]
     fn nvgre_frames_are_read_by_vsid() {
         // RFC 7637 section 3.2: GRE with K bit, protocol 0x6558, VSID (24 bits) + FlowID.
-        let d = Decapsulator::new(&profile("nvgre"), 0x1234, &[]).unwrap();
+        let d = Decapsulator::new(&profile("nvgre"), 0x1234, &[], Transport::Ip(47)).unwrap();
         let mut tunnel = vec![0x20, 0x00, 0x65, 0x58, 0x00, 0x12, 0x34, 0x00];
         tunnel.extend(inner_frame());
         let mut out = Vec::new();
@@ -255,18 +274,21 @@ mod tests {
     #[test]
     fn ip_payloads_get_a_made_up_ethernet_header() {
         // IP-in-IP (protocol 4) carries an IPv4 packet; its network's frames are the packets.
-        let d = Decapsulator::new(&profile("ipip"), 7, &[]).unwrap();
+        let d = Decapsulator::new(&profile("ipip"), 7, &[], Transport::Ip(4)).unwrap();
         let ip = &inner_frame()[14..];
         let mut out = Vec::new();
         assert!(d.inner(&outer(Transport::Ip(4), ip), &mut out));
-        assert_eq!(&out[..14], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00]);
+        assert_eq!(
+            &out[..14],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00]
+        );
         assert_eq!(&out[14..], ip);
     }
 
     #[test]
     fn geneve_frames_come_out_whole() {
         // RFC 8926 section 3.4: version 0, no options, protocol 0x6558, VNI in bytes 4-6.
-        let d = Decapsulator::new(&profile("geneve"), 5000, &[]).unwrap();
+        let d = Decapsulator::new(&profile("geneve"), 5000, &[], Transport::Udp(6081)).unwrap();
         let v = 5000u32.to_be_bytes();
         let mut tunnel = vec![0x00, 0x00, 0x65, 0x58, v[1], v[2], v[3], 0];
         tunnel.extend(inner_frame());

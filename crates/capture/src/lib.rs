@@ -77,8 +77,9 @@ pub enum Target {
     Network {
         /// Its VNI.
         vni: u32,
-        /// Its local ports' interfaces.
-        ports: Vec<String>,
+        /// Its local ports' interfaces, each with whether it is a TAP device (whose frames
+        /// from the tenant are the ones the host sends on it).
+        ports: Vec<(String, bool)>,
         /// The underlay interfaces.
         underlay: Vec<String>,
         /// Reads its tunnel packets.
@@ -110,7 +111,9 @@ pub enum CaptureError {
     #[error(transparent)]
     Filter(#[from] FilterError),
     /// [`MAX_SESSIONS`] captures run already.
-    #[error("{0} captures are running already, the most nvod runs at once; try again when one ends")]
+    #[error(
+        "{0} captures are running already, the most nvod runs at once; try again when one ends"
+    )]
     Busy(usize),
     /// An interface could not be tapped.
     #[error("{0}")]
@@ -162,8 +165,9 @@ pub struct Capture {
 /// One tapped interface and what its frames are.
 struct Tap {
     socket: CaptureSocket,
-    /// Frames sent on it are left out (the network's ports).
-    inbound_only: bool,
+    /// Only frames in this direction are kept (a network's ports and underlay: the direction
+    /// in which frames enter the network).
+    only: Option<Direction>,
     /// Its frames are underlay packets to decapsulate.
     decap: bool,
     stats: Stats,
@@ -200,7 +204,7 @@ impl Sessions {
         };
         match request.target {
             Target::Port(name) => {
-                taps.push(tap(open(&name, Some(&user))?, false, false));
+                taps.push(tap(open(&name, Some(&user))?, None, false));
                 names.push((name.clone(), format!("port {name}")));
             }
             Target::Underlay {
@@ -214,7 +218,7 @@ impl Sessions {
                 };
                 let filter = Filter::compile(&expr, LINKTYPE_ETHERNET, snaplen)?;
                 for name in interfaces {
-                    taps.push(tap(open(&name, Some(&filter))?, false, false));
+                    taps.push(tap(open(&name, Some(&filter))?, None, false));
                     names.push((name.clone(), format!("underlay {name}: {expr}")));
                 }
             }
@@ -224,14 +228,28 @@ impl Sessions {
                 underlay,
                 decap: d,
             } => {
-                for name in ports {
-                    taps.push(tap(open(&name, Some(&user))?, true, false));
-                    names.push((name.clone(), format!("network {vni}: port {name}, inbound")));
+                for (name, is_tap) in ports {
+                    // A veth's host end receives what the tenant sends; a TAP device hands
+                    // nvod, through its descriptor, what the host sends on it.
+                    let from_tenant = if is_tap {
+                        Direction::Outbound
+                    } else {
+                        Direction::Inbound
+                    };
+                    taps.push(tap(open(&name, Some(&user))?, Some(from_tenant), false));
+                    names.push((
+                        name.clone(),
+                        format!("network {vni}: port {name}, frames from the tenant"),
+                    ));
                 }
                 let tunnels = tunnel_expression(&[d.transport()]);
                 let filter = Filter::compile(&tunnels, LINKTYPE_ETHERNET, snaplen)?;
                 for name in underlay {
-                    taps.push(tap(open(&name, Some(&filter))?, true, true));
+                    taps.push(tap(
+                        open(&name, Some(&filter))?,
+                        Some(Direction::Inbound),
+                        true,
+                    ));
                     names.push((
                         name.clone(),
                         format!("network {vni}: decapsulated from underlay {name}, inbound"),
@@ -277,7 +295,9 @@ impl Sessions {
             if now >= self.max {
                 return Err(CaptureError::Busy(self.max));
             }
-            match self.running.compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire)
+            match self
+                .running
+                .compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => return Ok(Slot(self.running.clone())),
                 Err(seen) => now = seen,
@@ -286,10 +306,10 @@ impl Sessions {
     }
 }
 
-fn tap(socket: CaptureSocket, inbound_only: bool, decap: bool) -> Tap {
+fn tap(socket: CaptureSocket, only: Option<Direction>, decap: bool) -> Tap {
     Tap {
         socket,
-        inbound_only,
+        only,
         decap,
         stats: Stats::default(),
     }
@@ -367,7 +387,12 @@ impl Session {
                         }
                     };
                     tap.stats.received += 1;
-                    if tap.inbound_only && got.outgoing {
+                    let direction = if got.outgoing {
+                        Direction::Outbound
+                    } else {
+                        Direction::Inbound
+                    };
+                    if tap.only.is_some_and(|only| only != direction) {
                         continue;
                     }
                     let frame = &buf[..got.len];
@@ -388,11 +413,6 @@ impl Session {
                         (frame, got.wire_len)
                     };
                     let kept = &data[..data.len().min(self.snaplen)];
-                    let direction = if got.outgoing {
-                        Direction::Outbound
-                    } else {
-                        Direction::Inbound
-                    };
                     let block =
                         pcapng::packet(index as u32, now_micros(), kept, wire_len, direction);
                     match self.tx.try_send(block) {
@@ -451,7 +471,10 @@ mod tests {
     #[test]
     fn tunnel_expressions_compile_and_name_each_transport() {
         let e = tunnel_expression(&[Transport::Udp(4789), Transport::Ip(47), Transport::Ip(6)]);
-        assert_eq!(e, "ip proto 47 or ip6 proto 47 or tcp dst port 7471 or udp dst port 4789");
+        assert_eq!(
+            e,
+            "ip proto 47 or ip6 proto 47 or tcp dst port 7471 or udp dst port 4789"
+        );
         Filter::compile(&e, LINKTYPE_ETHERNET, 65535).unwrap();
         Filter::compile(&tunnel_expression(&[]), LINKTYPE_ETHERNET, 65535).unwrap();
     }

@@ -93,7 +93,8 @@ impl Block {
 
     fn padded(&mut self, data: &[u8]) -> &mut Self {
         self.0.extend_from_slice(data);
-        self.0.resize(self.0.len() + pad4(data.len()) - data.len(), 0);
+        self.0
+            .resize(self.0.len() + pad4(data.len()) - data.len(), 0);
         self
     }
 
@@ -160,7 +161,9 @@ pub fn packet(
 /// An Interface Statistics Block of `interface` at `micros`.
 pub fn statistics(interface: u32, micros: u64, stats: &Stats) -> Vec<u8> {
     let mut b = Block::new(ISB);
-    b.u32(interface).u32((micros >> 32) as u32).u32(micros as u32);
+    b.u32(interface)
+        .u32((micros >> 32) as u32)
+        .u32(micros as u32);
     b.option(ISB_IFRECV, &stats.received.to_ne_bytes());
     b.option(ISB_IFDROP, &stats.kernel_dropped.to_ne_bytes());
     b.option(ISB_OSDROP, &stats.queue_dropped.to_ne_bytes());
@@ -179,8 +182,20 @@ mod tests {
         let mut out = section_header("nvo capture --network 100");
         out.extend(interface("veth-a", "port veth-a", 262_144));
         out.extend(interface("eth0", "underlay eth0", 96));
-        out.extend(packet(0, 1_700_000_000_123_456, &frame, 61, Direction::Inbound));
-        out.extend(packet(1, 1_700_000_000_223_456, &frame[..5], 1500, Direction::Outbound));
+        out.extend(packet(
+            0,
+            1_700_000_000_123_456,
+            &frame,
+            61,
+            Direction::Inbound,
+        ));
+        out.extend(packet(
+            1,
+            1_700_000_000_223_456,
+            &frame[..5],
+            1500,
+            Direction::Outbound,
+        ));
         let stats = Stats {
             received: 9,
             kernel_dropped: 1,

@@ -138,6 +138,24 @@ enum Command {
         after_help = "Example:\n  nvo decode samples/tunnels.pcap\n  nvo -o json decode --vxlan-port 9999 capture.pcapng"
     )]
     Decode(DecodeArgs),
+    /// Capture what nvod sees, as pcapng: a network's inner frames, a port, or the underlay.
+    ///
+    /// nvod makes the capture and streams it over the API socket, so this needs no privilege
+    /// beyond the socket. --network VNI shows the network's frames (inner: tenant addresses),
+    /// each once where it enters the network here — sent by a local port's tenant, or
+    /// decapsulated from a tunnel packet of that VNI arriving on the underlay. --port NAME
+    /// shows a port's interface, both directions. --underlay shows the tunnel packets of
+    /// nvod's profiles, outer headers included. FILTER is a tcpdump filter (pcap-filter(7));
+    /// for --network it applies to the inner frame. The capture ends after -c frames,
+    /// --duration seconds, or on Ctrl-C; at the end a line on stderr gives the frames captured
+    /// and dropped. At most 4 captures run at once per nvod; none costs anything when none runs.
+    #[command(
+        after_help = "Example:\n  nvo capture --network 100 -c 4 -w ping.pcapng icmp\n  \
+                      nvo capture --underlay -c 10 | tshark -r - -V\n  \
+                      nvo capture --port veth-a --duration 30 -w a.pcapng 'arp or icmp6'\n  \
+                      nvo capture --network 100 -s 128 host 10.0.0.2 and tcp port 80"
+    )]
+    Capture(cmd::capture::CaptureArgs),
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
@@ -156,6 +174,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Bgp(c) => cmd::bgp::bgp(&client, format, c)?,
         Command::Evpn(c) => cmd::bgp::evpn(&client, format, c)?,
         Command::Events(a) => cmd::events::events(&client, format, a)?,
+        Command::Capture(a) => cmd::capture::capture(&client, a)?,
         Command::Prober(a) => cmd::prober::prober(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),
         Command::Decode(args) => return Ok(cmd::decode::run(args, format)),

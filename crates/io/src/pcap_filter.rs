@@ -50,8 +50,11 @@ extern "C" {
     ) -> c_int;
     fn pcap_geterr(p: *mut c_void) -> *const c_char;
     fn pcap_freecode(program: *mut BpfProgram);
-    fn pcap_offline_filter(program: *const BpfProgram, header: *const PktHdr, data: *const u8)
-        -> c_int;
+    fn pcap_offline_filter(
+        program: *const BpfProgram,
+        header: *const PktHdr,
+        data: *const u8,
+    ) -> c_int;
 }
 
 /// Why a filter expression was refused.

@@ -23,7 +23,10 @@ use crate::convert::{self, ConvertError, ValueError};
 use crate::state::{State, StateError, Store};
 use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
+pub use capture::Scope;
+
 mod bgp;
+mod capture;
 mod observe;
 mod ops;
 mod overlay;

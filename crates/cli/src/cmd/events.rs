@@ -128,6 +128,16 @@ pub fn event_line(e: &Sse) -> String {
 /// Connects, sends the request and reads the answer's head: the body reader on success, the
 /// API error nvod sent otherwise.
 fn open(client: &Client) -> Result<Box<dyn BufRead>, ClientError> {
+    open_stream(client, "/v1/events", "text/event-stream")
+}
+
+/// `GET path` on its own connection, answered with a stream: the body reader on success (read
+/// as it arrives), the API error nvod sent otherwise. `nvo capture` uses it too.
+pub(crate) fn open_stream(
+    client: &Client,
+    path: &str,
+    accept: &str,
+) -> Result<Box<dyn BufRead>, ClientError> {
     let socket = client.socket();
     let io = |source| ClientError::Io {
         socket: socket.to_owned(),
@@ -137,12 +147,10 @@ fn open(client: &Client) -> Result<Box<dyn BufRead>, ClientError> {
         socket: socket.to_owned(),
         source,
     })?;
-    stream
-        .write_all(
-            b"GET /v1/events HTTP/1.1\r\nHost: nvod\r\nAccept: text/event-stream\r\n\
-              Connection: close\r\n\r\n",
-        )
-        .map_err(io)?;
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: nvod\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).map_err(io)?;
     let mut reader = BufReader::new(stream);
     let head = read_head(&mut reader).map_err(io)?;
     let (status, framing) = parse_head(&head)?;

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod bgp;
+pub mod capture;
 pub mod decode;
 pub mod events;
 pub mod lab;
@@ -69,6 +70,17 @@ pub enum CliError {
     /// Standard output could not be written (other than closed by its reader).
     #[error("cannot write to stdout: {0}")]
     Stdout(std::io::Error),
+    /// A file named on the command line could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A capture stream broke or was not pcapng.
+    #[error("capture stream from nvod: {0}")]
+    Capture(std::io::Error),
 }
 
 /// Prints a value as pretty JSON on stdout.

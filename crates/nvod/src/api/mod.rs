@@ -5,9 +5,10 @@
 //! - [`server`]: the accept loop and connections, with their bounds (a connection cap, header
 //!   and idle timeouts, the body limit applied to the declared length); the metrics listener
 //!   (crate::metrics) is served by it too.
-//! - `routes` and `bgp`: the paths; `error`: error answers and the body extractor.
+//! - `routes`, `bgp` and `capture` (`GET /v1/capture`, a pcapng stream): the paths; `error`: error answers and the body extractor.
 
 mod bgp;
+mod capture;
 mod error;
 mod routes;
 pub mod server;

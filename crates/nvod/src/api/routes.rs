@@ -57,6 +57,7 @@ pub fn router(control: Shared) -> Router {
         )
         .route("/v1/overlay/probe", post(probe))
         .route("/v1/events", get(events))
+        .route("/v1/capture", get(super::capture::capture))
         .route("/v1/profiles", get(profiles).post(add_profile))
         .route("/v1/profiles/{name}", get(profile).delete(delete_profile))
         .route("/v1/profiles/{name}/keys", get(keys).post(bind_key))

@@ -313,8 +313,11 @@ impl Connection {
                     Ok(req) => req,
                     Err(answer) => return Ok::<_, Infallible>(answer),
                 };
-                let _running = Running::new(&conn, &registry);
+                let running = Running::new(&conn, &registry);
                 match hyper::service::Service::call(&router, req).await {
+                    Ok(answer) if answer.extensions().get::<Streaming>().is_some() => {
+                        Ok(stream_running(answer, running))
+                    }
                     Ok(answer) => Ok(answer),
                     Err(never) => match never {},
                 }
@@ -376,6 +379,22 @@ async fn idle(conn: &Conn, registry: &Registry, timeout: Duration) {
         let wait = due.saturating_sub(now).max(100);
         tokio::time::sleep(Duration::from_millis(wait)).await;
     }
+}
+
+/// Marks an answer whose body streams for as long as something lasts (a capture): its
+/// request counts as running until the body ends or the client goes, so the idle timeout and
+/// eviction leave a quiet stream alone (the handler bounds it instead).
+#[derive(Debug, Clone, Copy)]
+pub struct Streaming;
+
+/// `answer` with `running` held until its body has been sent or dropped.
+fn stream_running(answer: Response, running: Running) -> Response {
+    let (parts, body) = answer.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _held = &running;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
 }
 
 /// Counts a request as running while alive.

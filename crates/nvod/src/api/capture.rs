@@ -1,0 +1,200 @@
+//! `GET /v1/capture`: a pcapng stream of what nvod sees (docs/capture.md, nvo-capture).
+//!
+//! The query names one target (`network=VNI`, `port=NAME` or `underlay=true`) and the bounds
+//! (`count`, `duration` in seconds, `snaplen`) and a tcpdump-language `filter`. Everything that
+//! can be refused is refused before the answer starts: a bad filter (libpcap's message) or
+//! value is a 400, an unknown network or port a 404, [`nvo_capture::MAX_SESSIONS`] captures
+//! already running a 409. Then the answer is 200 with `Content-Type: application/x-pcapng`
+//! and a chunked body that ends with the capture (count, duration); the capture ends too when
+//! the client closes the connection. The answer is marked [`Streaming`], so the connection
+//! counts as busy while it streams: neither the idle timeout nor eviction cuts a quiet capture.
+
+use std::convert::Infallible;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use nvo_capture::{CaptureError, Request, Sessions};
+
+use super::error::ApiFailure;
+use super::server::Streaming;
+use super::Shared;
+use crate::control::Scope;
+
+/// The captures of this nvod (one process, one cap).
+static SESSIONS: LazyLock<Sessions> = LazyLock::new(Sessions::default);
+
+/// Longest capture one request may ask for: a day.
+const MAX_DURATION_S: u64 = 86_400;
+
+/// What the query asks.
+#[derive(Debug, PartialEq)]
+struct Query {
+    scope: Scope,
+    filter: String,
+    count: Option<u64>,
+    duration: Option<Duration>,
+    snaplen: u32,
+}
+
+pub async fn capture(State(c): State<Shared>, uri: Uri) -> Result<Response, ApiFailure> {
+    let query = parse_query(uri.query().unwrap_or_default()).map_err(bad)?;
+    let target = c.lock().await.capture_target(&query.scope)?;
+    let comment = format!("nvo capture {}", uri.query().unwrap_or_default());
+    let request = Request {
+        target,
+        filter: query.filter,
+        count: query.count,
+        duration: query.duration,
+        snaplen: query.snaplen,
+        comment,
+    };
+    let capture = SESSIONS.start(request).map_err(refusal)?;
+    let stream = futures_util::stream::unfold(capture, |mut capture| async move {
+        let block = capture.blocks.recv().await?;
+        Some((Ok::<_, Infallible>(Bytes::from(block)), capture))
+    });
+    let mut answer = (
+        [
+            (header::CONTENT_TYPE, "application/x-pcapng"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response();
+    answer.extensions_mut().insert(Streaming);
+    Ok(answer)
+}
+
+fn bad(message: String) -> ApiFailure {
+    ApiFailure::new(StatusCode::BAD_REQUEST, message)
+}
+
+fn refusal(e: CaptureError) -> ApiFailure {
+    let status = match e {
+        CaptureError::Filter(_) | CaptureError::Snaplen(_) | CaptureError::Inner(_) => {
+            StatusCode::BAD_REQUEST
+        }
+        CaptureError::Busy(_) | CaptureError::Nothing(_) => StatusCode::CONFLICT,
+        CaptureError::Open(_) => StatusCode::CONFLICT,
+        CaptureError::Thread(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    ApiFailure::new(status, e.to_string())
+}
+
+fn parse_query(query: &str) -> Result<Query, String> {
+    let mut scope = None;
+    let mut q = Query {
+        scope: Scope::Underlay,
+        filter: String::new(),
+        count: None,
+        duration: None,
+        snaplen: nvo_capture::DEFAULT_SNAPLEN,
+    };
+    let mut set_scope = |s: Scope| {
+        if scope.replace(s).is_some() {
+            return Err("name one of network, port and underlay, not several".to_owned());
+        }
+        Ok(())
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = decode(value).ok_or_else(|| format!("{key}: bad percent-encoding"))?;
+        let number = |max: u64| {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| format!("{key} {value:?}: expected a whole number from 1 to {max}"))
+        };
+        match key {
+            "network" => {
+                let vni = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|v| *v < 1 << 24)
+                    .ok_or_else(|| format!("network {value:?}: expected a VNI, 0 to 16777215"))?;
+                set_scope(Scope::Network(vni))?;
+            }
+            "port" if !value.is_empty() => set_scope(Scope::Port(value.clone()))?,
+            "underlay" if value == "true" || value.is_empty() => set_scope(Scope::Underlay)?,
+            "underlay" if value == "false" => {}
+            "filter" => q.filter = value.clone(),
+            "count" => q.count = Some(number(u64::MAX)?),
+            "duration" => q.duration = Some(Duration::from_secs(number(MAX_DURATION_S)?)),
+            "snaplen" => {
+                let n = number(u64::from(nvo_capture::DEFAULT_SNAPLEN))?;
+                q.snaplen = u32::try_from(n).unwrap_or(nvo_capture::DEFAULT_SNAPLEN);
+            }
+            _ => {
+                return Err(format!(
+                    "unknown or empty query parameter {key:?}; capture takes network, port, \
+                     underlay, filter, count, duration and snaplen"
+                ))
+            }
+        }
+    }
+    q.scope = scope.ok_or("name what to capture: network=VNI, port=NAME or underlay=true")?;
+    Ok(q)
+}
+
+/// Percent-decoding of a query value (`+` is a space, as forms send it).
+fn decode(text: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(text.len());
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_parse() {
+        let q = parse_query("network=100&count=4&duration=10&filter=icmp%20and+host%2010.0.0.1")
+            .unwrap();
+        assert_eq!(q.scope, Scope::Network(100));
+        assert_eq!(q.count, Some(4));
+        assert_eq!(q.duration, Some(Duration::from_secs(10)));
+        assert_eq!(q.filter, "icmp and host 10.0.0.1");
+        assert_eq!(q.snaplen, nvo_capture::DEFAULT_SNAPLEN);
+        assert_eq!(
+            parse_query("port=veth0").unwrap().scope,
+            Scope::Port("veth0".into())
+        );
+        assert_eq!(parse_query("underlay=true&snaplen=96").unwrap().snaplen, 96);
+    }
+
+    #[test]
+    fn bad_queries_say_what_is_wrong() {
+        let e = |q: &str| parse_query(q).unwrap_err();
+        assert!(e("").contains("name what to capture"));
+        assert!(e("network=1&port=a").contains("not several"));
+        assert!(e("network=16777216").contains("expected a VNI"));
+        assert!(e("underlay=true&count=0").contains("count \"0\""));
+        assert!(e("underlay=true&duration=x").contains("duration"));
+        assert!(e("underlay=true&filter=%zz").contains("percent"));
+        assert!(e("underlay=true&colour=red").contains("unknown"));
+    }
+}

@@ -1,0 +1,125 @@
+//! What a capture taps (`GET /v1/capture`): the interfaces behind a port, a network or the
+//! underlay, resolved from the desired state and the profiles; nvo-capture does the rest.
+
+use std::net::IpAddr;
+
+use nvo_capture::inner::Decapsulator;
+use nvo_capture::Target;
+use nvo_encap::profile::Transport;
+
+use super::{Control, Failure, Kind};
+use crate::state::PortKindState;
+
+/// VXLAN's IANA port (RFC 7348), the built-in profiles' transport.
+const VXLAN_PORT: u16 = 4789;
+
+/// What was asked to be captured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// A port by interface name.
+    Port(String),
+    /// A network by VNI.
+    Network(u32),
+    /// The underlay.
+    Underlay,
+}
+
+impl Control {
+    /// The interfaces and decapsulation a capture of `scope` needs.
+    pub fn capture_target(&self, scope: &Scope) -> Result<Target, Failure> {
+        match scope {
+            Scope::Port(name) => {
+                if !self.state.ports.contains_key(name) {
+                    return Err(Failure::new(
+                        Kind::NotFound,
+                        format!("no port {name:?}; `nvo port list` shows the ports"),
+                    ));
+                }
+                Ok(Target::Port(name.clone()))
+            }
+            Scope::Underlay => Ok(Target::Underlay {
+                interfaces: self.underlay_interfaces()?,
+                transports: self
+                    .profiles
+                    .profiles()
+                    .map(|(_, p)| self.wire(p.transport))
+                    .collect(),
+            }),
+            Scope::Network(vni) => {
+                let Some(net) = self.state.networks.get(vni) else {
+                    return Err(Failure::new(
+                        Kind::NotFound,
+                        format!("no network {vni}; `nvo network list` shows the networks"),
+                    ));
+                };
+                let profile = self
+                    .profiles
+                    .id(&net.encap)
+                    .and_then(|id| self.profiles.profile(id))
+                    .ok_or_else(|| {
+                        Failure::new(
+                            Kind::Internal,
+                            format!("network {vni}'s profile {:?} is not loaded", net.encap),
+                        )
+                    })?;
+                let params: Vec<(String, u64)> =
+                    net.params.iter().map(|(k, &v)| (k.clone(), v)).collect();
+                let decap = Decapsulator::new(profile, *vni, &params, self.wire(profile.transport))
+                    .map_err(|e| Failure::bad(e.to_string()))?;
+                let ports = self
+                    .state
+                    .ports
+                    .iter()
+                    .filter(|(_, p)| p.vni == *vni)
+                    .map(|(name, p)| (name.clone(), p.kind == PortKindState::Tap))
+                    .collect();
+                Ok(Target::Network {
+                    vni: *vni,
+                    ports,
+                    underlay: self.underlay_interfaces()?,
+                    decap: Box::new(decap),
+                })
+            }
+        }
+    }
+
+    /// How a profile's packets travel here: VXLAN's UDP port is nvod's `vxlan_port` (the
+    /// datapaths bind that one for the profiles on 4789).
+    fn wire(&self, transport: Transport) -> Transport {
+        match transport {
+            Transport::Udp(VXLAN_PORT) => Transport::Udp(self.config.vxlan_port),
+            other => other,
+        }
+    }
+
+    /// The interfaces holding the locator (the config's; an overlay node's own locators are
+    /// the same addresses or on the same links).
+    fn underlay_interfaces(&self) -> Result<Vec<String>, Failure> {
+        interfaces_holding(self.config.locator)
+    }
+}
+
+/// Every interface of nvod's namespace with `addr` among its addresses.
+fn interfaces_holding(addr: IpAddr) -> Result<Vec<String>, Failure> {
+    // /proc/self/net is the calling thread's namespace's view.
+    let list = std::fs::read_to_string("/proc/self/net/dev").map_err(|e| {
+        Failure::new(
+            Kind::Internal,
+            format!("cannot list interfaces (/proc/self/net/dev): {e}"),
+        )
+    })?;
+    let found: Vec<String> = list
+        .lines()
+        .skip(2)
+        .filter_map(|line| line.split(':').next())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| nvo_io::iface::addresses(name).is_ok_and(|a| a.contains(&addr)))
+        .collect();
+    if found.is_empty() {
+        return Err(Failure::new(
+            Kind::Conflict,
+            format!("no interface holds the locator {addr}: nothing to capture on the underlay"),
+        ));
+    }
+    Ok(found)
+}
