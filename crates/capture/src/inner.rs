@@ -90,7 +90,7 @@ impl Decapsulator {
     }
 
     /// How the network's packets travel on the wire.
-    pub fn transport(&self) -> Transport {
+    pub fn wire(&self) -> Transport {
         self.wire
     }
 

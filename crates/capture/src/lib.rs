@@ -242,7 +242,7 @@ impl Sessions {
                         format!("network {vni}: port {name}, frames from the tenant"),
                     ));
                 }
-                let tunnels = tunnel_expression(&[d.transport()]);
+                let tunnels = tunnel_expression(&[d.wire()]);
                 let filter = Filter::compile(&tunnels, LINKTYPE_ETHERNET, snaplen)?;
                 for name in underlay {
                     taps.push(tap(

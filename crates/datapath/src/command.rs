@@ -65,6 +65,10 @@ pub enum Command {
     },
     /// Detaches a port and closes its interface.
     RemovePort(PortId),
+    /// A capture starts (true) or ends (false) on a port's interface: the kernel datapath
+    /// delivers to a tapped veth port through its host end (`bpf_redirect`, seen by the
+    /// capture's tap) instead of straight to the peer (`bpf_redirect_peer`, seen by none).
+    TapPort(PortId, bool),
     /// Adds a static FDB entry.
     FdbAddStatic(Vni, Mac, FdbDest),
     /// Adds a static FDB entry for a host behind a port, with its addresses.

@@ -44,6 +44,10 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             must_open,
         } => done(add_port(core, id, vni, name, kind, offloads, must_open)),
         Command::RemovePort(id) => done(remove_port(core, id)),
+        Command::TapPort(id, on) => {
+            core.ports.tap(id, on);
+            Ok(Reply::Done)
+        }
         Command::FdbAddStatic(vni, mac, dest) => done(pipeline.fdb_add_static(vni, mac, dest)),
         Command::FdbAddStaticHost(vni, mac, port, ips) => {
             done(pipeline.fdb_add_static_host(vni, mac, port, &ips))
@@ -353,6 +357,7 @@ fn add_port(
         offloads,
         kernel,
         io,
+        taps: 0,
     });
     Ok(())
 }

@@ -33,6 +33,8 @@ pub struct Port {
     pub kernel: bool,
     /// The open interface; `None` while it is down.
     pub io: Option<Box<dyn FramePort + Send>>,
+    /// Captures tapping its interface now ([`Ports::tap`]).
+    pub taps: u32,
 }
 
 /// Every port, in a dense list (polled in order) with an index by id.
@@ -162,8 +164,24 @@ impl Ports {
                 name: p.name.clone(),
                 ifindex: p.io.as_ref().map(|io| io.ifindex()),
                 veth: p.kind == PortKind::Veth,
+                tapped: p.taps > 0,
             })
             .collect()
+    }
+
+    /// Counts a capture starting (`on`) or ending on port `id`'s interface; while any runs,
+    /// the kernel datapath delivers to the port through its host end, where the capture sees
+    /// it. False for an unknown port.
+    pub fn tap(&mut self, id: PortId, on: bool) -> bool {
+        let Some(port) = self.index.get(&id).and_then(|&at| self.list.get_mut(at)) else {
+            return false;
+        };
+        port.taps = if on {
+            port.taps.saturating_add(1)
+        } else {
+            port.taps.saturating_sub(1)
+        };
+        true
     }
 
     /// Whether the port at position `at` keeps TSO/GSO frames whole.

@@ -47,6 +47,8 @@ struct nvo_config {
 /* port_info.flags */
 #define NVO_PORT_VETH 1        /* the other end is a veth peer: bpf_redirect_peer reaches it */
 #define NVO_PORT_USERSPACE 2   /* nvod reads and writes this port itself (TAP): punt to it */
+#define NVO_PORT_TAPPED 4      /* `nvo capture` taps the host end: deliver through its egress
+                                * (bpf_redirect), where the tap sees the frame, not to the peer */
 
 /* A port by the ifindex of its interface (map `ports`, frames in) and by its id (map
  * `port_out`, frames out). */

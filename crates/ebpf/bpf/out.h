@@ -70,7 +70,7 @@ NVO_FUNC int nvo_port_deliver(struct __sk_buff *skb, __u32 vni, __u32 port_id, i
 		pc->tx_bytes += skb->len;
 	}
 	trace_out(skb, cfg, NVO_TRACE_PORT, port_id);
-	if (peer && (p->flags & NVO_PORT_VETH))
+	if (peer && (p->flags & NVO_PORT_VETH) && !(p->flags & NVO_PORT_TAPPED))
 		return bpf_redirect_peer(p->ifindex, 0);
 	return bpf_redirect(p->ifindex, 0);
 }

@@ -44,6 +44,7 @@ pub const CFG_TOS_INHERIT: u32 = 8;
 
 pub const PORT_VETH: u32 = 1;
 pub const PORT_USERSPACE: u32 = 2;
+pub const PORT_TAPPED: u32 = 4;
 
 pub const TRANSPORT_UDP: u8 = 1;
 pub const TRANSPORT_IP: u8 = 2;

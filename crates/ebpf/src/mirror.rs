@@ -58,6 +58,9 @@ pub struct PortInfo {
     pub ifindex: Option<u32>,
     /// A veth (the kernel path runs it) rather than a TAP nvod reads itself.
     pub veth: bool,
+    /// A capture taps its interface: frames to it go through the host end's egress (where
+    /// an AF_PACKET tap sees them), not straight to the veth peer.
+    pub tapped: bool,
 }
 
 /// What the programs need to know of the node.
@@ -668,7 +671,9 @@ impl Mirror {
                 vni: p.vni.0,
                 ifindex,
                 slot,
-                flags: if p.veth {
+                flags: if p.veth && p.tapped {
+                    layout::PORT_VETH | layout::PORT_TAPPED
+                } else if p.veth {
                     layout::PORT_VETH
                 } else {
                     layout::PORT_USERSPACE

@@ -130,7 +130,7 @@ impl CaptureSocket {
         Ok(Some(Captured {
             len: wire_len.min(buf.len()),
             wire_len,
-            outgoing: from.sll_pkttype == libc::PACKET_OUTGOING as u8,
+            outgoing: from.sll_pkttype == libc::PACKET_OUTGOING,
         }))
     }
 

@@ -196,7 +196,7 @@ fn copy_blocks(mut body: impl BufRead, out: &mut impl Write) -> Result<Summary, 
             block.extend_from_slice(&head);
         }
         let total = word(&head[4..8], swapped);
-        if !(12..=MAX_BLOCK).contains(&total) || total % 4 != 0 {
+        if !(12..=MAX_BLOCK).contains(&total) || !total.is_multiple_of(4) {
             return Err(Copy::Read(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("bad pcapng block length {total}"),

@@ -131,6 +131,7 @@ impl Fixture {
                 name: p,
                 ifindex: Some(ifindex),
                 veth: true,
+                tapped: false,
             });
         }
         let underlay = nvo_io::iface::holding(LOCATOR).unwrap();

@@ -42,7 +42,20 @@ struct Query {
 
 pub async fn capture(State(c): State<Shared>, uri: Uri) -> Result<Response, ApiFailure> {
     let query = parse_query(uri.query().unwrap_or_default()).map_err(bad)?;
-    let target = c.lock().await.capture_target(&query.scope)?;
+    let (target, ports) = {
+        let control = c.lock().await;
+        (
+            control.capture_target(&query.scope)?,
+            control.capture_ports(&query.scope),
+        )
+    };
+    c.lock().await.tap(&ports, true).await?;
+    // From here on, however the capture ends (refused, finished, client gone), the ports are
+    // untapped when this guard goes.
+    let untap = Untap {
+        control: c.clone(),
+        ports,
+    };
     let comment = format!("nvo capture {}", uri.query().unwrap_or_default());
     let request = Request {
         target,
@@ -53,9 +66,9 @@ pub async fn capture(State(c): State<Shared>, uri: Uri) -> Result<Response, ApiF
         comment,
     };
     let capture = SESSIONS.start(request).map_err(refusal)?;
-    let stream = futures_util::stream::unfold(capture, |mut capture| async move {
+    let stream = futures_util::stream::unfold((capture, untap), |(mut capture, untap)| async {
         let block = capture.blocks.recv().await?;
-        Some((Ok::<_, Infallible>(Bytes::from(block)), capture))
+        Some((Ok::<_, Infallible>(Bytes::from(block)), (capture, untap)))
     });
     let mut answer = (
         [
@@ -67,6 +80,29 @@ pub async fn capture(State(c): State<Shared>, uri: Uri) -> Result<Response, ApiF
         .into_response();
     answer.extensions_mut().insert(Streaming);
     Ok(answer)
+}
+
+/// Untaps a capture's ports when dropped (see [`crate::control::Control::tap`]).
+struct Untap {
+    control: Shared,
+    ports: Vec<nvo_pipeline::PortId>,
+}
+
+impl Drop for Untap {
+    fn drop(&mut self) {
+        if self.ports.is_empty() {
+            return;
+        }
+        let (control, ports) = (self.control.clone(), std::mem::take(&mut self.ports));
+        // Dropped on the API's runtime (the answer's body, or the handler on a refusal).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = control.lock().await.tap(&ports, false).await {
+                    log::warn!("capture ended; untapping its ports failed: {}", e.message);
+                }
+            });
+        }
+    }
 }
 
 fn bad(message: String) -> ApiFailure {

@@ -7,6 +7,9 @@ use nvo_capture::inner::Decapsulator;
 use nvo_capture::Target;
 use nvo_encap::profile::Transport;
 
+use nvo_datapath::Command;
+use nvo_pipeline::PortId;
+
 use super::{Control, Failure, Kind};
 use crate::state::PortKindState;
 
@@ -25,6 +28,35 @@ pub enum Scope {
 }
 
 impl Control {
+    /// The ports whose interfaces a capture of `scope` taps (to pass to [`Control::tap`]).
+    pub fn capture_ports(&self, scope: &Scope) -> Vec<PortId> {
+        let names: Vec<&String> = match scope {
+            Scope::Port(name) => vec![name],
+            Scope::Network(vni) => self
+                .state
+                .ports
+                .iter()
+                .filter(|(_, p)| p.vni == *vni)
+                .map(|(name, _)| name)
+                .collect(),
+            Scope::Underlay => Vec::new(),
+        };
+        names
+            .into_iter()
+            .filter_map(|n| self.port_ids.get(n).copied())
+            .collect()
+    }
+
+    /// Tells the datapath that a capture starts (`on`) or ends on `ports`: the kernel datapath
+    /// then delivers to them through their host ends, where the capture's taps see the frames
+    /// (`Command::TapPort`).
+    pub async fn tap(&self, ports: &[PortId], on: bool) -> Result<(), Failure> {
+        for &id in ports {
+            self.datapath.call(Command::TapPort(id, on)).await?;
+        }
+        Ok(())
+    }
+
     /// The interfaces and decapsulation a capture of `scope` needs.
     pub fn capture_target(&self, scope: &Scope) -> Result<Target, Failure> {
         match scope {
