@@ -192,6 +192,23 @@ def test_nvo_capture_refusals_and_bounds(lab_factory, tmp_path):
     assert b"0 frames captured, 0 dropped by the kernel, 0 dropped by nvod" in p.stderr, p.stderr
     assert tshark_fields(quiet, "frame.number") == []
 
-    # nvod still answers, and no capture socket is left open.
+    # At most 4 captures at once: the fifth is refused with 409, and nvod says why.
+    idle = capture_sockets(lab, "h1")
+    running = [start_capture(lab, "h1", "--underlay", "--duration", "60", "-w", tmp_path / f"c{i}.pcapng")
+               for i in range(4)]
+    try:
+        p = nvo_capture(lab, "h1", "--underlay", "-c", "1", check=False)
+        assert p.returncode == 1, p
+        assert "4 captures are running already" in p.stderr.decode() and "HTTP 409" in p.stderr.decode(), p.stderr
+    finally:
+        for proc in running:
+            proc.kill()
+            proc.wait(timeout=10)
+    # A client that goes away ends its capture: nvod closes the taps.
+    wait_for(lambda: capture_sockets(lab, "h1") == idle, timeout=5, what="capture sockets closed")
+    p = nvo_capture(lab, "h1", "--underlay", "--duration", "1", check=False)
+    assert p.returncode == 0, p.stderr
+
+    # nvod still answers and forwards.
     assert lab.nvo("h1", "node")["locator"]
     lab.ping("red1", "10.0.0.2", count=2)

@@ -11,12 +11,15 @@
 //! What a capture taps ([`Target`]):
 //!
 //! - `Port(name)`: the port's host-side interface, both directions (frames from the tenant are
-//!   inbound, frames nvod delivers to it outbound); filter in the kernel.
+//!   inbound, frames nvod delivers to it outbound); filter in the kernel. On the eBPF datapath
+//!   nvod marks the port tapped for the capture's lifetime, so that frames to it go through
+//!   the host end (where the tap sees them) rather than straight to the veth peer.
 //! - `Underlay`: the underlay interfaces, only the tunnel packets of nvod's profiles (UDP
 //!   destination ports and IP protocols, STT as TCP port 7471), both directions; the filter is
 //!   ANDed with that in the kernel.
 //! - `Network`: the inner frames of one network, each frame once, where it enters the network
-//!   on this host: frames a local port receives from its tenant (inbound on the port), and
+//!   on this host: frames a local port receives from its tenant (inbound on a veth's host end,
+//!   outbound on a TAP device), and
 //!   frames decapsulated from tunnel packets of that network arriving on the underlay
 //!   ([`inner::Decapsulator`]). Frames nvod sends out (to a port, or encapsulated to a remote)
 //!   are the same frames again and are left out, so a ping shows each echo once whether its

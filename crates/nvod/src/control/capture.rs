@@ -28,23 +28,14 @@ pub enum Scope {
 }
 
 impl Control {
-    /// The ports whose interfaces a capture of `scope` taps (to pass to [`Control::tap`]).
+    /// The ports a capture of `scope` must see both directions of (to pass to
+    /// [`Control::tap`]): a port capture's. A network capture keeps only the frames from its
+    /// ports' tenants, which every tap sees.
     pub fn capture_ports(&self, scope: &Scope) -> Vec<PortId> {
-        let names: Vec<&String> = match scope {
-            Scope::Port(name) => vec![name],
-            Scope::Network(vni) => self
-                .state
-                .ports
-                .iter()
-                .filter(|(_, p)| p.vni == *vni)
-                .map(|(name, _)| name)
-                .collect(),
-            Scope::Underlay => Vec::new(),
-        };
-        names
-            .into_iter()
-            .filter_map(|n| self.port_ids.get(n).copied())
-            .collect()
+        match scope {
+            Scope::Port(name) => self.port_ids.get(name).copied().into_iter().collect(),
+            Scope::Network(_) | Scope::Underlay => Vec::new(),
+        }
     }
 
     /// Tells the datapath that a capture starts (`on`) or ends on `ports`: the kernel datapath
