@@ -11,6 +11,7 @@ a network's inner frames, the underlay's VXLAN packets, a port's frames.
 
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import time
@@ -211,4 +212,31 @@ def test_nvo_capture_refusals_and_bounds(lab_factory, tmp_path):
 
     # nvod still answers and forwards.
     assert lab.nvo("h1", "node")["locator"]
+    lab.ping("red1", "10.0.0.2", count=2)
+
+
+def test_nvo_capture_slow_client_drops_are_counted(lab_factory, tmp_path):
+    """A client that does not read while a flood passes: nvod drops frames rather than wait,
+    counts them, and the stream stays a valid capture whose frame count matches the line
+    nvo capture prints."""
+    lab = lab_factory(CAP_TOPOLOGY)
+    lab.ping("red1", "10.0.0.2", count=2)
+    # stdout is a pipe nobody reads until the flood is over.
+    proc = start_capture(lab, "h1", "--network", "100", "--duration", "8", "icmp")
+    try:
+        lab.exec("red1", "ping", "-f", "-c", "20000", "-s", "200", "10.0.0.2", timeout=60, check=False)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err.decode()
+    m = re.search(rb"(\d+) frames captured, (\d+) dropped by the kernel, (\d+) dropped by nvod", err)
+    assert m, err.decode()
+    print(err.decode().strip())
+    captured, _kernel, slow = map(int, m.groups())
+    assert slow > 0, err.decode()
+    assert 4096 <= captured < 40000, err.decode()
+    pcap = tmp_path / "slow.pcapng"
+    pcap.write_bytes(out)
+    assert len(tshark_fields(pcap, "frame.number")) == captured
+    # nvod forwards on.
     lab.ping("red1", "10.0.0.2", count=2)

@@ -53,12 +53,9 @@ pub struct CaptureArgs {
     #[arg(short = 'w', long, value_name = "FILE", default_value = "-")]
     write: PathBuf,
     /// A filter in tcpdump's language (pcap-filter(7)), e.g. `icmp and host 10.0.0.2`; for
-    /// --network it applies to the inner frames.
-    #[arg(
-        value_name = "FILTER",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// --network it applies to the inner frames. Its words are joined with spaces; options
+    /// may come before or after it.
+    #[arg(value_name = "FILTER")]
     filter: Vec<String>,
 }
 
@@ -349,6 +346,42 @@ mod tests {
         let summary = copy_blocks(&without[..], &mut Vec::new()).unwrap();
         assert!(!summary.complete);
         assert_eq!(summary.frames, 3);
+    }
+
+    #[test]
+    fn filter_words_and_options_mix() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: CaptureArgs,
+        }
+        let cli = Cli::try_parse_from([
+            "nvo",
+            "--network",
+            "100",
+            "icmp",
+            "and",
+            "host",
+            "10.0.0.2",
+            "-c",
+            "4",
+        ])
+        .unwrap();
+        assert_eq!(
+            query_path(&cli.args),
+            "/v1/capture?network=100&count=4&filter=icmp%20and%20host%2010.0.0.2"
+        );
+        let cli =
+            Cli::try_parse_from(["nvo", "--underlay", "--duration", "5", "-s", "96"]).unwrap();
+        assert_eq!(
+            query_path(&cli.args),
+            "/v1/capture?underlay=true&duration=5&snaplen=96"
+        );
+        // One target, exactly.
+        assert!(Cli::try_parse_from(["nvo", "icmp"]).is_err());
+        assert!(Cli::try_parse_from(["nvo", "--underlay", "--port", "a"]).is_err());
+        assert!(Cli::try_parse_from(["nvo", "--underlay", "-c", "0"]).is_err());
     }
 
     #[test]
