@@ -43,7 +43,7 @@
 pub mod inner;
 pub mod pcapng;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -140,6 +140,8 @@ pub enum CaptureError {
 pub struct Sessions {
     running: Arc<AtomicUsize>,
     max: usize,
+    /// Set when nvod stops: every capture ends (with its statistics) at its next tick.
+    stopping: Arc<AtomicBool>,
 }
 
 impl Default for Sessions {
@@ -182,7 +184,14 @@ impl Sessions {
         Sessions {
             running: Arc::new(AtomicUsize::new(0)),
             max,
+            stopping: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Ends every running capture within a tick (nvod is stopping: its streams end cleanly,
+    /// with their statistics, rather than being cut after the server's grace period).
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::Release);
     }
 
     /// Captures running now.
@@ -281,6 +290,7 @@ impl Sessions {
             deadline: request.duration.map(|d| Instant::now() + d),
             snaplen: snaplen as usize,
             tx,
+            stopping: self.stopping.clone(),
         };
         std::thread::Builder::new()
             .name("nvod-capture".into())
@@ -348,6 +358,7 @@ struct Session {
     deadline: Option<Instant>,
     snaplen: usize,
     tx: mpsc::Sender<Vec<u8>>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -356,7 +367,10 @@ impl Session {
         let mut inner = Vec::new();
         let mut delivered = 0u64;
         'capture: loop {
-            if self.tx.is_closed() || self.deadline.is_some_and(|d| Instant::now() >= d) {
+            if self.tx.is_closed()
+                || self.stopping.load(Ordering::Acquire)
+                || self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
                 break;
             }
             let timeout = match self.deadline {

@@ -105,6 +105,11 @@ impl Drop for Untap {
     }
 }
 
+/// Ends every running capture (nvod is stopping).
+pub fn stop_all() {
+    SESSIONS.stop_all();
+}
+
 fn bad(message: String) -> ApiFailure {
     ApiFailure::new(StatusCode::BAD_REQUEST, message)
 }

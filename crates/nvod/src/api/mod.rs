@@ -41,6 +41,12 @@ pub async fn serve(
         idle_key: "api_idle_timeout_s",
         max_body: error::MAX_BODY,
     };
+    // Captures stream until their bound: when nvod stops, they end first (with their
+    // statistics), so the server's grace period is not spent waiting for them.
+    let shutdown = async move {
+        shutdown.await;
+        capture::stop_all();
+    };
     server::serve(listener, router(control), &bounds, shutdown).await;
     log::debug!("API on {} closed", path.display());
 }
