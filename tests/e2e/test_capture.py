@@ -168,6 +168,7 @@ def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
     assert all(r[3] == port for r in rows), rows
 
     # Idle again: the taps are closed once the captures end.
+    print(f"nvod packet sockets on h1: {idle} idle, {during} during a --network capture")
     assert during > idle, (idle, during)
     wait_for(lambda: capture_sockets(lab, "h1") == idle, timeout=5, what="capture sockets closed")
 

@@ -248,7 +248,17 @@ impl Sessions {
                     } else {
                         Direction::Inbound
                     };
-                    taps.push(tap(open(&name, Some(&user))?, Some(from_tenant), false));
+                    // A port whose interface is gone (nvod retries it) carries no frame: the
+                    // network's other taps go on without it.
+                    let socket = match CaptureSocket::open(&name, Some(&user)) {
+                        Ok(socket) => socket,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            log::info!("capture of network {vni}: {e}; left out");
+                            continue;
+                        }
+                        Err(e) => return Err(CaptureError::Open(e)),
+                    };
+                    taps.push(tap(socket, Some(from_tenant), false));
                     names.push((
                         name.clone(),
                         format!("network {vni}: port {name}, frames from the tenant"),

@@ -46,11 +46,13 @@ pub struct CaptureSocket {
 
 impl CaptureSocket {
     /// Opens a tap on `ifname` (in the calling thread's namespace) passing only what `filter`
-    /// accepts (everything without one).
+    /// accepts (everything without one). A missing interface is `ErrorKind::NotFound`.
     pub fn open(ifname: &str, filter: Option<&Filter>) -> io::Result<CaptureSocket> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("capture on {ifname}: {e}"));
-        let ifindex = sys::if_nametoindex(ifname).map_err(with_name)?;
+        let ifindex = sys::if_nametoindex(ifname).map_err(|e| {
+            io::Error::new(io::ErrorKind::NotFound, format!("capture on {ifname}: {e}"))
+        })?;
         let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
         if let Some(filter) = filter {
             let insns = filter.instructions();
@@ -186,6 +188,7 @@ mod tests {
     fn a_missing_interface_is_named() {
         let e = CaptureSocket::open("capnone0", None).unwrap_err();
         assert!(e.to_string().contains("capture on capnone0"), "{e}");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
     }
 
     /// On loopback (root only): a filtered tap sees the UDP datagram we send, both ways, and

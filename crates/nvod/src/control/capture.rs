@@ -146,3 +146,21 @@ fn interfaces_holding(addr: IpAddr) -> Result<Vec<String>, Failure> {
     }
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_locator_s_interface_is_found_by_address() {
+        assert_eq!(
+            interfaces_holding(IpAddr::from([127, 0, 0, 1])).unwrap(),
+            vec!["lo".to_owned()]
+        );
+        let e = interfaces_holding(IpAddr::from([192, 0, 2, 254])).unwrap_err();
+        assert_eq!(e.kind, Kind::Conflict);
+        assert!(e
+            .message
+            .contains("no interface holds the locator 192.0.2.254"));
+    }
+}
