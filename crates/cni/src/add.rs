@@ -1,0 +1,195 @@
+//! ADD: a veth pair whose container end is `CNI_IFNAME` in `CNI_NETNS` and whose host end is a
+//! port of the nvod network, both at the MTU nvod chose for it; addresses and routes from the
+//! IPAM plugin. A failure at any step undoes the steps before it, so a failed ADD leaves
+//! neither interface, port nor address behind.
+
+use nvo_api::Client;
+
+use crate::config::{Env, NetConf};
+use crate::error::{code, CniError};
+use crate::result::{parse_cidr, CniResult, Interface};
+use crate::{ipam, link, nvod};
+
+/// What ADD has made so far, undone in reverse when a later step fails.
+#[derive(Debug, Default)]
+struct Made {
+    veth: bool,
+    port: bool,
+    ipam: bool,
+}
+
+/// Runs ADD.
+pub fn add(env: &Env, conf: &NetConf) -> Result<CniResult, CniError> {
+    let netns = env
+        .netns
+        .as_deref()
+        .ok_or_else(|| CniError::new(code::INVALID_ENV, "CNI_NETNS: missing"))?;
+    if !netns.exists() {
+        return Err(CniError::new(
+            code::UNKNOWN_CONTAINER,
+            format!("CNI_NETNS {}: no such network namespace", netns.display()),
+        ));
+    }
+    let client = Client::new(&conf.socket);
+    let network = nvod::network(&client, conf.vni)?;
+    let host = link::host_name(&env.container_id, &env.ifname);
+    if link::state(&host, None)?.is_some() {
+        return Err(CniError::new(
+            code::EXISTS,
+            format!(
+                "host interface {host} of container {} ({}) already exists",
+                env.container_id, env.ifname
+            ),
+        )
+        .details("DEL the attachment first"));
+    }
+    let mut made = Made::default();
+    let attached = attach(env, conf, &client, &host, network.mtu, &mut made);
+    if attached.is_err() {
+        undo(env, conf, &client, &host, &made);
+    }
+    attached
+}
+
+fn attach(
+    env: &Env,
+    conf: &NetConf,
+    client: &Client,
+    host: &str,
+    mtu: u16,
+    made: &mut Made,
+) -> Result<CniResult, CniError> {
+    let netns = env.netns.as_deref().unwrap_or(std::path::Path::new(""));
+    let (mtu_text, netns_text) = (mtu.to_string(), netns.to_string_lossy());
+    let ifname = env.ifname.as_str();
+    let created = link::ip(
+        &[
+            "link",
+            "add",
+            host,
+            "mtu",
+            &mtu_text,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            ifname,
+            "mtu",
+            &mtu_text,
+            "netns",
+            &netns_text,
+        ],
+        None,
+    );
+    if let Err(e) = created {
+        if link::state(ifname, Some(netns))?.is_some() {
+            return Err(CniError::new(
+                code::EXISTS,
+                format!("interface {ifname} already exists in {}", netns.display()),
+            ));
+        }
+        return Err(e);
+    }
+    made.veth = true;
+    link::ip(&["link", "set", host, "up"], None)?;
+    nvod::add_port(client, host, conf.vni)?;
+    made.port = true;
+    let answer = ipam::exec(conf, env, "ADD")?;
+    made.ipam = true;
+    let ipam_error =
+        |why: String| CniError::new(code::IPAM, format!("ipam plugin {}: {why}", conf.ipam_type));
+    let addressed: CniResult =
+        serde_json::from_value(answer.ok_or_else(|| ipam_error("ADD printed no result".into()))?)
+            .map_err(|e| ipam_error(format!("its result is not a CNI result: {e}")))?;
+    if addressed.ips.is_empty() {
+        return Err(ipam_error("ADD gave no address".into()));
+    }
+    ip_batch_for_container(&addressed, ifname, netns)?;
+    let inner = link::state(ifname, Some(netns))?.ok_or_else(|| {
+        CniError::new(code::LINK, format!("{ifname} vanished from the container"))
+    })?;
+    let outer = link::state(host, None)?
+        .ok_or_else(|| CniError::new(code::LINK, format!("{host} vanished from the host")))?;
+    let with_mtu = (conf.cni_version != "1.0.0").then_some(u32::from(mtu));
+    let mut result = addressed;
+    result.cni_version = conf.cni_version.clone();
+    result.interfaces = vec![
+        Interface {
+            name: host.to_owned(),
+            mac: outer.mac,
+            mtu: with_mtu,
+            sandbox: String::new(),
+        },
+        Interface {
+            name: ifname.to_owned(),
+            mac: inner.mac,
+            mtu: with_mtu,
+            sandbox: netns.to_string_lossy().into_owned(),
+        },
+    ];
+    for ip in &mut result.ips {
+        ip.interface = Some(1);
+    }
+    Ok(result)
+}
+
+/// Addresses, link up, routes: one `ip -batch` in the container's namespace.
+fn ip_batch_for_container(
+    addressed: &CniResult,
+    ifname: &str,
+    netns: &std::path::Path,
+) -> Result<(), CniError> {
+    let mut lines = Vec::new();
+    for ip in &addressed.ips {
+        let (addr, _) = parse_cidr(&ip.address).ok_or_else(|| {
+            CniError::new(
+                code::IPAM,
+                format!("ipam address {:?} is not CIDR", ip.address),
+            )
+        })?;
+        let nodad = if addr.is_ipv6() { " nodad" } else { "" };
+        lines.push(format!("addr add {} dev {ifname}{nodad}", ip.address));
+    }
+    lines.push(format!("link set {ifname} up"));
+    for route in &addressed.routes {
+        let (dst, _) = parse_cidr(&route.dst).ok_or_else(|| {
+            CniError::new(
+                code::IPAM,
+                format!("ipam route {:?} is not CIDR", route.dst),
+            )
+        })?;
+        // A route without a gateway goes via its family's gateway, as the reference plugins do.
+        let gw = route.gw.or_else(|| {
+            addressed
+                .ips
+                .iter()
+                .filter_map(|ip| ip.gateway)
+                .find(|g| g.is_ipv4() == dst.is_ipv4())
+        });
+        lines.push(match gw {
+            Some(gw) => format!("route add {} via {gw} dev {ifname}", route.dst),
+            None => format!("route add {} dev {ifname}", route.dst),
+        });
+    }
+    link::ip_batch(&lines, Some(netns))
+}
+
+/// Undoes a failed ADD; each step is attempted even if another fails, and what cannot be
+/// undone is said on standard error (the runtime logs it) — the error answer stays ADD's own.
+fn undo(env: &Env, conf: &NetConf, client: &Client, host: &str, made: &Made) {
+    if made.ipam {
+        if let Err(e) = ipam::exec(conf, env, "DEL") {
+            eprintln!("nvo-cni: rolling back ADD: {e}");
+        }
+    }
+    if made.port {
+        if let Err(e) = nvod::delete_port(client, host) {
+            eprintln!("nvo-cni: rolling back ADD: {e}");
+        }
+    }
+    if made.veth {
+        if let Err(e) = link::ip(&["link", "del", host], None) {
+            eprintln!("nvo-cni: rolling back ADD: {e}");
+        }
+    }
+}
