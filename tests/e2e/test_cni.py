@@ -207,7 +207,18 @@ def test_cnitool_add_check_del_across_hosts(lab_factory, containers, tmp_path):
         cnitool(lab, "h1", conf1, "del", "cnired", ns1)
     assert veth1 not in ports(lab, "h1") and not link_exists(lab, "h1", veth1)
     assert ipam_files(tmp_path, "h1") == []
-    # On h2 the port goes from nvod by hand: CHECK names it; DEL still succeeds.
+    # On h2: another MTU, then a missing address, then a missing port — CHECK names each.
+    run("ip", "-n", ns2, "link", "set", "eth0", "mtu", "1400")
+    p = cnitool(lab, "h2", conf2, "check", "cnired", ns2, check=False)
+    assert p.returncode != 0 and f"mtu 1400, want up and mtu {mtu['h2']}" in p.stderr, p.stderr
+    run("ip", "-n", ns2, "link", "set", "eth0", "mtu", str(mtu["h2"]))
+    cnitool(lab, "h2", conf2, "check", "cnired", ns2)
+    run("ip", "-n", ns2, "addr", "del", f"{addr2}/24", "dev", "eth0")
+    p = cnitool(lab, "h2", conf2, "check", "cnired", ns2, check=False)
+    assert p.returncode != 0 and f"eth0 lacks address {addr2}/24" in p.stderr, p.stderr
+    run("ip", "-n", ns2, "addr", "add", f"{addr2}/24", "dev", "eth0")
+    cnitool(lab, "h2", conf2, "check", "cnired", ns2)
+    # The port goes from nvod by hand: CHECK names it; DEL still succeeds.
     lab.nvo("h2", "port", "del", veth2)
     p = cnitool(lab, "h2", conf2, "check", "cnired", ns2, check=False)
     assert p.returncode != 0 and f"has no port {veth2}" in p.stderr, p.stderr

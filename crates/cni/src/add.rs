@@ -139,6 +139,11 @@ fn ip_batch_for_container(
     ifname: &str,
     netns: &std::path::Path,
 ) -> Result<(), CniError> {
+    link::ip_batch(&container_commands(addressed, ifname)?, Some(netns))
+}
+
+/// The `ip -batch` lines that give `ifname` the IPAM result's addresses and routes.
+fn container_commands(addressed: &CniResult, ifname: &str) -> Result<Vec<String>, CniError> {
     let mut lines = Vec::new();
     for ip in &addressed.ips {
         let (addr, _) = parse_cidr(&ip.address).ok_or_else(|| {
@@ -171,7 +176,7 @@ fn ip_batch_for_container(
             None => format!("route add {} dev {ifname}", route.dst),
         });
     }
-    link::ip_batch(&lines, Some(netns))
+    Ok(lines)
 }
 
 /// Undoes a failed ADD; each step is attempted even if another fails, and what cannot be
@@ -191,5 +196,85 @@ fn undo(env: &Env, conf: &NetConf, client: &Client, host: &str, made: &Made) {
         if let Err(e) = link::ip(&["link", "del", host], None) {
             eprintln!("nvo-cni: rolling back ADD: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{IpConfig, Route};
+
+    #[test]
+    fn container_commands_follow_the_ipam_result() {
+        let addressed = CniResult {
+            ips: vec![
+                IpConfig {
+                    address: "10.0.0.5/24".into(),
+                    gateway: Some("10.0.0.1".parse().unwrap()),
+                    interface: None,
+                },
+                IpConfig {
+                    address: "fd00::5/64".into(),
+                    gateway: None,
+                    interface: None,
+                },
+            ],
+            routes: vec![
+                Route {
+                    dst: "0.0.0.0/0".into(),
+                    gw: None,
+                },
+                Route {
+                    dst: "10.9.0.0/16".into(),
+                    gw: Some("10.0.0.254".parse().unwrap()),
+                },
+                Route {
+                    dst: "fd01::/64".into(),
+                    gw: None,
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            container_commands(&addressed, "eth0").unwrap(),
+            [
+                "addr add 10.0.0.5/24 dev eth0",
+                "addr add fd00::5/64 dev eth0 nodad",
+                "link set eth0 up",
+                "route add 0.0.0.0/0 via 10.0.0.1 dev eth0",
+                "route add 10.9.0.0/16 via 10.0.0.254 dev eth0",
+                "route add fd01::/64 dev eth0",
+            ]
+        );
+    }
+
+    #[test]
+    fn ipam_garbage_is_refused_before_any_command() {
+        let bad = CniResult {
+            ips: vec![IpConfig {
+                address: "10.0.0.5".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            container_commands(&bad, "eth0").unwrap_err().code,
+            code::IPAM
+        );
+        let bad_route = CniResult {
+            ips: vec![IpConfig {
+                address: "10.0.0.5/24".into(),
+                ..Default::default()
+            }],
+            routes: vec![Route {
+                dst: "default; link del eth0".into(),
+                gw: None,
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            container_commands(&bad_route, "eth0").unwrap_err().code,
+            code::IPAM
+        );
     }
 }
