@@ -2,13 +2,13 @@
 # Installs everything nvo's demo and tests need on a Debian machine, idempotently:
 # Debian packages (tshark, scapy, iproute2, nftables for STT, a C toolchain, clang and the libbpf
 # headers for the eBPF datapath, bpftool to look at it, prometheus and promtool for the metrics
-# tests, containernetworking-plugins and Go for the CNI tests), cnitool (the CNI project's client,
+# tests, containernetworking-plugins, Go, containerd and busybox-static for the CNI tests), cnitool (the CNI project's client,
 # built with Debian's Go) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
 # `scripts/setup.sh --fuzz` installs instead what fuzzing needs (nightly Rust, cargo-fuzz).
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev bpftool prometheus containernetworking-plugins golang-go)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -55,6 +55,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     # stopped and disabled (one the host had before is left alone).
     if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
         systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+    # containerd likewise: the CNI test runs its own, with a private configuration.
+    if [[ " ${missing[*]} " == *" containerd "* ]] && [ -d /run/systemd/system ]; then
+        systemctl disable --now containerd >/dev/null 2>&1 || true
     fi
 else
     say "Debian packages present"

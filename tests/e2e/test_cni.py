@@ -349,3 +349,70 @@ def test_chained_with_bandwidth_and_portmap(lab_factory, containers, tmp_path):
     assert f"{addr}:80" not in nat, nat
     assert not link_exists(lab, "h1", veth) and veth not in ports(lab, "h1")
     cnitool(lab, "h2", confdir2, "del", "cnired", peer)
+
+
+CTR_SCRIPT = r"""
+set -u
+mkdir -p /opt/cni/bin /etc/cni/net.d
+mount --bind "$BINS" /opt/cni/bin
+mount --bind "$CONFS" /etc/cni/net.d
+containerd --config "$WORK/containerd.toml" >"$WORK/containerd.log" 2>&1 &
+cd_pid=$!
+for _ in $(seq 100); do [ -S "$WORK/containerd.sock" ] && break; sleep 0.1; done
+ctr -a "$WORK/containerd.sock" run --rm --cni --rootfs "$WORK/rootfs" cnictr1 \
+    /bin/sh -c "ip -o addr show dev eth0; ping -c 3 -W 2 $PEER"
+rc=$?
+kill "$cd_pid"
+wait "$cd_pid"
+exit $rc
+"""
+
+
+@pytest.mark.skipif(not shutil.which("containerd") or not os.path.exists("/bin/busybox"),
+                    reason="needs containerd and busybox-static (Debian)")
+def test_ctr_run_cni_uses_nvo_cni(lab_factory, containers, tmp_path):
+    """containerd's own client runs a busybox container on h1 with `ctr run --cni`, networked
+    by nvo-cni from /etc/cni/net.d, and it pings a cnitool container on h2. ctr always reads
+    /opt/cni/bin and /etc/cni/net.d: both are bind mounts in a private mount namespace."""
+    lab = lab_factory(TOPOLOGY)
+    peer = containers()
+    confdir2 = write_conf(tmp_path, "h2", netconf(lab, "h2", tmp_path))
+    _, addr2 = assert_cni_result(json.loads(cnitool(lab, "h2", confdir2, "add", "cnired", peer).stdout), peer)
+    work = tmp_path / "ctr"
+    (work / "rootfs" / "bin").mkdir(parents=True)
+    for d in ("proc", "sys", "dev", "etc", "tmp"):
+        (work / "rootfs" / d).mkdir()
+    shutil.copy("/bin/busybox", work / "rootfs" / "bin" / "busybox")
+    for applet in ("sh", "ip", "ping"):
+        (work / "rootfs" / "bin" / applet).symlink_to("busybox")
+    bins = work / "bin"
+    bins.mkdir()
+    for name, src in (("nvo-cni", NVO_CNI), ("host-local", PLUGINS / "host-local")):
+        shutil.copy(src, bins / name)
+    confs = work / "net.d"
+    confs.mkdir()
+    (confs / "10-cnired.conflist").write_text(json.dumps({
+        "cniVersion": "1.0.0", "name": "cnired",
+        "plugins": [{k: v for k, v in netconf(lab, "h1", tmp_path).items() if k not in ("cniVersion", "name")}],
+    }))
+    (work / "containerd.toml").write_text(
+        f'version = 2\nroot = "{work}/root"\nstate = "{work}/state"\n'
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+        f'[grpc]\n  address = "{work}/containerd.sock"\n')
+    created = [d for d in ("/opt/cni/bin", "/etc/cni/net.d", "/opt/cni", "/etc/cni") if not os.path.exists(d)]
+    try:
+        env = dict(os.environ, BINS=str(bins), CONFS=str(confs), WORK=str(work), PEER=addr2)
+        # nsenter, not `ip netns exec`: that remounts /sys, and runc needs the cgroup mounts under it.
+        p = subprocess.run(["nsenter", f"--net=/var/run/netns/{lab.ns('h1')}", "unshare", "--mount", "--propagation",
+                            "private", "sh", "-c", CTR_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, f"{p.stdout}\n{p.stderr}\n{(work / 'containerd.log').read_text()[-2000:]}"
+        assert re.search(r"eth0\s+inet 10\.50\.0\.1\d/24", p.stdout), p.stdout
+        assert " 0% packet loss" in p.stdout, p.stdout
+        # --rm ran DEL: no port, no lease left on h1.
+        assert not any(n.startswith("nvc") for n in ports(lab, "h1"))
+        assert ipam_files(tmp_path, "h1") == []
+    finally:
+        for d in created:
+            if os.path.isdir(d) and not os.listdir(d):
+                os.rmdir(d)
+    cnitool(lab, "h2", confdir2, "del", "cnired", peer)
