@@ -3,6 +3,8 @@
 //! IPAM plugin. A failure at any step undoes the steps before it, so a failed ADD leaves
 //! neither interface, port nor address behind.
 
+use std::path::Path;
+
 use nvo_api::Client;
 
 use crate::config::{Env, NetConf};
@@ -44,7 +46,7 @@ pub fn add(env: &Env, conf: &NetConf) -> Result<CniResult, CniError> {
         .details("DEL the attachment first"));
     }
     let mut made = Made::default();
-    let attached = attach(env, conf, &client, &host, network.mtu, &mut made);
+    let attached = attach(env, conf, &client, (&host, netns), network.mtu, &mut made);
     if attached.is_err() {
         undo(env, conf, &client, &host, &made);
     }
@@ -55,11 +57,10 @@ fn attach(
     env: &Env,
     conf: &NetConf,
     client: &Client,
-    host: &str,
+    (host, netns): (&str, &Path),
     mtu: u16,
     made: &mut Made,
 ) -> Result<CniResult, CniError> {
-    let netns = env.netns.as_deref().unwrap_or(std::path::Path::new(""));
     let (mtu_text, netns_text) = (mtu.to_string(), netns.to_string_lossy());
     let ifname = env.ifname.as_str();
     let created = link::ip(
@@ -137,7 +138,7 @@ fn attach(
 fn ip_batch_for_container(
     addressed: &CniResult,
     ifname: &str,
-    netns: &std::path::Path,
+    netns: &Path,
 ) -> Result<(), CniError> {
     link::ip_batch(&container_commands(addressed, ifname)?, Some(netns))
 }
