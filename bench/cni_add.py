@@ -153,9 +153,12 @@ def main():
             results[datapath] = one_datapath(args, datapath, pathlib.Path(tmp))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    meta = {"containers": args.containers, "label": args.label, "bin_dir": args.bin_dir, "cpus": os.cpu_count()}
+    meta = {"containers": args.containers, "label": args.label, "bin_dir": args.bin_dir, "cpus": os.cpu_count(),
+            "loadavg_at_end": os.getloadavg()}
     (RESULTS / f"{stamp}-cni-add.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    load = " ".join(f"{x:.1f}" for x in meta["loadavg_at_end"])
     lines = [f"# nvo-cni ADD/DEL latency, {args.containers} containers {args.label}".rstrip(), "",
+             f"{os.cpu_count()} CPUs, load average at the end {load}", "",
              "| datapath | call | median ms | p90 ms | p99 ms | max ms |", "|---|---|---|---|---|---|"]
     for datapath, r in results.items():
         for call_name, s in r.items():

@@ -35,7 +35,7 @@ pub fn add(env: &Env, conf: &NetConf) -> Result<CniResult, CniError> {
     let client = Client::new(&conf.socket);
     let network = nvod::network(&client, conf.vni)?;
     let host = link::host_name(&env.container_id, &env.ifname);
-    if link::state(&host, None)?.is_some() {
+    if link::exists(&host, None)? {
         return Err(CniError::new(
             code::EXISTS,
             format!(
@@ -70,6 +70,7 @@ fn attach(
             host,
             "mtu",
             &mtu_text,
+            "up",
             "type",
             "veth",
             "peer",
@@ -83,7 +84,7 @@ fn attach(
         None,
     );
     if let Err(e) = created {
-        if link::state(ifname, Some(netns))?.is_some() {
+        if link::exists(ifname, Some(netns))? {
             return Err(CniError::new(
                 code::EXISTS,
                 format!("interface {ifname} already exists in {}", netns.display()),
@@ -92,7 +93,6 @@ fn attach(
         return Err(e);
     }
     made.veth = true;
-    link::ip(&["link", "set", host, "up"], None)?;
     nvod::add_port(client, host, conf.vni)?;
     made.port = true;
     let answer = ipam::exec(conf, env, "ADD")?;
@@ -106,10 +106,10 @@ fn attach(
         return Err(ipam_error("ADD gave no address".into()));
     }
     ip_batch_for_container(&addressed, ifname, netns)?;
-    let inner = link::state(ifname, Some(netns))?.ok_or_else(|| {
+    let inner_mac = link::mac(ifname, Some(netns))?.ok_or_else(|| {
         CniError::new(code::LINK, format!("{ifname} vanished from the container"))
     })?;
-    let outer = link::state(host, None)?
+    let outer_mac = link::mac(host, None)?
         .ok_or_else(|| CniError::new(code::LINK, format!("{host} vanished from the host")))?;
     let with_mtu = (conf.cni_version != "1.0.0").then_some(u32::from(mtu));
     let mut result = addressed;
@@ -117,13 +117,13 @@ fn attach(
     result.interfaces = vec![
         Interface {
             name: host.to_owned(),
-            mac: outer.mac,
+            mac: outer_mac,
             mtu: with_mtu,
             sandbox: String::new(),
         },
         Interface {
             name: ifname.to_owned(),
-            mac: inner.mac,
+            mac: inner_mac,
             mtu: with_mtu,
             sandbox: netns.to_string_lossy().into_owned(),
         },

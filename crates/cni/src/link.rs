@@ -106,6 +106,35 @@ pub fn in_netns<T: Send>(path: &Path, f: impl FnOnce() -> T + Send) -> Result<T,
     }
 }
 
+/// Whether interface `name` exists (in `netns` if given): one ioctl, no process.
+pub fn exists(name: &str, netns: Option<&Path>) -> Result<bool, CniError> {
+    Ok(mac(name, netns)?.is_some())
+}
+
+/// The MAC address of interface `name` (in `netns` if given), `None` if there is no such
+/// interface: asked of the kernel with an ioctl (nvo-io), no process.
+pub fn mac(name: &str, netns: Option<&Path>) -> Result<Option<String>, CniError> {
+    let ask = || nvo_io::iface::interface(name);
+    let answer = match netns {
+        None => ask(),
+        Some(path) => in_netns(path, ask)?,
+    };
+    match answer {
+        Ok(i) => Ok(Some(
+            i.mac
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":"),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(CniError::new(
+            code::LINK,
+            format!("reading interface {name}: {e}"),
+        )),
+    }
+}
+
 /// What `ip -j addr show` says about one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkState {
