@@ -416,3 +416,25 @@ def test_ctr_run_cni_uses_nvo_cni(lab_factory, containers, tmp_path):
             if os.path.isdir(d) and not os.listdir(d):
                 os.rmdir(d)
     cnitool(lab, "h2", confdir2, "del", "cnired", peer)
+
+
+def test_parallel_adds_and_dels(lab_factory, containers, tmp_path):
+    """A runtime starts pods in parallel: eight ADDs at once get eight ports and eight distinct
+    addresses (host-local locks its store, nvod serialises its API), then eight DELs at once
+    leave nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lab = lab_factory(TOPOLOGY)
+    conf = netconf(lab, "h1", tmp_path)
+    conf["ipam"]["ranges"][0][0]["rangeEnd"] = "10.50.0.40"
+    namespaces = [containers() for _ in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda ns: plugin(lab, "h1", "ADD", conf, f"par-{ns}", ns), namespaces))
+    assert all(rc == 0 for rc, _ in answers), answers
+    addrs = {assert_cni_result(out, ns)[1] for (_, out), ns in zip(answers, namespaces)}
+    assert len(addrs) == 8
+    assert sum(n.startswith("nvc") for n in ports(lab, "h1")) == 8
+    with ThreadPoolExecutor(8) as pool:
+        rcs = list(pool.map(lambda ns: plugin(lab, "h1", "DEL", conf, f"par-{ns}", ns)[0], namespaces))
+    assert rcs == [0] * 8
+    assert not any(n.startswith("nvc") for n in ports(lab, "h1")) and ipam_files(tmp_path, "h1") == []

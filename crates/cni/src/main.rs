@@ -29,9 +29,17 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let vars: HashMap<String, String> = std::env::vars().collect();
-    if !vars.contains_key("CNI_COMMAND") && !args.is_empty() {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
+    if !vars.contains_key("CNI_COMMAND") {
+        // Not called by a runtime (perhaps by hand): answer at once instead of waiting on
+        // standard input.
+        let e = CniError::new(code::INVALID_ENV, "CNI_COMMAND: missing");
+        println!("{}", e.to_json(&version_of(b"")));
+        eprintln!(
+            "nvo-cni: {e}
+
+{USAGE}"
+        );
+        return ExitCode::FAILURE;
     }
     let mut stdin = Vec::new();
     let outcome = match std::io::stdin().read_to_end(&mut stdin) {
