@@ -9,7 +9,7 @@ use nvo_api::Client;
 
 use crate::config::{Env, NetConf};
 use crate::error::{code, CniError};
-use crate::result::{parse_cidr, CniResult, Interface};
+use crate::result::{parse_cidr, CniResult, Dns, Interface};
 use crate::{ipam, link, nvod};
 
 /// What ADD has made so far, undone in reverse when a later step fails.
@@ -112,9 +112,7 @@ fn attach(
     let outer_mac = link::mac(host, None)?
         .ok_or_else(|| CniError::new(code::LINK, format!("{host} vanished from the host")))?;
     let with_mtu = (conf.cni_version != "1.0.0").then_some(u32::from(mtu));
-    let mut result = addressed;
-    result.cni_version = conf.cni_version.clone();
-    result.interfaces = vec![
+    let made = [
         Interface {
             name: host.to_owned(),
             mac: outer_mac,
@@ -128,10 +126,36 @@ fn attach(
             sandbox: netns.to_string_lossy().into_owned(),
         },
     ];
-    for ip in &mut result.ips {
-        ip.interface = Some(1);
+    Ok(merge(
+        conf.prev_result.clone(),
+        made,
+        addressed,
+        &conf.cni_version,
+    ))
+}
+
+/// The result of ADD: what a plugin before nvo-cni in the chain gave (`prevResult`, if any),
+/// then the two interfaces made here and the IPAM plugin's addresses — pointing at the
+/// container end — routes and DNS (the IPAM plugin's DNS if it gave any, else the previous).
+fn merge(
+    prev: Option<CniResult>,
+    made: [Interface; 2],
+    addressed: CniResult,
+    cni_version: &str,
+) -> CniResult {
+    let mut result = prev.unwrap_or_default();
+    result.cni_version = cni_version.to_owned();
+    let container = result.interfaces.len() + 1;
+    result.interfaces.extend(made);
+    result.ips.extend(addressed.ips.into_iter().map(|mut ip| {
+        ip.interface = Some(container);
+        ip
+    }));
+    result.routes.extend(addressed.routes);
+    if addressed.dns != Dns::default() {
+        result.dns = addressed.dns;
     }
-    Ok(result)
+    result
 }
 
 /// Addresses, link up, routes: one `ip -batch` in the container's namespace.
@@ -247,6 +271,56 @@ mod tests {
                 "route add fd01::/64 dev eth0",
             ]
         );
+    }
+
+    #[test]
+    fn result_follows_a_previous_plugins_result() {
+        let iface = |name: &str, sandbox: &str| Interface {
+            name: name.into(),
+            mac: "02:00:00:00:00:01".into(),
+            mtu: None,
+            sandbox: sandbox.into(),
+        };
+        let ours = CniResult {
+            ips: vec![IpConfig {
+                address: "10.0.0.5/24".into(),
+                ..Default::default()
+            }],
+            routes: vec![Route {
+                dst: "10.9.0.0/16".into(),
+                gw: None,
+            }],
+            ..Default::default()
+        };
+        let made = || [iface("nvc0", ""), iface("eth0", "/ns")];
+        // First in the chain: interfaces 0 (host) and 1 (container).
+        let alone = merge(None, made(), ours.clone(), "1.0.0");
+        assert_eq!(alone.interfaces.len(), 2);
+        assert_eq!(alone.ips[0].interface, Some(1));
+        assert_eq!(alone.cni_version, "1.0.0");
+        // After a plugin that made one interface and an address: ours come after its own.
+        let prev = CniResult {
+            cni_version: "1.0.0".into(),
+            interfaces: vec![iface("lo0", "/ns")],
+            ips: vec![IpConfig {
+                address: "127.0.0.1/8".into(),
+                gateway: None,
+                interface: Some(0),
+            }],
+            dns: Dns {
+                nameservers: vec!["192.0.2.53".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let chained = merge(Some(prev), made(), ours, "1.1.0");
+        let names: Vec<_> = chained.interfaces.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["lo0", "nvc0", "eth0"]);
+        assert_eq!(chained.ips[0].interface, Some(0));
+        assert_eq!(chained.ips[1].interface, Some(2));
+        assert_eq!(chained.routes.len(), 1);
+        assert_eq!(chained.dns.nameservers, ["192.0.2.53"]);
+        assert_eq!(chained.cni_version, "1.1.0");
     }
 
     #[test]
