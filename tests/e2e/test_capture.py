@@ -241,3 +241,41 @@ def test_nvo_capture_slow_client_drops_are_counted(lab_factory, tmp_path):
     assert len(tshark_fields(pcap, "frame.number")) == captured
     # nvod forwards on.
     lab.ping("red1", "10.0.0.2", count=2)
+
+
+TWO_PROFILES = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks:
+  - {vni: 100, encap: geneve}
+  - {vni: 200, encap: nvgre}
+containers:
+  - {name: red1, host: h1, vni: 100, ip: 10.0.1.1/24}
+  - {name: red2, host: h2, vni: 100, ip: 10.0.1.2/24}
+  - {name: blue1, host: h1, vni: 200, ip: 10.0.2.1/24}
+  - {name: blue2, host: h2, vni: 200, ip: 10.0.2.2/24}
+"""
+
+
+def test_nvo_capture_network_picks_its_vni_and_profile(lab_factory, tmp_path):
+    """Two networks on two other profiles (Geneve over UDP, NVGRE over IP protocol 47): a
+    capture of one shows its own inner frames both ways, decapsulated with its profile, and
+    none of the other network's, though those cross the same underlay first."""
+    lab = lab_factory(TWO_PROFILES)
+    lab.ping("red1", "10.0.1.2", count=2)
+    lab.ping("blue1", "10.0.2.2", count=2)
+    for vni, first, second, prefix in ((200, ("red1", "10.0.1.2"), ("blue1", "10.0.2.2"), "10.0.2."),
+                                       (100, ("blue1", "10.0.2.2"), ("red1", "10.0.1.2"), "10.0.1.")):
+        pcap = tmp_path / f"net{vni}.pcapng"
+        cap = start_capture(lab, "h1", "--network", vni, "-c", "6", "-w", pcap, "icmp")
+        lab.ping(*first, count=3)   # the other network's traffic: not this capture's
+        lab.ping(*second, count=3)
+        _, err = cap.communicate(timeout=20)
+        assert cap.returncode == 0, err.decode()
+        rows = tshark_fields(pcap, "ip.src", "ip.dst", "icmp.type", "frame.interface_name")
+        assert len(rows) == 6, rows
+        assert all(r[0].startswith(prefix) and r[1].startswith(prefix) for r in rows), (vni, rows)
+        assert sorted(r[2] for r in rows) == ["0", "0", "0", "8", "8", "8"], rows
+        # Replies came decapsulated from the underlay, requests from the local port.
+        assert {r[3] for r in rows if r[2] == "0"} == {"eth0"}, rows
+        assert len({r[3] for r in rows if r[2] == "8"} - {"eth0"}) == 1, rows
