@@ -29,7 +29,8 @@
 //!
 //! Bounds: [`Request::count`] frames, [`Request::duration`], [`Request::snaplen`] bytes per
 //! frame, [`MAX_SESSIONS`] captures at once ([`Sessions::start`] refuses more), and a queue of
-//! [`QUEUE`] blocks between the capture thread and the client: when the client reads too
+//! [`QUEUE`] blocks and [`QUEUE_BYTES`] bytes between the capture thread and the client
+//! (whichever is reached first): when the client reads too
 //! slowly, frames are dropped and counted (never waited on). The capture ends at the count, the
 //! duration, or when the client goes away (the receiver is dropped); then the statistics
 //! blocks (frames seen, dropped by the kernel, dropped for the slow client, delivered) close
@@ -59,6 +60,9 @@ use pcapng::{Direction, Stats};
 pub const MAX_SESSIONS: usize = 4;
 /// Blocks queued for a client before frames are dropped.
 pub const QUEUE: usize = 4096;
+/// Bytes queued for a client before frames are dropped: with large (GRO) frames the block
+/// count alone would let four captures hold a gigabyte.
+pub const QUEUE_BYTES: usize = 16 << 20;
 /// Snap length unless asked: the largest frame (GRO / TSO frames reach 64 KiB).
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 /// How often the capture thread looks at its deadline and its client while no frame comes.
@@ -163,8 +167,17 @@ impl Drop for Slot {
 /// A running capture: its pcapng stream, block by block. Dropping it ends the capture.
 #[derive(Debug)]
 pub struct Capture {
-    /// The blocks, in order; closed when the capture ended.
-    pub blocks: mpsc::Receiver<Vec<u8>>,
+    blocks: mpsc::Receiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Capture {
+    /// The next block of the stream; `None` once the capture has ended and all was read.
+    pub async fn next(&mut self) -> Option<Vec<u8>> {
+        let block = self.blocks.recv().await?;
+        self.queued.fetch_sub(block.len(), Ordering::AcqRel);
+        Some(block)
+    }
 }
 
 /// One tapped interface and what its frames are.
@@ -286,11 +299,13 @@ impl Sessions {
             ));
         }
         let (tx, rx) = mpsc::channel(QUEUE);
+        let queued = Arc::new(AtomicUsize::new(0));
         let mut head = pcapng::section_header(&request.comment);
         for (name, description) in &names {
             head.extend(pcapng::interface(name, description, snaplen));
         }
         // The queue is empty: the head always fits.
+        queued.fetch_add(head.len(), Ordering::AcqRel);
         let _ = tx.try_send(head);
         let session = Session {
             taps,
@@ -300,6 +315,7 @@ impl Sessions {
             deadline: request.duration.map(|d| Instant::now() + d),
             snaplen: snaplen as usize,
             tx,
+            queued: queued.clone(),
             stopping: self.stopping.clone(),
         };
         std::thread::Builder::new()
@@ -309,7 +325,7 @@ impl Sessions {
                 session.run();
             })
             .map_err(CaptureError::Thread)?;
-        Ok(Capture { blocks: rx })
+        Ok(Capture { blocks: rx, queued })
     }
 
     fn take_slot(&self) -> Result<Slot, CaptureError> {
@@ -368,6 +384,8 @@ struct Session {
     deadline: Option<Instant>,
     snaplen: usize,
     tx: mpsc::Sender<Vec<u8>>,
+    /// Bytes sent and not yet taken by the client.
+    queued: Arc<AtomicUsize>,
     stopping: Arc<AtomicBool>,
 }
 
@@ -442,12 +460,21 @@ impl Session {
                     let kept = &data[..data.len().min(self.snaplen)];
                     let block =
                         pcapng::packet(index as u32, now_micros(), kept, wire_len, direction);
+                    let size = block.len();
+                    if self.queued.load(Ordering::Acquire) + size > QUEUE_BYTES {
+                        tap.stats.queue_dropped += 1;
+                        continue;
+                    }
+                    self.queued.fetch_add(size, Ordering::AcqRel);
                     match self.tx.try_send(block) {
                         Ok(()) => {
                             tap.stats.delivered += 1;
                             delivered += 1;
                         }
-                        Err(mpsc::error::TrySendError::Full(_)) => tap.stats.queue_dropped += 1,
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            self.queued.fetch_sub(size, Ordering::AcqRel);
+                            tap.stats.queue_dropped += 1;
+                        }
                         Err(mpsc::error::TrySendError::Closed(_)) => break 'capture,
                     }
                     if self.count.is_some_and(|c| delivered >= c) {
@@ -471,6 +498,7 @@ impl Session {
             log::debug!("capture on {}: {:?}", tap.socket.name(), tap.stats);
         }
         let mut block = blocks;
+        self.queued.fetch_add(block.len(), Ordering::AcqRel);
         loop {
             match self.tx.try_send(block) {
                 Ok(()) => break,

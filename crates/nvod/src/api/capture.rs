@@ -67,7 +67,7 @@ pub async fn capture(State(c): State<Shared>, uri: Uri) -> Result<Response, ApiF
     };
     let capture = SESSIONS.start(request).map_err(refusal)?;
     let stream = futures_util::stream::unfold((capture, untap), |(mut capture, untap)| async {
-        let block = capture.blocks.recv().await?;
+        let block = capture.next().await?;
         Some((Ok::<_, Infallible>(Bytes::from(block)), (capture, untap)))
     });
     let mut answer = (
