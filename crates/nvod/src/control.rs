@@ -30,6 +30,7 @@ mod overlay;
 mod port_check;
 mod profiles;
 mod routes;
+mod status;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
