@@ -1,7 +1,7 @@
 //! Request and answer bodies of the control API.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,9 @@ pub struct NodeInfo {
     pub relay: String,
     /// nvod's version.
     pub version: String,
+    /// Where the metrics and the status page are served (`http_listen`); absent when off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_listen: Option<SocketAddr>,
 }
 
 fn userspace() -> String {

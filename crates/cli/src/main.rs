@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`; one per call, on the
+//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `ui`; one per call, on the
 //! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
 //! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
@@ -31,6 +31,7 @@ use cmd::overlay::OverlayCmd;
 use cmd::prober::ProberArgs;
 use cmd::profile::ProfileCmd;
 use cmd::route::RouteCmd;
+use cmd::ui::UiArgs;
 use cmd::{CliError, Format};
 
 /// nvo: multi-tenant network virtualization overlays for Linux.
@@ -138,6 +139,14 @@ enum Command {
         after_help = "Example:\n  nvo decode samples/tunnels.pcap\n  nvo -o json decode --vxlan-port 9999 capture.pcapng"
     )]
     Decode(DecodeArgs),
+    /// Print the URL of nvod's status page (--open: open it in the desktop's browser).
+    ///
+    /// The page is served by nvod itself on its `http_listen` address, beside /metrics: this
+    /// host, the peers it knows, its networks, tunnel traffic with live rates, top drop
+    /// reasons and recent events, refreshing every second; read-only. Without `http_listen`
+    /// in nvod's config there is no page, and `nvo ui` says how to turn it on.
+    #[command(after_help = "Example:\n  nvo ui\n  nvo ui --open\n  nvo -o json ui")]
+    Ui(UiArgs),
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
@@ -158,6 +167,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Events(a) => cmd::events::events(&client, format, a)?,
         Command::Prober(a) => cmd::prober::prober(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),
+        Command::Ui(a) => cmd::ui::ui(&client, format, &a)?,
         Command::Decode(args) => return Ok(cmd::decode::run(args, format)),
     }
     Ok(ExitCode::SUCCESS)

@@ -295,6 +295,7 @@ impl Control {
             datapath_reason: self.path.reason.clone(),
             relay: self.path.relay.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            http_listen: self.config.http.as_ref().map(|h| h.listen),
         }
     }
 

@@ -47,6 +47,11 @@ pub fn node(n: &NodeInfo) -> Table {
         ("datapath_reason", n.datapath_reason.clone()),
         ("relay", n.relay.clone()),
         ("version", n.version.clone()),
+        (
+            "http_listen",
+            n.http_listen
+                .map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        ),
     ])
 }
 
@@ -719,6 +724,7 @@ mod tests {
             datapath_reason: "configured: datapath = \"ebpf\"".into(),
             relay: "tc on eth0".into(),
             version: "0.1.0".into(),
+            http_listen: None,
         };
         let text = node(&n).to_string();
         assert!(text.contains("locator          10.100.0.1\n"), "{text}");
