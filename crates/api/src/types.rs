@@ -404,6 +404,10 @@ pub struct Counters {
     /// The routed overlay (forwarded, relayed, local, ttl_expired, no_route, …).
     #[serde(default)]
     pub overlay: BTreeMap<String, u64>,
+    /// Tunnel traffic per remote address (rx_packets, rx_bytes, tx_packets, tx_bytes), on the
+    /// userspace datapath; absent on the eBPF one, which does not count per remote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remotes: BTreeMap<IpAddr, BTreeMap<String, u64>>,
 }
 
 /// The body of every error answer.

@@ -5,8 +5,9 @@
 //!
 //! Live rates are not computed here: the page divides the difference of two successive
 //! samples' counters by the difference of their `sample_ms` (nvod's clock, not the browser's).
-//! Neither datapath counts tunnel traffic per remote VTEP; `tunnels.per_remote` says so and
-//! each tunnel row carries no counters rather than invented ones. Tunnel traffic is counted per
+//! The userspace datapath counts tunnel traffic per remote address (`GET /v1/counters`'
+//! `remotes`); the eBPF one does not, and there `tunnels.per_remote` is false and each tunnel
+//! row carries no counters rather than invented ones. On both, tunnel traffic is counted per
 //! network (frames encapsulated, frames decapsulated) and on the underlay as a whole.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,9 +25,9 @@ pub const MAX_FDB_LISTED: usize = 4096;
 /// Top drop reasons shown.
 pub const TOP_DROPS: usize = 8;
 
-/// Why the tunnel rows carry no counters.
-pub const NO_PER_REMOTE: &str = "the datapath does not count tunnel traffic per remote VTEP; \
-     tunnel traffic is shown per network and for the whole underlay";
+/// Why the tunnel rows carry no counters on the eBPF datapath.
+pub const NO_PER_REMOTE: &str = "the ebpf datapath does not count tunnel traffic per remote \
+     VTEP; tunnel traffic is shown per network and for the whole underlay";
 
 /// What the status is built from.
 #[derive(Debug, Clone)]
@@ -185,7 +186,7 @@ pub struct Macs {
 /// Tunnels and tunnel traffic.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tunnels {
-    /// Whether the datapath counts traffic per remote (no datapath does yet).
+    /// Whether the datapath counts traffic per remote (the userspace one does).
     pub per_remote: bool,
     /// Why the rows below carry no counters, when they do not.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,6 +207,10 @@ pub struct TunnelRemote {
     pub remote: IpAddr,
     /// The networks it carries.
     pub networks: Vec<u32>,
+    /// Its traffic (`rx_packets`, `rx_bytes`, `tx_packets`, `tx_bytes`), when the datapath
+    /// counts per remote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<BTreeMap<String, u64>>,
 }
 
 /// One network's tunnel traffic.
@@ -266,12 +271,14 @@ pub fn build(inputs: &Inputs, process: &Process, events: Vec<Event>) -> Status {
                 .unwrap_or_default(),
         })
         .collect();
+    let per_remote = node.datapath == "userspace";
     let remotes = peers
         .iter()
         .filter(|p| !p.networks.is_empty())
         .map(|p| TunnelRemote {
             remote: p.address,
             networks: p.networks.iter().copied().collect(),
+            counters: per_remote.then(|| remote_counters(&inputs.counters, p.address)),
         })
         .collect();
     let traffic = networks
@@ -325,8 +332,8 @@ pub fn build(inputs: &Inputs, process: &Process, events: Vec<Event>) -> Status {
         peers,
         networks,
         tunnels: Tunnels {
-            per_remote: false,
-            note: Some(NO_PER_REMOTE),
+            per_remote,
+            note: (!per_remote).then_some(NO_PER_REMOTE),
             remotes,
             networks: traffic,
             underlay,
@@ -339,6 +346,18 @@ pub fn build(inputs: &Inputs, process: &Process, events: Vec<Event>) -> Status {
         drops,
         events,
     }
+}
+
+/// The traffic with `remote`: zeros until a packet goes either way.
+fn remote_counters(counters: &api::Counters, remote: IpAddr) -> BTreeMap<String, u64> {
+    let c = counters.remotes.get(&remote);
+    ["rx_packets", "rx_bytes", "tx_packets", "tx_bytes"]
+        .iter()
+        .map(|&k| {
+            let n = c.and_then(|c| c.get(k)).copied().unwrap_or(0);
+            (k.to_owned(), n)
+        })
+        .collect()
 }
 
 /// Every other host, merged by address from the flood lists, the FDBs, the overlay's locator
@@ -437,7 +456,11 @@ mod tests {
                                  "delivered": 7}},
             "ports": {},
             "underlay": {"rx_packets": 7, "rx_bytes": 700, "tx_packets": 13, "tx_bytes": 1300,
-                         "tx_errors": 0, "relayed": 0, "sockets": 1}
+                         "tx_errors": 0, "relayed": 0, "sockets": 1},
+            "remotes": {"10.0.0.2": {"rx_packets": 7, "rx_bytes": 700, "tx_packets": 10,
+                                     "tx_bytes": 1000},
+                        "10.0.0.250": {"rx_packets": 1, "rx_bytes": 60, "tx_packets": 0,
+                                       "tx_bytes": 0}}
         }))
         .unwrap();
         let neighbor = |address: &str, asn: u32, state: &str, received: u64| {
@@ -554,15 +577,20 @@ mod tests {
     }
 
     #[test]
-    fn tunnels_say_there_are_no_per_remote_counters_and_count_per_network() {
+    fn tunnels_carry_per_remote_counters_on_userspace_and_per_network_traffic() {
         let t = status()["tunnels"].clone();
-        assert_eq!(t["per_remote"], false);
-        assert_eq!(t["note"], NO_PER_REMOTE);
-        // Peers with a network only: not the overlay node nor the BGP-only neighbour.
+        assert_eq!(t["per_remote"], true);
+        assert_eq!(t.get("note"), None);
+        // Peers with a network only: not the overlay node nor the BGP-only neighbour; a remote
+        // nothing went to or came from yet has zeros.
         assert_eq!(
             t["remotes"],
-            json!([{"remote": "10.0.0.2", "networks": [100]},
-                   {"remote": "10.0.0.3", "networks": [100]}])
+            json!([{"remote": "10.0.0.2", "networks": [100],
+                    "counters": {"rx_packets": 7, "rx_bytes": 700, "tx_packets": 10,
+                                 "tx_bytes": 1000}},
+                   {"remote": "10.0.0.3", "networks": [100],
+                    "counters": {"rx_packets": 0, "rx_bytes": 0, "tx_packets": 0,
+                                 "tx_bytes": 0}}])
         );
         assert_eq!(
             t["networks"][0],
@@ -573,6 +601,25 @@ mod tests {
             t["underlay"],
             json!({"rx_packets": 7, "rx_bytes": 700, "tx_packets": 13, "tx_bytes": 1300,
                    "tx_errors": 0})
+        );
+    }
+
+    #[test]
+    fn on_ebpf_tunnels_say_there_are_no_per_remote_counters() {
+        let mut inputs = inputs();
+        inputs.node.datapath = "ebpf".to_owned();
+        let process = Process {
+            name: "h1".to_owned(),
+            uptime_ms: 1,
+            time: String::new(),
+        };
+        let t =
+            serde_json::to_value(build(&inputs, &process, Vec::new())).unwrap()["tunnels"].clone();
+        assert_eq!(t["per_remote"], false);
+        assert_eq!(t["note"], NO_PER_REMOTE);
+        assert_eq!(
+            t["remotes"][0],
+            json!({"remote": "10.0.0.2", "networks": [100]})
         );
     }
 
