@@ -26,8 +26,6 @@ import tempfile
 import threading
 import time
 
-import pytest
-
 from bgp_peers import netns
 from conftest import NVO, run, wait_for
 
@@ -47,7 +45,6 @@ containers:
   - {name: c3, host: h3, vni: 100, ip: 10.0.0.3/24}
 """
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/setup.sh)")
 
 
 class Dom(html.parser.HTMLParser):
@@ -89,6 +86,7 @@ def chromium(ns, url, *extra, budget_ms=6000):
     """Runs headless Chromium in namespace NS on URL; returns its stdout (the DOM with
     --dump-dom). Virtual time lets the page's timers run BUDGET_MS ahead; fetches take real
     time, which the page's rates do not depend on (they use nvod's clock)."""
+    assert CHROMIUM, "headless Chromium is required: Debian's chromium (scripts/setup.sh installs it)"
     profile = tempfile.mkdtemp(prefix="ui-chromium-")
     try:
         p = run("ip", "netns", "exec", ns, CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",

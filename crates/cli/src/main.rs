@@ -79,8 +79,8 @@ enum Command {
     /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).
     #[command(subcommand)]
     Flood(FloodCmd),
-    /// Show the data path's counters: drops by reason, per network, per port, underlay, STT
-    /// reassembly.
+    /// Show the data path's counters: drops by reason, per network, per port, underlay, per
+    /// remote (userspace datapath), STT reassembly.
     #[command(
         after_help = "Example:\n  nvo counters\n  nvo counters --all\n  nvo -o json counters"
     )]

@@ -380,6 +380,11 @@ pub fn counters(c: &Counters, all: bool) -> String {
             add("port", port.clone(), k, *v);
         }
     }
+    for (remote, counters) in &c.remotes {
+        for (k, v) in counters {
+            add("remote", remote.to_string(), k, *v);
+        }
+    }
     for (k, v) in &c.stt {
         add("stt", "-".to_owned(), k, *v);
     }
@@ -707,6 +712,19 @@ mod tests {
         assert!(all.contains("stt       -     evicted"), "{all}");
         assert!(all.contains("no_network"));
         assert_eq!(counters(&Counters::default(), false), "");
+        c.remotes.insert(
+            "10.100.0.2".parse().unwrap(),
+            BTreeMap::from([("tx_packets".into(), 3), ("rx_packets".into(), 0)]),
+        );
+        let text = counters(&c, false);
+        assert!(
+            text.lines().any(|l| l.starts_with("remote ")
+                && l.contains("10.100.0.2")
+                && l.contains("tx_packets")
+                && l.ends_with(" 3")),
+            "{text}"
+        );
+        assert!(text.contains("(4 zero counters hidden"), "{text}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use nvo_datapath::{Command, Reply};
 
 use super::{unexpected, Control, Failure};
-use crate::status::model::{Inputs, NetworkInput, MAX_FDB_LISTED};
+use crate::status::model::{Inputs, NetworkInput, MAX_FDB_LISTED, MAX_FDB_NETWORKS};
 
 /// How long a poll waits for the EVPN speaker's summary.
 const BGP_TIMEOUT: Duration = Duration::from_secs(1);
@@ -22,10 +22,13 @@ impl Control {
             other => return Err(unexpected(other)),
         };
         let mut networks = Vec::with_capacity(views.len());
+        let (mut budget, mut lists) = (MAX_FDB_LISTED, MAX_FDB_NETWORKS);
         for v in views {
             let total = v.learned + v.static_entries + v.evpn_fdb;
             // A network removed between the two reads has no FDB to list: none is shown.
-            let fdb = if total <= MAX_FDB_LISTED {
+            let fdb = if total <= budget && lists > 0 {
+                budget -= total;
+                lists -= 1;
                 self.fdb(&v.vni.0.to_string()).await.ok()
             } else {
                 None

@@ -3,8 +3,8 @@
 //! `/v1/networks`, `/v1/networks/{vni}/fdb`, `/v1/overlay/nodes` and `/v1/bgp` answer with).
 //! Pure: no table, socket or clock is touched here, so the shape is unit-tested.
 //!
-//! Live rates are not computed here: the page divides the difference of two successive
-//! samples' counters by the difference of their `sample_ms` (nvod's clock, not the browser's).
+//! Live rates are not computed here: the page divides the difference of two samples' counters
+//! by the difference of their `sample_ms` (nvod's clock, not the browser's).
 //! The userspace datapath counts tunnel traffic per remote address (`GET /v1/counters`'
 //! `remotes`); the eBPF one does not, and there `tunnels.per_remote` is false and each tunnel
 //! row carries no counters rather than invented ones. On both, tunnel traffic is counted per
@@ -18,9 +18,13 @@ use serde::Serialize;
 
 use super::events::Event;
 
-/// A network's FDB is listed to count the MACs behind each remote only up to this many
-/// entries: a poll every second must stay cheap for the datapath thread that answers it.
+/// FDBs are listed, to count the MACs behind each remote, only up to this many entries in all
+/// (networks in VNI order, a network whole or not at all): a poll every second must stay cheap
+/// for the datapath thread that answers it, and for the control lock it holds meanwhile.
 pub const MAX_FDB_LISTED: usize = 4096;
+
+/// And in at most this many networks (one datapath round trip each).
+pub const MAX_FDB_NETWORKS: usize = 64;
 
 /// Top drop reasons shown.
 pub const TOP_DROPS: usize = 8;
@@ -63,7 +67,7 @@ pub struct NetworkInput {
     pub static_entries: usize,
     /// EVPN entries.
     pub evpn: usize,
-    /// The FDB entries, when there were at most [`MAX_FDB_LISTED`].
+    /// The FDB entries, when they fit in [`MAX_FDB_LISTED`] and [`MAX_FDB_NETWORKS`].
     pub fdb: Option<Vec<api::FdbEntry>>,
 }
 
