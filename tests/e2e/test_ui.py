@@ -221,3 +221,13 @@ def test_status_page_says_stale_when_nvod_stops_answering(lab_factory):
     # The last figures stay.
     assert dom.one(id="host")["data-host"] == "10.100.0.1"
     assert dom.find(_tag="tr", data_network="100")
+
+
+def test_nvo_ui_says_how_to_turn_the_page_on(lab_factory):
+    lab = lab_factory("""
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}]
+""")
+    p = run(NVO, "--socket", lab.socket("h1"), "ui", check=False)
+    assert p.returncode == 1 and p.stdout == "", p
+    assert "http_listen is not set" in p.stderr and "127.0.0.1:9477" in p.stderr, p.stderr
