@@ -12,6 +12,7 @@
 #   make bench-evpn     EVPN control plane: 10k and 100k MAC routes via an FRR route reflector to
 #                       nvod hosts and an FRR VTEP: convergence time and memory per route (~3 min)
 #   make bench-api      API write latency with 10, 1000 and 4000 networks (~2 min after the build)
+#   make bench-cni      nvo-cni ADD/DEL latency over 100 containers, both datapaths (~1 min after the build)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
@@ -49,3 +50,7 @@ bench-evpn:
 .PHONY: bench-api
 bench-api:
 	$(PYTHON) bench/api_writes.py
+
+.PHONY: bench-cni
+bench-cni:
+	$(PYTHON) bench/cni_add.py

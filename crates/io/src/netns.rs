@@ -25,6 +25,7 @@ use std::fs::File;
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
 use std::process::Command;
 
 use crate::sys;
@@ -94,10 +95,15 @@ pub struct NetnsGuard {
 
 /// Moves the calling thread into the namespace bound at `/var/run/netns/NAME`.
 pub fn enter(name: &str) -> io::Result<NetnsGuard> {
+    enter_path(Path::new(&format!("/var/run/netns/{name}")))
+}
+
+/// Moves the calling thread into the namespace at `path`: a bind mount such as
+/// `/var/run/netns/NAME` or a process's `/proc/PID/ns/net` (what a CNI runtime passes).
+pub fn enter_path(path: &Path) -> io::Result<NetnsGuard> {
     let original = OwnedFd::from(File::open("/proc/thread-self/ns/net")?);
-    let path = format!("/var/run/netns/{name}");
-    let target =
-        File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("open {path}: {e}")))?;
+    let target = File::open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("open {}: {e}", path.display())))?;
     sys::setns(target.as_fd(), libc::CLONE_NEWNET)?;
     Ok(NetnsGuard {
         original,

@@ -312,8 +312,8 @@ impl Control {
 
     /// At start, before anything is applied: ports of the state file that may no longer be
     /// ports (the config's `port_kinds` changed, the interface became the underlay one...)
-    /// are dropped with their static FDB entries, one error line each, and the state file is
-    /// rewritten without them; nvod starts without them.
+    /// are dropped with their static FDB entries, one error line each, and their removal is
+    /// recorded in the state journal; nvod starts without them.
     fn drop_refused_ports(&mut self) -> Result<(), Failure> {
         let underlay = self.underlay_addresses();
         let mut new = self.state.clone();
