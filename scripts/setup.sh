@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything nvo's demo and tests need on a Debian machine, idempotently:
 # Debian packages (tshark, scapy, iproute2, nftables for STT, a C toolchain, clang and the libbpf
-# headers for the eBPF datapath, libpcap-dev for `nvo capture`'s filters, bpftool to look at it, prometheus and promtool for the metrics
-# tests, containernetworking-plugins, Go, containerd and busybox-static for the CNI tests), cnitool (the CNI project's client,
-# built with Debian's Go) and the Rust components (rustfmt, clippy).
+# headers for the eBPF datapath, libpcap-dev for `nvo capture`'s filters, bpftool to look at it,
+# prometheus and promtool for the metrics tests, containernetworking-plugins, Go, containerd and
+# busybox-static for the CNI tests, chromium for the status page's test, run headless), cnitool
+# (the CNI project's client, built with Debian's Go) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
 # `scripts/setup.sh --fuzz` installs instead what fuzzing needs (nightly Rust, cargo-fuzz).
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static chromium)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -101,5 +102,6 @@ command -v tshark >/dev/null || die "tshark installed but not on PATH"
 command -v clang >/dev/null || die "clang installed but not on PATH (the eBPF programs are compiled with it)"
 command -v promtool >/dev/null || die "prometheus installed but promtool is not on PATH (the metrics tests lint nvod's output with it)"
 [ -x /usr/lib/cni/host-local ] || die "containernetworking-plugins installed but /usr/lib/cni/host-local is missing"
+command -v chromium >/dev/null || die "chromium installed but not on PATH (tests/e2e/test_ui.py loads the status page in it, headless)"
 [ -f /usr/include/bpf/bpf_helpers.h ] || die "libbpf-dev installed but /usr/include/bpf/bpf_helpers.h is missing"
 say "ready: $(cargo --version), $(tshark --version 2>/dev/null | head -1), scapy $(/usr/bin/python3 -c 'import scapy; print(scapy.__version__)')"

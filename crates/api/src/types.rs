@@ -1,7 +1,7 @@
 //! Request and answer bodies of the control API.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,9 @@ pub struct NodeInfo {
     pub relay: String,
     /// nvod's version.
     pub version: String,
+    /// Where the metrics and the status page are served (`http_listen`); absent when off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_listen: Option<SocketAddr>,
 }
 
 fn userspace() -> String {
@@ -401,6 +404,10 @@ pub struct Counters {
     /// The routed overlay (forwarded, relayed, local, ttl_expired, no_route, …).
     #[serde(default)]
     pub overlay: BTreeMap<String, u64>,
+    /// Tunnel traffic per remote address (rx_packets, rx_bytes, tx_packets, tx_bytes), on the
+    /// userspace datapath; absent on the eBPF one, which does not count per remote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remotes: BTreeMap<IpAddr, BTreeMap<String, u64>>,
 }
 
 /// The body of every error answer.

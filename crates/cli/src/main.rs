@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`; one per call, on the
+//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `ui`; one per call, on the
 //! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
 //! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
@@ -31,6 +31,7 @@ use cmd::overlay::OverlayCmd;
 use cmd::prober::ProberArgs;
 use cmd::profile::ProfileCmd;
 use cmd::route::RouteCmd;
+use cmd::ui::UiArgs;
 use cmd::{CliError, Format};
 
 /// nvo: multi-tenant network virtualization overlays for Linux.
@@ -78,8 +79,8 @@ enum Command {
     /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).
     #[command(subcommand)]
     Flood(FloodCmd),
-    /// Show the data path's counters: drops by reason, per network, per port, underlay, STT
-    /// reassembly.
+    /// Show the data path's counters: drops by reason, per network, per port, underlay, per
+    /// remote (userspace datapath), STT reassembly.
     #[command(
         after_help = "Example:\n  nvo counters\n  nvo counters --all\n  nvo -o json counters"
     )]
@@ -156,6 +157,14 @@ enum Command {
                       nvo capture --network 100 -s 128 host 10.0.0.2 and tcp port 80"
     )]
     Capture(cmd::capture::CaptureArgs),
+    /// Print the URL of nvod's status page (--open: open it in the desktop's browser).
+    ///
+    /// The page is served by nvod itself on its `http_listen` address, beside /metrics: this
+    /// host, the peers it knows, its networks, tunnel traffic with live rates, top drop
+    /// reasons and recent events, refreshing every second; read-only. Without `http_listen`
+    /// in nvod's config there is no page, and `nvo ui` says how to turn it on.
+    #[command(after_help = "Example:\n  nvo ui\n  nvo ui --open\n  nvo -o json ui")]
+    Ui(UiArgs),
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
@@ -177,6 +186,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Capture(a) => cmd::capture::capture(&client, a)?,
         Command::Prober(a) => cmd::prober::prober(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),
+        Command::Ui(a) => cmd::ui::ui(&client, format, &a)?,
         Command::Decode(args) => return Ok(cmd::decode::run(args, format)),
     }
     Ok(ExitCode::SUCCESS)

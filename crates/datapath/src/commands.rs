@@ -203,6 +203,9 @@ fn counters(fwd: &Forwarder) -> Reply {
     let mut counters = core.pipeline.counters();
     if let Some(k) = &core.kernel {
         k.add_counters(&mut counters);
+        // The programs forward most packets without the pipeline and count none per remote:
+        // the pipeline's per-remote figures would be the slow path's share only.
+        counters.remotes.clear();
     }
     Reply::Counters(
         Box::new(counters),

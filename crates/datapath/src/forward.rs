@@ -572,7 +572,7 @@ pub(super) fn queue(
     if u.queued.len() < u.queued.capacity()
         && u.batch.push_outer(dst, entropy, outer, header, payload)
     {
-        u.queued.push(len);
+        u.queued.push((len, dst.ip()));
         return;
     }
     flush_one(underlays, pipeline, at);
@@ -580,7 +580,7 @@ pub(super) fn queue(
         return;
     };
     if u.batch.push_outer(dst, entropy, outer, header, payload) {
-        u.queued.push(len);
+        u.queued.push((len, dst.ip()));
     } else {
         // Larger than a datagram can be, or than the whole batch slab.
         pipeline.count_tx(TxTarget::Underlay, len, TxOutcome::QueueFull);
@@ -596,13 +596,13 @@ fn flush_one(underlays: &mut Underlays, pipeline: &mut Pipeline, at: usize) {
         return;
     }
     let sent = u.send_queued().unwrap_or(0);
-    for (i, &len) in u.queued.iter().enumerate() {
+    for (i, &(len, remote)) in u.queued.iter().enumerate() {
         let outcome = if i < sent {
             TxOutcome::Sent
         } else {
             TxOutcome::Failed
         };
-        pipeline.count_tx(TxTarget::Underlay, len, outcome);
+        pipeline.count_tx(TxTarget::Remote(remote), len, outcome);
     }
     u.batch.clear();
     u.queued.clear();

@@ -63,8 +63,9 @@ pub struct Underlay {
     pub socket: Socket,
     /// Datagrams queued for the next flush.
     pub batch: SendBatch,
-    /// Length of each queued datagram, for `count_tx` (capacity = batch capacity).
-    pub queued: Vec<usize>,
+    /// Length and destination of each queued datagram, for `count_tx` (capacity = batch
+    /// capacity).
+    pub queued: Vec<(usize, IpAddr)>,
 }
 
 impl Underlay {

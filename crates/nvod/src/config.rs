@@ -63,7 +63,8 @@ Configuration file (TOML, every key optional):
                                    body, a client not reading its answer) before a
                                    connection with no request running is closed, 1 to 3600
   http_listen = \"127.0.0.1:9477\"  TCP address serving GET /metrics (Prometheus text format;
-                                   docs/metrics.md); off unless set. Read-only, no API
+                                   docs/metrics.md) and the status page at / (`nvo ui`;
+                                   docs/status-page.md); off unless set. Read-only, no API
                                    privileges; bounded by http_max_connections = 64,
                                    http_header_timeout_s = 10 and http_idle_timeout_s = 60
                                    as the api_ keys bound the API; no request body

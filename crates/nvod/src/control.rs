@@ -33,6 +33,7 @@ mod overlay;
 mod port_check;
 mod profiles;
 mod routes;
+mod status;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +298,7 @@ impl Control {
             datapath_reason: self.path.reason.clone(),
             relay: self.path.relay.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            http_listen: self.config.http.as_ref().map(|h| h.listen),
         }
     }
 

@@ -6,6 +6,7 @@
 //!  main thread: config, checks, then the control thread's tokio runtime
 //!    ├─ API server (axum on the unix socket) ─► Control (desired state, state.json)
 //!    ├─ metrics listener (http_listen, GET /metrics) ─► Control::snapshot (reads only)
+//!    │    and the status page (GET /, /status.json) ─► Control::status_inputs (reads only)
 //!    │                                             │ Command + eventfd wake, oneshot reply
 //!    │  EVPN speaker task (nvo_evpn::spawn) ──────┤ through control::bgp's DataPlane
 //!    └─ datapath thread (nvo_datapath::start) ◄───┘  owns Pipeline, underlay, ports
@@ -25,6 +26,7 @@ mod control;
 mod convert;
 mod metrics;
 mod state;
+mod status;
 mod values;
 
 use std::path::PathBuf;
@@ -190,7 +192,10 @@ async fn serve(
     let shared = Arc::new(Mutex::new(control));
     let metrics = async {
         if let Some((listener, http)) = metrics_listener {
-            log::info!("metrics on http://{}/metrics", http.listen);
+            log::info!(
+                "metrics on http://{0}/metrics, status page on http://{0}/",
+                http.listen
+            );
             metrics::serve(listener, http, shared.clone(), stopped()).await;
         }
     };

@@ -1,5 +1,6 @@
 //! The metrics listener (issue 20): `GET /metrics` in the Prometheus text format on the TCP
-//! address `http_listen`, through the same bounded server as the API ([`api::server`]).
+//! address `http_listen`, through the same bounded server as the API ([`api::server`]), and
+//! the status page beside it (`GET /`, `GET /status.json`: [`crate::status`]).
 //!
 //! It is read-only: its router has no path that changes anything, and it reaches the control
 //! state only through [`Control::snapshot`](crate::control::Control::snapshot), the reads the
@@ -25,6 +26,7 @@ use tokio::net::TcpListener;
 use crate::api::server::{self, Bounds};
 use crate::api::Shared;
 use crate::config::HttpSettings;
+use crate::status::{self, events};
 
 /// How long a scrape waits for the datapath and the EVPN speaker before answering 503.
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -67,17 +69,27 @@ pub async fn serve(
         idle_key: "http_idle_timeout_s",
         max_body: 0,
     };
-    server::serve(listener, router(control), &bounds, shutdown).await;
+    let recent = events::Recent::default();
+    recent.push(
+        "nvod",
+        format!("status page listening on http://{}/", settings.listen),
+    );
+    let overlay_events = control.lock().await.subscribe();
+    let follower = tokio::spawn(events::follow(overlay_events, recent.clone()));
+    let page = status::Page::new(control.clone(), recent);
+    server::serve(listener, router(control, page), &bounds, shutdown).await;
+    follower.abort();
     log::debug!("metrics listener on {} closed", settings.listen);
 }
 
-/// `/metrics`, and plain-text answers for everything else.
-fn router(control: Shared) -> Router {
+/// `/metrics`, the status page, and plain-text answers for everything else.
+fn router(control: Shared, page: status::Page) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .with_state(control)
+        .merge(status::routes(page))
         .fallback(not_found)
         .method_not_allowed_fallback(not_allowed)
-        .with_state(control)
 }
 
 async fn metrics(State(c): State<Shared>) -> Response {
@@ -118,14 +130,15 @@ async fn metrics(State(c): State<Shared>) -> Response {
 async fn not_found() -> Response {
     plain(
         StatusCode::NOT_FOUND,
-        "not found: this listener serves GET /metrics\n".to_owned(),
+        "not found: this listener serves GET /metrics, / (the status page) and /status.json\n"
+            .to_owned(),
     )
 }
 
 async fn not_allowed() -> Response {
     let mut answer = plain(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed: /metrics is read-only; use GET\n".to_owned(),
+        "method not allowed: this listener is read-only; use GET\n".to_owned(),
     );
     answer
         .headers_mut()

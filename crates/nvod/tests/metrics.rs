@@ -247,7 +247,7 @@ fn the_listener_is_read_only_and_bounded() {
     assert!(status == 404 || status == 413, "{status}");
     let (status, _, _) = exchange(
         &ns,
-        "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /v1/node HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 404);
     let networks: Vec<serde_json::Value> = nvod.get("/v1/networks");

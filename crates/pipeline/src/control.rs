@@ -327,12 +327,14 @@ impl Pipeline {
                 .collect(),
             ports: self.ports.iter().map(|(&p, q)| (p, q.counters)).collect(),
             underlay: self.underlay,
+            remotes: self.remotes.snapshot(),
         }
     }
 
     /// How the datapath reports back on sending a frame of `len` bytes that an action asked for.
     /// A `Deliver` or `Reply` is reported with `TxTarget::Port`, an `Encap` with
-    /// `TxTarget::Underlay` (`len` being what went on the wire). A failure is a drop with reason
+    /// `TxTarget::Underlay` or, when the destination is known, `TxTarget::Remote` (`len` being
+    /// what went on the wire). A failure is a drop with reason
     /// `tx_error` or `queue_full`, counted like every other drop; a port removed in the
     /// meantime only counts in the totals.
     pub fn count_tx(&mut self, target: TxTarget, len: usize, outcome: TxOutcome) {
@@ -353,7 +355,7 @@ impl Pipeline {
                     (None, None) => {}
                 }
             }
-            TxTarget::Underlay => match reason {
+            TxTarget::Underlay | TxTarget::Remote(_) => match reason {
                 Some(reason) => {
                     self.underlay.tx_errors += 1;
                     count_drop(&mut self.drops, None, reason);
@@ -361,6 +363,12 @@ impl Pipeline {
                 None => {
                     self.underlay.tx_packets += 1;
                     self.underlay.tx_bytes += len as u64;
+                    if let TxTarget::Remote(remote) = target {
+                        if let Some(c) = self.remotes.get(remote) {
+                            c.tx_packets += 1;
+                            c.tx_bytes += len as u64;
+                        }
+                    }
                 }
             },
         }

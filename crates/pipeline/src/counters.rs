@@ -1,13 +1,16 @@
-//! Counters: per drop reason, per network, per port and for the underlay.
+//! Counters: per drop reason, per network, per port, for the underlay and per remote VTEP.
 //!
 //! The live counters sit next to what they count (a network's in its table entry, a port's in the
 //! port table) and are plain `u64` additions on the datapath thread. [`Counters`] is a snapshot
 //! taken by `Pipeline::counters()` for the control thread; it is `Serialize` in the shape the API
 //! shows: `{drops: {reason: n}, networks: {vni: {...}}, ports: {port: {...}}, underlay: {...}}`.
 //!
-//! Counters of a removed network or port go with it.
+//! Counters of a removed network or port go with it. Per-remote counters ([`RemoteTable`]) are
+//! kept for at most [`MAX_COUNTED_REMOTES`] addresses, never removed: past that many, a new
+//! address's traffic counts in the underlay totals only.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -136,6 +139,51 @@ pub struct UnderlayCounters {
     pub relayed: u64,
 }
 
+/// Tunnel traffic with one remote VTEP (or overlay locator, or multicast group): packets
+/// decapsulated from it, packets the kernel took for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct RemoteCounters {
+    /// Tunnel packets from it that a profile decapsulated.
+    pub rx_packets: u64,
+    /// Bytes of those (the UDP or IP payload, as `underlay.rx_bytes`).
+    pub rx_bytes: u64,
+    /// Tunnel packets sent to it.
+    pub tx_packets: u64,
+    /// Bytes of those, as reported.
+    pub tx_bytes: u64,
+}
+
+/// Most remote addresses counted one by one: a bound on the memory a stream of packets from
+/// forged source addresses can make the table take.
+pub const MAX_COUNTED_REMOTES: usize = 4096;
+
+/// The per-remote counters: a sorted map (a few comparisons per packet for the tens of remotes
+/// a host talks to), bounded by [`MAX_COUNTED_REMOTES`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RemoteTable(BTreeMap<IpAddr, RemoteCounters>);
+
+impl RemoteTable {
+    /// The counters of `remote`; none when the table is full and does not hold it.
+    pub(crate) fn get(&mut self, remote: IpAddr) -> Option<&mut RemoteCounters> {
+        if self.0.len() >= MAX_COUNTED_REMOTES && !self.0.contains_key(&remote) {
+            return None;
+        }
+        Some(self.0.entry(remote).or_default())
+    }
+
+    /// Counts a decapsulated packet of `len` bytes from `remote`.
+    pub(crate) fn rx(&mut self, remote: IpAddr, len: usize) {
+        if let Some(c) = self.get(remote) {
+            c.rx_packets += 1;
+            c.rx_bytes += len as u64;
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> BTreeMap<IpAddr, RemoteCounters> {
+        self.0.clone()
+    }
+}
+
 /// A snapshot of every counter.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Counters {
@@ -147,6 +195,10 @@ pub struct Counters {
     pub ports: BTreeMap<PortId, PortCounters>,
     /// The underlay.
     pub underlay: UnderlayCounters,
+    /// Tunnel traffic per remote address (at most [`MAX_COUNTED_REMOTES`]). A datapath that
+    /// forwards packets the pipeline never sees (the eBPF one) leaves it empty rather than show
+    /// the part it saw.
+    pub remotes: BTreeMap<IpAddr, RemoteCounters>,
 }
 
 /// Where the datapath sent (or tried to send) a frame, for `Pipeline::count_tx`.
@@ -156,6 +208,8 @@ pub enum TxTarget {
     Port(PortId),
     /// The underlay (an `Encap` action).
     Underlay,
+    /// The underlay, to this remote address: counted as `Underlay`, and for the remote too.
+    Remote(IpAddr),
 }
 
 /// How sending went, for `Pipeline::count_tx`.
@@ -199,5 +253,29 @@ mod tests {
         assert_eq!(json["ports"]["7"]["rx_frames"], 1);
         assert_eq!(json["underlay"]["tx_errors"], 0);
         assert_eq!(c.drops.total(), 1);
+        assert_eq!(json["remotes"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn the_remote_table_is_bounded() {
+        let mut t = RemoteTable::default();
+        for i in 0..MAX_COUNTED_REMOTES as u32 {
+            t.rx(IpAddr::from(i.to_be_bytes()), 100);
+        }
+        let known = IpAddr::from([0, 0, 0, 7]);
+        let new = IpAddr::from([10, 0, 0, 1]);
+        t.rx(known, 50);
+        t.rx(new, 50);
+        assert!(t.get(new).is_none());
+        let s = t.snapshot();
+        assert_eq!(s.len(), MAX_COUNTED_REMOTES);
+        assert_eq!(
+            s[&known],
+            RemoteCounters {
+                rx_packets: 2,
+                rx_bytes: 150,
+                ..Default::default()
+            }
+        );
     }
 }

@@ -68,7 +68,8 @@ mod types;
 
 pub use actions::{Action, Actions};
 pub use counters::{
-    Counters, DropCounters, NetworkCounters, PortCounters, TxOutcome, TxTarget, UnderlayCounters,
+    Counters, DropCounters, NetworkCounters, PortCounters, RemoteCounters, TxOutcome, TxTarget,
+    UnderlayCounters, MAX_COUNTED_REMOTES,
 };
 pub use drop::DropReason;
 pub use error::TableError;

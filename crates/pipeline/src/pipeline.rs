@@ -40,7 +40,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use crate::actions::{Action, Actions};
-use crate::counters::{DropCounters, PortCounters, UnderlayCounters};
+use crate::counters::{DropCounters, PortCounters, RemoteTable, UnderlayCounters};
 use crate::fdb::{Bounds, Learned};
 use crate::frame::{self, Eth};
 use crate::icmp;
@@ -67,6 +67,8 @@ pub struct Pipeline {
     pub(crate) ports: HashMap<PortId, Port>,
     pub(crate) drops: DropCounters,
     pub(crate) underlay: UnderlayCounters,
+    /// Tunnel traffic per remote address.
+    pub(crate) remotes: RemoteTable,
     /// Bumped on every change of the set of local hosts (`Pipeline::local_hosts`).
     pub(crate) hosts_generation: u64,
     /// Whether new networks journal their FDB changes (`Pipeline::set_fdb_journal`).
@@ -86,6 +88,7 @@ impl Pipeline {
             ports: Default::default(),
             drops: DropCounters::default(),
             underlay: UnderlayCounters::default(),
+            remotes: RemoteTable::default(),
             // 1, so that a poller starting from 0 gets the first set, even an empty one.
             hosts_generation: 1,
             fdb_journal: false,
@@ -253,6 +256,7 @@ impl Pipeline {
         actions.clear();
         self.underlay.rx_packets += 1;
         self.underlay.rx_bytes += outer_len as u64;
+        self.remotes.rx(decap.src, outer_len);
         self.deliver_inner(decap, inner, now, actions);
     }
 
@@ -269,6 +273,7 @@ impl Pipeline {
         actions.clear();
         self.underlay.rx_packets += 1;
         self.underlay.rx_bytes += outer_len as u64;
+        self.remotes.rx(decap.src, outer_len);
         let Pipeline {
             networks,
             drops,

@@ -525,6 +525,34 @@ fn tx_reports_are_counted() {
 }
 
 #[test]
+fn tunnel_traffic_is_counted_per_remote() {
+    let mut p = setup();
+    let t = Instant::now();
+    let mut a = Actions::new();
+    let packet = vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc)));
+    p.receive_vxlan(r1(), &packet, t, &mut a);
+    p.receive_vxlan(r1(), &packet, t, &mut a);
+    // A packet for no network still came through r2's tunnel.
+    p.receive_vxlan(r2(), &vxlan(999, None, &frame(mac(1), mac(2))), t, &mut a);
+    p.count_tx(TxTarget::Remote(r1()), 150, TxOutcome::Sent);
+    p.count_tx(TxTarget::Remote(r1()), 150, TxOutcome::Failed);
+    p.count_tx(TxTarget::Underlay, 99, TxOutcome::Sent);
+    let c = p.counters();
+    let r = c.remotes[&r1()];
+    assert_eq!(
+        (r.rx_packets, r.rx_bytes, r.tx_packets, r.tx_bytes),
+        (2, 2 * packet.len() as u64, 1, 150)
+    );
+    assert_eq!(c.remotes[&r2()].rx_packets, 1);
+    assert_eq!(c.remotes.len(), 2);
+    // The totals count every packet, attributed or not.
+    assert_eq!((c.underlay.tx_packets, c.underlay.tx_bytes), (2, 249));
+    assert_eq!(c.underlay.rx_packets, 3);
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["remotes"][r1().to_string()]["tx_bytes"], 150);
+}
+
+#[test]
 fn a_warm_actions_buffer_does_not_grow() {
     let mut p = setup();
     let t = Instant::now();

@@ -12,6 +12,7 @@ pub mod overlay;
 pub mod prober;
 pub mod profile;
 pub mod route;
+pub mod ui;
 mod view;
 
 use std::path::PathBuf;
@@ -67,6 +68,9 @@ pub enum CliError {
     /// what to do.
     #[error(transparent)]
     Overlay(#[from] overlay::OverlayError),
+    /// The status page cannot be shown: nvod has no `http_listen`, or no browser opened.
+    #[error(transparent)]
+    Ui(#[from] ui::UiError),
     /// Standard output could not be written (other than closed by its reader).
     #[error("cannot write to stdout: {0}")]
     Stdout(std::io::Error),

@@ -47,6 +47,11 @@ pub fn node(n: &NodeInfo) -> Table {
         ("datapath_reason", n.datapath_reason.clone()),
         ("relay", n.relay.clone()),
         ("version", n.version.clone()),
+        (
+            "http_listen",
+            n.http_listen
+                .map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        ),
     ])
 }
 
@@ -373,6 +378,11 @@ pub fn counters(c: &Counters, all: bool) -> String {
     for (port, counters) in &c.ports {
         for (k, v) in counters {
             add("port", port.clone(), k, *v);
+        }
+    }
+    for (remote, counters) in &c.remotes {
+        for (k, v) in counters {
+            add("remote", remote.to_string(), k, *v);
         }
     }
     for (k, v) in &c.stt {
@@ -702,6 +712,19 @@ mod tests {
         assert!(all.contains("stt       -     evicted"), "{all}");
         assert!(all.contains("no_network"));
         assert_eq!(counters(&Counters::default(), false), "");
+        c.remotes.insert(
+            "10.100.0.2".parse().unwrap(),
+            BTreeMap::from([("tx_packets".into(), 3), ("rx_packets".into(), 0)]),
+        );
+        let text = counters(&c, false);
+        assert!(
+            text.lines().any(|l| l.starts_with("remote ")
+                && l.contains("10.100.0.2")
+                && l.contains("tx_packets")
+                && l.ends_with(" 3")),
+            "{text}"
+        );
+        assert!(text.contains("(4 zero counters hidden"), "{text}");
     }
 
     #[test]
@@ -719,6 +742,7 @@ mod tests {
             datapath_reason: "configured: datapath = \"ebpf\"".into(),
             relay: "tc on eth0".into(),
             version: "0.1.0".into(),
+            http_listen: None,
         };
         let text = node(&n).to_string();
         assert!(text.contains("locator          10.100.0.1\n"), "{text}");

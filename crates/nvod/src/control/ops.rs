@@ -538,6 +538,11 @@ impl Control {
             underlay,
             stt: convert::counter_map(&stt),
             overlay,
+            remotes: counters
+                .remotes
+                .iter()
+                .map(|(addr, c)| (*addr, convert::counter_map(c)))
+                .collect(),
         })
     }
 }

@@ -53,6 +53,7 @@ fn snapshot() -> Snapshot {
                 ("bytes_buffered", 9000),
             ]),
             overlay: map(&[("relayed", 0)]),
+            remotes: Default::default(),
         },
         tables: vec![Table {
             name: "networks",

@@ -1,0 +1,199 @@
+//! The status page's recent events: a small bounded list, newest replacing oldest, that any
+//! part of nvod can push `{time, type, text}` entries into. For now the overlay events nvod
+//! streams on `GET /v1/events` feed it ([`follow`]).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use nvo_api as api;
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// Events kept.
+pub const RECENT: usize = 50;
+
+/// One event as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// When, RFC 3339 in UTC with milliseconds.
+    pub time: String,
+    /// What kind: `overlay.node`, `overlay.route`, `overlay.own`, `nvod`, `lagged`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// One line.
+    pub text: String,
+}
+
+/// The recent events, shared between their writers and the status handler.
+#[derive(Debug, Clone, Default)]
+pub struct Recent(Arc<Mutex<VecDeque<Event>>>);
+
+impl Recent {
+    /// Adds an event stamped now, dropping the oldest beyond [`RECENT`].
+    pub fn push(&self, kind: impl Into<String>, text: impl Into<String>) {
+        let event = Event {
+            time: rfc3339(SystemTime::now()),
+            kind: kind.into(),
+            text: text.into(),
+        };
+        let mut list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        while list.len() >= RECENT {
+            list.pop_front();
+        }
+        list.push_back(event);
+    }
+
+    /// The events, oldest first.
+    pub fn list(&self) -> Vec<Event> {
+        let list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        list.iter().cloned().collect()
+    }
+}
+
+/// Copies overlay events into `recent` until the stream closes.
+pub async fn follow(mut rx: broadcast::Receiver<api::OverlayEvent>, recent: Recent) {
+    loop {
+        match rx.recv().await {
+            Ok(event) => recent.push(format!("overlay.{}", event.kind()), describe(&event)),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                recent.push("lagged", format!("{n} overlay events missed"));
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// One line for an overlay event.
+pub fn describe(event: &api::OverlayEvent) -> String {
+    use api::OverlayEvent as E;
+    let action = |a: &api::EventAction| match a {
+        api::EventAction::Set => "set",
+        api::EventAction::Removed => "removed",
+    };
+    match event {
+        E::Node {
+            action: a,
+            node,
+            locators,
+        } => {
+            let at: Vec<String> = locators
+                .iter()
+                .flatten()
+                .map(|l| l.addr.to_string())
+                .collect();
+            if at.is_empty() {
+                format!("node {node} {}", action(a))
+            } else {
+                format!("node {node} {}: {}", action(a), at.join(", "))
+            }
+        }
+        E::Route {
+            action: a,
+            app,
+            dst,
+            next_hops,
+        } => {
+            let via: Vec<String> = next_hops.iter().flatten().map(u32::to_string).collect();
+            if via.is_empty() {
+                format!("route {app} to {dst} {}", action(a))
+            } else {
+                format!("route {app} to {dst} {} via {}", action(a), via.join(", "))
+            }
+        }
+        E::Own { node, .. } => format!("own node id set to {node}"),
+    }
+}
+
+/// `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil(days);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Year, month, day of `days` since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        // 2000-02-29 (a leap day of a century leap year), 13:14:15.678.
+        let t = UNIX_EPOCH + Duration::from_millis(951_830_055_678);
+        assert_eq!(rfc3339(t), "2000-02-29T13:14:15.678Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_798_761_599);
+        assert_eq!(rfc3339(t), "2026-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn the_list_keeps_the_newest() {
+        let recent = Recent::default();
+        for i in 0..RECENT + 5 {
+            recent.push("test", format!("event {i}"));
+        }
+        let list = recent.list();
+        assert_eq!(list.len(), RECENT);
+        assert_eq!(list[0].text, "event 5");
+        assert_eq!(list[RECENT - 1].text, format!("event {}", RECENT + 4));
+        let json = serde_json::to_value(&list[0]).unwrap();
+        assert_eq!(json["type"], "test");
+        assert!(json["time"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[tokio::test]
+    async fn overlay_events_are_followed() {
+        let (tx, rx) = broadcast::channel(4);
+        let recent = Recent::default();
+        let task = tokio::spawn(follow(rx, recent.clone()));
+        tx.send(api::OverlayEvent::Node {
+            action: api::EventAction::Set,
+            node: 7,
+            locators: Some(vec![api::LocatorSpec {
+                addr: "10.0.0.7".parse().unwrap(),
+                weight: 1,
+            }]),
+        })
+        .unwrap();
+        tx.send(api::OverlayEvent::Route {
+            action: api::EventAction::Removed,
+            app: "default".to_owned(),
+            dst: 9,
+            next_hops: None,
+        })
+        .unwrap();
+        drop(tx);
+        task.await.unwrap();
+        let list = recent.list();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].kind, "overlay.node");
+        assert_eq!(list[0].text, "node 7 set: 10.0.0.7");
+        assert_eq!(list[1].kind, "overlay.route");
+        assert_eq!(list[1].text, "route default to 9 removed");
+    }
+}
