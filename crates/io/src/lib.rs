@@ -35,6 +35,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+mod coalesce;
 pub mod ethtool;
 mod frame;
 pub mod iface;
@@ -51,6 +52,7 @@ mod udp;
 mod vnet;
 
 pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
+pub use coalesce::{Coalesced, Coalescer, Pushed, MAX_COALESCED};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
 pub use meta::{FrameMeta, Gso, GsoKind};
 pub use outer::OuterValues;
