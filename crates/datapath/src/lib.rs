@@ -14,7 +14,9 @@
 //! With `busy_poll` (nvod's `busy_poll_us`) the poll after a round that handled packets does
 //! not sleep: it checks every socket and returns at once, for as long as the last packet is
 //! less than `busy_poll` ago; then the loop sleeps again. A request's reply, or the next
-//! packets of a burst, find the thread awake instead of paying a wake-up each.
+//! packets of a burst, find the thread awake instead of paying a wake-up each. Between two
+//! such polls the thread yields its CPU, so that on a host with fewer CPUs than busy
+//! threads the application the packets are for is not kept waiting by the spinning.
 //!
 //! Commands run after the frames of the same wake-up, so the poll indices of that round stay
 //! valid; the poll set is rebuilt whenever the set of open ports or joined multicast groups
@@ -287,6 +289,9 @@ impl Loop {
                 .last_packet
                 .is_some_and(|t| before.saturating_duration_since(t) < self.busy_poll);
             let timeout = if polling {
+                // Spinning, but not hogging: a process on this CPU the packet is for (the
+                // container's application, the other nvod on a small host) runs first.
+                std::thread::yield_now();
                 Duration::ZERO
             } else {
                 self.next_tick.saturating_duration_since(before)
