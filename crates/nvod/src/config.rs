@@ -99,9 +99,9 @@ Configuration file (TOML, every key optional):
   stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
                                    1073741824; the least recently used frame is evicted first
   stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
-  busy_poll_us = 0                 µs the userspace datapath keeps polling after the last
-                                   packet before it sleeps, 0 (off) to 1000: lower latency
-                                   for a core kept busy while traffic flows
+  busy_poll_us = 0                 microseconds the userspace datapath polls on after a
+                                   packet before it sleeps again, 0 (off) to 1000: lower
+                                   latency for CPU time spent while traffic flows
   learn_port_percent = 25          default share of a network's max_learned one local port
                                    may hold (max_learned_per_port of networks created
                                    without one), 1 to 100; beyond it the port's frames
