@@ -13,7 +13,8 @@ merged back into GSO frames the receiving container takes whole; the bytes arriv
 
 A packet socket with the virtio-net header sees each frame with the GSO metadata the kernel
 keeps with it: on c1 the frames TCP hands to eth0, on h1 the UDP GSO super-datagrams nvod sends
-(a veth carries them whole), on c2 the frames nvod wrote into h2's end of the veth. Without nvod's coalescing, c2 would see only frames of at most the tenant MTU.
+(a veth carries them whole), on c2 the frames nvod wrote into h2's end of the veth. Without
+nvod's coalescing, c2 would see only frames of at most the tenant MTU.
 
 The eBPF datapath does not run this code (its tc programs hand frames on inside the kernel):
 the tests skip there.
