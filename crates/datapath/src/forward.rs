@@ -6,7 +6,10 @@
 //!  underlay packet (transport T, src) ──► engine.decap(T) ──► pipeline.from_decapsulated
 //!     raw IP 6: STT segment ──► reassembler ──► (whole STT frame) ──┘       │
 //!                                                                           ▼ actions
-//!   Deliver  → the frame (for a packet: the inner frame) out of a local port
+//!   Deliver  → the frame (for a packet: the inner frame) out of a local port; a complete TCP
+//!              segment to a port that takes large frames is held by the coalescer instead,
+//!              merged with the next segments of its flow, and leaves as one GSO frame when
+//!              the receive batch is flushed (nvo_io::Coalescer has the rules)
 //!   Encap    → engine.header(profile, vni, remote, entropy) (a cached template, patched)
 //!              → queued on the profile's underlay socket; STT frames are first cut into
 //!              segments (nvo_encap::stt::Segmenter)
@@ -25,7 +28,7 @@ use std::time::Instant;
 use nvo_encap::engine::{Decap, DecapError, Engine, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
 use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttDrop, SttMeta};
-use nvo_io::{FrameMeta, Gso, GsoKind, OuterValues};
+use nvo_io::{Coalesced, Coalescer, FrameMeta, Gso, GsoKind, OuterValues};
 use nvo_pipeline::overlay::{Hop, NodeId, OverlayTables};
 use nvo_pipeline::{
     Action, Actions, Decapsulated, DropReason, Pipeline, PortId, ProfileTag, TxOutcome, TxTarget,
@@ -75,7 +78,13 @@ pub struct Core {
     finish_scratch: Vec<u8>,
     /// The kernel datapath, when it runs: the maps mirroring the tables above.
     pub kernel: Option<nvo_ebpf::Mirror>,
+    /// TCP segments on their way to ports that take large frames, merged per flow until the
+    /// next flush.
+    coalescer: Coalescer,
 }
+
+/// Most flows whose segments are held for merging at once (a 64 KiB buffer each).
+const COALESCED_FLOWS: usize = 8;
 
 /// The forwarder: the core and the STT reassembler.
 #[derive(Debug)]
@@ -115,6 +124,7 @@ impl Forwarder {
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
                 kernel: None,
+                coalescer: Coalescer::new(COALESCED_FLOWS),
             },
             reassembler,
         }
@@ -339,6 +349,16 @@ impl Core {
         for i in 0..self.actions.len() {
             match self.actions.as_slice()[i] {
                 Action::Deliver { port } => {
+                    let (ports, pipeline) = (&self.ports, &mut self.pipeline);
+                    let emit = &mut |c: Coalesced<'_>| deliver_coalesced(ports, pipeline, c);
+                    if meta.is_complete() && self.actions.len() == 1 && ports.takes_large(port) {
+                        self.coalescer.push(port.0, frame, emit);
+                        continue;
+                    }
+                    if !self.coalescer.is_empty() {
+                        // Sent another way: the held segments of its flow go first.
+                        self.coalescer.flush_flow(port.0, frame, emit);
+                    }
                     let sent = if meta.is_complete() {
                         self.ports.send(port, frame)
                     } else {
@@ -537,6 +557,9 @@ impl Core {
     /// lengths are counted as sent and the rest as failed, which is exact for the counts and
     /// close for the bytes.
     pub fn flush(&mut self) {
+        let (ports, pipeline) = (&self.ports, &mut self.pipeline);
+        self.coalescer
+            .flush(&mut |c| deliver_coalesced(ports, pipeline, c));
         for at in 0..self.underlays.len() {
             flush_one(&mut self.underlays, &mut self.pipeline, at);
         }
@@ -584,6 +607,30 @@ pub(super) fn queue(
     } else {
         // Larger than a datagram can be, or than the whole batch slab.
         pipeline.count_tx(TxTarget::Underlay, len, TxOutcome::QueueFull);
+    }
+}
+
+/// Sends what the coalescer let go of out of its port, and counts each segment it holds. A
+/// merged frame the port refuses for any reason but a full queue goes again in segments, cut
+/// in software, so that nothing is lost to the merge.
+fn deliver_coalesced(ports: &Ports, pipeline: &mut Pipeline, c: Coalesced<'_>) {
+    let port = PortId(c.dest);
+    let mut result = if c.meta.is_complete() {
+        ports.send(port, c.frame)
+    } else {
+        ports.send_meta(port, c.frame, &c.meta)
+    };
+    if let Err(e) = &result {
+        if !c.meta.is_complete() && e.kind() != io::ErrorKind::WouldBlock {
+            result = c
+                .meta
+                .finish_here(c.frame, &mut |f| ports.send(port, f))
+                .map(drop);
+        }
+    }
+    let outcome = outcome(result);
+    for len in c.segment_lens() {
+        pipeline.count_tx(TxTarget::Port(port), len, outcome);
     }
 }
 

@@ -11,6 +11,13 @@
 //!    every second      → age learned entries and STT reassemblies, retry ports that are down
 //! ```
 //!
+//! With `busy_poll` (nvod's `busy_poll_us`) the poll after a round that handled packets does
+//! not sleep: it checks every socket and returns at once, for as long as the last packet is
+//! less than `busy_poll` ago; then the loop sleeps again. A request's reply, or the next
+//! packets of a burst, find the thread awake instead of paying a wake-up each. Between two
+//! such polls the thread yields its CPU, so that on a host with fewer CPUs than busy
+//! threads the application the packets are for is not kept waiting by the spinning.
+//!
 //! Commands run after the frames of the same wake-up, so the poll indices of that round stay
 //! valid; the poll set is rebuilt whenever the set of open ports or joined multicast groups
 //! changed. The underlay sockets are the VXLAN socket and one per other tunnel transport a
@@ -182,7 +189,7 @@ pub fn start(config: &Settings) -> Result<Started, StartError> {
             };
             fwd.core.kernel = mirror;
             let _ = chosen.send(Ok(made));
-            Loop::new(fwd, commands, wake).run()
+            Loop::new(fwd, commands, wake, config.busy_poll).run()
         })
         .map_err(StartError::Thread)?;
     let choice = match choice.recv() {
@@ -233,10 +240,19 @@ struct Loop {
     frames: FrameBatch,
     next_tick: Instant,
     last_error_log: Option<Instant>,
+    /// How long to poll without sleeping after a packet (zero: never).
+    busy_poll: Duration,
+    /// When the last round that handled packets began.
+    last_packet: Option<Instant>,
 }
 
 impl Loop {
-    fn new(fwd: Forwarder, commands: Receiver<Request>, wake: Arc<EventFd>) -> Loop {
+    fn new(
+        fwd: Forwarder,
+        commands: Receiver<Request>,
+        wake: Arc<EventFd>,
+        busy_poll: Duration,
+    ) -> Loop {
         // The VXLAN socket's batch fits every socket: GRO-sized buffers when GRO is on, a
         // jumbo frame otherwise; raw sockets never coalesce.
         let recv = match fwd.core.underlays.vxlan_ref() {
@@ -258,6 +274,8 @@ impl Loop {
             frames: FrameBatch::default(),
             next_tick: Instant::now() + TICK,
             last_error_log: None,
+            busy_poll,
+            last_packet: None,
         }
     }
 
@@ -266,28 +284,43 @@ impl Loop {
             if self.polled != Some(self.generations()) {
                 self.rebuild_poll_set();
             }
-            let timeout = self.next_tick.saturating_duration_since(Instant::now());
+            let before = Instant::now();
+            let polling = self
+                .last_packet
+                .is_some_and(|t| before.saturating_duration_since(t) < self.busy_poll);
+            let timeout = if polling {
+                // Spinning, but not hogging: a process on this CPU the packet is for (the
+                // container's application, the other nvod on a small host) runs first.
+                std::thread::yield_now();
+                Duration::ZERO
+            } else {
+                self.next_tick.saturating_duration_since(before)
+            };
             if let Err(e) = self.poller.wait(Some(timeout)) {
                 log::error!("the datapath cannot poll its sockets: {e}; it stops");
                 return;
             }
             let now = Instant::now();
+            let mut handled = false;
             for at in 0..self.polled_underlays {
                 if self.poller.is_ready(1 + at) {
-                    self.underlay(now, at, None);
+                    handled |= self.underlay(now, at, None);
                 }
             }
             let first_group = 1 + self.polled_underlays;
             for g in 0..self.polled_groups {
                 if self.poller.is_ready(first_group + g) {
-                    self.underlay(now, 0, Some(g));
+                    handled |= self.underlay(now, 0, Some(g));
                 }
             }
             let first_port = first_group + self.polled_groups;
             for k in 0..self.polled_ports.len() {
                 if self.poller.is_ready(first_port + k) {
-                    self.port(self.polled_ports[k], now);
+                    handled |= self.port(self.polled_ports[k], now);
                 }
+            }
+            if handled && !self.busy_poll.is_zero() {
+                self.last_packet = Some(now);
             }
             let first_ring = first_port + self.polled_ports.len();
             if self.polled_kernel
@@ -360,7 +393,9 @@ impl Loop {
 
     /// Receives and forwards what an underlay socket holds, a bounded number of batches: the
     /// socket at `at` (`group` None) or the socket of the VXLAN socket's `group`th joined group.
-    fn underlay(&mut self, now: Instant, at: usize, group: Option<usize>) {
+    /// Returns whether anything was received.
+    fn underlay(&mut self, now: Instant, at: usize, group: Option<usize>) -> bool {
+        let mut got = false;
         for _ in 0..UNDERLAY_ROUNDS {
             let underlays = &self.fwd.core.underlays;
             let raw = group.is_none()
@@ -375,17 +410,17 @@ impl Loop {
             let received = match (group, underlays.vxlan_ref()) {
                 (None, _) => match underlays.at(at) {
                     Some(u) => u.recv_batch(batch),
-                    None => return,
+                    None => return got,
                 },
                 (Some(g), Some(vxlan)) => vxlan.recv_group_batch(g, batch),
-                (Some(_), None) => return,
+                (Some(_), None) => return got,
             };
             match received {
-                Ok(0) => return,
-                Ok(_) => {}
+                Ok(0) => return got,
+                Ok(_) => got = true,
                 Err(e) => {
                     self.log_error(now, format_args!("underlay receive failed: {e}"));
-                    return;
+                    return got;
                 }
             }
             let batch = if raw { &self.raw_recv } else { &self.recv };
@@ -403,18 +438,21 @@ impl Loop {
             }
             self.fwd.flush();
         }
+        got
     }
 
-    /// Receives and forwards one batch from the port at position `at`.
-    fn port(&mut self, at: usize, now: Instant) {
+    /// Receives and forwards one batch from the port at position `at`; returns whether it got
+    /// anything.
+    fn port(&mut self, at: usize, now: Instant) -> bool {
         let Some(port) = self.fwd.core.ports.at(at) else {
-            return;
+            return false;
         };
         let id = port.id;
         let Some(io) = &port.io else {
-            return;
+            return false;
         };
         match io.recv_batch(&mut self.frames) {
+            Ok(0) => return false,
             Ok(_) => {}
             Err(e)
                 if matches!(
@@ -422,11 +460,11 @@ impl Loop {
                     io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
                 ) =>
             {
-                return
+                return false
             }
             Err(e) => {
                 self.fwd.core.ports.failed(at, &e);
-                return;
+                return false;
             }
         }
         let large = self.fwd.core.ports.large_at(at);
@@ -440,6 +478,7 @@ impl Loop {
                 self.fwd.port_frame(id, frame, FrameMeta::COMPLETE, now);
             }
         }
+        true
     }
 
     /// Runs every queued command; false when the datapath must stop.

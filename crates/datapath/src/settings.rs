@@ -37,6 +37,9 @@ pub struct Settings {
     pub overlay_limits: nvo_pipeline::overlay::OverlayLimits,
     /// Bounds of the encapsulation engine's tables.
     pub engine_limits: nvo_encap::engine::Limits,
+    /// How long the datapath thread keeps polling its sockets without sleeping after the last
+    /// packet it handled (zero: it sleeps at once).
+    pub busy_poll: std::time::Duration,
 }
 
 /// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.

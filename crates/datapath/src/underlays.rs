@@ -278,6 +278,7 @@ impl Underlays {
             sum.send_would_block += s.send_would_block;
             sum.send_errors += s.send_errors;
             sum.gso_fallbacks += s.gso_fallbacks;
+            sum.gso_sends += s.gso_sends;
             sum.multicast_joins += s.multicast_joins;
             sum.multicast_leaves += s.multicast_leaves;
         }

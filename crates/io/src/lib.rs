@@ -39,6 +39,7 @@
 
 mod batch;
 mod capture;
+mod coalesce;
 pub mod ethtool;
 mod frame;
 pub mod iface;
@@ -57,6 +58,7 @@ mod vnet;
 
 pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
 pub use capture::{wait_readable, CaptureSocket, Captured};
+pub use coalesce::{Coalesced, Coalescer, Pushed, MAX_COALESCED};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
 pub use meta::{FrameMeta, Gso, GsoKind};
 pub use outer::OuterValues;

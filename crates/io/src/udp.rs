@@ -64,6 +64,8 @@ pub struct UnderlayStats {
     pub send_errors: u64,
     /// GSO messages the kernel refused and that were sent one datagram at a time instead.
     pub gso_fallbacks: u64,
+    /// Messages sent with more than one datagram in them (UDP GSO super-datagrams).
+    pub gso_sends: u64,
     /// Multicast groups joined ([`UdpUnderlay::join`]).
     pub multicast_joins: u64,
     /// Multicast groups left ([`UdpUnderlay::leave`]); joins − leaves are joined now.
@@ -76,6 +78,7 @@ struct Counters {
     send_would_block: AtomicU64,
     send_errors: AtomicU64,
     gso_fallbacks: AtomicU64,
+    gso_sends: AtomicU64,
     multicast_joins: AtomicU64,
     multicast_leaves: AtomicU64,
 }
@@ -225,6 +228,7 @@ impl UdpUnderlay {
             send_would_block: c.send_would_block.load(Relaxed),
             send_errors: c.send_errors.load(Relaxed),
             gso_fallbacks: c.gso_fallbacks.load(Relaxed),
+            gso_sends: c.gso_sends.load(Relaxed),
             multicast_joins: c.multicast_joins.load(Relaxed),
             multicast_leaves: c.multicast_leaves.load(Relaxed),
         }
@@ -364,6 +368,8 @@ impl UdpUnderlay {
             match sys::sendmmsg(fd, msgs) {
                 Ok(m) if m > 0 => {
                     let done: usize = plans[..m].iter().map(|p| p.count).sum();
+                    let gso = plans[..m].iter().filter(|p| p.count > 1).count();
+                    self.counters.gso_sends.fetch_add(gso as u64, Relaxed);
                     sent += done;
                     pos += done;
                 }

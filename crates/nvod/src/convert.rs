@@ -581,6 +581,7 @@ mod tests {
             limits: Default::default(),
             learn_share: Default::default(),
             http: None,
+            busy_poll: Default::default(),
         }
     }
 

@@ -128,6 +128,8 @@ pub struct NvodExtras {
     pub udp_gro: Option<bool>,
     /// UDP GSO on nvod's underlay sockets (false turns it off).
     pub udp_gso: Option<bool>,
+    /// Microseconds the userspace datapath polls on after a packet, 0 (off) to 1000.
+    pub busy_poll_us: Option<u64>,
     /// The datapath: auto, ebpf or userspace.
     pub datapath: Option<String>,
     /// Where the kernel path relays overlay packets: auto, driver, generic or off (tc).
@@ -188,6 +190,11 @@ impl NvodExtras {
         if let Some(t) = self.stt_reassembly_timeout_s {
             if !(1..=3600).contains(&t) {
                 return at("stt_reassembly_timeout_s", t, "1..=3600");
+            }
+        }
+        if let Some(us) = self.busy_poll_us {
+            if us > 1000 {
+                return at("busy_poll_us", us, "0..=1000");
             }
         }
         if let Some(d) = &self.datapath {
