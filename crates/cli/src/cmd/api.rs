@@ -51,11 +51,14 @@ pub enum NetworkCmd {
     /// same profile.
     ///
     /// Unset options take nvod's defaults: MTU = underlay MTU minus the profile's overhead
-    /// (50 bytes for VXLAN over IPv4, 70 over IPv6), learning on, head-end replication to the
-    /// --flood remotes, 4096 learned MACs at most, 300 s ageing. Fails if the VNI exists.
+    /// (50 bytes for VXLAN over IPv4, 70 over IPv6), learning from ports and from tunnels on
+    /// (from tunnels off for a VXLAN network made while BGP is configured: EVPN serves it),
+    /// head-end replication to the --flood remotes, 4096 learned MACs at most, 300 s ageing.
+    /// Fails if the VNI exists.
     #[command(
         after_help = "Example:\n  nvo network add 100 --flood 192.0.2.2 --flood 192.0.2.3\n  \
                       nvo network add 200 --no-learning --multicast 239.1.1.1\n  \
+                      nvo network add 250 --no-tunnel-learning\n  \
                       nvo network add 300 --encap geneve --flood 192.0.2.2\n  \
                       nvo network add 400 --encap vxlan-gbp --param group=100 --flood 192.0.2.2\n  \
                       nvo profile list"
