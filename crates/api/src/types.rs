@@ -77,9 +77,18 @@ pub struct NetworkSpec {
     /// Tenant MTU; default: underlay MTU minus the VXLAN overhead (50 over IPv4, 70 over IPv6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u16>,
-    /// Learn MAC addresses from traffic (default true).
+    /// The old form of `learn_ports` + `learn_tunnels`: false turns both off; true changes
+    /// no default (but refuses both being off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learning: Option<bool>,
+    /// Learn the source MACs of local ports' frames (default true; false with `learning: false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn_ports: Option<bool>,
+    /// Learn inner source MACs of tunnel packets behind their remote (default true; false with
+    /// `learning: false`, and false for a VXLAN L2 network created while nvod has a BGP
+    /// configuration: EVPN serves it, as FRR's `nolearning` VXLAN devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn_tunnels: Option<bool>,
     /// BUM handling (default head-end replication).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bum: Option<Bum>,
@@ -146,8 +155,13 @@ pub struct Network {
     pub vni: u32,
     /// Tenant MTU.
     pub mtu: u16,
-    /// Whether the network learns MAC addresses from traffic.
+    /// Whether the network learns MAC addresses from traffic at all: `learn_ports` or
+    /// `learn_tunnels` (the old form).
     pub learning: bool,
+    /// Whether it learns the source MACs of local ports' frames.
+    pub learn_ports: bool,
+    /// Whether it learns inner source MACs of tunnel packets.
+    pub learn_tunnels: bool,
     /// BUM handling.
     pub bum: Bum,
     /// Most learned entries.

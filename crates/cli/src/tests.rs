@@ -47,6 +47,41 @@ fn every_subcommand_explains_itself_with_an_example() {
 }
 
 #[test]
+fn learning_flags_become_the_two_settings() {
+    let body = |extra: &[&str]| {
+        let mut argv = vec!["network", "add", "100"];
+        argv.extend_from_slice(extra);
+        let Command::Network(NetworkCmd::Add(a)) = parse(&argv).command else {
+            panic!("not network add")
+        };
+        serde_json::to_value(cmd::api::network_spec(a)).unwrap()
+    };
+    assert_eq!(
+        body(&["--no-tunnel-learning"]),
+        serde_json::json!({"vni": 100, "learn_tunnels": false})
+    );
+    assert_eq!(
+        body(&["--no-port-learning", "--tunnel-learning"]),
+        serde_json::json!({"vni": 100, "learn_ports": false, "learn_tunnels": true})
+    );
+    assert_eq!(
+        body(&["--no-learning"]),
+        serde_json::json!({"vni": 100, "learning": false})
+    );
+    for conflict in [
+        ["--no-tunnel-learning", "--tunnel-learning"],
+        ["--no-learning", "--tunnel-learning"],
+    ] {
+        let mut argv = vec!["network", "add", "100"];
+        argv.extend_from_slice(&conflict);
+        assert!(
+            refuse(&argv).contains("cannot be used with"),
+            "{conflict:?}"
+        );
+    }
+}
+
+#[test]
 fn network_add_takes_every_option() {
     let cli = parse(&[
         "network",

@@ -14,7 +14,7 @@ mod common;
 
 use common::{stdout, Fake, Seen};
 
-const NETWORK: &str = r#"{"vni":100,"mtu":1450,"learning":true,"bum":{"mode":"head_end"},"max_learned":4096,
+const NETWORK: &str = r#"{"vni":100,"mtu":1450,"learning":true,"learn_ports":true,"learn_tunnels":true,"bum":{"mode":"head_end"},"max_learned":4096,
 "ageing_s":300,"flood":["10.100.0.2"],"ports":["c-red1"],"learned":1,"static":0}"#;
 
 #[test]
@@ -358,7 +358,7 @@ fn routes_and_keys_render_as_tables() {
          00000afe   10  254  local network 100\n"
     );
 
-    let l3 = json!({"vni": 100, "mtu": 1450, "learning": true, "bum": {"mode": "head_end"},
+    let l3 = json!({"vni": 100, "mtu": 1450, "learning": true, "learn_ports": true, "learn_tunnels": true, "bum": {"mode": "head_end"},
         "max_learned": 4096, "ageing_s": 300, "flood": [], "ports": [], "learned": 0,
         "static": 0, "encap": "ipip", "l3": true, "gateway_mac": "02:00:00:00:00:fe",
         "routes": [{"prefix": "10.0.0.2/32", "remote": "192.0.2.2"}]});

@@ -76,13 +76,14 @@ struct nvo_tmpl {
 #define NVO_TRANSPORT_IP 2
 
 /* nvo_network.flags */
-#define NVO_NET_LEARNING 1     /* learn source MACs */
+#define NVO_NET_LEARN_PORTS 1  /* learn source MACs of local ports' frames */
 #define NVO_NET_BUM_HEAD_END 2 /* flood to the flood list */
 #define NVO_NET_BUM_GROUP 4    /* flood once to `group` */
 #define NVO_NET_BUM_USER 8     /* flooding is userspace's (an overlay tree) */
 #define NVO_NET_REMOTE_TMPL 16 /* some remotes have a header of their own: look in `remote_tmpl` */
 #define NVO_NET_SUPPRESS 32    /* ARP suppression: answer requests from `neighbors` */
 #define NVO_NET_KNOWN_ONLY 64  /* accept_remotes known: tunnel packets only from `vteps` entries marked known */
+#define NVO_NET_LEARN_TUNNELS 128 /* learn inner source MACs of tunnel packets */
 
 /* A network the kernel path forwards (map `networks`, by VNI). Networks that only userspace
  * serves have no entry: their ports carry no program and their keys say NVO_KEY_PASS. */

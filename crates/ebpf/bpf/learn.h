@@ -87,7 +87,7 @@ static __always_inline int learn(const struct nvo_network *net, __u32 vni, const
 	struct nvo_fdb_entry *e;
 	__u64 now = bpf_ktime_get_ns();
 
-	if (!(net->flags & NVO_NET_LEARNING))
+	if (!(net->flags & (dest == NVO_DEST_PORT ? NVO_NET_LEARN_PORTS : NVO_NET_LEARN_TUNNELS)))
 		return 0;
 	__builtin_memcpy(key.mac, mac, 6);
 	e = bpf_map_lookup_elem(&fdb, &key);

@@ -248,7 +248,7 @@ static __always_inline int port_in(struct __sk_buff *skb)
 	__u32 port_id = port->port_id;
 	__s64 *budget = bpf_map_lookup_elem(&port_budget, &port_id);
 	int to_nvod = !net || skb->vlan_present || ethertype == ETH_P_8021Q ||
-		      ethertype == ETH_P_8021AD || (!budget && (net->flags & NVO_NET_LEARNING));
+		      ethertype == ETH_P_8021AD || (!budget && (net->flags & NVO_NET_LEARN_PORTS));
 	if (!to_nvod && parsed) {
 		to_nvod = neighbour_discovery(skb, ethertype) ||
 			  segment_len(skb, ethertype) > (__u32)net->mtu + ETH_HLEN ||

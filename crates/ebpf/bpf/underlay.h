@@ -320,7 +320,7 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	 * the kernel has no budget for (accept_remotes any, no learned entry behind it yet):
 	 * nvod learns it and writes the budget. */
 	if (!net || (skb->gso_size && !one_frame(skb, inner_off, inner_type)) ||
-	    (!vtep && !(net->flags & NVO_NET_KNOWN_ONLY) && (net->flags & NVO_NET_LEARNING) &&
+	    (!vtep && !(net->flags & NVO_NET_KNOWN_ONLY) && (net->flags & NVO_NET_LEARN_TUNNELS) &&
 	     !d.dont_learn) ||
 	    (inner_ok && skb->len - inner_off - ETH_HLEN < 20) ||
 	    (inner_ok && !dst && net->port_count > NVO_MAX_NET_PORTS)) {

@@ -286,8 +286,11 @@ pub fn network(
     let p = engine.profile(id)?;
     let bytes = engine.template_bytes(id, view.vni.0, None).ok()?;
     let mut flags = 0;
-    if view.learning {
-        flags |= layout::NET_LEARNING;
+    if view.learn_ports {
+        flags |= layout::NET_LEARN_PORTS;
+    }
+    if view.learn_tunnels {
+        flags |= layout::NET_LEARN_TUNNELS;
     }
     let mut group = [0u8; 4];
     match view.bum {

@@ -50,13 +50,14 @@ pub const TRANSPORT_UDP: u8 = 1;
 pub const TRANSPORT_IP: u8 = 2;
 pub const TRANSPORT_VXLAN: u32 = 1;
 
-pub const NET_LEARNING: u32 = 1;
+pub const NET_LEARN_PORTS: u32 = 1;
 pub const NET_BUM_HEAD_END: u32 = 2;
 pub const NET_BUM_GROUP: u32 = 4;
 pub const NET_BUM_USER: u32 = 8;
 pub const NET_REMOTE_TMPL: u32 = 16;
 pub const NET_SUPPRESS: u32 = 32;
 pub const NET_KNOWN_ONLY: u32 = 64;
+pub const NET_LEARN_TUNNELS: u32 = 128;
 
 pub const DEST_PORT: u8 = 1;
 pub const DEST_REMOTE: u8 = 2;

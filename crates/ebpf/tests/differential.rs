@@ -309,6 +309,54 @@ fn underlay_decapsulates_learns_and_drops_like_the_pipeline() {
     agree(&fx, &[100, 103, 104]);
 }
 
+/// One network with port learning only, one with tunnel learning only: the kernel learns (and
+/// reports) what the pipeline learns, and the frames that follow go the same way.
+#[test]
+fn port_and_tunnel_learning_are_separate_settings() {
+    let mut fx = Fixture::new("lsp9");
+    let ports_only = nvo_pipeline::NetworkSpec {
+        learn_tunnels: false,
+        ..nvo_pipeline::NetworkSpec::new(nvo_pipeline::Vni(100))
+    };
+    let tunnels_only = nvo_pipeline::NetworkSpec {
+        learn_ports: false,
+        ..nvo_pipeline::NetworkSpec::new(nvo_pipeline::Vni(101))
+    };
+    fx.network_spec(ports_only, "vxlan", &[R2], &[1, 2], &[]);
+    fx.network_spec(tunnels_only, "vxlan", &[R2], &[3, 4], &[]);
+    for (vni, first, second) in [(100, 1, 2), (101, 3, 4)] {
+        // C1 speaks on a port, FAR from the remote; then frames to each of them: known
+        // destinations go one way, unlearned ones flood.
+        let f = udp_frame(BCAST, C1, 1, 2, 60);
+        same(&format!("{vni}: C1 broadcast"), fx.port_frame(first, &f));
+        let f = udp_frame(BCAST, FAR, 1, 2, 60);
+        let p = tunnel_packet(&mut fx.ref_engine, R2, "vxlan", vni, &f);
+        same(&format!("{vni}: FAR broadcast in"), fx.tunnel_packet_in(&p));
+        let f = udp_frame(FAR, C2, 3, 4, 60);
+        same(&format!("{vni}: C2 to FAR"), fx.port_frame(second, &f));
+        let f = udp_frame(C1, FAR, 4, 3, 60);
+        let p = tunnel_packet(&mut fx.ref_engine, R2, "vxlan", vni, &f);
+        same(&format!("{vni}: FAR to C1"), fx.tunnel_packet_in(&p));
+    }
+    agree(&fx, &[100, 101]);
+    let (kernel, _) = fx.fdb(100);
+    assert!(
+        !kernel.is_empty()
+            && kernel
+                .iter()
+                .all(|e| matches!(e.dest, nvo_pipeline::FdbDest::Port(_))),
+        "100 learns its ports' MACs only: {kernel:?}"
+    );
+    let (kernel, _) = fx.fdb(101);
+    assert!(
+        !kernel.is_empty()
+            && kernel
+                .iter()
+                .all(|e| matches!(e.dest, nvo_pipeline::FdbDest::Remote(_))),
+        "101 learns its tunnels' MACs only: {kernel:?}"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
 

@@ -133,6 +133,9 @@ pub enum ConvertError {
         /// The network's bound.
         max_learned: u32,
     },
+    /// `learning` contradicting `learn_ports` / `learn_tunnels`.
+    #[error("{0}: contradictory learning settings; give learn_ports and learn_tunnels alone (learning is their old form)")]
+    Learning(&'static str),
     /// `ageing_s: 0`.
     #[error("ageing_s 0 is too short; use at least 1 second")]
     AgeingZero,
@@ -256,6 +259,7 @@ pub fn network_state(
     spec: &api::NetworkSpec,
     config: &Config,
     profiles: &Engine,
+    bgp: bool,
 ) -> Result<NetworkState, ConvertError> {
     check_vni(spec.vni)?;
     let encap = spec
@@ -363,9 +367,13 @@ pub fn network_state(
         }
         flood.push(remote);
     }
+    // EVPN serves the VXLAN L2 networks (Control::publish_networks) once BGP is configured.
+    let (learn_ports, learn_tunnels) = learning(spec, bgp && encap == DEFAULT_ENCAP && !l3)?;
     Ok(NetworkState {
         mtu,
-        learning: spec.learning.unwrap_or(true),
+        learning: learn_ports || learn_tunnels,
+        learn_ports: Some(learn_ports),
+        learn_tunnels: Some(learn_tunnels),
         bum,
         max_learned,
         ageing_s,
@@ -380,6 +388,31 @@ pub fn network_state(
         max_learned_per_port: Some(max_learned_per_port),
         max_learned_per_remote: Some(max_learned_per_remote),
     })
+}
+
+/// (learn_ports, learn_tunnels) of a network spec: the new keys as given, else the old
+/// `learning` (false: both off), else on — but tunnel learning off when EVPN serves the network.
+fn learning(spec: &api::NetworkSpec, evpn: bool) -> Result<(bool, bool), ConvertError> {
+    let contradiction = |why: &'static str| Err(ConvertError::Learning(why));
+    match (spec.learning, spec.learn_ports, spec.learn_tunnels) {
+        (Some(false), Some(true), _) => contradiction("learning false with learn_ports true"),
+        (Some(false), _, Some(true)) => contradiction("learning false with learn_tunnels true"),
+        (old, ports, tunnels) => {
+            let both = old.unwrap_or(true);
+            let ports = ports.unwrap_or(both);
+            let tunnels = tunnels.unwrap_or(both && !evpn);
+            if old == Some(true) && !ports && !tunnels {
+                let why = if spec.learn_tunnels.is_none() {
+                    "learning true with learn_ports false, and learn_tunnels is off by default \
+                     on a network EVPN serves (give learn_tunnels true)"
+                } else {
+                    "learning true with learn_ports and learn_tunnels false"
+                };
+                return contradiction(why);
+            }
+            Ok((ports, tunnels))
+        }
+    }
 }
 
 /// The gateway MAC of L3 network `vni`: locally administered, 02:6e:76 ("nv") + the VNI.
@@ -436,7 +469,8 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
     NetworkSpec {
         vni,
         mtu: net.mtu,
-        learning: net.learning,
+        learn_ports: net.learns_ports(),
+        learn_tunnels: net.learns_tunnels(),
         bum: match net.bum {
             BumState::HeadEnd => BumMode::HeadEnd,
             BumState::Multicast { group } => BumMode::Multicast(group),
@@ -483,7 +517,9 @@ pub fn api_network(
     api::Network {
         vni,
         mtu: net.mtu,
-        learning: net.learning,
+        learning: net.learns_ports() || net.learns_tunnels(),
+        learn_ports: net.learns_ports(),
+        learn_tunnels: net.learns_tunnels(),
         bum: match net.bum {
             BumState::HeadEnd => api::Bum::HeadEnd,
             BumState::Multicast { group } => api::Bum::Multicast { group },
@@ -620,7 +656,7 @@ mod tests {
             vni: 100,
             ..Default::default()
         };
-        let n = network_state(&spec, &c, &Engine::new(Default::default())).unwrap();
+        let n = network_state(&spec, &c, &Engine::new(Default::default()), false).unwrap();
         assert_eq!(
             (n.mtu, n.learning, n.max_learned, n.ageing_s),
             (1450, true, 4096, 300)
@@ -639,7 +675,7 @@ mod tests {
             max_learned_per_port: Some(11),
             ..Default::default()
         };
-        let err = network_state(&over, &c, &Engine::new(Default::default()))
+        let err = network_state(&over, &c, &Engine::new(Default::default()), false)
             .unwrap_err()
             .to_string();
         assert!(
@@ -652,7 +688,7 @@ mod tests {
             ..Default::default()
         };
         assert!(
-            network_state(&too_big, &c, &Engine::new(Default::default()))
+            network_state(&too_big, &c, &Engine::new(Default::default()), false)
                 .unwrap_err()
                 .to_string()
                 .contains("1451")
@@ -662,10 +698,12 @@ mod tests {
             flood: Some(vec!["fd00::1".parse().unwrap()]),
             ..Default::default()
         };
-        assert!(network_state(&v6, &c, &Engine::new(Default::default()))
-            .unwrap_err()
-            .to_string()
-            .contains("fd00::1"));
+        assert!(
+            network_state(&v6, &c, &Engine::new(Default::default()), false)
+                .unwrap_err()
+                .to_string()
+                .contains("fd00::1")
+        );
         let dup = api::NetworkSpec {
             vni: 100,
             flood: Some(vec![
@@ -674,10 +712,12 @@ mod tests {
             ]),
             ..Default::default()
         };
-        assert!(network_state(&dup, &c, &Engine::new(Default::default()))
-            .unwrap_err()
-            .to_string()
-            .contains("twice"));
+        assert!(
+            network_state(&dup, &c, &Engine::new(Default::default()), false)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
         let group = api::NetworkSpec {
             vni: 100,
             bum: Some(api::Bum::Multicast {
@@ -685,10 +725,12 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert!(network_state(&group, &c, &Engine::new(Default::default()))
-            .unwrap_err()
-            .to_string()
-            .contains("not a multicast"));
+        assert!(
+            network_state(&group, &c, &Engine::new(Default::default()), false)
+                .unwrap_err()
+                .to_string()
+                .contains("not a multicast")
+        );
     }
 
     #[test]

@@ -108,8 +108,15 @@ impl Default for State {
 pub struct NetworkState {
     /// Tenant MTU.
     pub mtu: u16,
-    /// Whether the network learns from traffic.
+    /// Whether the network learns from traffic: `learn_ports || learn_tunnels`, and both of
+    /// them in files written before those existed.
     pub learning: bool,
+    /// Learning from local ports (absent: `learning`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn_ports: Option<bool>,
+    /// Learning from tunnels (absent: `learning`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn_tunnels: Option<bool>,
     /// BUM handling.
     pub bum: BumState,
     /// Most learned entries.
@@ -144,6 +151,18 @@ pub struct NetworkState {
     /// Most learned entries per remote VTEP (files written before it: max_learned / 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_learned_per_remote: Option<u32>,
+}
+
+impl NetworkState {
+    /// Whether the network learns from local ports.
+    pub fn learns_ports(&self) -> bool {
+        self.learn_ports.unwrap_or(self.learning)
+    }
+
+    /// Whether the network learns from tunnels.
+    pub fn learns_tunnels(&self) -> bool {
+        self.learn_tunnels.unwrap_or(self.learning)
+    }
 }
 
 fn default_encap() -> String {

@@ -52,7 +52,8 @@ impl Pipeline {
 
     /// Learns, as a frame from `mac` arriving from `dest` would, at `now`: what a datapath
     /// that learned on its own reports. Counted like any learning (learned, moves,
-    /// learn_limit); a network without learning learns nothing.
+    /// learn_limit); a network that does not learn from `dest`'s kind (`learn_ports` for a
+    /// port, `learn_tunnels` for a remote or node) learns nothing.
     pub fn learn(
         &mut self,
         vni: Vni,
@@ -76,7 +77,11 @@ impl Pipeline {
             FdbDest::Port(id) => ports.get_mut(&id).map(|p| &mut p.counters),
             FdbDest::Remote(_) | FdbDest::Node(_) => None,
         };
-        if net.spec.learning {
+        let learns = match dest {
+            FdbDest::Port(_) => net.spec.learn_ports,
+            FdbDest::Remote(_) | FdbDest::Node(_) => net.spec.learn_tunnels,
+        };
+        if learns {
             learn_into(net, mac, dest, now, hosts_generation, port);
         }
         Ok(())
@@ -199,7 +204,7 @@ mod tests {
         let now = Instant::now();
         let mut p = Pipeline::new(Limits::default());
         let mut spec = NetworkSpec::new(Vni(1));
-        spec.learning = false;
+        spec.learn_tunnels = false;
         spec.max_learned = 1;
         p.add_network(spec).unwrap();
         let remote = FdbDest::Remote("192.0.2.1".parse().unwrap());
@@ -210,5 +215,20 @@ mod tests {
             Err(TableError::NoSuchNetwork(Vni(9)))
         );
         assert!(p.learn(Vni(1), Mac::BROADCAST, remote, now).is_err());
+        // Tunnel learning off does not stop a port's reports; port learning off does.
+        p.add_port(PortId(1), Vni(1)).unwrap();
+        p.learn(Vni(1), A, FdbDest::Port(PortId(1)), now).unwrap();
+        assert_eq!(
+            p.fdb_get(Vni(1), A).map(|e| e.0),
+            Some(FdbDest::Port(PortId(1)))
+        );
+        let mut spec = NetworkSpec::new(Vni(2));
+        spec.learn_ports = false;
+        p.add_network(spec).unwrap();
+        p.add_port(PortId(2), Vni(2)).unwrap();
+        p.learn(Vni(2), A, FdbDest::Port(PortId(2)), now).unwrap();
+        assert_eq!(p.fdb_get(Vni(2), A), None);
+        p.learn(Vni(2), A, remote, now).unwrap();
+        assert_eq!(p.fdb_get(Vni(2), A).map(|e| e.0), Some(remote));
     }
 }

@@ -49,7 +49,9 @@ impl Network {
         NetworkView {
             vni: s.vni,
             mtu: s.mtu,
-            learning: s.learning,
+            learning: s.learn_ports || s.learn_tunnels,
+            learn_ports: s.learn_ports,
+            learn_tunnels: s.learn_tunnels,
             bum: s.bum,
             max_learned: s.max_learned,
             ageing: s.ageing,
@@ -78,8 +80,12 @@ pub struct NetworkView {
     pub vni: Vni,
     /// The tenant MTU.
     pub mtu: u16,
-    /// Whether source MACs are learned.
+    /// Whether source MACs are learned at all (from ports or from tunnels).
     pub learning: bool,
+    /// Whether source MACs of local ports' frames are learned.
+    pub learn_ports: bool,
+    /// Whether inner source MACs of tunnel packets are learned.
+    pub learn_tunnels: bool,
     /// How BUM frames reach other VTEPs.
     pub bum: BumMode,
     /// The learned-entry limit.

@@ -190,7 +190,7 @@ impl Pipeline {
                 }
             };
         }
-        if net.spec.learning {
+        if net.spec.learn_ports {
             let dest = FdbDest::Port(port);
             let learned = learn_into(net, eth.src, dest, now, hosts_generation, Some(&mut *pc));
             if learned == Learned::DestLimit {
@@ -327,7 +327,7 @@ impl Pipeline {
         if !eth.src.is_unicast() {
             return reject(drops, None, DropReason::InvalidSourceMac, actions);
         }
-        if net.spec.learning && !decap.dont_learn {
+        if net.spec.learn_tunnels && !decap.dont_learn {
             // An overlay packet names the node it came from: the MAC lives there, whichever
             // relay or locator the packet took.
             let dest = match decap.src_node.filter(|n| n.is_valid()) {

@@ -149,8 +149,11 @@ pub struct NetworkSpec {
     pub vni: Vni,
     /// The tenant MTU: the largest IP packet a port may send, without the Ethernet header.
     pub mtu: u16,
-    /// Whether source MACs are learned (from ports and from the underlay).
-    pub learning: bool,
+    /// Whether source MACs of frames from local ports are learned (a bridge port's learning).
+    pub learn_ports: bool,
+    /// Whether inner source MACs of tunnel packets are learned behind their remote (the
+    /// opposite of the kernel VXLAN device's `nolearning`).
+    pub learn_tunnels: bool,
     /// How BUM frames reach other VTEPs.
     pub bum: BumMode,
     /// How many learned FDB entries the network may hold; at this count it stops learning.
@@ -191,7 +194,8 @@ impl NetworkSpec {
         NetworkSpec {
             vni,
             mtu: NetworkSpec::DEFAULT_MTU,
-            learning: true,
+            learn_ports: true,
+            learn_tunnels: true,
             bum: BumMode::HeadEnd,
             max_learned: NetworkSpec::DEFAULT_MAX_LEARNED,
             ageing: NetworkSpec::DEFAULT_AGEING,

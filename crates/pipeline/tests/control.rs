@@ -331,8 +331,8 @@ fn network_view_json() {
     assert_eq!(
         json,
         serde_json::json!({
-            "vni": 100, "mtu": 1450, "learning": true, "bum": {"mode": "head_end"},
-            "max_learned": 4096, "ageing_s": 300, "flood": ["192.0.2.11", "192.0.2.12"],
+            "vni": 100, "mtu": 1450, "learning": true, "learn_ports": true,
+            "learn_tunnels": true, "bum": {"mode": "head_end"}, "max_learned": 4096, "ageing_s": 300, "flood": ["192.0.2.11", "192.0.2.12"],
             "ports": [1, 2, 3], "learned": 0, "static": 1, "profile": 0,
             "accept_remotes": "known"
         })

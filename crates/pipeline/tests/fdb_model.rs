@@ -343,7 +343,8 @@ fn build() -> (Pipeline, Model) {
     let mut p = Pipeline::new(limits);
     for (vni, learning, max_learned, ageing, flood) in NETS {
         let spec = NetworkSpec {
-            learning,
+            learn_ports: learning,
+            learn_tunnels: learning,
             max_learned,
             ageing: Duration::from_secs(ageing),
             ..NetworkSpec::new(Vni(vni))

@@ -272,7 +272,8 @@ fn gbp_dont_learn_bit_is_respected() {
 fn a_network_without_learning_learns_nothing() {
     let mut p = Pipeline::new(Limits::default());
     p.add_network(NetworkSpec {
-        learning: false,
+        learn_ports: false,
+        learn_tunnels: false,
         ..NetworkSpec::new(VNI)
     })
     .unwrap();
@@ -294,6 +295,60 @@ fn a_network_without_learning_learns_nothing() {
         "unknown unicast floods to the other port"
     );
     assert!(p.fdb_entries(VNI, t).unwrap().is_empty());
+}
+
+/// Network 100 as `setup` makes it (ports 1–3, r1 and r2 flooded to), learning from ports and
+/// from tunnels as given; frames from A on port 1 and from C behind r1.
+fn learn_split(learn_ports: bool, learn_tunnels: bool) -> (Option<FdbDest>, Option<FdbDest>) {
+    let mut p = Pipeline::new(Limits::default());
+    p.add_network(NetworkSpec {
+        learn_ports,
+        learn_tunnels,
+        ..NetworkSpec::new(VNI)
+    })
+    .unwrap();
+    for port in [P1, P2, P3] {
+        p.add_port(port, VNI).unwrap();
+    }
+    p.flood_add(VNI, r1()).unwrap();
+    let t = Instant::now();
+    let mut a = Actions::new();
+    p.from_port(P1, &frame(Mac::BROADCAST, mac(0xa)), t, &mut a);
+    p.receive_vxlan(
+        r1(),
+        &vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc))),
+        t,
+        &mut a,
+    );
+    let dest = |m| {
+        p.fdb_entries(VNI, t)
+            .unwrap()
+            .iter()
+            .find(|e| e.mac == m)
+            .map(|e| e.dest)
+    };
+    (dest(mac(0xa)), dest(mac(0xc)))
+}
+
+#[test]
+fn port_learning_without_tunnel_learning_learns_local_macs_only() {
+    assert_eq!(learn_split(true, false), (Some(FdbDest::Port(P1)), None));
+}
+
+#[test]
+fn tunnel_learning_without_port_learning_learns_remote_macs_only() {
+    assert_eq!(
+        learn_split(false, true),
+        (None, Some(FdbDest::Remote(r1())))
+    );
+}
+
+#[test]
+fn both_learning_settings_on_learn_both() {
+    assert_eq!(
+        learn_split(true, true),
+        (Some(FdbDest::Port(P1)), Some(FdbDest::Remote(r1())))
+    );
 }
 
 #[test]

@@ -51,11 +51,14 @@ pub enum NetworkCmd {
     /// same profile.
     ///
     /// Unset options take nvod's defaults: MTU = underlay MTU minus the profile's overhead
-    /// (50 bytes for VXLAN over IPv4, 70 over IPv6), learning on, head-end replication to the
-    /// --flood remotes, 4096 learned MACs at most, 300 s ageing. Fails if the VNI exists.
+    /// (50 bytes for VXLAN over IPv4, 70 over IPv6), learning from ports and from tunnels on
+    /// (from tunnels off for a VXLAN network made while BGP is configured: EVPN serves it),
+    /// head-end replication to the --flood remotes, 4096 learned MACs at most, 300 s ageing.
+    /// Fails if the VNI exists.
     #[command(
         after_help = "Example:\n  nvo network add 100 --flood 192.0.2.2 --flood 192.0.2.3\n  \
                       nvo network add 200 --no-learning --multicast 239.1.1.1\n  \
+                      nvo network add 250 --no-tunnel-learning\n  \
                       nvo network add 300 --encap geneve --flood 192.0.2.2\n  \
                       nvo network add 400 --encap vxlan-gbp --param group=100 --flood 192.0.2.2\n  \
                       nvo profile list"
@@ -79,9 +82,21 @@ pub struct NetworkAddArgs {
     /// Tenant MTU (default: underlay MTU minus the encapsulation overhead).
     #[arg(long)]
     pub mtu: Option<u16>,
-    /// Do not learn MAC addresses from traffic (static FDB entries and flooding only).
+    /// Do not learn MAC addresses from traffic at all, neither from ports nor from tunnels
+    /// (static FDB entries, EVPN and flooding only).
     #[arg(long)]
     pub no_learning: bool,
+    /// Do not learn the source MACs of local ports' frames (a bridge port's `learning off`).
+    #[arg(long)]
+    pub no_port_learning: bool,
+    /// Do not learn MACs behind remote VTEPs from tunnel packets (the kernel VXLAN device's
+    /// `nolearning`); the default for a VXLAN network created while BGP is configured (EVPN
+    /// tells where remote MACs are).
+    #[arg(long, conflicts_with = "tunnel_learning")]
+    pub no_tunnel_learning: bool,
+    /// Learn MACs from tunnel packets also on a network EVPN serves (on by default elsewhere).
+    #[arg(long, conflicts_with = "no_learning")]
+    pub tunnel_learning: bool,
     /// Send broadcast, unknown unicast and multicast to this underlay multicast group instead of
     /// replicating them to the flood list.
     #[arg(long, value_name = "GROUP")]
@@ -396,6 +411,12 @@ pub fn network_spec(args: NetworkAddArgs) -> NetworkSpec {
         vni: args.vni,
         mtu: args.mtu,
         learning: args.no_learning.then_some(false),
+        learn_ports: args.no_port_learning.then_some(false),
+        learn_tunnels: if args.no_tunnel_learning {
+            Some(false)
+        } else {
+            args.tunnel_learning.then_some(true)
+        },
         bum: args.multicast.map(|group| Bum::Multicast { group }),
         max_learned: args.max_learned,
         ageing_s: args.ageing,
@@ -580,6 +601,9 @@ mod tests {
             vni: 100,
             mtu: None,
             no_learning: false,
+            no_port_learning: false,
+            no_tunnel_learning: false,
+            tunnel_learning: false,
             multicast: None,
             max_learned: None,
             max_learned_per_port: None,
@@ -596,6 +620,9 @@ mod tests {
             vni: 7,
             mtu: Some(1400),
             no_learning: true,
+            no_port_learning: false,
+            no_tunnel_learning: false,
+            tunnel_learning: false,
             multicast: Some("239.1.1.1".parse().unwrap()),
             max_learned: Some(10),
             max_learned_per_port: Some(2),

@@ -43,7 +43,11 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
     - vni: 100                # required, 1..16777215
       name: red               # a label
       flood: auto             # auto: other hosts with a container in it | [h2, h3] | []
-      learning: true
+      learning: true          # false: no learning at all (the old form of the two below)
+      learn_ports: true       # nvo hosts: learn the MACs of local ports (default true)
+      learn_tunnels: true     # learn MACs from tunnel packets (default true; nvod's default
+                              # is false when BGP is configured before the network is made);
+                              # kernel hosts: nolearning on the VXLAN device when false
       encap: vxlan            # profile: a built-in (nvo profile list) or one of profiles:;
                               # kernel hosts speak vxlan only
       params: {}              # the profile's parameters, e.g. {group: 100} for vxlan-gbp

@@ -93,7 +93,7 @@ pub fn networks(nets: &[Network]) -> Table {
             n.vni.to_string(),
             encap,
             n.mtu.to_string(),
-            yes_no(n.learning),
+            learning_short(n),
             bum(&n.bum),
             list(&n.flood),
             list(&n.ports),
@@ -102,6 +102,17 @@ pub fn networks(nets: &[Network]) -> Table {
         ]);
     }
     t
+}
+
+/// The list's LEARNING column: yes (from ports and tunnels), no, or the one it learns from.
+fn learning_short(n: &Network) -> String {
+    match (n.learn_ports, n.learn_tunnels) {
+        (true, true) => "yes",
+        (true, false) => "ports",
+        (false, true) => "tunnels",
+        (false, false) => "no",
+    }
+    .to_owned()
 }
 
 /// `nvo network show` and `add`; an L3 network adds its gateway MAC and its routes, one a
@@ -129,7 +140,14 @@ pub fn network(n: &Network) -> Table {
     }
     items.extend([
         ("mtu", n.mtu.to_string()),
-        ("learning", yes_no(n.learning)),
+        (
+            "learning",
+            format!(
+                "ports {}, tunnels {}",
+                yes_no(n.learn_ports),
+                yes_no(n.learn_tunnels)
+            ),
+        ),
         ("bum", bum(&n.bum)),
         ("flood", list(&n.flood)),
         ("ports", list(&n.ports)),
@@ -415,6 +433,8 @@ mod tests {
             vni: 100,
             mtu: 1450,
             learning: true,
+            learn_ports: true,
+            learn_tunnels: true,
             bum: Bum::HeadEnd,
             max_learned: 4096,
             ageing_s: 300,
@@ -439,6 +459,8 @@ mod tests {
         let mut other = net();
         other.vni = 200;
         other.learning = false;
+        other.learn_ports = false;
+        other.learn_tunnels = false;
         other.bum = Bum::Multicast {
             group: "239.1.1.1".parse().unwrap(),
         };
@@ -461,6 +483,21 @@ mod tests {
         );
         // Right-aligned numbers line up on their last digit.
         assert_eq!(lines[0].find("STATIC").map(|i| i + 6), Some(lines[1].len()));
+    }
+
+    #[test]
+    fn network_show_and_list_tell_both_learning_settings() {
+        let mut n = net();
+        n.learn_tunnels = false;
+        let text = network(&n).to_string();
+        assert!(
+            text.contains("learning     ports yes, tunnels no\n"),
+            "{text}"
+        );
+        assert!(networks(&[n.clone()]).to_string().contains(" ports "));
+        n.learn_ports = false;
+        n.learn_tunnels = true;
+        assert!(networks(&[n]).to_string().contains(" tunnels "));
     }
 
     #[test]

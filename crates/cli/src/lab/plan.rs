@@ -59,8 +59,12 @@ pub struct NetworkPlan {
     pub vni: u32,
     /// Label.
     pub name: Option<String>,
-    /// Learning.
+    /// Learning (false: none at all).
     pub learning: bool,
+    /// Learning from local ports, when the topology sets it.
+    pub learn_ports: Option<bool>,
+    /// Learning from tunnels, when the topology sets it.
+    pub learn_tunnels: Option<bool>,
     /// The encapsulation profile's name.
     pub encap: String,
     /// The profile's parameters.
@@ -214,6 +218,8 @@ impl Plan {
                     vni: n.vni,
                     name: n.name.clone(),
                     learning: n.learning,
+                    learn_ports: n.learn_ports,
+                    learn_tunnels: n.learn_tunnels,
                     encap: n.encap().to_owned(),
                     params: n.params.clone(),
                     l3: n.l3,

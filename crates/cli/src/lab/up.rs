@@ -394,7 +394,9 @@ fn nvo_networks(plan: &Plan, h: &HostPlan, mtus: &mut Mtus) -> Result<(), LabErr
         let spec = NetworkSpec {
             vni: n.vni,
             mtu: n.mtu,
-            learning: Some(n.learning),
+            learning: (!n.learning).then_some(false),
+            learn_ports: n.learn_ports,
+            learn_tunnels: n.learn_tunnels,
             ageing_s: n.ageing_s,
             max_learned: n.max_learned,
             flood: Some(n.flood_for(&h.name).to_vec()),
@@ -427,7 +429,8 @@ fn kernel_networks(plan: &Plan, h: &HostPlan, mtus: &mut Mtus) -> Result<(), Lab
     for n in plan.networks.iter().filter(|n| on_vxlan_port(&n.encap)) {
         let (vni, mtu) = (n.vni, n.kernel_mtu);
         mtus.insert((h.name.clone(), vni), mtu);
-        let learning = if h.learning.unwrap_or(n.learning) {
+        let learns = n.learn_tunnels.unwrap_or(n.learning);
+        let learning = if h.learning.unwrap_or(learns) {
             ""
         } else {
             "nolearning"

@@ -48,6 +48,13 @@ impl Control {
         });
     }
 
+    /// Whether nvod has a BGP configuration in effect (the API's, else the config file's
+    /// while the API never deleted it): the speaker then serves every VXLAN L2 network, and a
+    /// network created now does not learn from tunnels by default.
+    pub(super) fn evpn_serves(&self) -> bool {
+        !self.state.bgp_off && (self.state.bgp.is_some() || self.config.bgp.is_some())
+    }
+
     fn speaker(&self) -> Result<&evpn::Handle, Failure> {
         self.evpn.as_ref().ok_or_else(gone)
     }

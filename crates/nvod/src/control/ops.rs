@@ -77,7 +77,7 @@ impl Control {
         &mut self,
         spec: api::NetworkSpec,
     ) -> Result<api::Network, Failure> {
-        let net = convert::network_state(&spec, &self.config, &self.profiles)?;
+        let net = convert::network_state(&spec, &self.config, &self.profiles, self.evpn_serves())?;
         let vni = Vni(spec.vni);
         if self.state.networks.contains_key(&vni.0) {
             return Err(Failure::new(
@@ -93,10 +93,12 @@ impl Control {
         let command = convert::add_network(vni, &net);
         self.commit(new, command).await?;
         log::info!(
-            "network {vni} created: encap {}, mtu {}, learning {}, bum by {}, flood list {:?}",
+            "network {vni} created: encap {}, mtu {}, learning from ports {}, from tunnels {}, \
+             bum by {}, flood list {:?}",
             net.encap,
             net.mtu,
-            net.learning,
+            net.learns_ports(),
+            net.learns_tunnels(),
             net.bum,
             net.flood
         );

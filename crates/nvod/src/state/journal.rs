@@ -236,6 +236,8 @@ mod tests {
         NetworkState {
             mtu: 1450,
             learning: true,
+            learn_ports: None,
+            learn_tunnels: None,
             bum: super::super::BumState::HeadEnd,
             max_learned: 4096,
             ageing_s: 300,

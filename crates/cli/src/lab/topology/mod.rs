@@ -324,9 +324,15 @@ pub struct NetworkDef {
     /// Which hosts get flooded frames.
     #[serde(default)]
     pub flood: Flood,
-    /// Learn MACs from traffic.
+    /// Learn MACs from traffic (false: neither from ports nor from tunnels).
     #[serde(default = "default_true")]
     pub learning: bool,
+    /// Learn the MACs of local ports (nvod's default when absent).
+    #[serde(default)]
+    pub learn_ports: Option<bool>,
+    /// Learn MACs from tunnel packets (nvod's default when absent; kernel hosts: `learning`).
+    #[serde(default)]
+    pub learn_tunnels: Option<bool>,
     /// Tenant MTU (default: underlay MTU minus the overhead of the family).
     #[serde(default)]
     pub mtu: Option<u16>,
