@@ -14,6 +14,10 @@
 //!   Drop     → counted by the pipeline already
 //! ```
 //!
+//! While `nvo monitor` listens, drops and floods are recorded from the actions after each
+//! pipeline call (`monitor` says how); `seen`/`seen_vni` remember where the packet being
+//! handled came from, for that record.
+//!
 //! The caller flushes the send queues after each receive batch. Every send is reported back with
 //! `Pipeline::count_tx`, so a failed send is a `tx_error` (or `queue_full`) drop like any other.
 //! Nothing here allocates, locks or logs once the buffers have grown to their working size.
@@ -34,6 +38,7 @@ use nvo_pipeline::{
 use nvo_wire::ports;
 
 use super::groups::Groups;
+use super::monitor::{self, Layer, Monitor, Origin};
 use super::ports::Ports;
 use super::underlays::Underlays;
 
@@ -75,6 +80,21 @@ pub struct Core {
     finish_scratch: Vec<u8>,
     /// The kernel datapath, when it runs: the maps mirroring the tables above.
     pub kernel: Option<nvo_ebpf::Mirror>,
+    /// `nvo monitor`'s ring and whether anyone listens.
+    pub monitor: Monitor,
+    /// Where the packet being handled came from (for the monitor).
+    pub(super) seen: Seen,
+    /// The network of the packet being handled, once known (for the monitor).
+    pub(super) seen_vni: Option<u32>,
+}
+
+/// Where the packet being handled came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Seen {
+    /// A local port.
+    Port(PortId),
+    /// An underlay socket: from `src`, to UDP port (or IP protocol) `port`.
+    Underlay { src: IpAddr, port: u16 },
 }
 
 /// The forwarder: the core and the STT reassembler.
@@ -115,6 +135,9 @@ impl Forwarder {
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
                 kernel: None,
+                monitor: Monitor::off(),
+                seen: Seen::Port(PortId(0)),
+                seen_vni: None,
             },
             reassembler,
         }
@@ -126,6 +149,8 @@ impl Forwarder {
     /// with the virtio-net header, which takes it whole.
     pub fn port_frame(&mut self, port: PortId, frame: &[u8], meta: FrameMeta, now: Instant) {
         let core = &mut self.core;
+        core.seen = Seen::Port(port);
+        core.seen_vni = None;
         let segment_len = segment_len(frame, &meta);
         core.pipeline
             .from_port_gso(port, frame, segment_len, now, &mut core.actions);
@@ -138,6 +163,8 @@ impl Forwarder {
         let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
             return;
         };
+        self.core.seen = seen_underlay(src, transport);
+        self.core.seen_vni = None;
         if transport == Transport::Udp(ports::OVERLAY) {
             return self.core.overlay_packet(src, packet, now);
         }
@@ -153,9 +180,8 @@ impl Forwarder {
             Ok(Some(frame)) => self.core.decap(STT, src, frame, frame.len(), now),
             Ok(None) => {}
             Err(why) => {
-                let core = &mut self.core;
-                core.pipeline
-                    .drop_underlay(packet.len(), stt_drop_reason(why), &mut core.actions);
+                self.core
+                    .drop_underlay(packet.len(), stt_drop_reason(why), packet);
             }
         }
     }
@@ -205,6 +231,8 @@ impl Forwarder {
         if ip_len != Some(inner.len()) {
             return false;
         }
+        core.seen = seen_underlay(src, transport);
+        core.seen_vni = Some(vni);
         let d = decapsulated(&decap, src, vni, None);
         core.pipeline
             .from_decapsulated(d, buffer.len(), inner, now, &mut core.actions);
@@ -245,11 +273,12 @@ impl Core {
             Ok(decap) => decap,
             Err(e) => {
                 let reason = decap_drop(transport, e);
-                return self
-                    .pipeline
-                    .drop_underlay(outer_len, reason, &mut self.actions);
+                return self.drop_underlay(outer_len, reason, packet);
             }
         };
+        if let Target::Local { vni } = decap.target {
+            self.seen_vni = Some(vni);
+        }
         let vni = match (decap.target, decap.payload) {
             (Target::Local { vni }, Payload::Ethernet) => vni,
             (Target::Local { vni }, Payload::Ipv4) => {
@@ -264,13 +293,7 @@ impl Core {
             }
             // Other payloads to a local network (IPv6, NSH to an end) are not delivered: the
             // header was well formed but there is nothing to do with what it carries.
-            _ => {
-                return self.pipeline.drop_underlay(
-                    outer_len,
-                    DropReason::ProfileMismatch,
-                    &mut self.actions,
-                )
-            }
+            _ => return self.drop_underlay(outer_len, DropReason::ProfileMismatch, packet),
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = decapsulated(&decap, src, vni, None);
@@ -306,16 +329,12 @@ impl Core {
         outer_len: usize,
     ) {
         let Some(at) = self.underlays.find(transport) else {
-            return self
-                .pipeline
-                .drop_underlay(outer_len, DropReason::TxError, &mut self.actions);
+            return self.drop_underlay(outer_len, DropReason::TxError, packet);
         };
         self.relay_buf.clear();
         self.relay_buf.extend_from_slice(packet);
         if self.engine.relay(profile, &mut self.relay_buf).is_err() {
-            return self
-                .pipeline
-                .drop_underlay(outer_len, DropReason::HopLimit, &mut self.actions);
+            return self.drop_underlay(outer_len, DropReason::HopLimit, packet);
         }
         self.pipeline.count_relayed(outer_len);
         let port = self.underlays.at(at).map_or(0, |u| u.port);
@@ -336,6 +355,9 @@ impl Core {
     /// Performs the actions of the last pipeline call on `frame`, which `meta` may say is a
     /// GSO frame or has a partial checksum.
     pub(super) fn perform(&mut self, frame: &[u8], meta: &FrameMeta) {
+        if self.monitor.on() {
+            self.observe(frame, Layer::Frame);
+        }
         for i in 0..self.actions.len() {
             match self.actions.as_slice()[i] {
                 Action::Deliver { port } => {
@@ -418,6 +440,28 @@ impl Core {
                 Action::Drop(_) => {}
             }
         }
+    }
+
+    /// Counts a tunnel packet refused before its frame reached the pipeline (see
+    /// `Pipeline::drop_underlay`) and, while the monitor listens, records it.
+    pub(super) fn drop_underlay(&mut self, len: usize, reason: DropReason, packet: &[u8]) {
+        self.pipeline.drop_underlay(len, reason, &mut self.actions);
+        if self.monitor.on() {
+            self.observe(packet, Layer::Tunnel);
+        }
+    }
+
+    /// Records the drop or flood the last pipeline call decided for `packet` (see `monitor`).
+    fn observe(&self, packet: &[u8], layer: Layer) {
+        let (origin, vni) = match self.seen {
+            Seen::Port(id) => {
+                let port = self.ports.get(id);
+                let name = port.map(|p| monitor::PortName::new(&p.name));
+                (Origin::Port(name), self.seen_vni.or(port.map(|p| p.vni.0)))
+            }
+            Seen::Underlay { src, port } => (Origin::Underlay { src, port }, self.seen_vni),
+        };
+        monitor::record_actions(&self.monitor, &self.actions, origin, vni, layer, packet);
     }
 
     /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished
@@ -541,6 +585,15 @@ impl Core {
             flush_one(&mut self.underlays, &mut self.pipeline, at);
         }
     }
+}
+
+/// What the monitor says a packet from `src` on `transport` came from.
+fn seen_underlay(src: IpAddr, transport: Transport) -> Seen {
+    let port = match transport {
+        Transport::Udp(p) => p,
+        Transport::Ip(proto) => u16::from(proto),
+    };
+    Seen::Underlay { src, port }
 }
 
 /// The first STT frame ID: from the clock, so that a restarted nvod does not reuse the IDs of

@@ -67,6 +67,7 @@ impl Pipeline {
             networks,
             ports,
             hosts_generation,
+            fdb_events,
             ..
         } = self;
         let net = networks
@@ -77,7 +78,7 @@ impl Pipeline {
             FdbDest::Remote(_) | FdbDest::Node(_) => None,
         };
         if net.spec.learning {
-            learn_into(net, mac, dest, now, hosts_generation, port);
+            learn_into(net, mac, dest, now, (hosts_generation, fdb_events), port);
         }
         Ok(())
     }

@@ -7,10 +7,12 @@ pub mod bgp;
 pub mod decode;
 pub mod events;
 pub mod lab;
+pub mod monitor;
 pub mod overlay;
 pub mod prober;
 pub mod profile;
 pub mod route;
+pub mod sse;
 mod view;
 
 use std::path::PathBuf;
