@@ -146,11 +146,19 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The stages a `lost` event names, in [`Lost::stages`] order.
+const STAGES: [&str; 4] = ["listener", "datapath", "kernel", "fdb"];
+
+/// A listener's pending lost counts, by stage: events its queue had no room for
+/// (`listener`), and the counts of `lost` events of the other stages that had no room either
+/// (carried, so that no loss goes untold).
+type Pending = Arc<[AtomicU64; 4]>;
+
 struct Slot {
     id: u64,
     filter: Filter,
     tx: mpsc::Sender<MonitorEvent>,
-    lost: Arc<AtomicU64>,
+    lost: Pending,
 }
 
 #[derive(Default)]
@@ -238,7 +246,7 @@ impl Hub {
             return Err(TooMany);
         }
         let (tx, rx) = mpsc::channel(self.capacity);
-        let lost = Arc::new(AtomicU64::new(0));
+        let lost: Pending = Arc::default();
         inner.next_id += 1;
         let id = inner.next_id;
         inner.slots.push(Slot {
@@ -262,8 +270,16 @@ impl Hub {
         let inner = self.lock();
         for slot in inner.slots.iter().filter(|s| s.filter.matches(ev)) {
             if slot.tx.try_send(ev.clone()).is_err() {
-                slot.lost.fetch_add(1, Ordering::Relaxed);
-                self.listener_lost.fetch_add(1, Ordering::Relaxed);
+                let stage = ev.stage.as_deref().unwrap_or("listener");
+                match STAGES.iter().position(|s| *s == stage) {
+                    Some(at) if ev.kind == MonitorType::Lost => {
+                        slot.lost[at].fetch_add(ev.count.unwrap_or(0), Ordering::Relaxed);
+                    }
+                    _ => {
+                        slot.lost[0].fetch_add(1, Ordering::Relaxed);
+                        self.listener_lost.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
             }
         }
     }
@@ -291,7 +307,7 @@ pub struct Listener {
     id: u64,
     hub: Arc<Hub>,
     rx: mpsc::Receiver<MonitorEvent>,
-    lost: Arc<AtomicU64>,
+    lost: Pending,
 }
 
 impl std::fmt::Debug for Listener {
@@ -301,8 +317,10 @@ impl std::fmt::Debug for Listener {
 }
 
 impl Listener {
-    /// The next event: a `lost` event (stage `listener`) when events were lost since the
-    /// last call, otherwise the next queued one, waiting for it.
+    /// The next event: a `lost` event when events were lost since the last call (its own,
+    /// stage `listener`, or told by the other stages while its queue was full), otherwise the
+    /// next queued one, waiting for it. (A listener waiting here has an empty queue, so
+    /// nothing it could lose is pending meanwhile.)
     pub async fn next(&mut self) -> Option<MonitorEvent> {
         if let Some(lost) = self.take_lost() {
             return Some(lost);
@@ -313,8 +331,10 @@ impl Listener {
     }
 
     fn take_lost(&self) -> Option<MonitorEvent> {
-        let n = self.lost.swap(0, Ordering::Relaxed);
-        (n > 0).then(|| lost_event("listener", n))
+        STAGES.iter().zip(self.lost.iter()).find_map(|(stage, n)| {
+            let n = n.swap(0, Ordering::Relaxed);
+            (n > 0).then(|| lost_event(stage, n))
+        })
     }
 }
 
@@ -429,6 +449,31 @@ mod tests {
             assert_eq!(slow.next().await.unwrap().kind, MonitorType::Drop);
         }
         assert_eq!(hub.listener_lost(), 6);
+        // A `lost` event of another stage that finds the queue full is carried, not lost.
+        for _ in 0..4 {
+            hub.publish(&learn_event(1));
+        }
+        hub.publish(&lost_event("datapath", 40));
+        hub.publish(&lost_event("datapath", 2));
+        hub.publish(&learn_event(1));
+        let told = slow.next().await.unwrap();
+        assert_eq!(
+            (told.stage.as_deref(), told.count),
+            (Some("listener"), Some(1))
+        );
+        let told = slow.next().await.unwrap();
+        assert_eq!(
+            (told.stage.as_deref(), told.count),
+            (Some("datapath"), Some(42))
+        );
+        for _ in 0..4 {
+            assert_eq!(slow.next().await.unwrap().kind, MonitorType::Learn);
+        }
+        assert_eq!(
+            hub.listener_lost(),
+            7,
+            "carried counts are not the listener's"
+        );
         drop(slow);
         assert_eq!(hub.listeners(), 1);
         assert!(flag.load(Ordering::Relaxed));
