@@ -12,6 +12,8 @@
 #   make bench-evpn     EVPN control plane: 10k and 100k MAC routes via an FRR route reflector to
 #                       nvod hosts and an FRR VTEP: convergence time and memory per route (~3 min)
 #   make bench-api      API write latency with 10, 1000 and 4000 networks (~2 min after the build)
+#   make bench-monitor  forwarding rate with nvo monitor + /metrics scraping on vs off, both
+#                       datapaths, as ratios (~4 min after the build)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
@@ -49,3 +51,7 @@ bench-evpn:
 .PHONY: bench-api
 bench-api:
 	$(PYTHON) bench/api_writes.py
+
+.PHONY: bench-monitor
+bench-monitor:
+	$(PYTHON) bench/monitor_overhead.py
