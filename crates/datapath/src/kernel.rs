@@ -263,6 +263,8 @@ impl Forwarder {
                 // The kernel replied from its copy of the neighbour table; the pipeline snoops
                 // the request and counts it (and forwards it, should it not take it as one).
                 let core = &mut self.core;
+                core.seen = super::forward::Seen::Port(PortId(hdr.port_id));
+                core.seen_vni = None;
                 core.pipeline.from_port_answered(
                     PortId(hdr.port_id),
                     frame,

@@ -153,6 +153,7 @@ impl Core {
         let nvo_encap::engine::Target::Local { vni } = decap.target else {
             return;
         };
+        self.seen_vni = Some(vni);
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = super::forward::decapsulated(&decap, src, vni, Some(src_node));
         self.pipeline
