@@ -15,7 +15,7 @@ repetition so that the machine's load drifts into both alike:
 
   off  nobody monitors, nobody scrapes
   on   `nvo -o json monitor` follows h1 and h2 (its output read and thrown away) and
-       /metrics of both is fetched every second
+       /metrics of both is fetched every second (--no-scrape: the monitor only)
 
 Prints, per datapath, the median of each figure in each condition and the ratio on/off;
 writes bench/results/<UTC stamp>-monitor-overhead.json. The figures are as good as the
@@ -80,7 +80,7 @@ def iperf(lab, udp, seconds):
 class Observers:
     """`nvo monitor` on both hosts and a 1 s /metrics scrape of both, until stopped."""
 
-    def __init__(self, nvo, lab):
+    def __init__(self, nvo, lab, scrape=True):
         self.procs = [subprocess.Popen([nvo, "--socket", f"/run/nvo/lab/{lab}/{h}.sock", "-o", "json", "monitor"],
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                       for h in HOSTS]
@@ -88,7 +88,8 @@ class Observers:
         self.scrapes = 0
         self.stop_flag = threading.Event()
         self.threads = [threading.Thread(target=self._read, args=(p,), daemon=True) for p in self.procs]
-        self.threads.append(threading.Thread(target=self._scrape, args=(lab,), daemon=True))
+        if scrape:
+            self.threads.append(threading.Thread(target=self._scrape, args=(lab,), daemon=True))
         for t in self.threads:
             t.start()
         time.sleep(1)
@@ -118,7 +119,7 @@ class Observers:
                 p.wait()
 
 
-def measure(nvo, nvod, datapath, reps, seconds, serial):
+def measure(nvo, nvod, datapath, reps, seconds, serial, scrape=True):
     lab = f"mon{os.getpid() % 10000}{serial}"
     topo = pathlib.Path(tempfile.mkdtemp()) / f"{lab}.yaml"
     topo.write_text(TOPOLOGY.format(name=lab))
@@ -138,7 +139,7 @@ def measure(nvo, nvod, datapath, reps, seconds, serial):
             # Alternate which condition goes first, so neither always runs on a warmer machine.
             order = ("off", "on") if rep % 2 == 0 else ("on", "off")
             for cond in order:
-                obs = Observers(nvo, lab) if cond == "on" else None
+                obs = Observers(nvo, lab, scrape) if cond == "on" else None
                 try:
                     figures[cond]["udp64_pps"].append(iperf(lab, True, seconds))
                     figures[cond]["tcp_bps"].append(iperf(lab, False, seconds))
@@ -167,6 +168,7 @@ def main():
     ap.add_argument("--nvod", default=None)
     ap.add_argument("--nvo", default=None)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--no-scrape", action="store_true", help="on = nvo monitor only (to tell its cost from the scrapes')")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
@@ -177,7 +179,7 @@ def main():
     nvo = args.nvo or target / "nvo"
     results = []
     for n, dp in enumerate(args.datapaths.split(",")):
-        results.append(measure(nvo, nvod, dp, args.reps, args.seconds, n))
+        results.append(measure(nvo, nvod, dp, args.reps, args.seconds, n, not args.no_scrape))
     load = os.getloadavg()
     print(f"\nload average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'datapath':<10} {'udp64 off':>12} {'udp64 on':>12} {'ratio':>6}   {'tcp off':>10} {'tcp on':>10} {'ratio':>6}")

@@ -453,6 +453,10 @@ impl Core {
 
     /// Records the drop or flood the last pipeline call decided for `packet` (see `monitor`).
     fn observe(&self, packet: &[u8], layer: Layer) {
+        // Most packets are neither: nothing more is looked up for them.
+        if self.actions.dropped().is_none() && !self.actions.flooded() {
+            return;
+        }
         let (origin, vni) = match self.seen {
             Seen::Port(id) => {
                 let port = self.ports.get(id);
