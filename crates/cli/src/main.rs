@@ -117,7 +117,7 @@ enum Command {
     /// a tunnel packet's VNI and inner frame); a flood's copies; a MAC's old and new place.
     /// Both datapaths (userspace and eBPF) feed it. nvod applies the filters. Events never
     /// slow the datapath: when this listener (or nvod's ring) falls behind, events are lost,
-    /// counted, and shown as a `lost` line. While nobody listens the datapath records nothing (a flag check at drop and flood sites).
+    /// counted, and shown as a `lost` line. While nobody listens the datapath records nothing (one flag check per packet).
     /// Runs until nvod closes the stream, --count events, or Ctrl-C; `-o json` prints each
     /// event as the JSON line nvod sent (docs/monitor.md lists the fields).
     #[command(

@@ -12,9 +12,9 @@
 //! eBPF path reach the pipeline through the learn ring, so they show up as the pipeline's
 //! events.
 //!
-//! Cost: with nobody listening, one relaxed load of [`Monitor::on`] at each site that saw a
-//! drop or a flood, nothing per forwarded frame, one load per loop wake-up; in the kernel one
-//! array-map lookup per drop. While someone listens, an event is a copy of the first
+//! Cost: with nobody listening, one relaxed load of [`Monitor::on`] per packet (in
+//! `Core::perform`, or where a tunnel packet is refused before the pipeline) and one per loop
+//! wake-up; in the kernel a call and one array-map lookup per drop. While someone listens, an event is a copy of the first
 //! [`CAPTURE`] bytes and a `try_send` into a bounded channel: a full ring counts the event as
 //! lost ([`Monitor::lost`]) and the datapath goes on — it never waits for a reader.
 
