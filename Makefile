@@ -13,6 +13,8 @@
 #                       nvod hosts and an FRR VTEP: convergence time and memory per route (~3 min)
 #   make bench-api      API write latency with 10, 1000 and 4000 networks (~2 min after the build)
 #   make bench-cni      nvo-cni ADD/DEL latency over 100 containers, both datapaths (~1 min after the build)
+#   make bench-monitor  forwarding rate with nvo monitor + /metrics scraping on vs off, both
+#                       datapaths, as ratios (~4 min after the build)
 # Results go to bench/results/ (latest.md is the newest report).
 
 PYTHON ?= /usr/bin/python3
@@ -54,3 +56,6 @@ bench-api:
 .PHONY: bench-cni
 bench-cni:
 	$(PYTHON) bench/cni_add.py
+.PHONY: bench-monitor
+bench-monitor:
+	$(PYTHON) bench/monitor_overhead.py

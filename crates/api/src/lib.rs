@@ -8,8 +8,10 @@
 
 mod client;
 mod evpn;
+mod monitor;
 mod types;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use evpn::*;
+pub use monitor::{MonitorEvent, MonitorType};
 pub use types::*;

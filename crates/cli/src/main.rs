@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `ui`; one per call, on the
+//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
 //! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
 //! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
@@ -27,6 +27,7 @@ use cmd::bgp::{BgpCmd, EvpnCmd};
 use cmd::decode::DecodeArgs;
 use cmd::events::EventsArgs;
 use cmd::lab::LabCmd;
+use cmd::monitor::MonitorArgs;
 use cmd::overlay::OverlayCmd;
 use cmd::prober::ProberArgs;
 use cmd::profile::ProfileCmd;
@@ -110,6 +111,22 @@ enum Command {
     /// prints each event as the JSON line nvod sent.
     #[command(after_help = "Example:\n  nvo events\n  nvo -o json events --count 1")]
     Events(EventsArgs),
+    /// Follow the datapath live: drops with their reason, MACs learned/moved/aged, floods.
+    ///
+    /// One line per event: UTC time, type, then its fields — a drop's reason, network, port,
+    /// length and a one-line decode of the packet (MACs, EtherType, IPs, protocol and ports;
+    /// a tunnel packet's VNI and inner frame); a flood's copies; a MAC's old and new place.
+    /// Both datapaths (userspace and eBPF) feed it. nvod applies the filters. Events never
+    /// slow the datapath: when this listener (or nvod's ring) falls behind, events are lost,
+    /// counted, and shown as a `lost` line. While nobody listens the datapath records nothing (one flag check per packet).
+    /// Runs until nvod closes the stream, --count events, or Ctrl-C; `-o json` prints each
+    /// event as the JSON line nvod sent (docs/monitor.md lists the fields).
+    #[command(
+        after_help = "Examples:\n  nvo monitor\n  nvo monitor --type drop --reason unknown_vni\n  \
+                            nvo monitor --network 100 --type learn,move,age\n  \
+                            nvo -o json monitor --port veth-a --count 10"
+    )]
+    Monitor(MonitorArgs),
     /// Choose each overlay destination's path by measurement: direct, or through one relay.
     ///
     /// A RON-style control plane on nvod's API: every --interval seconds it probes, for every
@@ -184,6 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Evpn(c) => cmd::bgp::evpn(&client, format, c)?,
         Command::Events(a) => cmd::events::events(&client, format, a)?,
         Command::Capture(a) => cmd::capture::capture(&client, a)?,
+        Command::Monitor(a) => cmd::monitor::monitor(&client, format, a)?,
         Command::Prober(a) => cmd::prober::prober(&client, format, a)?,
         Command::Lab(c) => return cmd::lab::run(c, format),
         Command::Ui(a) => cmd::ui::ui(&client, format, &a)?,

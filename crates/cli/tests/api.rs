@@ -685,3 +685,48 @@ fn events_print_one_line_per_event_until_the_stream_ends() {
         "nvo: no route for GET /v1/events (HTTP 404)\n"
     );
 }
+
+const MONITOR: &str = ": keep-alive\n\n\
+    event: drop\ndata: {\"type\":\"drop\",\"time_ns\":3723000004000,\"datapath\":\"ebpf\",\"network\":999,\"reason\":\"unknown_vni\",\"code\":9,\"len\":92,\"decode\":\"a > b\"}\n\n\
+    event: learn\ndata: {\"type\":\"learn\",\"time_ns\":0,\"network\":100,\"mac\":\"02:00:00:00:00:01\",\"where\":\"port c1\",\"port\":\"c1\"}\n\n\
+    event: lost\ndata: {\"type\":\"lost\",\"time_ns\":0,\"count\":5,\"stage\":\"listener\"}\n\n";
+
+#[test]
+fn monitor_sends_its_filters_and_prints_one_line_per_event() {
+    let fake = Fake::new("monitor", 200, MONITOR);
+    assert_eq!(
+        stdout(&fake.nvo(&words(
+            "monitor --network 100 --port c1 --reason unknown_vni --type drop,learn"
+        ))),
+        "01:02:03.000004 drop  unknown_vni vni 999 port - len 92: a > b\n\
+         00:00:00.000000 learn vni 100 02:00:00:00:00:01 at port c1\n\
+         00:00:00.000000 lost  5 events lost (listener)\n"
+    );
+    assert_eq!(
+        (fake.seen()[0].method.as_str(), fake.seen()[0].path.as_str()),
+        (
+            "GET",
+            "/v1/monitor?network=100&port=c1&reason=unknown_vni&type=drop,learn"
+        )
+    );
+    let out = stdout(&fake.nvo(&words("-o json monitor --count 1")));
+    assert!(
+        out.starts_with("{\"type\":\"drop\",") && out.lines().count() == 1,
+        "{out}"
+    );
+    assert_eq!(fake.seen()[1].path, "/v1/monitor");
+
+    let fake = Fake::new(
+        "monitorerr",
+        400,
+        r#"{"error":"reason=\"nope\" is not a drop reason (nvo counters lists them)"}"#,
+    );
+    let out = fake.nvo(&words("monitor --reason nope"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("\"nope\" is not a drop reason"),
+        "refusals are shown as nvod said them"
+    );
+}

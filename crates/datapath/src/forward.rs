@@ -17,6 +17,10 @@
 //!   Drop     → counted by the pipeline already
 //! ```
 //!
+//! While `nvo monitor` listens, drops and floods are recorded from the actions after each
+//! pipeline call (`monitor` says how); `seen`/`seen_vni` remember where the packet being
+//! handled came from, for that record.
+//!
 //! The caller flushes the send queues after each receive batch. Every send is reported back with
 //! `Pipeline::count_tx`, so a failed send is a `tx_error` (or `queue_full`) drop like any other.
 //! Nothing here allocates, locks or logs once the buffers have grown to their working size.
@@ -27,8 +31,8 @@ use std::time::Instant;
 
 use nvo_encap::engine::{Decap, DecapError, Engine, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
-use nvo_encap::stt::{stt_header, Reassembler, Segmenter, SttDrop, SttMeta};
-use nvo_io::{Coalesced, Coalescer, FrameMeta, Gso, GsoKind, OuterValues};
+use nvo_encap::stt::{stt_header, Reassembler, Segmenter};
+use nvo_io::{Coalesced, Coalescer, FrameMeta, OuterValues};
 use nvo_pipeline::overlay::{Hop, NodeId, OverlayTables};
 use nvo_pipeline::{
     Action, Actions, Decapsulated, DropReason, Pipeline, PortId, ProfileTag, TxOutcome, TxTarget,
@@ -37,7 +41,9 @@ use nvo_pipeline::{
 use nvo_wire::ports;
 
 use super::groups::Groups;
+use super::monitor::{self, Layer, Monitor, Origin};
 use super::ports::Ports;
+use super::stt_meta::{segment_len, stt_delivery_meta, stt_drop_reason, stt_meta};
 use super::underlays::Underlays;
 
 /// IP protocol 6: STT's segments look like TCP.
@@ -81,6 +87,21 @@ pub struct Core {
     /// TCP segments on their way to ports that take large frames, merged per flow until the
     /// next flush.
     coalescer: Coalescer,
+    /// `nvo monitor`'s ring and whether anyone listens.
+    pub monitor: Monitor,
+    /// Where the packet being handled came from (for the monitor).
+    pub(super) seen: Seen,
+    /// The network of the packet being handled, once known (for the monitor).
+    pub(super) seen_vni: Option<u32>,
+}
+
+/// Where the packet being handled came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Seen {
+    /// A local port.
+    Port(PortId),
+    /// An underlay socket: from `src`, to UDP port (or IP protocol) `port`.
+    Underlay { src: IpAddr, port: u16 },
 }
 
 /// Most flows whose segments are held for merging at once (a 64 KiB buffer each).
@@ -125,6 +146,9 @@ impl Forwarder {
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
                 kernel: None,
                 coalescer: Coalescer::new(COALESCED_FLOWS),
+                monitor: Monitor::off(),
+                seen: Seen::Port(PortId(0)),
+                seen_vni: None,
             },
             reassembler,
         }
@@ -136,6 +160,8 @@ impl Forwarder {
     /// with the virtio-net header, which takes it whole.
     pub fn port_frame(&mut self, port: PortId, frame: &[u8], meta: FrameMeta, now: Instant) {
         let core = &mut self.core;
+        core.seen = Seen::Port(port);
+        core.seen_vni = None;
         let segment_len = segment_len(frame, &meta);
         core.pipeline
             .from_port_gso(port, frame, segment_len, now, &mut core.actions);
@@ -148,6 +174,8 @@ impl Forwarder {
         let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
             return;
         };
+        self.core.seen = seen_underlay(src, transport);
+        self.core.seen_vni = None;
         if transport == Transport::Udp(ports::OVERLAY) {
             return self.core.overlay_packet(src, packet, now);
         }
@@ -163,9 +191,8 @@ impl Forwarder {
             Ok(Some(frame)) => self.core.decap(STT, src, frame, frame.len(), now),
             Ok(None) => {}
             Err(why) => {
-                let core = &mut self.core;
-                core.pipeline
-                    .drop_underlay(packet.len(), stt_drop_reason(why), &mut core.actions);
+                self.core
+                    .drop_underlay(packet.len(), stt_drop_reason(why), packet);
             }
         }
     }
@@ -215,6 +242,8 @@ impl Forwarder {
         if ip_len != Some(inner.len()) {
             return false;
         }
+        core.seen = seen_underlay(src, transport);
+        core.seen_vni = Some(vni);
         let d = decapsulated(&decap, src, vni, None);
         core.pipeline
             .from_decapsulated(d, buffer.len(), inner, now, &mut core.actions);
@@ -255,11 +284,12 @@ impl Core {
             Ok(decap) => decap,
             Err(e) => {
                 let reason = decap_drop(transport, e);
-                return self
-                    .pipeline
-                    .drop_underlay(outer_len, reason, &mut self.actions);
+                return self.drop_underlay(outer_len, reason, packet);
             }
         };
+        if let Target::Local { vni } = decap.target {
+            self.seen_vni = Some(vni);
+        }
         let vni = match (decap.target, decap.payload) {
             (Target::Local { vni }, Payload::Ethernet) => vni,
             (Target::Local { vni }, Payload::Ipv4) => {
@@ -274,13 +304,7 @@ impl Core {
             }
             // Other payloads to a local network (IPv6, NSH to an end) are not delivered: the
             // header was well formed but there is nothing to do with what it carries.
-            _ => {
-                return self.pipeline.drop_underlay(
-                    outer_len,
-                    DropReason::ProfileMismatch,
-                    &mut self.actions,
-                )
-            }
+            _ => return self.drop_underlay(outer_len, DropReason::ProfileMismatch, packet),
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = decapsulated(&decap, src, vni, None);
@@ -316,16 +340,12 @@ impl Core {
         outer_len: usize,
     ) {
         let Some(at) = self.underlays.find(transport) else {
-            return self
-                .pipeline
-                .drop_underlay(outer_len, DropReason::TxError, &mut self.actions);
+            return self.drop_underlay(outer_len, DropReason::TxError, packet);
         };
         self.relay_buf.clear();
         self.relay_buf.extend_from_slice(packet);
         if self.engine.relay(profile, &mut self.relay_buf).is_err() {
-            return self
-                .pipeline
-                .drop_underlay(outer_len, DropReason::HopLimit, &mut self.actions);
+            return self.drop_underlay(outer_len, DropReason::HopLimit, packet);
         }
         self.pipeline.count_relayed(outer_len);
         let port = self.underlays.at(at).map_or(0, |u| u.port);
@@ -346,6 +366,9 @@ impl Core {
     /// Performs the actions of the last pipeline call on `frame`, which `meta` may say is a
     /// GSO frame or has a partial checksum.
     pub(super) fn perform(&mut self, frame: &[u8], meta: &FrameMeta) {
+        if self.monitor.on() {
+            self.observe(frame, Layer::Frame);
+        }
         for i in 0..self.actions.len() {
             match self.actions.as_slice()[i] {
                 Action::Deliver { port } => {
@@ -438,6 +461,32 @@ impl Core {
                 Action::Drop(_) => {}
             }
         }
+    }
+
+    /// Counts a tunnel packet refused before its frame reached the pipeline (see
+    /// `Pipeline::drop_underlay`) and, while the monitor listens, records it.
+    pub(super) fn drop_underlay(&mut self, len: usize, reason: DropReason, packet: &[u8]) {
+        self.pipeline.drop_underlay(len, reason, &mut self.actions);
+        if self.monitor.on() {
+            self.observe(packet, Layer::Tunnel);
+        }
+    }
+
+    /// Records the drop or flood the last pipeline call decided for `packet` (see `monitor`).
+    fn observe(&self, packet: &[u8], layer: Layer) {
+        // Most packets are neither: nothing more is looked up for them.
+        if self.actions.dropped().is_none() && !self.actions.flooded() {
+            return;
+        }
+        let (origin, vni) = match self.seen {
+            Seen::Port(id) => {
+                let port = self.ports.get(id);
+                let name = port.map(|p| monitor::PortName::new(&p.name));
+                (Origin::Port(name), self.seen_vni.or(port.map(|p| p.vni.0)))
+            }
+            Seen::Underlay { src, port } => (Origin::Underlay { src, port }, self.seen_vni),
+        };
+        monitor::record_actions(&self.monitor, &self.actions, origin, vni, layer, packet);
     }
 
     /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished
@@ -566,6 +615,15 @@ impl Core {
     }
 }
 
+/// What the monitor says a packet from `src` on `transport` came from.
+fn seen_underlay(src: IpAddr, transport: Transport) -> Seen {
+    let port = match transport {
+        Transport::Udp(p) => p,
+        Transport::Ip(proto) => u16::from(proto),
+    };
+    Seen::Underlay { src, port }
+}
+
 /// The first STT frame ID: from the clock, so that a restarted nvod does not reuse the IDs of
 /// frames a receiver may still hold in reassembly.
 fn first_frame_id() -> u32 {
@@ -668,73 +726,6 @@ fn decap_drop(transport: Transport, e: DecapError) -> DropReason {
     }
 }
 
-/// The length of the largest frame a GSO frame becomes: its headers (up to the end of the L4
-/// header) plus one segment; a complete frame's own length.
-fn segment_len(frame: &[u8], meta: &FrameMeta) -> usize {
-    let (Some(gso), Some((start, _))) = (meta.gso, meta.csum) else {
-        return frame.len();
-    };
-    let l4 = usize::from(start);
-    let l4_len = match gso.kind {
-        GsoKind::Udp => 8,
-        GsoKind::Tcp4 | GsoKind::Tcp6 => frame
-            .get(l4 + 12)
-            .map_or(20, |&offset| usize::from(offset >> 4) * 4),
-    };
-    (l4 + l4_len + usize::from(gso.size)).min(frame.len())
-}
-
-/// The STT header's offload fields for a frame from a port (draft-davie-stt-08 §3.1, as Open
-/// vSwitch fills them): the MSS of a TSO frame, and where the partial checksum's L4 header is.
-fn stt_meta(frame: &[u8], meta: &FrameMeta) -> SttMeta {
-    let ipv4 = frame.get(12..14) == Some(&[0x08, 0x00][..]);
-    let mut m = SttMeta {
-        ipv4,
-        ..SttMeta::default()
-    };
-    if let Some((start, offset)) = meta.csum {
-        if let Ok(l4) = u8::try_from(start) {
-            m.csum_partial = Some(l4);
-            m.tcp = offset == 16;
-        }
-    }
-    if let Some(gso) = meta.gso {
-        if m.csum_partial.is_some() {
-            m.mss = gso.size;
-        }
-    }
-    if m.csum_partial.is_none() {
-        m.ipv4 = false;
-    }
-    m
-}
-
-/// What an STT header asks of the receiver, as the port's metadata: TSO with its MSS when the
-/// frame is larger than one segment, and the partial checksum to finish.
-fn stt_delivery_meta(stt_frame: &[u8], inner_len: usize) -> FrameMeta {
-    let Ok(packet) = nvo_wire::stt::SttPacket::new_checked(stt_frame) else {
-        return FrameMeta::COMPLETE;
-    };
-    if !packet.checksum_partial() {
-        return FrameMeta::COMPLETE;
-    }
-    let start = u16::from(packet.l4_offset());
-    let tcp = packet.tcp();
-    let csum = Some((start, if tcp { 16 } else { 6 }));
-    let mss = packet.mss();
-    let gso =
-        (tcp && mss > 0 && inner_len > usize::from(start) + 20 + usize::from(mss)).then(|| Gso {
-            kind: if packet.ipv4() {
-                GsoKind::Tcp4
-            } else {
-                GsoKind::Tcp6
-            },
-            size: mss,
-            ecn: false,
-        });
-    FrameMeta { gso, csum }
-}
-
 /// The flow hash of the bytes after a 16-byte tunnel header (inner MACs, IP addresses and
 /// ports), for the source port of relayed packets: one flow keeps one port.
 fn flow_hash(packet: &[u8]) -> u16 {
@@ -747,18 +738,5 @@ fn outcome(result: io::Result<()>) -> TxOutcome {
         Ok(()) => TxOutcome::Sent,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => TxOutcome::QueueFull,
         Err(_) => TxOutcome::Failed,
-    }
-}
-
-/// The drop code of each reason the STT reassembler refuses a segment for.
-fn stt_drop_reason(why: SttDrop) -> DropReason {
-    match why {
-        SttDrop::Malformed => DropReason::SttMalformed,
-        SttDrop::NotStt => DropReason::SttWrongPort,
-        SttDrop::BadChecksum => DropReason::SttBadChecksum,
-        SttDrop::Duplicate => DropReason::SttDuplicate,
-        SttDrop::Overlap => DropReason::SttOverlap,
-        SttDrop::TooLarge => DropReason::SttTooLarge,
-        SttDrop::TooManyHoles => DropReason::SttTooManyHoles,
     }
 }

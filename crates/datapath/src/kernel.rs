@@ -23,9 +23,10 @@ use std::time::Instant;
 
 use nvo_ebpf::{layout, AttachError, Kernel, Mirror, NodeSettings, Sizes, XdpAttach};
 use nvo_encap::profile::ProfileId;
-use nvo_pipeline::{PortId, TxTarget, Vni};
+use nvo_pipeline::{DropReason, PortId, TxTarget, Vni};
 
 use super::forward::{Core, Forwarder};
+use super::monitor::{Layer, Origin, PortName, Record, What};
 use crate::settings::{DatapathChoice, Settings, XdpChoice};
 
 /// Which datapath runs, and why.
@@ -211,6 +212,29 @@ pub fn drain(fwd: &mut Forwarder, now: Instant) {
         return;
     };
     let reports = mirror.drain_events(&mut fwd.core.pipeline, now);
+    if fwd.core.monitor.on() {
+        let core = &fwd.core;
+        mirror.drain_monitor(|hdr, port, bytes| {
+            let Some(reason) = DropReason::from_code(hdr.reason as u16) else {
+                return;
+            };
+            let port = port.and_then(|id| core.ports.get(id));
+            let vni = port.map(|p| p.vni.0);
+            let origin = match port {
+                Some(p) => Origin::Port(Some(PortName::new(&p.name))),
+                None => Origin::Kernel {
+                    ifindex: hdr.ifindex,
+                },
+            };
+            let mut record = Record::new(What::Drop(reason), origin, vni, Layer::Frame, bytes);
+            record.datapath = "ebpf";
+            record.len = hdr.len;
+            core.monitor.record(record);
+        });
+    } else {
+        // Records written before the flag went down: nobody wants them.
+        mirror.drain_monitor(|_, _, _| {});
+    }
     // Each frame is handled where it lies in the ring (nothing on the per-frame path needs
     // the mirror, which is out of `fwd` meanwhile).
     let mut unresolved = false;
@@ -239,6 +263,8 @@ impl Forwarder {
                 // The kernel replied from its copy of the neighbour table; the pipeline snoops
                 // the request and counts it (and forwards it, should it not take it as one).
                 let core = &mut self.core;
+                core.seen = super::forward::Seen::Port(PortId(hdr.port_id));
+                core.seen_vni = None;
                 core.pipeline.from_port_answered(
                     PortId(hdr.port_id),
                     frame,

@@ -8,6 +8,7 @@
 //!                                        → flush
 //!    port readable     → recv_batch → from_port per frame       → actions → flush
 //!    eventfd readable  → run every queued command, reply on its oneshot
+//!    every wake-up     → while `nvo monitor` listens: the pipeline's FDB events to its ring
 //!    every second      → age learned entries and STT reassemblies, retry ports that are down
 //! ```
 //!
@@ -35,12 +36,14 @@ mod csum;
 mod forward;
 mod groups;
 mod kernel;
+pub mod monitor;
 mod overlay;
 mod ports;
 mod probe;
 mod probes;
 mod settings;
 mod stt_guard;
+mod stt_meta;
 mod underlays;
 
 use std::io;
@@ -125,8 +128,16 @@ impl Started {
     }
 }
 
-/// Binds the underlay and starts the datapath thread with empty tables.
+/// Binds the underlay and starts the datapath thread with empty tables; nothing can monitor it.
 pub fn start(config: &Settings) -> Result<Started, StartError> {
+    start_monitored(config, monitor::Monitor::off())
+}
+
+/// [`start`], recording events into `monitor` while it says someone listens.
+pub fn start_monitored(
+    config: &Settings,
+    monitor: monitor::Monitor,
+) -> Result<Started, StartError> {
     let mut underlay = UdpUnderlay::bind(config.locator, config.vxlan_port, config.entropy_ports)
         .map_err(|source| StartError::Underlay {
         locator: config.locator,
@@ -172,6 +183,7 @@ pub fn start(config: &Settings) -> Result<Started, StartError> {
         config.underlay_mtu,
         OverlayTables::new(NodeId(config.node_id), config.overlay_limits),
     );
+    fwd.core.monitor = monitor;
     // The kernel path is loaded on the datapath thread, which owns it (its maps and rings are
     // that thread's); the thread says how it went before it starts looping.
     let (chosen, choice) = std::sync::mpsc::sync_channel(1);
@@ -244,6 +256,11 @@ struct Loop {
     busy_poll: Duration,
     /// When the last round that handled packets began.
     last_packet: Option<Instant>,
+    /// Whether the monitor was on at the last wake-up (the pipeline's FDB events and the
+    /// kernel's flag follow it).
+    monitoring: bool,
+    /// The pipeline's FDB events, drained into here.
+    fdb_events: Vec<nvo_pipeline::FdbEvent>,
 }
 
 impl Loop {
@@ -276,6 +293,8 @@ impl Loop {
             last_error_log: None,
             busy_poll,
             last_packet: None,
+            monitoring: false,
+            fdb_events: Vec::new(),
         }
     }
 
@@ -323,9 +342,7 @@ impl Loop {
                 self.last_packet = Some(now);
             }
             let first_ring = first_port + self.polled_ports.len();
-            if self.polled_kernel
-                && (self.poller.is_ready(first_ring) || self.poller.is_ready(first_ring + 1))
-            {
+            if self.polled_kernel && (first_ring..first_ring + 3).any(|i| self.poller.is_ready(i)) {
                 kernel::drain(&mut self.fwd, now);
             }
             self.fwd.flush();
@@ -334,6 +351,7 @@ impl Loop {
             }
             // Commands may queue packets too (overlay probes): out now, not at the next wake.
             self.fwd.flush();
+            self.monitor(now);
             if now >= self.next_tick {
                 self.fwd.core.pipeline.age(now);
                 self.fwd.reassembler.expire(now);
@@ -344,6 +362,52 @@ impl Loop {
                 }
                 kernel::sync(&mut self.fwd.core, now);
                 self.next_tick = now + TICK;
+            }
+        }
+    }
+
+    /// Follows the monitor's flag (the pipeline's FDB events, the kernel's flag) and, while
+    /// someone listens, hands the FDB events noted since the last wake-up to the ring.
+    fn monitor(&mut self, now: Instant) {
+        let core = &mut self.fwd.core;
+        let on = core.monitor.on();
+        if on != self.monitoring {
+            self.monitoring = on;
+            core.pipeline.set_fdb_events(on);
+            if let Some(k) = core.kernel.as_mut() {
+                k.set_monitor(on);
+            }
+        }
+        if !on {
+            return;
+        }
+        let lost = core.pipeline.take_fdb_events(&mut self.fdb_events);
+        let counts = core.monitor.lost();
+        counts
+            .fdb
+            .fetch_add(lost, std::sync::atomic::Ordering::Relaxed);
+        for ev in self.fdb_events.drain(..) {
+            let name = |id| core.ports.get(id).map(|p| monitor::PortName::new(&p.name));
+            let from = match ev.change {
+                nvo_pipeline::FdbChange::Moved { from } => from.map(|d| monitor::dest(d, name)),
+                _ => None,
+            };
+            let what = monitor::What::Fdb {
+                mac: ev.mac,
+                dest: monitor::dest(ev.dest, name),
+                change: ev.change,
+                from,
+            };
+            let origin = monitor::Origin::None;
+            let layer = monitor::Layer::Frame;
+            let record = monitor::Record::new(what, origin, Some(ev.vni.0), layer, &[]);
+            core.monitor.record(record);
+        }
+        if now >= self.next_tick {
+            if let Some(k) = core.kernel.as_ref() {
+                counts
+                    .kernel
+                    .store(k.monitor_lost(), std::sync::atomic::Ordering::Relaxed);
             }
         }
     }

@@ -107,9 +107,7 @@ impl Core {
             Ok(arrival) => arrival,
             Err(drop) => {
                 self.hops = hops;
-                return self
-                    .pipeline
-                    .drop_underlay(packet.len(), drop.reason(), &mut self.actions);
+                return self.drop_underlay(packet.len(), drop.reason(), packet);
             }
         };
         let mut local = false;
@@ -141,8 +139,7 @@ impl Core {
         if local && !self.probe_received(&arrival, packet, now) {
             self.decap_overlay(src, arrival.src, packet, now);
         } else if self.hops.is_empty() {
-            self.pipeline
-                .drop_underlay(packet.len(), DropReason::NoDestination, &mut self.actions);
+            self.drop_underlay(packet.len(), DropReason::NoDestination, packet);
         }
     }
 
@@ -151,17 +148,12 @@ impl Core {
         let transport = nvo_encap::profile::Transport::Udp(PORT);
         let decap = match self.engine.decap(transport, packet) {
             Ok(decap) => decap,
-            Err(_) => {
-                return self.pipeline.drop_underlay(
-                    packet.len(),
-                    DropReason::UnknownVni,
-                    &mut self.actions,
-                )
-            }
+            Err(_) => return self.drop_underlay(packet.len(), DropReason::UnknownVni, packet),
         };
         let nvo_encap::engine::Target::Local { vni } = decap.target else {
             return;
         };
+        self.seen_vni = Some(vni);
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = super::forward::decapsulated(&decap, src, vni, Some(src_node));
         self.pipeline

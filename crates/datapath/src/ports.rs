@@ -110,6 +110,11 @@ impl Ports {
         Some(port)
     }
 
+    /// The port with this id.
+    pub fn get(&self, id: PortId) -> Option<&Port> {
+        self.list.get(*self.index.get(&id)?)
+    }
+
     /// The port at position `at` of the list.
     pub fn at(&self, at: usize) -> Option<&Port> {
         self.list.get(at)

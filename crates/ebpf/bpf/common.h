@@ -32,6 +32,9 @@
  * verifier only knows the bounds of the register that was checked). */
 #define NVO_BARRIER(x) asm volatile("" : "+r"(x))
 
+/* A function the verifier checks once, on its own (see NVO_FUNC below). */
+#define NVO_FUNC_EARLY __attribute__((noinline))
+
 /* Bytes in front of the data of a ring record (struct nvo_punt or nvo_trace, padded). */
 #define NVO_RECORD_HEAD 48
 
@@ -66,7 +69,52 @@ static __always_inline void set_verdict(struct __sk_buff *skb, __u32 verdict, __
 	skb->cb[2] = reason;
 }
 
-/* The one place a drop is counted: by reason, and against the port it came from, if any. */
+static __always_inline struct nvo_scratch *cpu_scratch(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
+
+/* While `nvo monitor` listens (`monitor_on` holds 1), copies the first bytes of a dropped
+ * packet with its reason to the `monitor` ring; a full ring counts in `monitor_lost`. Nobody
+ * listening, it costs the call and one array lookup. A function of its own, verified once: the
+ * flag's branch is not explored again at every drop site (nvo_port is near the verifier's
+ * instruction budget). */
+NVO_FUNC_EARLY int nvo_monitor_drop(struct __sk_buff *skb, __u32 reason)
+{
+	struct nvo_scratch *s;
+	__u32 zero = 0, len;
+	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
+	__u64 *lost;
+
+	if (!on || !*on)
+		return 0;
+	s = cpu_scratch();
+	if (!s)
+		return 0;
+	len = skb->len;
+	if (len > NVO_MONITOR_CAPTURE)
+		len = NVO_MONITOR_CAPTURE;
+	__builtin_memset(s->head, 0, sizeof(s->head));
+	s->monitor.reason = reason;
+	s->monitor.ifindex = skb->ifindex;
+	s->monitor.len = skb->len;
+	s->monitor.captured = len;
+	NVO_BARRIER(len);
+	if (len == 0 || len > NVO_MONITOR_CAPTURE)
+		return 0;
+	NVO_BARRIER(len);
+	if (bpf_skb_load_bytes(skb, 0, s->data, len) == 0 &&
+	    bpf_ringbuf_output(&monitor, s, NVO_RECORD_HEAD + len, 0) == 0)
+		return 0;
+	lost = bpf_map_lookup_elem(&monitor_lost, &zero);
+	if (lost)
+		*lost += 1;
+	return 0;
+}
+
+/* The one place a drop is counted: by reason, and against the port it came from, if any; and
+ * reported to `nvo monitor` while it listens. */
 static __always_inline int drop(struct __sk_buff *skb, __u32 reason, struct nvo_port_counters *pc)
 {
 	__u32 slot = reason;
@@ -75,14 +123,9 @@ static __always_inline int drop(struct __sk_buff *skb, __u32 reason, struct nvo_
 		*n += 1;
 	if (pc)
 		pc->drops += 1;
+	nvo_monitor_drop(skb, reason);
 	set_verdict(skb, NVO_VERDICT_DROP, 0, reason);
 	return TC_ACT_SHOT;
-}
-
-static __always_inline struct nvo_scratch *cpu_scratch(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
 /* Copies `len` bytes of the frame from `off` behind the record head already in `s`, and writes

@@ -358,6 +358,17 @@ struct nvo_trace {
 	__u32 pad;
 };
 
+/* Drop records for `nvo monitor` (ring `monitor`, only while `monitor_on` holds 1): a header,
+ * then the first `captured` bytes of the packet as the program saw it. */
+#define NVO_MONITOR_CAPTURE 128
+
+struct nvo_monitor {
+	__u32 reason;          /* the drop code */
+	__u32 ifindex;         /* the interface the program ran on */
+	__u32 len;             /* the packet's length */
+	__u32 captured;        /* bytes that follow */
+};
+
 /* The sizes crates/ebpf/src/layout.rs asserts too. */
 _Static_assert(sizeof(struct nvo_config) == 24, "nvo_config");
 _Static_assert(sizeof(struct nvo_port) == 20, "nvo_port");
@@ -388,5 +399,6 @@ _Static_assert(sizeof(struct nvo_relay_config) == 8, "nvo_relay_config");
 _Static_assert(sizeof(struct nvo_event) == 36, "nvo_event");
 _Static_assert(sizeof(struct nvo_punt) == 40, "nvo_punt");
 _Static_assert(sizeof(struct nvo_trace) == 16, "nvo_trace");
+_Static_assert(sizeof(struct nvo_monitor) == 16, "nvo_monitor");
 
 #endif

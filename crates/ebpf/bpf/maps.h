@@ -214,12 +214,34 @@ struct {
 	__uint(max_entries, 4 << 20);
 } trace SEC(".maps");
 
+/* `nvo monitor`: entry 0 is 1 while someone listens (nvod sets it); drop() writes a record to
+ * `monitor` then, and counts in `monitor_lost` (per CPU) each one the ring had no room for. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} monitor_on SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} monitor SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} monitor_lost SEC(".maps");
+
 /* Where a frame is put together for a ring record: one entry per CPU (programs run with
  * migration disabled, so a CPU's entry is theirs until they return). */
 struct nvo_scratch {
 	union {
 		struct nvo_punt punt;
 		struct nvo_trace trace;
+		struct nvo_monitor monitor;
 		__u8 head[48];
 	};
 	__u8 data[NVO_PUNT_MAX];

@@ -125,6 +125,9 @@ pub struct Maps {
     pub(crate) events: RingBuf<MapData>,
     pub(crate) punts: RingBuf<MapData>,
     pub(crate) trace: RingBuf<MapData>,
+    pub(crate) monitor_on: Array<MapData, u32>,
+    pub(crate) monitor: RingBuf<MapData>,
+    pub(crate) monitor_lost: PerCpuArray<MapData, u64>,
 }
 
 impl std::fmt::Debug for Maps {
@@ -255,6 +258,9 @@ impl Kernel {
             events: take(&mut ebpf, "events")?,
             punts: take(&mut ebpf, "punts")?,
             trace: take(&mut ebpf, "trace")?,
+            monitor_on: take(&mut ebpf, "monitor_on")?,
+            monitor: take(&mut ebpf, "monitor")?,
+            monitor_lost: take(&mut ebpf, "monitor_lost")?,
         };
         Ok(Kernel {
             ebpf,

@@ -471,8 +471,22 @@ pub struct Trace {
     pub pad: u32,
 }
 
+/// `struct nvo_monitor`: a drop record of the `monitor` ring, followed by `captured` bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MonitorDrop {
+    pub reason: u32,
+    pub ifindex: u32,
+    pub len: u32,
+    pub captured: u32,
+}
+
+/// `NVO_MONITOR_CAPTURE`: the most bytes of a dropped packet a monitor record carries.
+pub const MONITOR_CAPTURE: usize = 128;
+
 const _: () = {
     use std::mem::size_of;
+    assert!(size_of::<MonitorDrop>() == 16);
     assert!(size_of::<Config>() == 24);
     assert!(size_of::<Port>() == 20);
     assert!(size_of::<Tmpl>() == 72);
@@ -555,7 +569,7 @@ pub(crate) fn read_record<T: aya::Pod + Default>(bytes: &[u8]) -> Option<T> {
     Some(out)
 }
 
-pod!(Event, Punt, Trace);
+pod!(Event, Punt, Trace, MonitorDrop);
 
 #[cfg(test)]
 mod tests {

@@ -39,6 +39,7 @@ use nvo_io::iface::Interface;
 
 mod counters;
 mod fdb;
+mod monitor;
 mod neighbors;
 mod relay;
 mod vteps;
@@ -755,12 +756,13 @@ impl Mirror {
         out
     }
 
-    /// The descriptors to poll: learn reports, punted frames.
-    pub fn fds(&self) -> [std::os::fd::BorrowedFd<'_>; 2] {
+    /// The descriptors to poll: learn reports, punted frames, monitor drops.
+    pub fn fds(&self) -> [std::os::fd::BorrowedFd<'_>; 3] {
         use std::os::fd::AsFd;
         [
             self.kernel.maps.events.as_fd(),
             self.kernel.maps.punts.as_fd(),
+            self.kernel.maps.monitor.as_fd(),
         ]
     }
 }

@@ -170,6 +170,8 @@ pub struct Control {
     evpn_networks: tokio::sync::watch::Sender<nvo_evpn::Networks>,
     /// Which datapath forwards, and why (`GET /v1/node`).
     path: nvo_datapath::Choice,
+    /// `nvo monitor`'s listeners and lost counts, once set ([`Control::set_monitor`]).
+    monitor: Option<crate::monitor::Handle>,
 }
 
 impl Control {
@@ -200,6 +202,7 @@ impl Control {
                 reason: String::new(),
                 relay: "userspace".to_owned(),
             },
+            monitor: None,
         }
     }
 

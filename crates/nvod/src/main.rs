@@ -7,6 +7,7 @@
 //!    ├─ API server (axum on the unix socket) ─► Control (desired state, state.json)
 //!    ├─ metrics listener (http_listen, GET /metrics) ─► Control::snapshot (reads only)
 //!    │    and the status page (GET /, /status.json) ─► Control::status_inputs (reads only)
+//!    ├─ monitor task (monitor::run): datapath's event ring ─► GET /v1/monitor listeners
 //!    │                                             │ Command + eventfd wake, oneshot reply
 //!    │  EVPN speaker task (nvo_evpn::spawn) ──────┤ through control::bgp's DataPlane
 //!    └─ datapath thread (nvo_datapath::start) ◄───┘  owns Pipeline, underlay, ports
@@ -25,6 +26,7 @@ mod config;
 mod control;
 mod convert;
 mod metrics;
+mod monitor;
 mod state;
 mod status;
 mod values;
@@ -115,7 +117,8 @@ fn init_log(filter: &str) {
 fn run(config: Config) -> Result<(), RunError> {
     api::prepare_socket(&config.api_socket)?;
     let (store, state) = Store::open(&config.state_dir)?;
-    let datapath = nvo_datapath::start(&config.datapath_settings())?;
+    let (recorder, monitor, records) = monitor::new();
+    let datapath = nvo_datapath::start_monitored(&config.datapath_settings(), recorder)?;
     let offloads = datapath.offloads;
     let choice = datapath.choice.clone();
     log::info!("datapath: {} ({})", choice.datapath, choice.reason);
@@ -127,6 +130,8 @@ fn run(config: Config) -> Result<(), RunError> {
     let result = runtime.block_on(async {
         let mut control = Control::new(config.clone(), offloads, store, state, handle);
         control.set_path(choice);
+        control.set_monitor(monitor.clone());
+        tokio::spawn(monitor::run(records, monitor, config.vxlan_port));
         control.restore().await.map_err(RunError::Restore)?;
         control.start_evpn();
         serve(&config, control, offloads).await

@@ -34,6 +34,8 @@ pub struct Snapshot {
     pub bgp: Option<BgpSummary>,
     /// `stt_reassembly_bytes`: the most bytes STT reassembly holds.
     pub stt_limit_bytes: u64,
+    /// Monitor events lost so far, by stage (`nvo monitor`, docs/monitor.md).
+    pub monitor_lost: crate::monitor::Lost,
 }
 
 /// A table's size against its bound.
@@ -279,6 +281,14 @@ pub fn render(snap: &Snapshot) -> Result<String, TextError> {
         &snap.counters.overlay,
         &[],
     )?;
+    let mut lost = e.family(
+        "nvo_monitor_events_lost_total",
+        Kind::Counter,
+        "Monitor events (nvo monitor) lost, by where: a listener's queue, the datapath's ring, the eBPF ring, the FDB event buffer.",
+    )?;
+    for (stage, n) in snap.monitor_lost.stages() {
+        lost.sample(&[("stage", stage)], n)?;
+    }
     info(&mut e, snap)?;
     tables(&mut e, snap)?;
     if let Some(bgp) = &snap.bgp {

@@ -6,8 +6,13 @@
 //! - [`families`]: nvod's metric families (docs/metrics.md lists them), rendered from a
 //!   [`Snapshot`] that nvod fills through the same commands its API answers `GET /v1/counters`,
 //!   `GET /v1/networks` and `GET /v1/bgp` with. Nothing here touches a table or a socket.
+//! - [`monitor`]: the fan-out of `nvo monitor`'s events to `GET /v1/monitor`'s listeners, each
+//!   with its own bounded queue and filter; [`decode`]: the one-line decode of a packet those
+//!   events show.
 
+pub mod decode;
 pub mod families;
+pub mod monitor;
 pub mod text;
 
 pub use families::{render, NetworkTables, Snapshot, Table};

@@ -81,6 +81,9 @@ pub enum Action {
 #[derive(Debug, Default, Clone)]
 pub struct Actions {
     list: Vec<Action>,
+    /// Set when the copies are a flood (broadcast, multicast or unknown unicast), not a
+    /// lookup's answer: what `nvo monitor` reports as a `flood` event.
+    flooded: bool,
 }
 
 impl Actions {
@@ -93,6 +96,7 @@ impl Actions {
     pub fn with_capacity(capacity: usize) -> Actions {
         Actions {
             list: Vec::with_capacity(capacity),
+            flooded: false,
         }
     }
 
@@ -129,8 +133,19 @@ impl Actions {
         })
     }
 
+    /// Whether the frame was flooded: its `Deliver`/`Encap`/`EncapNode` actions are the
+    /// copies of a flood rather than the one destination the FDB knows.
+    pub fn flooded(&self) -> bool {
+        self.flooded
+    }
+
     pub(crate) fn clear(&mut self) {
         self.list.clear();
+        self.flooded = false;
+    }
+
+    pub(crate) fn set_flooded(&mut self) {
+        self.flooded = true;
     }
 
     pub(crate) fn push(&mut self, action: Action) {

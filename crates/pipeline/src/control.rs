@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use crate::counters::{Counters, PortCounters, TxOutcome, TxTarget};
+use crate::fdb_events::{FdbChange, FdbEvent};
 use crate::network::{Network, NetworkView};
 use crate::pipeline::{count_drop, Port};
 use crate::types::is_unicast_ip;
@@ -292,8 +293,22 @@ impl Pipeline {
     /// datapath calls this from its timer, about once a second.
     pub fn age(&mut self, now: Instant) -> usize {
         let mut total = 0;
+        let events = &mut self.fdb_events;
         for net in self.networks.values_mut() {
-            let aged = net.fdb.age(now, net.spec.ageing);
+            let vni = net.spec.vni;
+            let aged = if events.on {
+                let mut note = |mac, dest| {
+                    events.push(FdbEvent {
+                        vni,
+                        mac,
+                        dest,
+                        change: FdbChange::Aged,
+                    })
+                };
+                net.fdb.age(now, net.spec.ageing, Some(&mut note))
+            } else {
+                net.fdb.age(now, net.spec.ageing, None)
+            };
             let neighbors = net.neigh.age(now, net.spec.ageing);
             net.counters.aged += aged.count as u64;
             total += aged.count;

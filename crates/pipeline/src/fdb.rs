@@ -352,21 +352,33 @@ impl Fdb {
     /// Removes the entries `scope` covers.
     pub(crate) fn flush(&mut self, scope: FlushScope) -> Removed {
         match scope {
-            FlushScope::All => self.remove_where(|_| true),
-            FlushScope::Learned => self.remove_where(|e| matches!(e.kind, Kind::Learned { .. })),
+            FlushScope::All => self.remove_where(|_, _| true),
+            FlushScope::Learned => self.remove_where(|_, e| matches!(e.kind, Kind::Learned { .. })),
         }
     }
 
     /// Removes every entry, static or learned, pointing at `port`.
     pub(crate) fn remove_port(&mut self, port: PortId) -> Removed {
-        self.remove_where(|e| e.dest == FdbDest::Port(port))
+        self.remove_where(|_, e| e.dest == FdbDest::Port(port))
     }
 
     /// Removes learned entries not seen for longer than `ageing`.
-    pub(crate) fn age(&mut self, now: Instant, ageing: Duration) -> Removed {
-        self.remove_where(|e| match e.kind {
-            Kind::Static | Kind::Evpn => false,
-            Kind::Learned { last_seen } => now.saturating_duration_since(last_seen) > ageing,
+    /// When `aged` is given, each removed (MAC, destination) is pushed to it.
+    pub(crate) fn age(
+        &mut self,
+        now: Instant,
+        ageing: Duration,
+        mut aged: Option<&mut dyn FnMut(Mac, FdbDest)>,
+    ) -> Removed {
+        self.remove_where(|mac, e| {
+            let old = match e.kind {
+                Kind::Static | Kind::Evpn => false,
+                Kind::Learned { last_seen } => now.saturating_duration_since(last_seen) > ageing,
+            };
+            if let (true, Some(f)) = (old, aged.as_mut()) {
+                f(mac, e.dest);
+            }
+            old
         })
     }
 
@@ -418,7 +430,7 @@ impl Fdb {
         self.evpn
     }
 
-    fn remove_where(&mut self, mut doomed: impl FnMut(&Entry) -> bool) -> Removed {
+    fn remove_where(&mut self, mut doomed: impl FnMut(Mac, &Entry) -> bool) -> Removed {
         let (before, mut local) = (self.entries.len(), false);
         let Fdb {
             entries,
@@ -437,7 +449,7 @@ impl Fdb {
             pinned,
         };
         entries.retain(|&mac, e| {
-            if !doomed(e) {
+            if !doomed(mac, e) {
                 return true;
             }
             if let Some(j) = journal.as_mut() {
@@ -576,7 +588,7 @@ mod tests {
         assert_eq!(fdb.lookup(A), Some(FdbDest::Remote(r1)));
         // Never aged.
         assert_eq!(
-            fdb.age(t0 + Duration::from_secs(1 << 20), Duration::ZERO)
+            fdb.age(t0 + Duration::from_secs(1 << 20), Duration::ZERO, None)
                 .count,
             0
         );
@@ -685,7 +697,7 @@ mod guard_tests {
         assert_eq!(fdb.lookup(A), Some(P1));
         // Not refreshed by the tunnel: it ages from the port's last frame.
         let later = t0 + Duration::from_secs(10);
-        assert_eq!(fdb.age(later, Duration::from_secs(5)).count, 1);
+        assert_eq!(fdb.age(later, Duration::from_secs(5), None).count, 1);
         assert_eq!(fdb.learn(A, r, later, Bounds::network(8)), Learned::New);
         // A remote MAC still moves to a local port, and between local ports a MAC moves.
         assert_eq!(

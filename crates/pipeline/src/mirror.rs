@@ -68,6 +68,7 @@ impl Pipeline {
             networks,
             ports,
             hosts_generation,
+            fdb_events,
             ..
         } = self;
         let net = networks
@@ -82,7 +83,7 @@ impl Pipeline {
             FdbDest::Remote(_) | FdbDest::Node(_) => net.spec.learn_tunnels,
         };
         if learns {
-            learn_into(net, mac, dest, now, hosts_generation, port);
+            learn_into(net, mac, dest, now, (hosts_generation, fdb_events), port);
         }
         Ok(())
     }

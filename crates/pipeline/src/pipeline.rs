@@ -42,6 +42,7 @@ use std::time::Instant;
 use crate::actions::{Action, Actions};
 use crate::counters::{DropCounters, PortCounters, RemoteTable, UnderlayCounters};
 use crate::fdb::{Bounds, Learned};
+use crate::fdb_events::{FdbChange, FdbEvent, FdbEvents};
 use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::l3;
@@ -76,6 +77,8 @@ pub struct Pipeline {
     /// The overlay nodes' locators (`Pipeline::set_overlay_locators`): remotes every network
     /// knows.
     pub(crate) overlay_locators: HashSet<IpAddr>,
+    /// Learned, moved and aged MACs for a monitor, when on (fdb_events.rs).
+    pub(crate) fdb_events: FdbEvents,
     scratch: Box<[u8]>,
 }
 
@@ -93,6 +96,7 @@ impl Pipeline {
             hosts_generation: 1,
             fdb_journal: false,
             overlay_locators: HashSet::new(),
+            fdb_events: FdbEvents::default(),
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
@@ -162,6 +166,7 @@ impl Pipeline {
             drops,
             scratch,
             hosts_generation,
+            fdb_events,
             ..
         } = self;
         let Some(p) = ports.get_mut(&port) else {
@@ -192,7 +197,8 @@ impl Pipeline {
         }
         if net.spec.learn_ports {
             let dest = FdbDest::Port(port);
-            let learned = learn_into(net, eth.src, dest, now, hosts_generation, Some(&mut *pc));
+            let noted = (&mut *hosts_generation, &mut *fdb_events);
+            let learned = learn_into(net, eth.src, dest, now, noted, Some(&mut *pc));
             if learned == Learned::DestLimit {
                 return reject(drops, Some(pc), DropReason::PortLearnLimit, actions);
             }
@@ -309,6 +315,7 @@ impl Pipeline {
             drops,
             hosts_generation,
             overlay_locators,
+            fdb_events,
             ..
         } = self;
         let Some(net) = networks.get_mut(&decap.vni) else {
@@ -334,7 +341,14 @@ impl Pipeline {
                 Some(node) => FdbDest::Node(node),
                 None => FdbDest::Remote(decap.src),
             };
-            learn_into(net, eth.src, dest, now, hosts_generation, None);
+            learn_into(
+                net,
+                eth.src,
+                dest,
+                now,
+                (hosts_generation, fdb_events),
+                None,
+            );
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {
@@ -345,6 +359,7 @@ impl Pipeline {
                 reject(drops, None, DropReason::RemoteToRemote, actions)
             }
             None => {
+                actions.set_flooded();
                 for &out in &net.ports {
                     actions.push(Action::Deliver { port: out });
                 }
@@ -404,17 +419,35 @@ pub(crate) fn bounds(net: &Network, dest: FdbDest) -> Bounds {
 
 /// Learns `src` behind `dest` and counts what happened — in `port` too, the counters of the
 /// port the frame came from, if it did; a change to the set of local MACs bumps `generation`
-/// (see `Pipeline::local_hosts`). Returns what the FDB made of it.
+/// (see `Pipeline::local_hosts`), and a new or moved entry is noted in `events` when they are
+/// on. Returns what the FDB made of it.
 pub(crate) fn learn_into(
     net: &mut Network,
     src: Mac,
     dest: FdbDest,
     now: Instant,
-    generation: &mut u64,
+    (generation, events): (&mut u64, &mut FdbEvents),
     port: Option<&mut PortCounters>,
 ) -> Learned {
     let bounds = bounds(net, dest);
+    // Only a monitor needs the old destination of a move: one more lookup while it listens.
+    let before = if events.on { net.fdb.lookup(src) } else { None };
     let verdict = net.fdb.learn(src, dest, now, bounds);
+    if events.on {
+        let change = match verdict {
+            Learned::New => Some(FdbChange::Learned),
+            Learned::Moved { .. } => Some(FdbChange::Moved { from: before }),
+            _ => None,
+        };
+        if let Some(change) = change {
+            events.push(FdbEvent {
+                vni: net.spec.vni,
+                mac: src,
+                dest,
+                change,
+            });
+        }
+    }
     if matches!(verdict, Learned::Limit | Learned::DestLimit) {
         net.counters.learn_limit += 1;
         if let Some(p) = port {
@@ -504,6 +537,7 @@ fn flood_from_port(
     eth: &Eth,
     actions: &mut Actions,
 ) {
+    actions.set_flooded();
     for &out in net.ports.iter().filter(|&&p| p != ingress) {
         net.counters.delivered += 1;
         actions.push(Action::Deliver { port: out });

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use clap::Args;
 use nvo_api::Client;
 
-use super::events::open_stream;
+use super::sse::open_stream;
 use super::CliError;
 
 /// pcapng block types read on the way.

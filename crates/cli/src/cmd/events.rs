@@ -1,27 +1,19 @@
 //! `nvo events`: follows nvod's event stream, `GET /v1/events` (server-sent events, one
 //! `event:` name and one `data:` JSON line per event: node, locator and route changes of the
 //! overlay), and prints one line per event as it arrives; `-o json` prints each event's JSON
-//! line as nvod sent it.
-//!
-//! `nvo_api::Client` reads whole answers, which a stream never ends, so the request is made
-//! here on its own connection: an HTTP/1.1 head, then a body framed by chunked transfer
-//! encoding, by Content-Length, or by the end of the connection, read incrementally and parsed
-//! as the WHATWG server-sent events format (fields `event` and `data`, `:` comments as
-//! keep-alives, a blank line ending each event). The command ends when nvod closes the stream,
-//! after `--count` events, on Ctrl-C (SIGINT's default action), or when stdout is closed.
+//! line as nvod sent it. The stream is read by the client in `sse`, shared with `nvo monitor`.
+//! The command ends when nvod closes the stream, after `--count` events, on Ctrl-C (SIGINT's
+//! default action), or when stdout is closed.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::{self, BufRead, Write};
 
 use clap::Args;
-use nvo_api::{ApiError, Client, ClientError, EventAction, OverlayEvent};
+use nvo_api::{Client, ClientError, EventAction, OverlayEvent};
 
 use super::overlay::locator;
+use super::sse::{self, Follow, Sse};
 use super::{CliError, Format};
 use crate::table::list;
-
-/// Longest line of the answer's head or of an event; nvod's lines are far shorter.
-const MAX_LINE: u64 = 64 << 10;
 
 /// `nvo events`.
 #[derive(Debug, Args)]
@@ -31,18 +23,9 @@ pub struct EventsArgs {
     pub count: Option<u64>,
 }
 
-/// One server-sent event: its name (`event:`, "message" when absent) and its data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sse {
-    /// The `event:` field.
-    pub event: String,
-    /// The `data:` fields, joined by newlines.
-    pub data: String,
-}
-
 /// Runs `nvo events`.
 pub fn events(client: &Client, format: Format, args: EventsArgs) -> Result<(), CliError> {
-    let mut stream = open(client)?;
+    let mut stream = sse::open(client, "/v1/events")?;
     let mut out = io::stdout().lock();
     follow(&mut stream, format, args.count, &mut out).map_err(|e| match e {
         Follow::Read(source) => CliError::Api(ClientError::Io {
@@ -53,41 +36,19 @@ pub fn events(client: &Client, format: Format, args: EventsArgs) -> Result<(), C
     })
 }
 
-/// Why following the stream stopped early.
-#[derive(Debug)]
-pub enum Follow {
-    /// Reading the stream failed.
-    Read(io::Error),
-    /// Writing a line failed (other than the reader having gone away).
-    Write(io::Error),
-}
-
-/// Prints each event of `stream` on `out` until the stream ends or `count` events are
-/// printed; never reads beyond the last event it prints.
+/// Prints each event of `stream` on `out` (see `sse::follow`): its JSON, or its line.
 pub fn follow(
     stream: &mut impl BufRead,
     format: Format,
     count: Option<u64>,
     out: &mut impl Write,
 ) -> Result<(), Follow> {
-    let mut seen = 0;
-    while count.is_none_or(|n| seen < n) {
-        let Some(event) = next_event(stream).map_err(Follow::Read)? else {
-            break;
-        };
-        seen += 1;
-        let line = match format {
+    sse::follow(stream, count, out, |event| {
+        Some(match format {
             Format::Json => event.data,
             Format::Text => event_line(&event),
-        };
-        match writeln!(out, "{line}").and_then(|()| out.flush()) {
-            Ok(()) => {}
-            // The reader went away (`nvo events | head -3`): done, not an error.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => break,
-            Err(e) => return Err(Follow::Write(e)),
-        }
-    }
-    Ok(())
+        })
+    })
 }
 
 /// One line for an event: `kind action object details`, or the raw data when it is not an
@@ -125,264 +86,18 @@ pub fn event_line(e: &Sse) -> String {
     }
 }
 
-/// Connects, sends the request and reads the answer's head: the body reader on success, the
-/// API error nvod sent otherwise.
-fn open(client: &Client) -> Result<Box<dyn BufRead>, ClientError> {
-    open_stream(client, "/v1/events", "text/event-stream")
-}
-
-/// `GET path` on its own connection, answered with a stream: the body reader on success (read
-/// as it arrives), the API error nvod sent otherwise. `nvo capture` uses it too.
-pub(crate) fn open_stream(
-    client: &Client,
-    path: &str,
-    accept: &str,
-) -> Result<Box<dyn BufRead>, ClientError> {
-    let socket = client.socket();
-    let io = |source| ClientError::Io {
-        socket: socket.to_owned(),
-        source,
-    };
-    let mut stream = UnixStream::connect(socket).map_err(|source| ClientError::Connect {
-        socket: socket.to_owned(),
-        source,
-    })?;
-    let head = format!(
-        "GET {path} HTTP/1.1\r\nHost: nvod\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).map_err(io)?;
-    let mut reader = BufReader::new(stream);
-    let head = read_head(&mut reader).map_err(io)?;
-    let (status, framing) = parse_head(&head)?;
-    let body = framing.body(reader);
-    if (200..300).contains(&status) {
-        return Ok(body);
-    }
-    let mut text = Vec::new();
-    body.take(MAX_LINE).read_to_end(&mut text).map_err(io)?;
-    let message = serde_json::from_slice::<ApiError>(&text)
-        .map(|e| e.error)
-        .unwrap_or_else(|_| String::from_utf8_lossy(&text).trim().to_owned());
-    Err(ClientError::Api { status, message })
-}
-
-/// How the answer's body ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    Chunked,
-    Length(u64),
-    Close,
-}
-
-impl Framing {
-    fn body<R: BufRead + 'static>(self, reader: R) -> Box<dyn BufRead> {
-        match self {
-            Framing::Chunked => Box::new(BufReader::new(Chunked::new(reader))),
-            Framing::Length(n) => Box::new(reader.take(n)),
-            Framing::Close => Box::new(reader),
-        }
-    }
-}
-
-/// Reads the head up to its blank line (lines bounded by [`MAX_LINE`], at most 100 of them).
-fn read_head(reader: &mut impl BufRead) -> io::Result<Vec<String>> {
-    let mut lines = Vec::new();
-    for _ in 0..100 {
-        let line = read_line(reader)?.ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "connection closed in the head",
-            )
-        })?;
-        if line.is_empty() {
-            return Ok(lines);
-        }
-        lines.push(line);
-    }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidData,
-        "answer head over 100 lines",
-    ))
-}
-
-/// The status and body framing of an answer's head.
-fn parse_head(lines: &[String]) -> Result<(u16, Framing), ClientError> {
-    let status_line = lines.first().map(String::as_str).unwrap_or_default();
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| ClientError::Protocol(format!("bad status line {status_line:?}")))?;
-    let mut framing = Framing::Close;
-    for line in &lines[1..] {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("transfer-encoding") && value.eq_ignore_ascii_case("chunked") {
-            framing = Framing::Chunked;
-        } else if name.eq_ignore_ascii_case("content-length") && framing == Framing::Close {
-            let n = value
-                .parse()
-                .map_err(|_| ClientError::Protocol(format!("bad content-length {value:?}")))?;
-            framing = Framing::Length(n);
-        }
-    }
-    Ok((status, framing))
-}
-
-/// One line without its line ending; `None` at the end of the stream. A line over
-/// [`MAX_LINE`] bytes or not UTF-8 is an error.
-fn read_line(reader: &mut impl BufRead) -> io::Result<Option<String>> {
-    let mut line = String::new();
-    let n = reader.take(MAX_LINE).read_line(&mut line)?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if !line.ends_with('\n') && n as u64 == MAX_LINE {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("line longer than {MAX_LINE} bytes"),
-        ));
-    }
-    let trimmed = line.trim_end_matches('\n').trim_end_matches('\r');
-    Ok(Some(trimmed.to_owned()))
-}
-
-/// The next complete event of a server-sent event stream; `None` when the stream ends (an
-/// event cut off by the end is dropped, as the format says).
-pub fn next_event(reader: &mut impl BufRead) -> io::Result<Option<Sse>> {
-    let mut event = String::new();
-    let mut data: Option<String> = None;
-    while let Some(line) = read_line(reader)? {
-        if line.is_empty() {
-            // A blank line ends an event; one without data is not dispatched.
-            if let Some(data) = data.take() {
-                let event = if event.is_empty() {
-                    "message".to_owned()
-                } else {
-                    event
-                };
-                return Ok(Some(Sse { event, data }));
-            }
-            event.clear();
-            continue;
-        }
-        if line.starts_with(':') {
-            continue; // a comment: nvod's keep-alive
-        }
-        let (field, value) = line.split_once(':').unwrap_or((&line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        match field {
-            "event" => value.clone_into(&mut event),
-            "data" => match &mut data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => data = Some(value.to_owned()),
-            },
-            _ => {} // id, retry and unknown fields: nothing to do for a follower
-        }
-    }
-    Ok(None)
-}
-
-/// A reader of a chunked body (RFC 9112 section 7.1): the chunks' data, then end of stream at
-/// the last chunk or when the connection closes.
-struct Chunked<R> {
-    inner: R,
-    left: u64,
-    done: bool,
-}
-
-impl<R: BufRead> Chunked<R> {
-    fn new(inner: R) -> Self {
-        Chunked {
-            inner,
-            left: 0,
-            done: false,
-        }
-    }
-}
-
-impl<R: BufRead> Read for Chunked<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.done || buf.is_empty() {
-            return Ok(0);
-        }
-        if self.left == 0 {
-            let Some(line) = read_line(&mut self.inner)? else {
-                self.done = true;
-                return Ok(0);
-            };
-            let size = line.split(';').next().unwrap_or_default().trim();
-            self.left = u64::from_str_radix(size, 16).map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("bad chunk size {size:?}"),
-                )
-            })?;
-            if self.left == 0 {
-                self.done = true;
-                return Ok(0);
-            }
-        }
-        let want = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let got = self.inner.read(&mut buf[..want])?;
-        if got == 0 {
-            self.done = true;
-            return Ok(0);
-        }
-        self.left -= got as u64;
-        if self.left == 0 {
-            // The CRLF after the chunk's data.
-            read_line(&mut self.inner)?;
-        }
-        Ok(got)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::io::{BufReader, Read};
 
-    fn all(mut r: impl BufRead) -> Vec<Sse> {
-        std::iter::from_fn(|| next_event(&mut r).unwrap()).collect()
-    }
+    use super::*;
+    use crate::cmd::sse::Chunked;
 
     fn sse(event: &str, data: &str) -> Sse {
         Sse {
             event: event.into(),
             data: data.into(),
         }
-    }
-
-    #[test]
-    fn events_follow_the_sse_format() {
-        let text = ": keep-alive\r\n\r\nevent: route\r\ndata: {\"a\":1}\r\n\r\n\
-                    event:node\ndata:x\ndata: y\nid: 7\n\n\
-                    data: plain\n\nevent: lost\n\nevent: cut\ndata: off";
-        assert_eq!(
-            all(text.as_bytes()),
-            [
-                sse("route", "{\"a\":1}"),
-                sse("node", "x\ny"),
-                sse("message", "plain")
-            ]
-        );
-    }
-
-    #[test]
-    fn chunked_bodies_are_read_across_chunk_boundaries() {
-        let body = "7\r\nevent: \r\n10;ext=1\r\nroute\ndata: {}\n\n\r\n0\r\n\r\nevent: after\n";
-        let reader = BufReader::new(Chunked::new(body.as_bytes()));
-        assert_eq!(all(reader), [sse("route", "{}")]);
-        let mut bad = Chunked::new("zz\r\n".as_bytes());
-        let e = bad.read(&mut [0; 8]).unwrap_err();
-        assert!(e.to_string().contains("bad chunk size \"zz\""), "{e}");
     }
 
     /// The rest of a stream nvod keeps open: reading it is a failure of the test.
@@ -439,28 +154,6 @@ mod tests {
         );
         // A closed stdout ends it quietly.
         follow(&mut stream(), Format::Text, None, &mut Closed).unwrap();
-    }
-
-    #[test]
-    fn heads_give_status_and_framing() {
-        let head = |lines: &[&str]| {
-            let lines: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
-            parse_head(&lines)
-        };
-        assert_eq!(
-            head(&["HTTP/1.1 200 OK", "Transfer-Encoding: chunked"]).unwrap(),
-            (200, Framing::Chunked)
-        );
-        assert_eq!(
-            head(&["HTTP/1.1 404 X", "content-length: 12"]).unwrap(),
-            (404, Framing::Length(12))
-        );
-        assert_eq!(head(&["HTTP/1.1 200 OK"]).unwrap(), (200, Framing::Close));
-        assert!(head(&["garbage"]).is_err());
-        assert!(head(&["HTTP/1.1 200 OK", "Content-Length: -1"]).is_err());
-        let mut long = "x".repeat(MAX_LINE as usize + 10).into_bytes();
-        long.push(b'\n');
-        assert!(read_line(&mut long.as_slice()).is_err());
     }
 
     #[test]

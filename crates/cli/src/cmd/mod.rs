@@ -8,10 +8,12 @@ pub mod capture;
 pub mod decode;
 pub mod events;
 pub mod lab;
+pub mod monitor;
 pub mod overlay;
 pub mod prober;
 pub mod profile;
 pub mod route;
+pub mod sse;
 pub mod ui;
 mod view;
 

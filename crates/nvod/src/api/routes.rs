@@ -58,6 +58,7 @@ pub fn router(control: Shared) -> Router {
         .route("/v1/overlay/probe", post(probe))
         .route("/v1/events", get(events))
         .route("/v1/capture", get(super::capture::capture))
+        .route("/v1/monitor", get(monitor))
         .route("/v1/profiles", get(profiles).post(add_profile))
         .route("/v1/profiles/{name}", get(profile).delete(delete_profile))
         .route("/v1/profiles/{name}/keys", get(keys).post(bind_key))
@@ -350,6 +351,41 @@ async fn events(State(c): State<Shared>) -> axum::response::Response {
         axum::body::Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// `GET /v1/monitor?network=&port=&reason=&type=`: server-sent events, one per datapath event
+/// (docs/monitor.md), `event:` its type and `data:` it as JSON; a comment line every 15 s
+/// keeps idle connections open. The listener has its own bounded queue: when it falls behind,
+/// the events it lost are counted and told as a `lost` event.
+async fn monitor(
+    State(c): State<Shared>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Answer<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let listener = c
+        .lock()
+        .await
+        .monitor_subscribe(query.as_deref().unwrap_or(""))?;
+    let stream = futures_util::stream::unfold(listener, |mut listener| async move {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(15), listener.next()).await;
+        let chunk = match next {
+            Err(_) => ": keep-alive\n\n".to_owned(),
+            Ok(Some(ev)) => {
+                let data = serde_json::to_string(&ev).unwrap_or_default();
+                format!("event: {}\ndata: {data}\n\n", ev.kind.name())
+            }
+            Ok(None) => return None,
+        };
+        Some((Ok::<_, std::convert::Infallible>(chunk), listener))
+    });
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, "text/event-stream"),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response())
 }
 
 /// `POST /v1/overlay/probe`: starts the run, lets go of the control lock while the probes are

@@ -1,4 +1,4 @@
-//! What a metrics scrape reads: one [`nvo_observe::Snapshot`], taken through the commands the
+//! `nvo monitor`'s listeners ([`Control::monitor_subscribe`]), and what a metrics scrape reads: one [`nvo_observe::Snapshot`], taken through the commands the
 //! API's reads use (`GET /v1/counters`, `GET /v1/networks`, `GET /v1/bgp`). The datapath thread
 //! answers them between its batches from its own tables: a scrape holds no lock the datapath
 //! takes, and the datapath never waits for it.
@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use nvo_observe::{NetworkTables, Snapshot, Table};
 
-use super::{unexpected, Control, Failure};
+use nvo_observe::monitor::{Filter, Listener};
+use nvo_pipeline::DropReason;
+
+use super::{unexpected, Control, Failure, Kind};
 use nvo_datapath::{Command, Reply};
 
 /// How long a scrape waits for the EVPN speaker's summary.
@@ -96,7 +99,29 @@ impl Control {
                 .collect(),
             bgp,
             stt_limit_bytes: count(self.config.stt_reassembly.max_bytes),
+            monitor_lost: self.monitor.as_ref().map(|m| m.lost()).unwrap_or_default(),
         })
+    }
+
+    /// Gives `GET /v1/monitor` its listeners (set once at start).
+    pub fn set_monitor(&mut self, handle: crate::monitor::Handle) {
+        self.monitor = Some(handle);
+    }
+
+    /// A new listener of the monitor stream with the filter `query` asks for
+    /// (`network=VNI&port=NAME&reason=NAME&type=drop,learn`).
+    pub fn monitor_subscribe(&self, query: &str) -> Result<Listener, Failure> {
+        let Some(m) = &self.monitor else {
+            return Err(Failure::new(
+                Kind::Unavailable,
+                "the monitor is not running in this nvod",
+            ));
+        };
+        let is_reason = |name: &str| DropReason::ALL.iter().any(|r| r.name() == name);
+        let filter = Filter::parse(query, is_reason).map_err(|e| Failure::bad(e.to_string()))?;
+        m.hub
+            .subscribe(filter)
+            .map_err(|e| Failure::new(Kind::Conflict, e.to_string()))
     }
 }
 

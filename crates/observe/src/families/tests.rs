@@ -84,6 +84,11 @@ fn snapshot() -> Snapshot {
             connections_ttl_refused: 0,
         }),
         stt_limit_bytes: 16 << 20,
+        monitor_lost: crate::monitor::Lost {
+            listener: 6,
+            kernel: 2,
+            ..Default::default()
+        },
     }
 }
 
@@ -153,6 +158,9 @@ fn the_required_series_are_there() {
         "nvo_bgp_messages_received_total{neighbor=\"192.0.2.250\",type=\"update\"} 3\n",
         "nvo_bgp_prefixes_received{neighbor=\"192.0.2.250\"} 4\n",
         "nvo_bgp_connections_refused_total{reason=\"not_neighbor\"} 3\n",
+        "nvo_monitor_events_lost_total{stage=\"listener\"} 6\n",
+        "nvo_monitor_events_lost_total{stage=\"kernel\"} 2\n",
+        "nvo_monitor_events_lost_total{stage=\"datapath\"} 0\n",
         "# TYPE nvo_stt_reassembly_frames_in_progress gauge\n",
         "# HELP nvo_network_a_new_counter_total The network counter a_new_counter",
     ] {

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""What `nvo monitor` and Prometheus scraping cost the forwarding rate (issue 20: ≥ 0.97×).
+
+    bench/monitor_overhead.py [--datapaths ebpf,userspace] [--reps 3] [--seconds 8]
+                              [--nvod PATH] [--nvo PATH] [--no-build]
+
+For each datapath a lab of two nvo hosts comes up (`nvo lab up`, lab name mon<pid><n>):
+
+      red1 10.0.0.1 ── [ h1: nvod ] ══ VXLAN, VNI 100 ══ [ h2: nvod ] ── red2 10.0.0.2
+                         http_listen :9477                 http_listen :9477
+
+and iperf3 runs red1 → red2, UDP with 64-byte payloads at full rate (packets per second the
+receiver got) and TCP (bits per second received), in two conditions, interleaved per
+repetition so that the machine's load drifts into both alike:
+
+  off  nobody monitors, nobody scrapes
+  on   `nvo -o json monitor` follows h1 and h2 (its output read and thrown away) and
+       /metrics of both is fetched every second (--no-scrape: the monitor only)
+
+Prints, per datapath, the median of each figure in each condition and the ratio on/off;
+writes bench/results/<UTC stamp>-monitor-overhead.json. The figures are as good as the
+machine is quiet: on a shared machine they move by several percent from one run to the next.
+Needs root. The lab and every process started are removed at the end, also on an error or
+Ctrl-C.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+TOPOLOGY = """name: {name}
+underlay: {{family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}}
+hosts:
+  - {{name: h1, nvod: {{http_listen: ":9477"}}}}
+  - {{name: h2, nvod: {{http_listen: ":9477"}}}}
+networks: [{{vni: 100}}]
+containers:
+  - {{name: red1, host: h1, vni: 100, ip: 10.0.0.1/24}}
+  - {{name: red2, host: h2, vni: 100, ip: 10.0.0.2/24}}
+"""
+HOSTS = {"h1": "10.100.0.1", "h2": "10.100.0.2"}
+
+
+def run(*cmd, check=True, timeout=120):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd))} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def netns(lab, node):
+    return f"nvo-{lab}-{node}"
+
+
+def iperf(lab, udp, seconds):
+    """One iperf3 run red1 → red2: packets/s received (UDP 64 B) or bits/s received (TCP)."""
+    args = ["-c", "10.0.0.2", "-t", str(seconds), "--json"]
+    if udp:
+        args += ["-u", "-b", "0", "-l", "64"]
+    out = run("ip", "netns", "exec", netns(lab, "red1"), "iperf3", *args, timeout=seconds + 30).stdout
+    end = json.loads(out)["end"]
+    if udp:
+        s = end["sum"]
+        return (s["packets"] - s["lost_packets"]) / s["seconds"]
+    return end["sum_received"]["bits_per_second"]
+
+
+class Observers:
+    """`nvo monitor` on both hosts and a 1 s /metrics scrape of both, until stopped."""
+
+    def __init__(self, nvo, lab, scrape=True):
+        self.procs = [subprocess.Popen([nvo, "--socket", f"/run/nvo/lab/{lab}/{h}.sock", "-o", "json", "monitor"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                      for h in HOSTS]
+        self.events = 0
+        self.scrapes = 0
+        self.stop_flag = threading.Event()
+        self.threads = [threading.Thread(target=self._read, args=(p,), daemon=True) for p in self.procs]
+        if scrape:
+            self.threads.append(threading.Thread(target=self._scrape, args=(lab,), daemon=True))
+        for t in self.threads:
+            t.start()
+        time.sleep(1)
+
+    def _read(self, proc):
+        for _ in proc.stdout:
+            self.events += 1
+
+    def _scrape(self, lab):
+        # The metrics listeners are on the hosts' underlay addresses, inside the lab: fetched
+        # from h1's namespace with curl, as Prometheus in the underlay would.
+        while not self.stop_flag.wait(1.0):
+            for addr in HOSTS.values():
+                p = subprocess.run(["ip", "netns", "exec", netns(lab, "h1"), "curl", "-sf", "-o", "/dev/null",
+                                    f"http://{addr}:9477/metrics"], capture_output=True, timeout=10)
+                self.scrapes += p.returncode == 0
+
+    def stop(self):
+        self.stop_flag.set()
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def measure(nvo, nvod, datapath, reps, seconds, serial, scrape=True):
+    lab = f"mon{os.getpid() % 10000}{serial}"
+    topo = pathlib.Path(tempfile.mkdtemp()) / f"{lab}.yaml"
+    topo.write_text(TOPOLOGY.format(name=lab))
+    server = None
+    figures = {c: {"udp64_pps": [], "tcp_bps": []} for c in ("off", "on")}
+    seen = {"events": 0, "scrapes": 0}
+    try:
+        run(nvo, "lab", "up", topo, "--nvod", nvod, "--datapath", datapath, timeout=300)
+        got = json.loads(run(nvo, "--socket", f"/run/nvo/lab/{lab}/h1.sock", "-o", "json", "node").stdout)["datapath"]
+        if got != datapath:
+            sys.exit(f"asked for the {datapath} datapath, nvod runs {got}")
+        server = subprocess.Popen(["ip", "netns", "exec", netns(lab, "red2"), "iperf3", "-s"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        run("ip", "netns", "exec", netns(lab, "red1"), "ping", "-c", "3", "-i", "0.2", "10.0.0.2")
+        for rep in range(reps):
+            # Alternate which condition goes first, so neither always runs on a warmer machine.
+            order = ("off", "on") if rep % 2 == 0 else ("on", "off")
+            for cond in order:
+                obs = Observers(nvo, lab, scrape) if cond == "on" else None
+                try:
+                    figures[cond]["udp64_pps"].append(iperf(lab, True, seconds))
+                    figures[cond]["tcp_bps"].append(iperf(lab, False, seconds))
+                finally:
+                    if obs:
+                        obs.stop()
+                        seen["events"] += obs.events
+                        seen["scrapes"] += obs.scrapes
+                print(f"  {datapath} rep {rep + 1} {cond}: udp64 {figures[cond]['udp64_pps'][-1]:,.0f} pkt/s, "
+                      f"tcp {figures[cond]['tcp_bps'][-1] / 1e9:.2f} Gbit/s", flush=True)
+    finally:
+        if server:
+            server.kill()
+            server.wait()
+        run(nvo, "lab", "down", lab, check=False)
+    med = {c: {k: statistics.median(v) for k, v in f.items()} for c, f in figures.items()}
+    ratio = {k: med["on"][k] / med["off"][k] for k in med["off"]}
+    return {"datapath": datapath, "samples": figures, "median": med, "ratio": ratio, "observed": seen}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datapaths", default="ebpf,userspace")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=8)
+    ap.add_argument("--nvod", default=None)
+    ap.add_argument("--nvo", default=None)
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--no-scrape", action="store_true", help="on = nvo monitor only (to tell its cost from the scrapes')")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (network namespaces)")
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release"
+    if not (args.nvod and args.nvo) and not args.no_build:
+        run("cargo", "build", "--release", "-p", "nvod", "-p", "nvo-cli", timeout=3600)
+    nvod = args.nvod or target / "nvod"
+    nvo = args.nvo or target / "nvo"
+    results = []
+    for n, dp in enumerate(args.datapaths.split(",")):
+        results.append(measure(nvo, nvod, dp, args.reps, args.seconds, n, not args.no_scrape))
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'datapath':<10} {'udp64 off':>12} {'udp64 on':>12} {'ratio':>6}   {'tcp off':>10} {'tcp on':>10} {'ratio':>6}")
+    for r in results:
+        m = r["median"]
+        print(f"{r['datapath']:<10} {m['off']['udp64_pps']:>12,.0f} {m['on']['udp64_pps']:>12,.0f} "
+              f"{r['ratio']['udp64_pps']:>6.3f}   {m['off']['tcp_bps'] / 1e9:>9.2f}G {m['on']['tcp_bps'] / 1e9:>9.2f}G "
+              f"{r['ratio']['tcp_bps']:>6.3f}   (events {r['observed']['events']}, scrapes {r['observed']['scrapes']})")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{stamp}-monitor-overhead.json"
+    out.write_text(json.dumps({"loadavg": load, "cpus": os.cpu_count(), "results": results}, indent=2))
+    print(f"written {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+//! `GET /v1/monitor`: the live event stream `nvo monitor` shows (docs/monitor.md), one
+//! [`MonitorEvent`] per server-sent event (`event:` its type, `data:` it as one line of JSON).
+//!
+//! The JSON field names are an interface: a field may be added, none renamed. Fields that do
+//! not apply to an event's type are left out.
+
+use serde::{Deserialize, Serialize};
+
+/// What a [`MonitorEvent`] reports; `type` in the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MonitorType {
+    /// A packet dropped, with its reason.
+    Drop,
+    /// A MAC learned: a new FDB entry.
+    Learn,
+    /// A learned MAC seen somewhere else: its entry moved.
+    Move,
+    /// A learned MAC silent longer than the network's ageing time: its entry removed.
+    Age,
+    /// A frame flooded (broadcast, multicast, unknown unicast) to `copies` destinations.
+    Flood,
+    /// Events that did not reach this listener: `count` of them, lost at `stage`.
+    Lost,
+}
+
+impl MonitorType {
+    /// Every type, in the order `--help` lists them.
+    pub const ALL: [MonitorType; 6] = [
+        MonitorType::Drop,
+        MonitorType::Learn,
+        MonitorType::Move,
+        MonitorType::Age,
+        MonitorType::Flood,
+        MonitorType::Lost,
+    ];
+
+    /// The name, as in the JSON and the `type` filter.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MonitorType::Drop => "drop",
+            MonitorType::Learn => "learn",
+            MonitorType::Move => "move",
+            MonitorType::Age => "age",
+            MonitorType::Flood => "flood",
+            MonitorType::Lost => "lost",
+        }
+    }
+
+    /// The type named `name`.
+    pub fn from_name(name: &str) -> Option<MonitorType> {
+        MonitorType::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// One event of the monitor stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorEvent {
+    /// What happened.
+    #[serde(rename = "type")]
+    pub kind: MonitorType,
+    /// When nvod saw it: nanoseconds since the Unix epoch.
+    pub time_ns: u64,
+    /// Which datapath saw it: `userspace` or `ebpf` (`lost`: where it was lost is `stage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datapath: Option<String>,
+    /// The network (VNI); for a drop of a tunnel packet, the VNI its header carried, if
+    /// it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<u32>,
+    /// The local port the frame came from or the MAC is behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    /// `drop`: the drop reason's name (`DropReason` in crates/pipeline/src/drop.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `drop`: the drop reason's stable code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// `learn`, `move`, `age`: the MAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+    /// `learn`, `move`, `age`: where the entry sends frames: `port NAME`, `remote ADDR` or
+    /// `node ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "where")]
+    pub at: Option<String>,
+    /// `move`: where the MAC was before, in the same form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `flood`: how many copies went out (local ports and tunnels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u32>,
+    /// `drop`, `flood`: the packet's length in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub len: Option<u32>,
+    /// `drop`, `flood`: a one-line decode of the packet's first bytes (MACs, EtherType, IP
+    /// addresses, protocol and ports; for a tunnel packet its outer addresses and VNI first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode: Option<String>,
+    /// `lost`: how many events were lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// `lost`: where: `listener` (this stream's queue was full), `datapath` (the userspace
+    /// datapath's ring), `kernel` (the eBPF ring) or `fdb` (the pipeline's FDB event buffer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+}
+
+impl MonitorEvent {
+    /// An event of `kind` at `time_ns` with every other field absent.
+    pub fn new(kind: MonitorType, time_ns: u64) -> MonitorEvent {
+        MonitorEvent {
+            kind,
+            time_ns,
+            datapath: None,
+            network: None,
+            port: None,
+            reason: None,
+            code: None,
+            mac: None,
+            at: None,
+            from: None,
+            copies: None,
+            len: None,
+            decode: None,
+            count: None,
+            stage: None,
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! `nvo monitor` on the kernel path: the flag the programs' `drop()` reads, the ring of drop
+//! records it writes while the flag is set, and its per-CPU lost counter.
+
+use nvo_pipeline::PortId;
+
+use super::Mirror;
+use crate::kernel::sum_per_cpu;
+use crate::layout::{self, read_record};
+
+impl Mirror {
+    /// Tells the programs whether someone listens: while on, each drop is copied to the
+    /// monitor ring.
+    pub fn set_monitor(&mut self, on: bool) {
+        if let Err(e) = self.kernel.maps.monitor_on.set(0, u32::from(on), 0) {
+            log::warn!("cannot set the eBPF monitor flag to {on}: {e}");
+        }
+    }
+
+    /// Hands each drop record the programs wrote to `f`: its header, the port whose program
+    /// dropped it (none for the underlay's), and its first bytes.
+    pub fn drain_monitor(
+        &mut self,
+        mut f: impl FnMut(&layout::MonitorDrop, Option<PortId>, &[u8]),
+    ) -> usize {
+        let mut n = 0;
+        while let Some(item) = self.kernel.maps.monitor.next() {
+            let Some(hdr) = read_record::<layout::MonitorDrop>(&item) else {
+                continue;
+            };
+            let captured = (hdr.captured as usize).min(layout::MONITOR_CAPTURE);
+            let end = layout::RECORD_HEAD + captured;
+            if let Some(bytes) = item.get(layout::RECORD_HEAD..end) {
+                f(&hdr, self.attached.get(&hdr.ifindex).copied(), bytes);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Drop records the monitor ring had no room for, on every CPU, so far.
+    pub fn monitor_lost(&self) -> u64 {
+        sum_per_cpu(&self.kernel.maps.monitor_lost, 0, |t, v| *t += v, 0).unwrap_or(0)
+    }
+}
