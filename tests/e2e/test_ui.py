@@ -17,6 +17,7 @@ Artifacts: tests/e2e/artifacts/ (gitignored), the path is printed.
 """
 
 import html.parser
+import json
 import http.server
 import os
 import pathlib
@@ -231,3 +232,32 @@ hosts: [{name: h1}]
     p = run(NVO, "--socket", lab.socket("h1"), "ui", check=False)
     assert p.returncode == 1 and p.stdout == "", p
     assert "http_listen is not set" in p.stderr and "127.0.0.1:9477" in p.stderr, p.stderr
+
+
+# One VXLAN packet for a VNI h1 does not serve (an unknown_vni drop at h1), sent from h2.
+UNKNOWN_VNI = r"""
+from scapy.all import IP, UDP, Ether, send
+from scapy.layers.vxlan import VXLAN
+inner = Ether(src="02:00:00:00:99:01", dst="ff:ff:ff:ff:ff:ff") / IP(src="10.9.9.1", dst="10.9.9.2") / UDP(sport=1111, dport=2222)
+send(IP(dst="10.100.0.1") / UDP(sport=40000, dport=4789) / VXLAN(vni=999) / inner, verbose=0)
+"""
+
+
+def test_recent_events_show_drops_while_the_page_is_watched(lab_factory):
+    """While status.json is polled, drops come into the page's recent events through a monitor
+    listener; the page in Chromium lists them."""
+    lab = lab_factory(TOPOLOGY)
+    status = lambda: json.loads(run("ip", "netns", "exec", lab.ns("h1"), "python3", "-c",
+                                    "import sys, urllib.request; sys.stdout.buffer.write(urllib.request."
+                                    "urlopen('http://10.100.0.1:9477/status.json').read())").stdout)
+    status()  # the page is watched from now on
+    run("ip", "netns", "exec", lab.ns("h2"), "/usr/bin/python3", "-c", UNKNOWN_VNI)
+
+    def drop_seen():
+        events = status()["events"]
+        drops = [e for e in events if e["type"] == "monitor.drop" and "unknown_vni vni 999" in e["text"]]
+        return events if drops else None
+
+    wait_for(drop_seen, timeout=15, interval=0.5, what="an unknown_vni drop in status.json's events")
+    dom = page_dom(lab, "http://10.100.0.1:9477/")
+    assert dom.find(_tag="li", data_event_type="monitor.drop"), "the page lists the drop"

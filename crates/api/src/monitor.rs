@@ -107,6 +107,39 @@ pub struct MonitorEvent {
 }
 
 impl MonitorEvent {
+    /// One line saying what happened, without the time and the type (`nvo monitor` and the
+    /// status page put those in front): a drop's reason, network, port, length and decode, a
+    /// flood's copies, a MAC's old and new place, a loss's count and stage. Absent fields are
+    /// `-`.
+    pub fn summary(&self) -> String {
+        let dash = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".to_owned());
+        let net = self.network.map_or("-".to_owned(), |n| n.to_string());
+        let mac = dash(&self.mac);
+        let at = dash(&self.at);
+        let decode = dash(&self.decode);
+        match self.kind {
+            MonitorType::Drop => format!(
+                "{} vni {net} port {} len {}: {decode}",
+                dash(&self.reason),
+                dash(&self.port),
+                self.len.unwrap_or(0)
+            ),
+            MonitorType::Flood => format!(
+                "vni {net} port {} copies {}: {decode}",
+                dash(&self.port),
+                self.copies.unwrap_or(0)
+            ),
+            MonitorType::Learn => format!("vni {net} {mac} at {at}"),
+            MonitorType::Move => format!("vni {net} {mac} from {} to {at}", dash(&self.from)),
+            MonitorType::Age => format!("vni {net} {mac} was at {at}"),
+            MonitorType::Lost => format!(
+                "{} events lost ({})",
+                self.count.unwrap_or(0),
+                dash(&self.stage)
+            ),
+        }
+    }
+
     /// An event of `kind` at `time_ns` with every other field absent.
     pub fn new(kind: MonitorType, time_ns: u64) -> MonitorEvent {
         MonitorEvent {

@@ -4,6 +4,8 @@
 //! - [`model`]: the JSON, built from the control state's reads (pure, unit-tested).
 //! - [`events`]: the bounded list of recent events the page shows.
 //! - [`csp`]: the page's Content-Security-Policy (hashes of its inline style and script).
+//! - [`watch`]: while the page is polled, a monitor listener feeding drops and MAC changes
+//!   into the recent events.
 //! - `status/page.html`: the page, embedded in the binary; plain JavaScript, no framework.
 //!
 //! Read-only as `/metrics` is: the handlers reach the control state only through
@@ -15,11 +17,13 @@
 //!                                                         └► GET /status.json
 //!      control mutex ─► Control::status_inputs ─► model::build ◄─ events::Recent
 //!  Control::subscribe (overlay events) ─► events::follow ─► events::Recent
+//!  polled: Control::monitor_subscribe ─► watch (drops, learn/move/age) ─► events::Recent
 //! ```
 
 pub mod csp;
 pub mod events;
 pub mod model;
+pub mod watch;
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +47,7 @@ pub struct Page {
     control: Shared,
     recent: events::Recent,
     started: Instant,
+    watch: watch::Watch,
 }
 
 impl Page {
@@ -52,6 +57,7 @@ impl Page {
             control,
             recent,
             started: Instant::now(),
+            watch: watch::Watch::new(watch::IDLE),
         }
     }
 }
@@ -94,7 +100,17 @@ async fn html() -> Response {
 
 async fn json(State(page): State<Page>) -> Response {
     let inputs = tokio::time::timeout(POLL_TIMEOUT, async {
-        page.control.lock().await.status_inputs().await
+        let control = page.control.lock().await;
+        if page.watch.poll() {
+            match control.monitor_subscribe(watch::TYPES) {
+                Ok(listener) => page.watch.start(listener, page.recent.clone()),
+                Err(failure) => {
+                    log::debug!("status page: no monitor events: {}", failure.message);
+                    page.watch.stopped();
+                }
+            }
+        }
+        control.status_inputs().await
     })
     .await;
     let answer = match inputs {

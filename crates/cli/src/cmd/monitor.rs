@@ -8,7 +8,7 @@
 use std::io;
 
 use clap::Args;
-use nvo_api::{Client, ClientError, MonitorEvent, MonitorType};
+use nvo_api::{Client, ClientError, MonitorEvent};
 
 use super::sse::{self, Follow, Sse};
 use super::{CliError, Format};
@@ -105,39 +105,8 @@ pub fn event_line(e: &Sse) -> String {
     let Ok(ev) = serde_json::from_str::<MonitorEvent>(&e.data) else {
         return format!("{} {}", e.event, e.data.replace('\n', " "));
     };
-    let dash = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".to_owned());
-    let net = ev.network.map_or("-".to_owned(), |n| n.to_string());
     let t = time_of_day(ev.time_ns);
-    let name = ev.kind.name();
-    let mac = dash(&ev.mac);
-    let at = dash(&ev.at);
-    let decode = dash(&ev.decode);
-    match ev.kind {
-        MonitorType::Drop => format!(
-            "{t} {name:<5} {} vni {net} port {} len {}: {decode}",
-            dash(&ev.reason),
-            dash(&ev.port),
-            ev.len.unwrap_or(0)
-        ),
-        MonitorType::Flood => format!(
-            "{t} {name:<5} vni {net} port {} copies {}: {decode}",
-            dash(&ev.port),
-            ev.copies.unwrap_or(0)
-        ),
-        MonitorType::Learn => format!("{t} {name:<5} vni {net} {mac} at {at}"),
-        MonitorType::Move => {
-            format!(
-                "{t} {name:<5} vni {net} {mac} from {} to {at}",
-                dash(&ev.from)
-            )
-        }
-        MonitorType::Age => format!("{t} {name:<5} vni {net} {mac} was at {at}"),
-        MonitorType::Lost => format!(
-            "{t} {name:<5} {} events lost ({})",
-            ev.count.unwrap_or(0),
-            dash(&ev.stage)
-        ),
-    }
+    format!("{t} {:<5} {}", ev.kind.name(), ev.summary())
 }
 
 #[cfg(test)]
