@@ -2,7 +2,8 @@
 """What `nvo monitor` and Prometheus scraping cost the forwarding rate (issue 20: ≥ 0.97×).
 
     bench/monitor_overhead.py [--datapaths ebpf,userspace] [--reps 3] [--seconds 8]
-                              [--nvod PATH] [--nvo PATH] [--no-build]
+                              [--nvod PATH] [--nvo PATH] [--no-build] [--no-scrape]
+                              [--flood N]
 
 For each datapath a lab of two nvo hosts comes up (`nvo lab up`, lab name mon<pid><n>):
 
@@ -16,6 +17,13 @@ repetition so that the machine's load drifts into both alike:
   off  nobody monitors, nobody scrapes
   on   `nvo -o json monitor` follows h1 and h2 (its output read and thrown away) and
        /metrics of both is fetched every second (--no-scrape: the monitor only)
+
+--flood N: in both conditions, N malformed VXLAN packets (a 3-byte VXLAN header: each a
+malformed_vxlan drop, each a monitor event while someone listens) are sent from h2's
+namespace to h1 as fast as a UDP socket goes, starting with each TCP measurement: the issue's
+"under a flood of 1 M malformed packets the monitor loses events (counted) but nvod's
+forwarding rate is unaffected". The ratio on/off is then the monitor's cost under a drop
+storm; the events seen and the events the monitor reported lost are printed.
 
 Prints, per datapath, the median of each figure in each condition and the ratio on/off;
 writes bench/results/<UTC stamp>-monitor-overhead.json. The figures are as good as the
@@ -77,6 +85,29 @@ def iperf(lab, udp, seconds):
     return end["sum_received"]["bits_per_second"]
 
 
+# N truncated VXLAN headers (malformed_vxlan drops at h1) as fast as a UDP socket sends them.
+FLOOD = r"""
+import socket, sys
+n = int(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+payload = b"\x08\x00\x00"
+for i in range(n):
+    try:
+        s.sendto(payload, ("10.100.0.1", 4789))
+    except OSError:
+        pass
+"""
+
+
+def flooder(lab, n):
+    """Starts sending `n` malformed VXLAN packets from h2 to h1; None when n is 0."""
+    if not n:
+        return None
+    return subprocess.Popen(["ip", "netns", "exec", netns(lab, "h2"), sys.executable, "-c", FLOOD, str(n)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 class Observers:
     """`nvo monitor` on both hosts and a 1 s /metrics scrape of both, until stopped."""
 
@@ -85,6 +116,7 @@ class Observers:
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                       for h in HOSTS]
         self.events = 0
+        self.lost = 0
         self.scrapes = 0
         self.stop_flag = threading.Event()
         self.threads = [threading.Thread(target=self._read, args=(p,), daemon=True) for p in self.procs]
@@ -95,8 +127,13 @@ class Observers:
         time.sleep(1)
 
     def _read(self, proc):
-        for _ in proc.stdout:
+        for line in proc.stdout:
             self.events += 1
+            if line.startswith(b'{"type":"lost"'):
+                try:
+                    self.lost += json.loads(line).get("count", 0)
+                except ValueError:
+                    pass
 
     def _scrape(self, lab):
         # The metrics listeners are on the hosts' underlay addresses, inside the lab: fetched
@@ -119,13 +156,13 @@ class Observers:
                 p.wait()
 
 
-def measure(nvo, nvod, datapath, reps, seconds, serial, scrape=True):
+def measure(nvo, nvod, datapath, reps, seconds, serial, scrape=True, flood=0):
     lab = f"mon{os.getpid() % 10000}{serial}"
     topo = pathlib.Path(tempfile.mkdtemp()) / f"{lab}.yaml"
     topo.write_text(TOPOLOGY.format(name=lab))
     server = None
     figures = {c: {"udp64_pps": [], "tcp_bps": []} for c in ("off", "on")}
-    seen = {"events": 0, "scrapes": 0}
+    seen = {"events": 0, "lost": 0, "scrapes": 0}
     try:
         run(nvo, "lab", "up", topo, "--nvod", nvod, "--datapath", datapath, timeout=300)
         got = json.loads(run(nvo, "--socket", f"/run/nvo/lab/{lab}/h1.sock", "-o", "json", "node").stdout)["datapath"]
@@ -142,11 +179,18 @@ def measure(nvo, nvod, datapath, reps, seconds, serial, scrape=True):
                 obs = Observers(nvo, lab, scrape) if cond == "on" else None
                 try:
                     figures[cond]["udp64_pps"].append(iperf(lab, True, seconds))
-                    figures[cond]["tcp_bps"].append(iperf(lab, False, seconds))
+                    flood_proc = flooder(lab, flood)
+                    try:
+                        figures[cond]["tcp_bps"].append(iperf(lab, False, seconds))
+                    finally:
+                        if flood_proc:
+                            flood_proc.kill()
+                            flood_proc.wait()
                 finally:
                     if obs:
                         obs.stop()
                         seen["events"] += obs.events
+                        seen["lost"] += obs.lost
                         seen["scrapes"] += obs.scrapes
                 print(f"  {datapath} rep {rep + 1} {cond}: udp64 {figures[cond]['udp64_pps'][-1]:,.0f} pkt/s, "
                       f"tcp {figures[cond]['tcp_bps'][-1] / 1e9:.2f} Gbit/s", flush=True)
@@ -169,6 +213,8 @@ def main():
     ap.add_argument("--nvo", default=None)
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-scrape", action="store_true", help="on = nvo monitor only (to tell its cost from the scrapes')")
+    ap.add_argument("--flood", type=int, default=0, metavar="N",
+                    help="send N malformed VXLAN packets to h1 during each TCP measurement, in both conditions")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
@@ -179,7 +225,7 @@ def main():
     nvo = args.nvo or target / "nvo"
     results = []
     for n, dp in enumerate(args.datapaths.split(",")):
-        results.append(measure(nvo, nvod, dp, args.reps, args.seconds, n, not args.no_scrape))
+        results.append(measure(nvo, nvod, dp, args.reps, args.seconds, n, not args.no_scrape, args.flood))
     load = os.getloadavg()
     print(f"\nload average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'datapath':<10} {'udp64 off':>12} {'udp64 on':>12} {'ratio':>6}   {'tcp off':>10} {'tcp on':>10} {'ratio':>6}")
@@ -187,11 +233,13 @@ def main():
         m = r["median"]
         print(f"{r['datapath']:<10} {m['off']['udp64_pps']:>12,.0f} {m['on']['udp64_pps']:>12,.0f} "
               f"{r['ratio']['udp64_pps']:>6.3f}   {m['off']['tcp_bps'] / 1e9:>9.2f}G {m['on']['tcp_bps'] / 1e9:>9.2f}G "
-              f"{r['ratio']['tcp_bps']:>6.3f}   (events {r['observed']['events']}, scrapes {r['observed']['scrapes']})")
+              f"{r['ratio']['tcp_bps']:>6.3f}   (events {r['observed']['events']}, lost {r['observed']['lost']}, "
+              f"scrapes {r['observed']['scrapes']})")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{stamp}-monitor-overhead.json"
-    out.write_text(json.dumps({"loadavg": load, "cpus": os.cpu_count(), "results": results}, indent=2))
+    out.write_text(json.dumps({"loadavg": load, "cpus": os.cpu_count(), "flood": args.flood, "results": results},
+                              indent=2))
     print(f"written {out.relative_to(ROOT)}")
 
 
