@@ -7,7 +7,7 @@
 //! Learning happens inside the pipeline, where no action shows it: the pipeline notes learned,
 //! moved and aged MACs in a small bounded buffer of its own while the monitor is on
 //! (`Pipeline::set_fdb_events`), and the loop drains it after each wake-up. The eBPF programs
-//! write their drops to a ring of their own (`drop()` in bpf/common.h, only while a flag map
+//! write their drops and floods to a ring of their own (`nvo_monitor_event()` in bpf/common.h, only while a flag map
 //! says someone listens); the loop drains it with the kernel's other rings. Learned MACs on the
 //! eBPF path reach the pipeline through the learn ring, so they show up as the pipeline's
 //! events.
