@@ -228,3 +228,42 @@ containers: []
     p = subprocess.run([NVO, "--socket", str(lab.socket("h1")), "monitor", "--reason", "nope"],
                        capture_output=True, text=True, timeout=10)
     assert p.returncode != 0 and "nope" in p.stderr, p
+
+
+def test_traces_only_when_asked_for(lab_factory):
+    """`--type trace` on h1 during a ping: the echo request encapsulated to h2's address and
+    the reply delivered to red1's port; a listener without a type filter gets no trace."""
+    lab = lab_factory(TOPOLOGY)
+    datapath = lab.nvo("h1", "node")["datapath"]
+    lab.ping("red1", "10.0.0.2", count=1)  # learned both ways, ARP resolved
+    traces = plain = None
+    try:
+        plain = started(lab, "h1")
+        traces = started(lab, "h1", "--type", "trace")
+        lab.ping("red1", "10.0.0.2", count=3)
+        _, out = traces.wait(lambda e: e["type"] == "trace" and e.get("where") == "remote 10.100.0.2"
+                             and "10.0.0.1 > 10.0.0.2 icmp" in e.get("decode", ""), 5, "the echo request's trace")
+        assert out["network"] == 100 and out["len"] > 0, out
+        _, back = traces.wait(lambda e: e["type"] == "trace" and e.get("where", "").startswith("port ")
+                              and "10.0.0.2 > 10.0.0.1 icmp" in e.get("decode", ""), 5, "the echo reply's trace")
+        assert back["network"] == 100, back
+        traces.drain(quiet=0.5, limit=3)
+        assert all(e["type"] in ("trace", "lost") for e in traces.events), traces.events
+        # The datapath that forwards says so: on ebpf the kernel's send points record traces.
+        seen = {e["datapath"] for e in traces.events if e["type"] == "trace"}
+        assert datapath in seen, (datapath, seen)
+        plain.drain(quiet=0.5, limit=3)
+        assert not [e for e in plain.events if e["type"] == "trace"], plain.events
+    finally:
+        for m in (traces, plain):
+            if m is not None:
+                m.stop()
+    # The tracer gone, a ping records nothing on the tracing path (a new tracer-less
+    # listener sees no traces either).
+    again = started(lab, "h1")
+    try:
+        lab.ping("red1", "10.0.0.2", count=2)
+        again.drain(quiet=0.5, limit=3)
+        assert not [e for e in again.events if e["type"] == "trace"], again.events
+    finally:
+        again.stop()

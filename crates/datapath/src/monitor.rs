@@ -97,6 +97,12 @@ pub enum What {
         /// Copies sent (ports and tunnels).
         copies: u32,
     },
+    /// A packet sent on (only while a listener asked for traces): to a port, or
+    /// encapsulated to a remote or node.
+    Trace {
+        /// Where it went.
+        to: Dest,
+    },
     /// A MAC learned, moved or aged out.
     Fdb {
         /// The MAC.
@@ -194,6 +200,7 @@ pub struct LostCounts {
 #[derive(Debug, Clone)]
 pub struct Monitor {
     on: Arc<AtomicBool>,
+    tracing: Arc<AtomicBool>,
     tx: Option<mpsc::Sender<Record>>,
     lost: Arc<LostCounts>,
 }
@@ -203,6 +210,7 @@ impl Monitor {
     pub fn off() -> Monitor {
         Monitor {
             on: Arc::new(AtomicBool::new(false)),
+            tracing: Arc::new(AtomicBool::new(false)),
             tx: None,
             lost: Arc::default(),
         }
@@ -214,6 +222,7 @@ impl Monitor {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let monitor = Monitor {
             on,
+            tracing: Arc::new(AtomicBool::new(false)),
             tx: Some(tx),
             lost: Arc::default(),
         };
@@ -224,6 +233,19 @@ impl Monitor {
     #[inline]
     pub fn on(&self) -> bool {
         self.on.load(Ordering::Relaxed)
+    }
+
+    /// This monitor recording traces (every packet sent on) while `tracing` is set too.
+    pub fn with_tracing(mut self, tracing: Arc<AtomicBool>) -> Monitor {
+        self.tracing = tracing;
+        self
+    }
+
+    /// Whether a listener asked for traces: one relaxed atomic load (read only while
+    /// [`Monitor::on`]).
+    #[inline]
+    pub fn tracing(&self) -> bool {
+        self.tracing.load(Ordering::Relaxed)
     }
 
     /// What was lost so far.
@@ -264,6 +286,28 @@ pub(crate) fn record_actions(
         let copies = u32::try_from(copies).unwrap_or(u32::MAX);
         let what = What::Flood { copies };
         monitor.record(Record::new(what, origin, vni, layer, packet));
+    }
+}
+
+/// One trace per packet `actions` send on (to a port, or encapsulated), recorded. Called only
+/// while a listener asked for traces.
+pub(crate) fn record_traces(
+    monitor: &Monitor,
+    actions: &Actions,
+    origin: Origin,
+    vni: Option<u32>,
+    packet: &[u8],
+    name: impl Fn(PortId) -> Option<PortName>,
+) {
+    for a in actions.iter() {
+        let to = match *a {
+            Action::Deliver { port } | Action::Reply { port, .. } => Dest::Port(name(port)),
+            Action::Encap { remote, .. } | Action::EncapL3 { remote, .. } => Dest::Remote(remote),
+            Action::EncapNode { node, .. } => Dest::Node(node.0),
+            _ => continue,
+        };
+        let what = What::Trace { to };
+        monitor.record(Record::new(what, origin, vni, Layer::Frame, packet));
     }
 }
 

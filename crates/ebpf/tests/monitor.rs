@@ -1,7 +1,9 @@
-//! `nvo monitor` on the kernel path (BPF_PROG_RUN, as root): `drop()` writes nothing while
-//! the `monitor_on` flag is clear, and one record per drop — its reason, the interface, the
-//! packet's length and its first 128 bytes — while it is set; the per-CPU lost counter stays 0
-//! while the ring has room.
+//! `nvo monitor` on the kernel path (BPF_PROG_RUN, as root): `nvo_monitor_event()` writes
+//! nothing while the `monitor_on` flag is clear; while bit 0 is set, one record per drop (its
+//! reason, the interface, the packet's length and its first 128 bytes) and one per flood the
+//! kernel sends itself (copies, network, the frame before encapsulation); while bit 1 is set,
+//! one trace per copy sent to a port or a remote. The per-CPU lost counter stays 0 while the
+//! ring has room.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

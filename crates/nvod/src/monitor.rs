@@ -48,6 +48,7 @@ pub fn new() -> (Monitor, Handle, Receiver<Record>) {
     let listening = Arc::new(AtomicBool::new(false));
     let hub = Hub::new(listening.clone());
     let (monitor, rx) = Monitor::new(listening, RING);
+    let monitor = monitor.with_tracing(hub.tracing().clone());
     let handle = Handle {
         hub,
         lost: monitor.lost().clone(),
@@ -83,6 +84,7 @@ pub fn event(r: &Record, vxlan_port: u16) -> MonitorEvent {
     let kind = match r.what {
         What::Drop(_) => MonitorType::Drop,
         What::Flood { .. } => MonitorType::Flood,
+        What::Trace { .. } => MonitorType::Trace,
         What::Fdb { change, .. } => match change {
             FdbChange::Learned => MonitorType::Learn,
             FdbChange::Moved { .. } => MonitorType::Move,
@@ -98,6 +100,12 @@ pub fn event(r: &Record, vxlan_port: u16) -> MonitorEvent {
             ev.code = Some(reason.code());
         }
         What::Flood { copies } => ev.copies = Some(copies),
+        What::Trace { to } => {
+            ev.at = Some(where_(to));
+            if let Origin::Underlay { src, .. } = r.origin {
+                ev.from = Some(format!("remote {src}"));
+            }
+        }
         What::Fdb {
             mac, dest, from, ..
         } => {
