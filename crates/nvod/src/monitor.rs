@@ -209,4 +209,29 @@ mod tests {
         assert_eq!(json["port"], "veth-b");
         assert_eq!(json["network"], 10);
     }
+
+    #[test]
+    fn a_trace_of_a_decapsulated_frame_says_where_from_and_where_to() {
+        let frame = [2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x06];
+        let origin = Origin::Underlay {
+            src: "192.0.2.9".parse().unwrap(),
+            port: 4789,
+        };
+        let to = Dest::Port(Some(PortName::new("c-red1")));
+        let r = Record::new(What::Trace { to }, origin, Some(100), Layer::Frame, &frame);
+        let ev = event(&r, 4789);
+        let json = serde_json::to_value(&ev).unwrap();
+        assert_eq!(json["type"], "trace");
+        assert_eq!(json["where"], "port c-red1");
+        assert_eq!(json["from"], "remote 192.0.2.9");
+        assert_eq!(json["network"], 100);
+        assert_eq!(json["len"], 14);
+        assert!(json.get("copies").is_none());
+        assert!(
+            ev.summary()
+                .starts_with("vni 100 remote 192.0.2.9 -> port c-red1 len 14: from 192.0.2.9: "),
+            "{}",
+            ev.summary()
+        );
+    }
 }
