@@ -17,6 +17,9 @@
 //! wake-up; in the kernel a call and one array-map lookup per drop. While someone listens, an event is a copy of the first
 //! [`CAPTURE`] bytes and a `try_send` into a bounded channel: a full ring counts the event as
 //! lost ([`Monitor::lost`]) and the datapath goes on — it never waits for a reader.
+//!
+//! Traces (one record per copy sent on) are recorded only while [`Monitor::tracing`] is set
+//! too: a listener asked for them (`type=trace`); the kernel follows it in bit 1 of its flag.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
