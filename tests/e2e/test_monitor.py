@@ -155,15 +155,22 @@ def test_unknown_vni_drop_within_a_second_and_learned_macs(lab_factory):
         assert local["network"] == 100 and local["where"].startswith("port "), local
         _, remote = everything.wait(lambda e: e["type"] in ("learn", "move") and e.get("mac") == red2, 5, "red2 learned")
         assert remote["where"] == "remote 10.100.0.2", remote
-        if lab.nvo("h1", "node")["datapath"] == "userspace":
-            # red1's ARP request, or (its ARP cache still warm) its first echo request to a MAC
-            # the flush made unknown, is flooded to h2 (the eBPF programs flood in the kernel,
-            # unreported: docs/monitor.md).
-            def ping_flood(e):
-                d = e.get("decode", "")
-                return e["type"] == "flood" and ("arp who-has 10.0.0.2" in d or "10.0.0.1 > 10.0.0.2 icmp" in d)
-            _, flood = everything.wait(ping_flood, 5, "the ping's flood")
-            assert flood["network"] == 100 and flood["copies"] >= 1 and flood["port"], flood
+        # red1's ARP request, or (its ARP cache still warm) its first echo request to a MAC
+        # the flush made unknown, is flooded to h2 (on ebpf the kernel hands ARP to nvod, so
+        # the pipeline may report it).
+        def ping_flood(e):
+            d = e.get("decode", "")
+            return e["type"] == "flood" and ("arp who-has 10.0.0.2" in d or "10.0.0.1 > 10.0.0.2 icmp" in d)
+        _, flood = everything.wait(ping_flood, 5, "the ping's flood")
+        assert flood["network"] == 100 and flood["copies"] >= 1 and flood["port"], flood
+        # A broadcast ping is flooded by the datapath that forwards: by the pipeline on the
+        # userspace datapath, by the kernel's port_flood (its nvo_monitor_event record) on ebpf.
+        lab.ping("red1", "10.0.0.255", count=1, check=False, extra=("-b",))
+        def bcast_flood(e):
+            return e["type"] == "flood" and "10.0.0.1 > 10.0.0.255 icmp" in e.get("decode", "")
+        _, flood = everything.wait(bcast_flood, 5, "the broadcast ping's flood")
+        assert flood["network"] == 100 and flood["copies"] == 1 and flood["port"], flood
+        assert flood["datapath"] == lab.nvo("h1", "node")["datapath"], flood
         # The filtered listener saw only what it asked for.
         drops.drain(quiet=0.5, limit=3)
         assert drops.events and all(e["type"] in ("drop", "lost") for e in drops.events), drops.events
@@ -221,3 +228,42 @@ containers: []
     p = subprocess.run([NVO, "--socket", str(lab.socket("h1")), "monitor", "--reason", "nope"],
                        capture_output=True, text=True, timeout=10)
     assert p.returncode != 0 and "nope" in p.stderr, p
+
+
+def test_traces_only_when_asked_for(lab_factory):
+    """`--type trace` on h1 during a ping: the echo request encapsulated to h2's address and
+    the reply delivered to red1's port; a listener without a type filter gets no trace."""
+    lab = lab_factory(TOPOLOGY)
+    datapath = lab.nvo("h1", "node")["datapath"]
+    lab.ping("red1", "10.0.0.2", count=1)  # learned both ways, ARP resolved
+    traces = plain = None
+    try:
+        plain = started(lab, "h1")
+        traces = started(lab, "h1", "--type", "trace")
+        lab.ping("red1", "10.0.0.2", count=3)
+        _, out = traces.wait(lambda e: e["type"] == "trace" and e.get("where") == "remote 10.100.0.2"
+                             and "10.0.0.1 > 10.0.0.2 icmp" in e.get("decode", ""), 5, "the echo request's trace")
+        assert out["network"] == 100 and out["len"] > 0, out
+        _, back = traces.wait(lambda e: e["type"] == "trace" and e.get("where", "").startswith("port ")
+                              and "10.0.0.2 > 10.0.0.1 icmp" in e.get("decode", ""), 5, "the echo reply's trace")
+        assert back["network"] == 100, back
+        traces.drain(quiet=0.5, limit=3)
+        assert all(e["type"] in ("trace", "lost") for e in traces.events), traces.events
+        # The datapath that forwards says so: on ebpf the kernel's send points record traces.
+        seen = {e["datapath"] for e in traces.events if e["type"] == "trace"}
+        assert datapath in seen, (datapath, seen)
+        plain.drain(quiet=0.5, limit=3)
+        assert not [e for e in plain.events if e["type"] == "trace"], plain.events
+    finally:
+        for m in (traces, plain):
+            if m is not None:
+                m.stop()
+    # The tracer gone, a ping records nothing on the tracing path (a new tracer-less
+    # listener sees no traces either).
+    again = started(lab, "h1")
+    try:
+        lab.ping("red1", "10.0.0.2", count=2)
+        again.drain(quiet=0.5, limit=3)
+        assert not [e for e in again.events if e["type"] == "trace"], again.events
+    finally:
+        again.stop()

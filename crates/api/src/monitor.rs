@@ -22,17 +22,21 @@ pub enum MonitorType {
     Flood,
     /// Events that did not reach this listener: `count` of them, lost at `stage`.
     Lost,
+    /// A packet the datapath sent on (to a port, or encapsulated to a remote): only to a
+    /// listener that asked for traces (`type=trace`); the default types leave it out.
+    Trace,
 }
 
 impl MonitorType {
     /// Every type, in the order `--help` lists them.
-    pub const ALL: [MonitorType; 6] = [
+    pub const ALL: [MonitorType; 7] = [
         MonitorType::Drop,
         MonitorType::Learn,
         MonitorType::Move,
         MonitorType::Age,
         MonitorType::Flood,
         MonitorType::Lost,
+        MonitorType::Trace,
     ];
 
     /// The name, as in the JSON and the `type` filter.
@@ -44,6 +48,7 @@ impl MonitorType {
             MonitorType::Age => "age",
             MonitorType::Flood => "flood",
             MonitorType::Lost => "lost",
+            MonitorType::Trace => "trace",
         }
     }
 
@@ -81,19 +86,20 @@ pub struct MonitorEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
     /// `learn`, `move`, `age`: where the entry sends frames: `port NAME`, `remote ADDR` or
-    /// `node ID`.
+    /// `node ID`; `trace`: where the packet went, in the same form.
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "where")]
     pub at: Option<String>,
-    /// `move`: where the MAC was before, in the same form.
+    /// `move`: where the MAC was before, in the same form; `trace`: the remote a decapsulated
+    /// packet came from (`remote ADDR`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// `flood`: how many copies went out (local ports and tunnels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<u32>,
-    /// `drop`, `flood`: the packet's length in bytes.
+    /// `drop`, `flood`, `trace`: the packet's length in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub len: Option<u32>,
-    /// `drop`, `flood`: a one-line decode of the packet's first bytes (MACs, EtherType, IP
+    /// `drop`, `flood`, `trace`: a one-line decode of the packet's first bytes (MACs, EtherType, IP
     /// addresses, protocol and ports; for a tunnel packet its outer addresses and VNI first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode: Option<String>,
@@ -129,6 +135,17 @@ impl MonitorEvent {
                 dash(&self.port),
                 self.copies.unwrap_or(0)
             ),
+            MonitorType::Trace => {
+                let from = match (&self.from, &self.port) {
+                    (Some(f), _) => f.clone(),
+                    (None, Some(p)) => format!("port {p}"),
+                    (None, None) => "-".to_owned(),
+                };
+                format!(
+                    "vni {net} {from} -> {at} len {}: {decode}",
+                    self.len.unwrap_or(0)
+                )
+            }
             MonitorType::Learn => format!("vni {net} {mac} at {at}"),
             MonitorType::Move => format!("vni {net} {mac} from {} to {at}", dash(&self.from)),
             MonitorType::Age => format!("vni {net} {mac} was at {at}"),

@@ -474,8 +474,9 @@ impl Core {
 
     /// Records the drop or flood the last pipeline call decided for `packet` (see `monitor`).
     fn observe(&self, packet: &[u8], layer: Layer) {
+        let tracing = layer == Layer::Frame && self.monitor.tracing();
         // Most packets are neither: nothing more is looked up for them.
-        if self.actions.dropped().is_none() && !self.actions.flooded() {
+        if self.actions.dropped().is_none() && !self.actions.flooded() && !tracing {
             return;
         }
         let (origin, vni) = match self.seen {
@@ -487,6 +488,10 @@ impl Core {
             Seen::Underlay { src, port } => (Origin::Underlay { src, port }, self.seen_vni),
         };
         monitor::record_actions(&self.monitor, &self.actions, origin, vni, layer, packet);
+        if tracing {
+            let name = |id| self.ports.get(id).map(|p| monitor::PortName::new(&p.name));
+            monitor::record_traces(&self.monitor, &self.actions, origin, vni, packet, name);
+        }
     }
 
     /// Encapsulates a GSO frame for a profile that carries one segment per packet: finished

@@ -26,7 +26,7 @@ use nvo_encap::profile::ProfileId;
 use nvo_pipeline::{DropReason, PortId, TxTarget, Vni};
 
 use super::forward::{Core, Forwarder};
-use super::monitor::{Layer, Origin, PortName, Record, What};
+use super::monitor::{Dest, Layer, Origin, PortName, Record, What};
 use crate::settings::{DatapathChoice, Settings, XdpChoice};
 
 /// Which datapath runs, and why.
@@ -215,18 +215,21 @@ pub fn drain(fwd: &mut Forwarder, now: Instant) {
     if fwd.core.monitor.on() {
         let core = &fwd.core;
         mirror.drain_monitor(|hdr, port, bytes| {
-            let Some(reason) = DropReason::from_code(hdr.reason as u16) else {
+            let Some(what) = kernel_what(hdr, core) else {
                 return;
             };
             let port = port.and_then(|id| core.ports.get(id));
-            let vni = port.map(|p| p.vni.0);
+            let vni = match hdr.kind {
+                layout::MONITOR_DROP => port.map(|p| p.vni.0),
+                _ => Some(hdr.vni),
+            };
             let origin = match port {
                 Some(p) => Origin::Port(Some(PortName::new(&p.name))),
                 None => Origin::Kernel {
                     ifindex: hdr.ifindex,
                 },
             };
-            let mut record = Record::new(What::Drop(reason), origin, vni, Layer::Frame, bytes);
+            let mut record = Record::new(what, origin, vni, Layer::Frame, bytes);
             record.datapath = "ebpf";
             record.len = hdr.len;
             core.monitor.record(record);
@@ -303,6 +306,27 @@ impl Forwarder {
             }
             _ => {}
         }
+    }
+}
+
+/// What a kernel monitor record says happened; `None` for a kind or code this build does not
+/// know (a newer object's record).
+fn kernel_what(hdr: &layout::MonitorRecord, core: &Core) -> Option<What> {
+    match hdr.kind {
+        layout::MONITOR_DROP => DropReason::from_code(u16::try_from(hdr.arg).ok()?).map(What::Drop),
+        layout::MONITOR_FLOOD => Some(What::Flood { copies: hdr.arg }),
+        layout::MONITOR_TRACE if hdr.arg == layout::TRACE_PORT => {
+            let port = core.ports.get(PortId(hdr.target));
+            let to = Dest::Port(port.map(|p| PortName::new(&p.name)));
+            Some(What::Trace { to })
+        }
+        layout::MONITOR_TRACE => {
+            let remote = Ipv4Addr::from(hdr.target.to_ne_bytes());
+            Some(What::Trace {
+                to: Dest::Remote(IpAddr::V4(remote)),
+            })
+        }
+        _ => None,
     }
 }
 

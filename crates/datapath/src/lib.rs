@@ -259,6 +259,8 @@ struct Loop {
     /// Whether the monitor was on at the last wake-up (the pipeline's FDB events and the
     /// kernel's flag follow it).
     monitoring: bool,
+    /// The monitor's tracing flag as last followed.
+    tracing: bool,
     /// The pipeline's FDB events, drained into here.
     fdb_events: Vec<nvo_pipeline::FdbEvent>,
 }
@@ -294,6 +296,7 @@ impl Loop {
             busy_poll,
             last_packet: None,
             monitoring: false,
+            tracing: false,
             fdb_events: Vec::new(),
         }
     }
@@ -371,11 +374,25 @@ impl Loop {
     fn monitor(&mut self, now: Instant) {
         let core = &mut self.fwd.core;
         let on = core.monitor.on();
-        if on != self.monitoring {
+        let tracing = on && core.monitor.tracing();
+        if on != self.monitoring || tracing != self.tracing {
+            if on != self.monitoring {
+                core.pipeline.set_fdb_events(on);
+            }
             self.monitoring = on;
-            core.pipeline.set_fdb_events(on);
+            self.tracing = tracing;
             if let Some(k) = core.kernel.as_mut() {
-                k.set_monitor(on);
+                let events = if on {
+                    nvo_ebpf::layout::MONITOR_ON_EVENTS
+                } else {
+                    0
+                };
+                let traces = if tracing {
+                    nvo_ebpf::layout::MONITOR_ON_TRACES
+                } else {
+                    0
+                };
+                k.set_monitor_bits(events | traces);
             }
         }
         if !on {

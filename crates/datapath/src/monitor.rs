@@ -7,7 +7,7 @@
 //! Learning happens inside the pipeline, where no action shows it: the pipeline notes learned,
 //! moved and aged MACs in a small bounded buffer of its own while the monitor is on
 //! (`Pipeline::set_fdb_events`), and the loop drains it after each wake-up. The eBPF programs
-//! write their drops to a ring of their own (`drop()` in bpf/common.h, only while a flag map
+//! write their drops and floods to a ring of their own (`nvo_monitor_event()` in bpf/common.h, only while a flag map
 //! says someone listens); the loop drains it with the kernel's other rings. Learned MACs on the
 //! eBPF path reach the pipeline through the learn ring, so they show up as the pipeline's
 //! events.
@@ -17,6 +17,9 @@
 //! wake-up; in the kernel a call and one array-map lookup per drop. While someone listens, an event is a copy of the first
 //! [`CAPTURE`] bytes and a `try_send` into a bounded channel: a full ring counts the event as
 //! lost ([`Monitor::lost`]) and the datapath goes on — it never waits for a reader.
+//!
+//! Traces (one record per copy sent on) are recorded only while [`Monitor::tracing`] is set
+//! too: a listener asked for them (`type=trace`); the kernel follows it in bit 1 of its flag.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -96,6 +99,12 @@ pub enum What {
     Flood {
         /// Copies sent (ports and tunnels).
         copies: u32,
+    },
+    /// A packet sent on (only while a listener asked for traces): to a port, or
+    /// encapsulated to a remote or node.
+    Trace {
+        /// Where it went.
+        to: Dest,
     },
     /// A MAC learned, moved or aged out.
     Fdb {
@@ -194,6 +203,7 @@ pub struct LostCounts {
 #[derive(Debug, Clone)]
 pub struct Monitor {
     on: Arc<AtomicBool>,
+    tracing: Arc<AtomicBool>,
     tx: Option<mpsc::Sender<Record>>,
     lost: Arc<LostCounts>,
 }
@@ -203,6 +213,7 @@ impl Monitor {
     pub fn off() -> Monitor {
         Monitor {
             on: Arc::new(AtomicBool::new(false)),
+            tracing: Arc::new(AtomicBool::new(false)),
             tx: None,
             lost: Arc::default(),
         }
@@ -214,6 +225,7 @@ impl Monitor {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let monitor = Monitor {
             on,
+            tracing: Arc::new(AtomicBool::new(false)),
             tx: Some(tx),
             lost: Arc::default(),
         };
@@ -224,6 +236,19 @@ impl Monitor {
     #[inline]
     pub fn on(&self) -> bool {
         self.on.load(Ordering::Relaxed)
+    }
+
+    /// This monitor recording traces (every packet sent on) while `tracing` is set too.
+    pub fn with_tracing(mut self, tracing: Arc<AtomicBool>) -> Monitor {
+        self.tracing = tracing;
+        self
+    }
+
+    /// Whether a listener asked for traces: one relaxed atomic load (read only while
+    /// [`Monitor::on`]).
+    #[inline]
+    pub fn tracing(&self) -> bool {
+        self.tracing.load(Ordering::Relaxed)
     }
 
     /// What was lost so far.
@@ -264,6 +289,28 @@ pub(crate) fn record_actions(
         let copies = u32::try_from(copies).unwrap_or(u32::MAX);
         let what = What::Flood { copies };
         monitor.record(Record::new(what, origin, vni, layer, packet));
+    }
+}
+
+/// One trace per packet `actions` send on (to a port, or encapsulated), recorded. Called only
+/// while a listener asked for traces.
+pub(crate) fn record_traces(
+    monitor: &Monitor,
+    actions: &Actions,
+    origin: Origin,
+    vni: Option<u32>,
+    packet: &[u8],
+    name: impl Fn(PortId) -> Option<PortName>,
+) {
+    for a in actions.iter() {
+        let to = match *a {
+            Action::Deliver { port } | Action::Reply { port, .. } => Dest::Port(name(port)),
+            Action::Encap { remote, .. } | Action::EncapL3 { remote, .. } => Dest::Remote(remote),
+            Action::EncapNode { node, .. } => Dest::Node(node.0),
+            _ => continue,
+        };
+        let what = What::Trace { to };
+        monitor.record(Record::new(what, origin, vni, Layer::Frame, packet));
     }
 }
 

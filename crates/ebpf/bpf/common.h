@@ -75,19 +75,21 @@ static __always_inline struct nvo_scratch *cpu_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
-/* While `nvo monitor` listens (`monitor_on` holds 1), copies the first bytes of a dropped
- * packet with its reason to the `monitor` ring; a full ring counts in `monitor_lost`. Nobody
- * listening, it costs the call and one array lookup. A function of its own, verified once: the
- * flag's branch is not explored again at every drop site (nvo_port is near the verifier's
- * instruction budget). */
-NVO_FUNC_EARLY int nvo_monitor_drop(struct __sk_buff *skb, __u32 reason)
+/* While `nvo monitor` listens (`monitor_on` has the bit `kind` needs), copies the first bytes
+ * of the packet with what happened to it to the `monitor` ring; a full ring counts in
+ * `monitor_lost`. Nobody listening, it costs the call and one array lookup. A function of its
+ * own, verified once: the flag's branch is not explored again at every call site (nvo_port is
+ * near the verifier's instruction budget). */
+NVO_FUNC_EARLY int nvo_monitor_event(struct __sk_buff *skb, __u32 kind, __u32 arg, __u32 vni,
+				     __u32 target)
 {
 	struct nvo_scratch *s;
 	__u32 zero = 0, len;
 	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
+	__u32 want = kind == NVO_MONITOR_TRACE ? NVO_MONITOR_ON_TRACES : NVO_MONITOR_ON_EVENTS;
 	__u64 *lost;
 
-	if (!on || !*on)
+	if (!on || !(*on & want))
 		return 0;
 	s = cpu_scratch();
 	if (!s)
@@ -96,10 +98,13 @@ NVO_FUNC_EARLY int nvo_monitor_drop(struct __sk_buff *skb, __u32 reason)
 	if (len > NVO_MONITOR_CAPTURE)
 		len = NVO_MONITOR_CAPTURE;
 	__builtin_memset(s->head, 0, sizeof(s->head));
-	s->monitor.reason = reason;
+	s->monitor.kind = kind;
+	s->monitor.arg = arg;
 	s->monitor.ifindex = skb->ifindex;
 	s->monitor.len = skb->len;
 	s->monitor.captured = len;
+	s->monitor.vni = vni;
+	s->monitor.target = target;
 	NVO_BARRIER(len);
 	if (len == 0 || len > NVO_MONITOR_CAPTURE)
 		return 0;
@@ -123,7 +128,7 @@ static __always_inline int drop(struct __sk_buff *skb, __u32 reason, struct nvo_
 		*n += 1;
 	if (pc)
 		pc->drops += 1;
-	nvo_monitor_drop(skb, reason);
+	nvo_monitor_event(skb, NVO_MONITOR_DROP, reason, 0, 0);
 	set_verdict(skb, NVO_VERDICT_DROP, 0, reason);
 	return TC_ACT_SHOT;
 }

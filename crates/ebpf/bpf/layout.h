@@ -358,15 +358,27 @@ struct nvo_trace {
 	__u32 pad;
 };
 
-/* Drop records for `nvo monitor` (ring `monitor`, only while `monitor_on` holds 1): a header,
- * then the first `captured` bytes of the packet as the program saw it. */
+/* Records for `nvo monitor` (ring `monitor`): a header, then the first `captured` bytes of the
+ * packet as the program saw it. `monitor_on` is a bit field: NVO_MONITOR_ON_EVENTS while
+ * someone listens (drops and floods are recorded), NVO_MONITOR_ON_TRACES while someone asked
+ * for traces (each packet sent is recorded). */
 #define NVO_MONITOR_CAPTURE 128
+#define NVO_MONITOR_ON_EVENTS 1
+#define NVO_MONITOR_ON_TRACES 2
+
+#define NVO_MONITOR_DROP 0     /* arg: the drop code */
+#define NVO_MONITOR_FLOOD 1    /* arg: copies sent */
+#define NVO_MONITOR_TRACE 2    /* arg: NVO_TRACE_PORT or NVO_TRACE_UNDERLAY */
 
 struct nvo_monitor {
-	__u32 reason;          /* the drop code */
+	__u32 kind;            /* NVO_MONITOR_* */
+	__u32 arg;             /* per kind (above) */
 	__u32 ifindex;         /* the interface the program ran on */
 	__u32 len;             /* the packet's length */
 	__u32 captured;        /* bytes that follow */
+	__u32 vni;             /* flood, trace: the network */
+	__u32 target;          /* trace: the port id, or the remote's IPv4 address */
+	__u32 pad;
 };
 
 /* The sizes crates/ebpf/src/layout.rs asserts too. */
@@ -399,6 +411,6 @@ _Static_assert(sizeof(struct nvo_relay_config) == 8, "nvo_relay_config");
 _Static_assert(sizeof(struct nvo_event) == 36, "nvo_event");
 _Static_assert(sizeof(struct nvo_punt) == 40, "nvo_punt");
 _Static_assert(sizeof(struct nvo_trace) == 16, "nvo_trace");
-_Static_assert(sizeof(struct nvo_monitor) == 16, "nvo_monitor");
+_Static_assert(sizeof(struct nvo_monitor) == 32, "nvo_monitor");
 
 #endif

@@ -214,8 +214,9 @@ struct {
 	__uint(max_entries, 4 << 20);
 } trace SEC(".maps");
 
-/* `nvo monitor`: entry 0 is 1 while someone listens (nvod sets it); drop() writes a record to
- * `monitor` then, and counts in `monitor_lost` (per CPU) each one the ring had no room for. */
+/* `nvo monitor`: entry 0 holds NVO_MONITOR_ON_* bits (nvod sets them); nvo_monitor_event()
+ * writes a record to `monitor` then, and counts in `monitor_lost` (per CPU) each one the ring
+ * had no room for. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

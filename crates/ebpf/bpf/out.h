@@ -35,6 +35,7 @@ NVO_FUNC int nvo_port_copy(struct __sk_buff *skb, __u32 vni, __u32 port_id)
 		return punt(skb, NVO_PUNT_DELIVER, port_id, vni, 0, 0, 0);
 	struct nvo_port_counters *pc = port_count(p->slot);
 	trace_out(skb, cfg, NVO_TRACE_PORT, port_id);
+	nvo_monitor_event(skb, NVO_MONITOR_TRACE, NVO_TRACE_PORT, vni, port_id);
 	if (bpf_clone_redirect(skb, p->ifindex, 0)) {
 		tx_failed(skb, 0);
 		if (pc)
@@ -70,6 +71,7 @@ NVO_FUNC int nvo_port_deliver(struct __sk_buff *skb, __u32 vni, __u32 port_id, i
 		pc->tx_bytes += skb->len;
 	}
 	trace_out(skb, cfg, NVO_TRACE_PORT, port_id);
+	nvo_monitor_event(skb, NVO_MONITOR_TRACE, NVO_TRACE_PORT, vni, port_id);
 	if (peer && (p->flags & NVO_PORT_VETH) && !(p->flags & NVO_PORT_TAPPED))
 		return bpf_redirect_peer(p->ifindex, 0);
 	return bpf_redirect(p->ifindex, 0);
@@ -114,6 +116,7 @@ NVO_FUNC int nvo_remote_send(struct __sk_buff *skb, __u32 vni, __u32 remote, __u
 				nc->tx_bytes += skb->len - (ETH_HLEN + 20 + l4);
 			}
 			trace_out(skb, cfg, NVO_TRACE_UNDERLAY, nh.ifindex);
+			nvo_monitor_event(skb, NVO_MONITOR_TRACE, NVO_TRACE_UNDERLAY, vni, remote);
 			set_verdict(skb, NVO_VERDICT_REMOTE, remote, 0);
 			return bpf_redirect_neigh(nh.ifindex, 0, 0, 0);
 		}
@@ -122,6 +125,7 @@ NVO_FUNC int nvo_remote_send(struct __sk_buff *skb, __u32 vni, __u32 remote, __u
 		return copy ? TC_ACT_OK : TC_ACT_SHOT;
 	}
 	trace_out(skb, cfg, NVO_TRACE_UNDERLAY, nh.ifindex);
+	nvo_monitor_event(skb, NVO_MONITOR_TRACE, NVO_TRACE_UNDERLAY, vni, remote);
 	if (copy) {
 		if (bpf_clone_redirect(skb, nh.ifindex, 0)) {
 			tx_failed(skb, 1);

@@ -97,6 +97,7 @@ static __always_inline int arp_answer(struct __sk_buff *skb, const struct nvo_co
 		pc->tx_bytes += ARP_FRAME;
 	}
 	trace_out(skb, cfg, NVO_TRACE_PORT, port->port_id);
+	nvo_monitor_event(skb, NVO_MONITOR_TRACE, NVO_TRACE_PORT, vni, port->port_id);
 	set_verdict(skb, NVO_VERDICT_PORT, port->port_id, 0);
 	return bpf_redirect(port->ifindex, 0);
 }
@@ -195,6 +196,8 @@ static __always_inline int port_flood(struct flood_ctx *c, const __u8 *eth,
 		remotes = 1;
 	else if (net->flags & NVO_NET_BUM_HEAD_END)
 		remotes = net->flood_count > NVO_MAX_FLOOD ? NVO_MAX_FLOOD : net->flood_count;
+	if (ports + remotes > 0)
+		nvo_monitor_event(skb, NVO_MONITOR_FLOOD, ports + remotes, c->vni, 0);
 	if (remotes == 0) {
 		if (ports == 0)
 			return drop(skb, NVO_DROP_NO_DESTINATION, pc);

@@ -369,6 +369,8 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	__u32 ports = flood_ports(&fc);
 	if (ncnt)
 		ncnt->delivered += ports;
+	if (ports)
+		nvo_monitor_event(skb, NVO_MONITOR_FLOOD, ports, vni, 0);
 	set_verdict(skb, NVO_VERDICT_FLOOD, ports, 0);
 	return TC_ACT_SHOT;
 }

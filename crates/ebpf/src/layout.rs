@@ -471,22 +471,40 @@ pub struct Trace {
     pub pad: u32,
 }
 
-/// `struct nvo_monitor`: a drop record of the `monitor` ring, followed by `captured` bytes.
+/// `struct nvo_monitor`: a record of the `monitor` ring (a drop, a flood or a trace), followed
+/// by `captured` bytes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MonitorDrop {
-    pub reason: u32,
+pub struct MonitorRecord {
+    /// `MONITOR_DROP`, `MONITOR_FLOOD` or `MONITOR_TRACE`.
+    pub kind: u32,
+    /// A drop's code, a flood's copies, a trace's `TRACE_PORT` or `TRACE_UNDERLAY`.
+    pub arg: u32,
     pub ifindex: u32,
     pub len: u32,
     pub captured: u32,
+    /// Flood, trace: the network.
+    pub vni: u32,
+    /// Trace: the port id, or the remote's IPv4 address (network order, as the maps hold it).
+    pub target: u32,
+    pub pad: u32,
 }
+
+/// `NVO_MONITOR_DROP` and co.: a [`MonitorRecord`]'s kind.
+pub const MONITOR_DROP: u32 = 0;
+pub const MONITOR_FLOOD: u32 = 1;
+pub const MONITOR_TRACE: u32 = 2;
+
+/// `NVO_MONITOR_ON_*`: the bits of the `monitor_on` flag.
+pub const MONITOR_ON_EVENTS: u32 = 1;
+pub const MONITOR_ON_TRACES: u32 = 2;
 
 /// `NVO_MONITOR_CAPTURE`: the most bytes of a dropped packet a monitor record carries.
 pub const MONITOR_CAPTURE: usize = 128;
 
 const _: () = {
     use std::mem::size_of;
-    assert!(size_of::<MonitorDrop>() == 16);
+    assert!(size_of::<MonitorRecord>() == 32);
     assert!(size_of::<Config>() == 24);
     assert!(size_of::<Port>() == 20);
     assert!(size_of::<Tmpl>() == 72);
@@ -569,7 +587,7 @@ pub(crate) fn read_record<T: aya::Pod + Default>(bytes: &[u8]) -> Option<T> {
     Some(out)
 }
 
-pod!(Event, Punt, Trace, MonitorDrop);
+pod!(Event, Punt, Trace, MonitorRecord);
 
 #[cfg(test)]
 mod tests {

@@ -48,6 +48,7 @@ pub fn new() -> (Monitor, Handle, Receiver<Record>) {
     let listening = Arc::new(AtomicBool::new(false));
     let hub = Hub::new(listening.clone());
     let (monitor, rx) = Monitor::new(listening, RING);
+    let monitor = monitor.with_tracing(hub.tracing().clone());
     let handle = Handle {
         hub,
         lost: monitor.lost().clone(),
@@ -83,6 +84,7 @@ pub fn event(r: &Record, vxlan_port: u16) -> MonitorEvent {
     let kind = match r.what {
         What::Drop(_) => MonitorType::Drop,
         What::Flood { .. } => MonitorType::Flood,
+        What::Trace { .. } => MonitorType::Trace,
         What::Fdb { change, .. } => match change {
             FdbChange::Learned => MonitorType::Learn,
             FdbChange::Moved { .. } => MonitorType::Move,
@@ -98,6 +100,12 @@ pub fn event(r: &Record, vxlan_port: u16) -> MonitorEvent {
             ev.code = Some(reason.code());
         }
         What::Flood { copies } => ev.copies = Some(copies),
+        What::Trace { to } => {
+            ev.at = Some(where_(to));
+            if let Origin::Underlay { src, .. } = r.origin {
+                ev.from = Some(format!("remote {src}"));
+            }
+        }
         What::Fdb {
             mac, dest, from, ..
         } => {
@@ -200,5 +208,30 @@ mod tests {
         assert_eq!(json["from"], "remote 192.0.2.1");
         assert_eq!(json["port"], "veth-b");
         assert_eq!(json["network"], 10);
+    }
+
+    #[test]
+    fn a_trace_of_a_decapsulated_frame_says_where_from_and_where_to() {
+        let frame = [2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x06];
+        let origin = Origin::Underlay {
+            src: "192.0.2.9".parse().unwrap(),
+            port: 4789,
+        };
+        let to = Dest::Port(Some(PortName::new("c-red1")));
+        let r = Record::new(What::Trace { to }, origin, Some(100), Layer::Frame, &frame);
+        let ev = event(&r, 4789);
+        let json = serde_json::to_value(&ev).unwrap();
+        assert_eq!(json["type"], "trace");
+        assert_eq!(json["where"], "port c-red1");
+        assert_eq!(json["from"], "remote 192.0.2.9");
+        assert_eq!(json["network"], 100);
+        assert_eq!(json["len"], 14);
+        assert!(json.get("copies").is_none());
+        assert!(
+            ev.summary()
+                .starts_with("vni 100 remote 192.0.2.9 -> port c-red1 len 14: from 192.0.2.9: "),
+            "{}",
+            ev.summary()
+        );
     }
 }

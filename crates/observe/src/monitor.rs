@@ -37,12 +37,13 @@ pub enum FilterError {
     #[error("reason={0:?} is not a drop reason (nvo counters lists them)")]
     Reason(String),
     /// `type=` with a word that is no event type.
-    #[error("type={0:?} is not an event type: use drop, learn, move, age, flood, lost")]
+    #[error("type={0:?} is not an event type: use drop, learn, move, age, flood, trace, lost")]
     Type(String),
 }
 
-/// Which events a listener wants; an absent filter lets everything through. `lost` events
-/// always pass: a listener is always told what it missed.
+/// Which events a listener wants; an absent filter lets everything through but traces,
+/// which only a `type` filter naming `trace` gets (they are per packet). `lost` events always
+/// pass: a listener is always told what it missed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Only this network.
@@ -100,10 +101,10 @@ impl Filter {
         if ev.kind == MonitorType::Lost {
             return true;
         }
-        if let Some(types) = &self.types {
-            if !types.contains(&ev.kind) {
-                return false;
-            }
+        match &self.types {
+            Some(types) if !types.contains(&ev.kind) => return false,
+            None if ev.kind == MonitorType::Trace => return false,
+            _ => {}
         }
         if self.network.is_some() && ev.network != self.network {
             return false;
@@ -115,6 +116,15 @@ impl Filter {
             return false;
         }
         true
+    }
+}
+
+impl Filter {
+    /// Whether this listener asked for traces (its `type` filter names `trace`).
+    pub fn wants_traces(&self) -> bool {
+        self.types
+            .as_ref()
+            .is_some_and(|t| t.contains(&MonitorType::Trace))
     }
 }
 
@@ -196,6 +206,7 @@ impl Lost {
 pub struct Hub {
     inner: Mutex<Inner>,
     listening: Arc<AtomicBool>,
+    tracing: Arc<AtomicBool>,
     listener_lost: AtomicU64,
     capacity: usize,
 }
@@ -224,6 +235,7 @@ impl Hub {
         Arc::new(Hub {
             inner: Mutex::new(Inner::default()),
             listening,
+            tracing: Arc::new(AtomicBool::new(false)),
             listener_lost: AtomicU64::new(0),
             capacity: capacity.max(1),
         })
@@ -237,6 +249,19 @@ impl Hub {
     /// The flag the datapath reads: true while someone listens.
     pub fn listening(&self) -> &Arc<AtomicBool> {
         &self.listening
+    }
+
+    /// The second flag the datapath reads: true while a listener asked for traces (then
+    /// every packet forwarded is recorded).
+    pub fn tracing(&self) -> &Arc<AtomicBool> {
+        &self.tracing
+    }
+
+    fn set_flags(&self, inner: &Inner) {
+        self.listening
+            .store(!inner.slots.is_empty(), Ordering::Relaxed);
+        let tracing = inner.slots.iter().any(|s| s.filter.wants_traces());
+        self.tracing.store(tracing, Ordering::Relaxed);
     }
 
     /// A new listener with its own queue.
@@ -255,7 +280,7 @@ impl Hub {
             tx,
             lost: lost.clone(),
         });
-        self.listening.store(true, Ordering::Relaxed);
+        self.set_flags(&inner);
         Ok(Listener {
             id,
             hub: self.clone(),
@@ -297,8 +322,7 @@ impl Hub {
     fn remove(&self, id: u64) {
         let mut inner = self.lock();
         inner.slots.retain(|s| s.id != id);
-        self.listening
-            .store(!inner.slots.is_empty(), Ordering::Relaxed);
+        self.set_flags(&inner);
     }
 }
 
@@ -483,6 +507,41 @@ mod tests {
             !flag.load(Ordering::Relaxed),
             "nobody listens: the datapath records nothing"
         );
+    }
+
+    #[test]
+    fn traces_only_to_listeners_that_ask_and_the_tracing_flag_follows_them() {
+        let mut trace = learn_event(5);
+        trace.kind = MonitorType::Trace;
+        let default = Filter::parse("", is_reason).unwrap();
+        assert!(!default.wants_traces());
+        assert!(!default.matches(&trace), "the default types exclude trace");
+        assert!(default.matches(&learn_event(5)));
+        let flood_only = Filter::parse("type=flood,drop", is_reason).unwrap();
+        assert!(!flood_only.matches(&trace));
+        let traces = Filter::parse("type=trace", is_reason).unwrap();
+        assert!(traces.wants_traces());
+        assert!(traces.matches(&trace));
+        assert!(!traces.matches(&learn_event(5)));
+
+        let listening = Arc::new(AtomicBool::new(false));
+        let hub = Hub::new(listening.clone());
+        let plain = hub.subscribe(default).unwrap();
+        assert!(listening.load(Ordering::Relaxed));
+        assert!(
+            !hub.tracing().load(Ordering::Relaxed),
+            "nobody asked for traces"
+        );
+        let t1 = hub.subscribe(traces.clone()).unwrap();
+        let t2 = hub.subscribe(traces).unwrap();
+        assert!(hub.tracing().load(Ordering::Relaxed));
+        drop(t1);
+        assert!(hub.tracing().load(Ordering::Relaxed), "one tracer left");
+        drop(t2);
+        assert!(!hub.tracing().load(Ordering::Relaxed), "no tracer left");
+        assert!(listening.load(Ordering::Relaxed));
+        drop(plain);
+        assert!(!listening.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub struct MonitorArgs {
     /// Only drops for this reason (a name from `nvo counters`, e.g. unknown_vni).
     #[arg(long, value_name = "NAME")]
     pub reason: Option<String>,
-    /// Only these event types: drop, learn, move, age, flood (lost events always show).
+    /// Only these event types: drop, learn, move, age, flood, trace (lost events always show).
+    /// Without it every type but trace shows: a trace is one event per packet forwarded.
     #[arg(long = "type", value_name = "T,...", value_delimiter = ',')]
     pub types: Vec<String>,
     /// Stop after N events (default: follow until nvod closes the stream or Ctrl-C).
@@ -138,6 +139,18 @@ mod tests {
         assert_eq!(
             line(r#"{"type":"lost","time_ns":0,"count":12,"stage":"listener"}"#),
             "00:00:00.000000 lost  12 events lost (listener)"
+        );
+        assert_eq!(
+            line(
+                r#"{"type":"trace","time_ns":0,"network":100,"port":"c-red1","where":"remote 10.100.0.2","len":98,"decode":"a > b"}"#
+            ),
+            "00:00:00.000000 trace vni 100 port c-red1 -> remote 10.100.0.2 len 98: a > b"
+        );
+        assert_eq!(
+            line(
+                r#"{"type":"trace","time_ns":0,"network":100,"from":"remote 10.100.0.2","where":"port c-red1","len":98,"decode":"a > b"}"#
+            ),
+            "00:00:00.000000 trace vni 100 remote 10.100.0.2 -> port c-red1 len 98: a > b"
         );
         assert_eq!(line("{\"type\":\"new\"}"), "x {\"type\":\"new\"}");
     }

@@ -1,5 +1,5 @@
-//! `nvo monitor` on the kernel path: the flag the programs' `drop()` reads, the ring of drop
-//! records it writes while the flag is set, and its per-CPU lost counter.
+//! `nvo monitor` on the kernel path: the flag `nvo_monitor_event()` reads, the ring of drop,
+//! flood and trace records it writes while the flag is set, and its per-CPU lost counter.
 
 use nvo_pipeline::PortId;
 
@@ -8,23 +8,29 @@ use crate::kernel::sum_per_cpu;
 use crate::layout::{self, read_record};
 
 impl Mirror {
-    /// Tells the programs whether someone listens: while on, each drop is copied to the
-    /// monitor ring.
+    /// Tells the programs whether someone listens: while on, each drop and each flood is
+    /// copied to the monitor ring.
     pub fn set_monitor(&mut self, on: bool) {
-        if let Err(e) = self.kernel.maps.monitor_on.set(0, u32::from(on), 0) {
-            log::warn!("cannot set the eBPF monitor flag to {on}: {e}");
+        self.set_monitor_bits(if on { layout::MONITOR_ON_EVENTS } else { 0 });
+    }
+
+    /// Sets the `monitor_on` flag to `bits` (`layout::MONITOR_ON_*`): events (drops, floods)
+    /// and traces (each packet sent) are recorded while their bit is set.
+    pub fn set_monitor_bits(&mut self, bits: u32) {
+        if let Err(e) = self.kernel.maps.monitor_on.set(0, bits, 0) {
+            log::warn!("cannot set the eBPF monitor flag to {bits}: {e}");
         }
     }
 
-    /// Hands each drop record the programs wrote to `f`: its header, the port whose program
+    /// Hands each record (drop, flood, trace) the programs wrote to `f`: its header, the port whose program
     /// dropped it (none for the underlay's), and its first bytes.
     pub fn drain_monitor(
         &mut self,
-        mut f: impl FnMut(&layout::MonitorDrop, Option<PortId>, &[u8]),
+        mut f: impl FnMut(&layout::MonitorRecord, Option<PortId>, &[u8]),
     ) -> usize {
         let mut n = 0;
         while let Some(item) = self.kernel.maps.monitor.next() {
-            let Some(hdr) = read_record::<layout::MonitorDrop>(&item) else {
+            let Some(hdr) = read_record::<layout::MonitorRecord>(&item) else {
                 continue;
             };
             let captured = (hdr.captured as usize).min(layout::MONITOR_CAPTURE);
