@@ -143,6 +143,10 @@ def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
     # Inner frames only: no VXLAN, no underlay address.
     assert not tshark_fields(net, "frame.number", display="vxlan or ip.addr==10.100.0.0/24")
 
+    # nvod ends a capture that reached its count on its own, a moment after the client: wait for
+    # its taps to close, or the next capture's new socket may be hidden by them going.
+    wait_for(lambda: capture_sockets(lab, "h1") == idle, timeout=5, what="capture sockets closed")
+
     # --underlay -c 2: VXLAN with VNI 100 between the hosts' locators.
     ul = tmp_path / "ul.pcapng"
     cap = start_capture(lab, "h1", "--underlay", "-c", "2", "-w", ul)
@@ -153,6 +157,8 @@ def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
     assert len(rows) == 2, rows
     assert all(r[2] == "100" for r in rows), rows
     assert all(r[0].startswith("10.100.0.") and r[1].startswith("10.100.0.") for r in rows), rows
+
+    wait_for(lambda: capture_sockets(lab, "h1") == idle, timeout=5, what="capture sockets closed")
 
     # --port NAME: the container's frames, both directions, written to stdout.
     port = host_port(lab, "h1")
