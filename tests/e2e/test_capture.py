@@ -66,11 +66,27 @@ def start_capture(lab, host, *args):
     proc = subprocess.Popen([NVO, "--socket", str(lab.socket(host)), "capture", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        wait_for(lambda: capture_sockets(lab, host) > before, timeout=10, what="nvod's capture sockets")
+        wait_for(lambda: proc.poll() is not None or capture_sockets(lab, host) > before, timeout=10,
+                 what="nvod's capture sockets")
     except AssertionError:
         proc.kill()
-        raise
+        out, err = proc.communicate(timeout=10)
+        raise AssertionError(f"no capture socket appeared in nvod ({before} before); nvo capture said: "
+                             f"{err.decode()!r}")
+    if proc.poll() is not None and proc.returncode != 0:
+        raise AssertionError(f"nvo capture {' '.join(map(str, args))} exited {proc.returncode}: "
+                             f"{proc.stderr.read().decode()!r}")
     return proc
+
+
+def ping_until_done(lab, proc, timeout=30):
+    """Pings red1 -> red2 once a second until the capture `proc` has its count, so that traffic
+    sent before nvod's taps were open cannot leave it short; returns its (stdout, stderr)."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        lab.ping("red1", "10.0.0.2", count=1)
+        time.sleep(0.5)
+    return proc.communicate(timeout=10)
 
 
 def nvod_pid(lab, host):
@@ -149,10 +165,10 @@ def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
 
     # --underlay -c 2: VXLAN with VNI 100 between the hosts' locators.
     ul = tmp_path / "ul.pcapng"
-    cap = start_capture(lab, "h1", "--underlay", "-c", "2", "-w", ul)
-    lab.ping("red1", "10.0.0.2", count=3)
-    cap.communicate(timeout=20)
-    assert cap.returncode == 0
+    cap = subprocess.Popen([NVO, "--socket", str(lab.socket("h1")), "capture", "--underlay", "-c", "2", "-w", str(ul)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = ping_until_done(lab, cap)
+    assert cap.returncode == 0, err.decode()
     rows = tshark_fields(ul, "ip.src", "ip.dst", "vxlan.vni", "icmp.type")
     assert len(rows) == 2, rows
     assert all(r[2] == "100" for r in rows), rows
@@ -162,9 +178,9 @@ def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
 
     # --port NAME: the container's frames, both directions, written to stdout.
     port = host_port(lab, "h1")
-    cap = start_capture(lab, "h1", "--port", port, "-c", "4", "icmp")
-    lab.ping("red1", "10.0.0.2", count=4)
-    out, err = cap.communicate(timeout=20)
+    cap = subprocess.Popen([NVO, "--socket", str(lab.socket("h1")), "capture", "--port", port, "-c", "4", "icmp"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = ping_until_done(lab, cap)
     assert cap.returncode == 0, err.decode()
     stdout_pcap = tmp_path / "port.pcapng"
     stdout_pcap.write_bytes(out)
