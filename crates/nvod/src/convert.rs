@@ -14,7 +14,7 @@ use nvo_pipeline::{BumMode, Mac, NetworkSpec, ProfileTag, Vni};
 use serde::Serialize;
 
 use crate::config::{Config, LearnShare};
-use crate::state::{BumState, NetworkState, PortKindState};
+use crate::state::{evpn_serves, BumState, NetworkState, PortKindState};
 
 pub use crate::values::{
     check_ifname, check_vni, parse_ip, parse_mac, parse_vni, ValueError, DEFAULT_ENCAP, MAX_MTU,
@@ -367,8 +367,7 @@ pub fn network_state(
         }
         flood.push(remote);
     }
-    // EVPN serves the VXLAN L2 networks (Control::publish_networks) once BGP is configured.
-    let (learn_ports, learn_tunnels) = learning(spec, bgp && encap == DEFAULT_ENCAP && !l3)?;
+    let (learn_ports, learn_tunnels) = learning(spec, bgp && evpn_serves(&encap, l3))?;
     Ok(NetworkState {
         mtu,
         learning: learn_ports || learn_tunnels,

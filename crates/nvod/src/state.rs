@@ -165,6 +165,13 @@ impl NetworkState {
     }
 }
 
+/// Whether the EVPN speaker serves a network of profile `encap` (while BGP is configured): the
+/// VXLAN L2 networks (RFC 8365), whose MACs it advertises and whose remotes it learns — so such a
+/// network does not learn from tunnels by default.
+pub fn evpn_serves(encap: &str, l3: bool) -> bool {
+    encap == "vxlan" && !l3
+}
+
 fn default_encap() -> String {
     crate::values::DEFAULT_ENCAP.to_owned()
 }

@@ -7,17 +7,14 @@ use nvo_evpn::{self as evpn, DataPlane, DataPlaneError, Request};
 use nvo_pipeline::{EvpnApplied, EvpnChange, LocalHosts, Vni};
 
 use super::{Control, Failure, Kind};
+use crate::state::evpn_serves;
 
 impl Control {
     /// Starts the EVPN speaker (after [`Control::restore`]) with the saved configuration, or
     /// the config file's while the API never set one.
     pub fn start_evpn(&mut self) {
         self.publish_networks();
-        let initial = if self.state.bgp_off {
-            None
-        } else {
-            self.state.bgp.clone().or_else(|| self.config.bgp.clone())
-        };
+        let initial = self.bgp_in_effect().cloned();
         let handle = evpn::spawn(
             SpeakerPath(self.datapath.clone()),
             &self.config.state_dir,
@@ -35,7 +32,7 @@ impl Control {
             .state
             .networks
             .iter()
-            .filter(|(_, n)| n.encap == "vxlan" && !n.l3)
+            .filter(|(_, n)| evpn_serves(&n.encap, n.l3))
             .map(|(&vni, n)| (vni, n.flood.iter().copied().collect()))
             .collect();
         self.evpn_networks.send_if_modified(|current| {
@@ -48,11 +45,20 @@ impl Control {
         });
     }
 
-    /// Whether nvod has a BGP configuration in effect (the API's, else the config file's
-    /// while the API never deleted it): the speaker then serves every VXLAN L2 network, and a
-    /// network created now does not learn from tunnels by default.
+    /// The BGP configuration in effect: the API's, else the config file's while the API never
+    /// deleted it.
+    fn bgp_in_effect(&self) -> Option<&api::BgpConfig> {
+        if self.state.bgp_off {
+            None
+        } else {
+            self.state.bgp.as_ref().or(self.config.bgp.as_ref())
+        }
+    }
+
+    /// Whether nvod has a BGP configuration in effect: the speaker then serves every network
+    /// [`evpn_serves`], and such a network created now does not learn from tunnels by default.
     pub(super) fn evpn_serves(&self) -> bool {
-        !self.state.bgp_off && (self.state.bgp.is_some() || self.config.bgp.is_some())
+        self.bgp_in_effect().is_some()
     }
 
     fn speaker(&self) -> Result<&evpn::Handle, Failure> {
