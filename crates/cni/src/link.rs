@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use nvo_wire::Mac;
 use serde_json::Value;
 
 use crate::error::{code, CniError};
@@ -120,13 +121,7 @@ pub fn mac(name: &str, netns: Option<&Path>) -> Result<Option<String>, CniError>
         Some(path) => in_netns(path, ask)?,
     };
     match answer {
-        Ok(i) => Ok(Some(
-            i.mac
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(":"),
-        )),
+        Ok(i) => Ok(Some(Mac(i.mac).to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(CniError::new(
             code::LINK,
