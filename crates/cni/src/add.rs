@@ -7,7 +7,7 @@ use std::path::Path;
 
 use nvo_api::Client;
 
-use crate::config::{Env, NetConf};
+use crate::config::{Command, Env, NetConf};
 use crate::error::{code, CniError};
 use crate::result::{parse_cidr, CniResult, Dns, Interface};
 use crate::{ipam, link, nvod};
@@ -95,7 +95,7 @@ fn attach(
     made.veth = true;
     nvod::add_port(client, host, conf.vni)?;
     made.port = true;
-    let answer = ipam::exec(conf, env, "ADD")?;
+    let answer = ipam::exec(conf, env, Command::Add)?;
     made.ipam = true;
     let ipam_error =
         |why: String| CniError::new(code::IPAM, format!("ipam plugin {}: {why}", conf.ipam_type));
@@ -208,7 +208,7 @@ fn container_commands(addressed: &CniResult, ifname: &str) -> Result<Vec<String>
 /// undone is said on standard error (the runtime logs it) — the error answer stays ADD's own.
 fn undo(env: &Env, conf: &NetConf, client: &Client, host: &str, made: &Made) {
     if made.ipam {
-        if let Err(e) = ipam::exec(conf, env, "DEL") {
+        if let Err(e) = ipam::exec(conf, env, Command::Del) {
             eprintln!("nvo-cni: rolling back ADD: {e}");
         }
     }

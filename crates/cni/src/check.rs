@@ -5,7 +5,7 @@
 
 use nvo_api::Client;
 
-use crate::config::{Env, NetConf};
+use crate::config::{Command, Env, NetConf};
 use crate::error::{code, CniError};
 use crate::{ipam, link, nvod};
 
@@ -81,7 +81,7 @@ pub fn check(env: &Env, conf: &NetConf) -> Result<(), CniError> {
             return Err(broken(format!("{ifname} lacks address {}", ip.address)));
         }
     }
-    ipam::exec(conf, env, "CHECK").map(|_| ())
+    ipam::exec(conf, env, Command::Check).map(|_| ())
 }
 
 /// Runs STATUS: nvod answers and has the network; then the IPAM plugin's STATUS if it speaks
@@ -96,7 +96,7 @@ pub fn status(env: &Env, conf: &NetConf) -> Result<(), CniError> {
         .details(e.details)
     })?;
     if !conf.ipam_type.is_empty() && ipam::speaks(conf, env, "1.1.0") {
-        ipam::exec(conf, env, "STATUS")?;
+        ipam::exec(conf, env, Command::Status)?;
     }
     Ok(())
 }

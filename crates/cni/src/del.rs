@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use nvo_api::Client;
 
-use crate::config::{Env, NetConf};
+use crate::config::{Command, Env, NetConf};
 use crate::error::CniError;
 use crate::{ipam, link, nvod};
 
@@ -17,7 +17,7 @@ pub fn del(env: &Env, conf: &NetConf) -> Result<(), CniError> {
     let host = link::host_name(&env.container_id, &env.ifname);
     nvod::delete_port(&client, &host)?;
     remove_veth(&host)?;
-    ipam::exec(conf, env, "DEL").map(|_| ())
+    ipam::exec(conf, env, Command::Del).map(|_| ())
 }
 
 fn remove_veth(host: &str) -> Result<(), CniError> {
@@ -49,7 +49,7 @@ pub fn gc(env: &Env, conf: &NetConf) -> Result<Vec<String>, CniError> {
         }
     }
     if !conf.ipam_type.is_empty() && ipam::speaks(conf, env, "1.1.0") {
-        ipam::exec(conf, env, "GC")?;
+        ipam::exec(conf, env, Command::Gc)?;
     }
     Ok(removed)
 }

@@ -8,7 +8,7 @@ use std::process::{Command as Process, Stdio};
 
 use serde_json::Value;
 
-use crate::config::{Env, NetConf};
+use crate::config::{Command, Env, NetConf};
 use crate::error::{code, CniError};
 
 /// Runs the IPAM plugin of `conf` for `command`; returns what it printed (ADD's result), or
@@ -17,7 +17,7 @@ use crate::error::{code, CniError};
 /// A 1.1.0 configuration is handed to a plugin that answers "incompatible version" (code 1) a
 /// second time as 1.0.0: the IPAM part of both versions is the same, and the plugins in Debian
 /// 12 (containernetworking-plugins 1.1.1) speak only up to 1.0.0.
-pub fn exec(conf: &NetConf, env: &Env, command: &str) -> Result<Option<Value>, CniError> {
+pub fn exec(conf: &NetConf, env: &Env, command: Command) -> Result<Option<Value>, CniError> {
     match exec_with(conf, env, command, &conf.raw) {
         Err(e) if e.code == code::INCOMPATIBLE_VERSION && conf.cni_version == "1.1.0" => {
             let mut older: Value = serde_json::from_slice(&conf.raw).map_err(|_| e.clone())?;
@@ -32,13 +32,13 @@ pub fn exec(conf: &NetConf, env: &Env, command: &str) -> Result<Option<Value>, C
 fn exec_with(
     conf: &NetConf,
     env: &Env,
-    command: &str,
+    command: Command,
     stdin_bytes: &[u8],
 ) -> Result<Option<Value>, CniError> {
     let plugin = find(conf, env)?;
     let context = |msg: String| format!("ipam plugin {}: {msg}", conf.ipam_type);
     let mut child = Process::new(&plugin)
-        .env("CNI_COMMAND", command)
+        .env("CNI_COMMAND", command.as_str())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -74,7 +74,8 @@ fn exec_with(
     Err(CniError::new(
         code::IPAM,
         context(format!(
-            "{command} failed ({}): {}",
+            "{} failed ({}): {}",
+            command.as_str(),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )),
@@ -83,7 +84,7 @@ fn exec_with(
 
 /// Whether the IPAM plugin says it speaks spec version `version` (asked with VERSION).
 pub fn speaks(conf: &NetConf, env: &Env, version: &str) -> bool {
-    exec(conf, env, "VERSION")
+    exec(conf, env, Command::Version)
         .ok()
         .flatten()
         .and_then(|v| {
