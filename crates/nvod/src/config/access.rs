@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::limits::{self, size};
 use super::{bad, ConfigError, ConfigFile};
 
 /// Default cap on concurrent API connections.
@@ -113,12 +114,7 @@ pub(super) fn connections(
     value: Option<usize>,
     default: usize,
 ) -> Result<usize, ConfigError> {
-    let value = value.unwrap_or(default);
-    if (1..=65536).contains(&value) {
-        Ok(value)
-    } else {
-        Err(bad(key, value, "must be 1 to 65536"))
-    }
+    size(key, value, default, 1 << 16, "must be 1 to 65536")
 }
 
 /// A listener's timeout in seconds (`*_header_timeout_s`, `*_idle_timeout_s`): 1 to 3600.
@@ -127,12 +123,7 @@ pub(super) fn seconds(
     value: Option<u64>,
     default: u64,
 ) -> Result<Duration, ConfigError> {
-    let value = value.unwrap_or(default);
-    if (1..=3600).contains(&value) {
-        Ok(Duration::from_secs(value))
-    } else {
-        Err(bad(key, value, "must be 1 to 3600"))
-    }
+    limits::key(key, value, default, 3600, "must be 1 to 3600").map(Duration::from_secs)
 }
 
 #[cfg(test)]
@@ -161,6 +152,7 @@ mod tests {
         );
         for (text, key) in [
             ("api_max_connections = 0\n", "api_max_connections"),
+            ("api_max_connections = 65537\n", "api_max_connections"),
             ("api_header_timeout_s = 0\n", "api_header_timeout_s"),
             ("api_idle_timeout_s = 4000\n", "api_idle_timeout_s"),
             ("port_kinds = [\"lo\"]\n", "port_kinds"),

@@ -59,7 +59,7 @@ impl Default for Limits {
 }
 
 /// One key: its value within 1..=max, else an error naming it.
-fn key<T: Copy + Into<u64> + std::fmt::Display>(
+pub(super) fn key<T: Copy + Into<u64> + std::fmt::Display>(
     name: &'static str,
     value: Option<T>,
     default: T,
@@ -73,7 +73,7 @@ fn key<T: Copy + Into<u64> + std::fmt::Display>(
     Ok(v)
 }
 
-fn size(
+pub(super) fn size(
     name: &'static str,
     value: Option<usize>,
     default: usize,
