@@ -20,8 +20,12 @@ fn flags(n: &Network) -> (bool, bool, bool) {
     (n.learning, n.learn_ports, n.learn_tunnels)
 }
 
-fn create(nvod: &Nvod, body: Value) -> (bool, bool, bool) {
-    flags(&nvod.post::<_, Network>("/v1/networks", &body))
+/// Creates each network, checking the flags nvod answers with (the failing body is named).
+fn create_each<const N: usize>(nvod: &Nvod, cases: [(Value, (bool, bool, bool)); N]) {
+    for (body, want) in cases {
+        let got = flags(&nvod.post::<_, Network>("/v1/networks", &body));
+        assert_eq!(got, want, "{body}");
+    }
 }
 
 #[test]
@@ -31,28 +35,27 @@ fn learning_settings_defaults_old_form_and_contradictions() {
     let mut nvod = Nvod::start(ns.name(), &scratch.0, LOCATOR, "");
 
     // Without BGP: both on by default; the old form turns both off; each alone.
-    assert_eq!(create(&nvod, json!({"vni": 100})), (true, true, true));
-    assert_eq!(
-        create(&nvod, json!({"vni": 101, "learning": false})),
-        (false, false, false)
-    );
-    assert_eq!(
-        create(&nvod, json!({"vni": 102, "learn_tunnels": false})),
-        (true, true, false)
-    );
-    assert_eq!(
-        create(
-            &nvod,
-            json!({"vni": 103, "learning": true, "learn_ports": false})
-        ),
-        (true, false, true)
-    );
-    assert_eq!(
-        create(
-            &nvod,
-            json!({"vni": 104, "learn_ports": false, "learn_tunnels": false})
-        ),
-        (false, false, false)
+    create_each(
+        &nvod,
+        [
+            (json!({"vni": 100}), (true, true, true)),
+            (
+                json!({"vni": 101, "learning": false}),
+                (false, false, false),
+            ),
+            (
+                json!({"vni": 102, "learn_tunnels": false}),
+                (true, true, false),
+            ),
+            (
+                json!({"vni": 103, "learning": true, "learn_ports": false}),
+                (true, false, true),
+            ),
+            (
+                json!({"vni": 104, "learn_ports": false, "learn_tunnels": false}),
+                (false, false, false),
+            ),
+        ],
     );
 
     // Contradictions: 400, one line naming the keys, nothing created.
@@ -84,18 +87,20 @@ fn learning_settings_defaults_old_form_and_contradictions() {
         "/v1/bgp",
         &json!({"asn": 65001, "router_id": LOCATOR, "neighbors": [{"address": "10.231.0.250"}]}),
     );
-    assert_eq!(create(&nvod, json!({"vni": 200})), (true, true, false));
-    assert_eq!(
-        create(&nvod, json!({"vni": 201, "encap": "geneve"})),
-        (true, true, true)
-    );
-    assert_eq!(
-        create(&nvod, json!({"vni": 202, "learn_tunnels": true})),
-        (true, true, true)
-    );
-    assert_eq!(
-        create(&nvod, json!({"vni": 203, "learning": false})),
-        (false, false, false)
+    create_each(
+        &nvod,
+        [
+            (json!({"vni": 200}), (true, true, false)),
+            (json!({"vni": 201, "encap": "geneve"}), (true, true, true)),
+            (
+                json!({"vni": 202, "learn_tunnels": true}),
+                (true, true, true),
+            ),
+            (
+                json!({"vni": 203, "learning": false}),
+                (false, false, false),
+            ),
+        ],
     );
     let message = nvod.expect_error(
         "POST",
