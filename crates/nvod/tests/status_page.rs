@@ -182,7 +182,7 @@ fn status_json_shows_host_peers_networks_traffic_and_events() {
     assert!(
         events
             .iter()
-            .any(|e| e["type"] == "overlay.node" && e["text"] == "node 5 set: 10.209.0.5"),
+            .any(|e| e["type"] == "overlay.node" && e["text"] == "node set 5 locators 10.209.0.5@1"),
         "{events:?}"
     );
     // Traffic into the port: ARP requests for an absent neighbour, flooded to 10.209.0.2 —

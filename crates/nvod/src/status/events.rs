@@ -55,53 +55,12 @@ impl Recent {
 pub async fn follow(mut rx: broadcast::Receiver<api::OverlayEvent>, recent: Recent) {
     loop {
         match rx.recv().await {
-            Ok(event) => recent.push(format!("overlay.{}", event.kind()), describe(&event)),
+            Ok(event) => recent.push(format!("overlay.{}", event.kind()), event.summary()),
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 recent.push("lagged", format!("{n} overlay events missed"));
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
-    }
-}
-
-/// One line for an overlay event.
-pub fn describe(event: &api::OverlayEvent) -> String {
-    use api::OverlayEvent as E;
-    let action = |a: &api::EventAction| match a {
-        api::EventAction::Set => "set",
-        api::EventAction::Removed => "removed",
-    };
-    match event {
-        E::Node {
-            action: a,
-            node,
-            locators,
-        } => {
-            let at: Vec<String> = locators
-                .iter()
-                .flatten()
-                .map(|l| l.addr.to_string())
-                .collect();
-            if at.is_empty() {
-                format!("node {node} {}", action(a))
-            } else {
-                format!("node {node} {}: {}", action(a), at.join(", "))
-            }
-        }
-        E::Route {
-            action: a,
-            app,
-            dst,
-            next_hops,
-        } => {
-            let via: Vec<String> = next_hops.iter().flatten().map(u32::to_string).collect();
-            if via.is_empty() {
-                format!("route {app} to {dst} {}", action(a))
-            } else {
-                format!("route {app} to {dst} {} via {}", action(a), via.join(", "))
-            }
-        }
-        E::Own { node, .. } => format!("own node id set to {node}"),
     }
 }
 
@@ -192,8 +151,8 @@ mod tests {
         let list = recent.list();
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].kind, "overlay.node");
-        assert_eq!(list[0].text, "node 7 set: 10.0.0.7");
+        assert_eq!(list[0].text, "node set 7 locators 10.0.0.7@1");
         assert_eq!(list[1].kind, "overlay.route");
-        assert_eq!(list[1].text, "route default to 9 removed");
+        assert_eq!(list[1].text, "route removed default 9");
     }
 }
