@@ -83,7 +83,7 @@ fn the_page_is_served_self_contained_with_strict_headers() {
     assert!(!body.contains(" src=") && !body.contains(" href="));
     let handler = regex_like_handler(&body);
     assert!(handler.is_none(), "inline handler: {handler:?}");
-    // The script the policy allows is the page's: its hash, by coreutils.
+    // The script the policy allows is the page's: its hash, by openssl.
     let script = body
         .split_once("<script>")
         .and_then(|(_, rest)| rest.split_once("</script>"))
