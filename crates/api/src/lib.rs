@@ -7,11 +7,13 @@
 //! changes the API by accident.
 
 mod client;
+mod events;
 mod evpn;
 mod monitor;
 mod types;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
+pub use events::{EventAction, OverlayEvent};
 pub use evpn::*;
 pub use monitor::{MonitorEvent, MonitorType};
 pub use types::*;

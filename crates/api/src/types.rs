@@ -555,64 +555,6 @@ impl std::fmt::Display for OverlayApp {
     }
 }
 
-/// What happened to the object of an [`OverlayEvent`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventAction {
-    /// Created or replaced; the event carries the new value.
-    Set,
-    /// Deleted.
-    Removed,
-}
-
-/// One event of `GET /v1/events`, a server-sent event stream: `event:` is the kind ("node",
-/// "route" or "own", [`OverlayEvent::kind`]) and `data:` this value as one line of JSON,
-/// `{"kind": ..., "action": "set"|"removed", ...}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum OverlayEvent {
-    /// A node's locators were set, or the node removed.
-    Node {
-        /// Set or removed.
-        action: EventAction,
-        /// The node.
-        node: u32,
-        /// Its locators now (absent when removed).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        locators: Option<Vec<LocatorSpec>>,
-    },
-    /// A route was set or removed.
-    Route {
-        /// Set or removed.
-        action: EventAction,
-        /// The application ([`OverlayApp::name`]).
-        app: String,
-        /// The destination node.
-        dst: u32,
-        /// Its next hops now (absent when removed).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        next_hops: Option<Vec<u32>>,
-    },
-    /// This node's own ID changed (action "set").
-    Own {
-        /// Always set.
-        action: EventAction,
-        /// The new own ID.
-        node: u32,
-    },
-}
-
-impl OverlayEvent {
-    /// The event's kind, the name of its `event:` line.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            OverlayEvent::Node { .. } => "node",
-            OverlayEvent::Route { .. } => "route",
-            OverlayEvent::Own { .. } => "own",
-        }
-    }
-}
-
 /// `POST /v1/overlay/probe`: measure the path to a node with overlay probes (VNI 0, payload
 /// "NVOP"): `count` requests to `dst`, straight along the routes or first to `via`'s locator
 /// (it relays them on by its own routes), then `timeout_ms` to wait for the replies.
@@ -698,36 +640,6 @@ mod tests {
             let c = serde_json::from_value::<OverlayInfo>(bad.clone()).is_err();
             assert!(a && b && c, "{bad}");
         }
-    }
-
-    #[test]
-    fn events_are_flat_objects_tagged_by_kind() {
-        let e = OverlayEvent::Route {
-            action: EventAction::Set,
-            app: OverlayApp::Ethernet.to_string(),
-            dst: 5,
-            next_hops: Some(vec![2, 3]),
-        };
-        assert_eq!(e.kind(), "route");
-        let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(
-            v,
-            json!({"kind": "route", "action": "set", "app": "ethernet", "dst": 5,
-                "next_hops": [2, 3]})
-        );
-        assert_eq!(serde_json::from_value::<OverlayEvent>(v).unwrap(), e);
-        let gone = OverlayEvent::Node {
-            action: EventAction::Removed,
-            node: 9,
-            locators: None,
-        };
-        assert_eq!(
-            serde_json::to_value(&gone).unwrap(),
-            json!({"kind": "node", "action": "removed", "node": 9})
-        );
-        let own: OverlayEvent =
-            serde_json::from_value(json!({"kind": "own", "action": "set", "node": 4})).unwrap();
-        assert_eq!(own.kind(), "own");
     }
 
     #[test]

@@ -134,10 +134,8 @@ pub fn event(r: &Record, vxlan_port: u16) -> MonitorEvent {
         ev.port = Some(name.as_str());
     }
     // A tunnel packet dropped before its network was known: the VNI its header carried.
-    if ev.network.is_none() && r.layer == Layer::Tunnel
-        || ev.network.is_none() && matches!(r.origin, Origin::Kernel { .. })
-    {
-        ev.network = decoded.vni;
+    if r.layer == Layer::Tunnel || matches!(r.origin, Origin::Kernel { .. }) {
+        ev.network = ev.network.or(decoded.vni);
     }
     ev.decode = Some(decoded.text);
     ev

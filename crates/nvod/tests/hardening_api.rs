@@ -4,7 +4,7 @@
 //! Content-Lengths and bodies that are not objects.
 //!
 //! ```text
-//!   ns nvoza-TAG-PID
+//!   ns nvo-TAG-PID
 //!  ┌───────────────────────────────────────────────────────────┐
 //!  │ nvod (locator 10.203.0.1 on u0, API socket in a scratch    │
 //!  │       directory)                                          │
@@ -32,18 +32,9 @@ const LOCATOR: &str = "10.203.0.1";
 /// The gid of `nogroup` (Debian) / `nobody` (others) and the uid of `nobody`.
 const NOBODY: u32 = 65534;
 
-/// A namespace named `nvoza-TAG-PID` with `lo` up and the underlay veth `u0` (holding the
-/// locator) / `u1`.
+/// `common::host` with the locator on `u0`.
 fn host(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&format!("nvoza-{tag}-{}", std::process::id())).unwrap();
-    ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    ns.ip(&["link", "add", "u0", "type", "veth", "peer", "name", "u1"])
-        .unwrap();
-    ns.ip(&["addr", "add", &format!("{LOCATOR}/24"), "dev", "u0"])
-        .unwrap();
-    ns.ip(&["link", "set", "u0", "up"]).unwrap();
-    ns.ip(&["link", "set", "u1", "up"]).unwrap();
-    ns
+    common::host(tag, &format!("{LOCATOR}/24"))
 }
 
 /// Runs nvod under `umask 000` (the wrapper's `$0` is nvod, `$@` its arguments).

@@ -5,7 +5,7 @@
 //! write appends the same bytes whether the tables hold 10 networks or 4000.
 //!
 //! ```text
-//!   ns nvozp-<test>-PID
+//!   ns nvo-<test>-PID
 //!  ┌─────────────────────────────────────┐
 //!  │ nvod (locator 10.207.0.1 on u0)     │
 //!  │ u0 ─veth─ u1                        │
@@ -28,18 +28,9 @@ use serde_json::json;
 
 const LOCATOR: &str = "10.207.0.1";
 
-/// A namespace (named nvozp-…) with `lo` up and the underlay pair u0/u1, u0 holding the
-/// locator.
+/// `common::host` with the locator on `u0`.
 fn host(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&format!("nvozp-{tag}-{}", std::process::id())).unwrap();
-    ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    ns.ip(&["link", "add", "u0", "type", "veth", "peer", "name", "u1"])
-        .unwrap();
-    ns.ip(&["addr", "add", &format!("{LOCATOR}/24"), "dev", "u0"])
-        .unwrap();
-    ns.ip(&["link", "set", "u0", "up"]).unwrap();
-    ns.ip(&["link", "set", "u1", "up"]).unwrap();
-    ns
+    common::host(tag, &format!("{LOCATOR}/24"))
 }
 
 fn mode(path: &Path) -> u32 {

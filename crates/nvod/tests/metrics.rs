@@ -3,7 +3,7 @@
 //! drop reasons and BGP sessions nvod has; the listener is read-only and bounded like the API.
 //!
 //! ```text
-//!  ns nvozm-metrics-PID
+//!  ns nvo-TAG-PID
 //! ┌───────────────────────────────────────────────────────────────┐
 //! │  nvod  api: DIR/nvod.sock   metrics: 127.0.0.1:9477 (lo)      │
 //! │    locator 10.209.0.1 on u0 ── u1 (veth, nobody behind it)     │
@@ -23,72 +23,22 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{wait_for, Nvod, Scratch};
-use nvo_io::netns::{run_in, NamedNetns};
+use common::{
+    host_with_port, http_connect, http_exchange, start_with_http, wait_for, Nvod, Scratch,
+};
+use nvo_io::netns::NamedNetns;
 use serde_json::json;
 
-const METRICS: &str = "127.0.0.1:9477";
-
-fn host(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&format!("nvozm-{tag}-{}", std::process::id())).unwrap();
-    for args in [
-        "link set lo up",
-        "link add u0 type veth peer name u1",
-        "addr add 10.209.0.1/24 dev u0",
-        "link set u0 up",
-        "link set u1 up",
-        "link add c0 type veth peer name c1",
-        "addr add 10.0.0.1/24 dev c1",
-        "link set c0 up",
-        "link set c1 up",
-    ] {
-        ns.ip(&args.split(' ').collect::<Vec<_>>()).unwrap();
-    }
-    ns
-}
-
 fn start(ns: &NamedNetns, dir: &Scratch) -> Nvod {
-    Nvod::start(
-        ns.name(),
+    start_with_http(
+        ns,
         &dir.0,
-        "10.209.0.1",
-        &format!(
-            "http_listen = \"{METRICS}\"\nhttp_max_connections = 4\nhttp_header_timeout_s = 1\n\
-             [bgp]\nasn = 65001\nrouter_id = \"10.209.0.1\"\n\
-             neighbors = [{{address = \"10.209.0.250\"}}]\n"
-        ),
+        "http_max_connections = 4\nhttp_header_timeout_s = 1\n",
     )
 }
 
-/// A TCP connection to the metrics address, made inside `ns`.
-fn connect(ns: &NamedNetns) -> TcpStream {
-    let stream = run_in(ns.name(), || TcpStream::connect(METRICS))
-        .unwrap()
-        .unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-}
-
-/// Sends `request` as is and reads the answer to its end: (status, head, body).
-fn exchange(ns: &NamedNetns, request: &str) -> (u16, String, String) {
-    let mut s = connect(ns);
-    s.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    s.read_to_end(&mut answer).unwrap();
-    let text = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_owned(), body.to_owned())
-}
-
 fn scrape(ns: &NamedNetns) -> String {
-    let (status, head, body) = exchange(
+    let (status, head, body) = http_exchange(
         ns,
         "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
@@ -109,7 +59,7 @@ fn value(text: &str, series: &str) -> Option<f64> {
 
 #[test]
 fn a_scrape_shows_every_family_and_passes_promtool() {
-    let ns = host("metrics");
+    let ns = host_with_port("metrics");
     let dir = Scratch::new("metrics");
     let nvod = start(&ns, &dir);
     let _: serde_json::Value = nvod.post(
@@ -230,22 +180,22 @@ fn a_scrape_shows_every_family_and_passes_promtool() {
 
 #[test]
 fn the_listener_is_read_only_and_bounded() {
-    let ns = host("mbound");
+    let ns = host_with_port("mbound");
     let dir = Scratch::new("mbound");
     let nvod = start(&ns, &dir);
-    let (status, head, body) = exchange(
+    let (status, head, body) = http_exchange(
         &ns,
         "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 405, "{head}\n{body}");
     assert!(head.to_ascii_lowercase().contains("allow: get"), "{head}");
     // Nothing that changes state is reachable: the API's paths are not here.
-    let (status, _, _) = exchange(
+    let (status, _, _) = http_exchange(
         &ns,
         "POST /v1/networks HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\nConnection: close\r\n\r\n{\"vni\": 7}\r\n",
     );
     assert!(status == 404 || status == 413, "{status}");
-    let (status, _, _) = exchange(
+    let (status, _, _) = http_exchange(
         &ns,
         "GET /v1/node HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
@@ -254,14 +204,14 @@ fn the_listener_is_read_only_and_bounded() {
     assert!(networks.is_empty());
     // No request body: a declared one is refused at once, before any of it is sent.
     let started = Instant::now();
-    let (status, _, body) = exchange(
+    let (status, _, body) = http_exchange(
         &ns,
         "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n",
     );
     assert_eq!(status, 413, "{body}");
     assert!(started.elapsed() < Duration::from_millis(500));
     // A client that never finishes its header is closed by http_header_timeout_s (1 s).
-    let mut slow = connect(&ns);
+    let mut slow = http_connect(&ns);
     slow.write_all(b"GET /metrics HTTP/1.1\r\nHost:").unwrap();
     let started = Instant::now();
     let mut buf = [0u8; 512];
@@ -272,7 +222,7 @@ fn the_listener_is_read_only_and_bounded() {
         "closed after {took:?}, read {n} bytes"
     );
     // At the cap (http_max_connections = 4), idle connections make room for a new client.
-    let idle: Vec<TcpStream> = (0..10).map(|_| connect(&ns)).collect();
+    let idle: Vec<TcpStream> = (0..10).map(|_| http_connect(&ns)).collect();
     let text = scrape(&ns);
     assert!(text.contains("nvo_build_info"));
     drop(idle);
@@ -282,7 +232,7 @@ fn the_listener_is_read_only_and_bounded() {
 
 #[test]
 fn an_address_that_cannot_be_bound_stops_nvod_with_one_line() {
-    let ns = host("mbind");
+    let ns = host_with_port("mbind");
     let dir = Scratch::new("mbind");
     let (status, log) = Nvod::start_failing(
         ns.name(),

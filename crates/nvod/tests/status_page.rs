@@ -4,7 +4,7 @@
 //! traffic, drops and recent events; the listener stays read-only.
 //!
 //! ```text
-//!  ns ui-status-PID
+//!  ns nvo-TAG-PID
 //! ┌───────────────────────────────────────────────────────────────┐
 //! │  nvod  api: DIR/nvod.sock   http: 127.0.0.1:9477 (lo)         │
 //! │    locator 10.209.0.1 on u0 ── u1 (veth, nobody behind it)     │
@@ -19,69 +19,20 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{wait_for, Nvod, Scratch};
-use nvo_io::netns::{run_in, NamedNetns};
+use common::{host_with_port, http_exchange, start_with_http, wait_for, Nvod, Scratch, HTTP};
+use nvo_io::netns::NamedNetns;
 use serde_json::{json, Value};
 
-const HTTP: &str = "127.0.0.1:9477";
-
-fn host(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&format!("ui-{tag}-{}", std::process::id())).unwrap();
-    for args in [
-        "link set lo up",
-        "link add u0 type veth peer name u1",
-        "addr add 10.209.0.1/24 dev u0",
-        "link set u0 up",
-        "link set u1 up",
-        "link add c0 type veth peer name c1",
-        "addr add 10.0.0.1/24 dev c1",
-        "link set c0 up",
-        "link set c1 up",
-    ] {
-        ns.ip(&args.split(' ').collect::<Vec<_>>()).unwrap();
-    }
-    ns
-}
-
 fn start(ns: &NamedNetns, dir: &Scratch) -> Nvod {
-    Nvod::start(
-        ns.name(),
-        &dir.0,
-        "10.209.0.1",
-        &format!(
-            "http_listen = \"{HTTP}\"\n\
-             [bgp]\nasn = 65001\nrouter_id = \"10.209.0.1\"\n\
-             neighbors = [{{address = \"10.209.0.250\"}}]\n"
-        ),
-    )
-}
-
-/// Sends `request` as is and reads the answer to its end: (status, head, body).
-fn exchange(ns: &NamedNetns, request: &str) -> (u16, String, String) {
-    let mut s = run_in(ns.name(), || TcpStream::connect(HTTP))
-        .unwrap()
-        .unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    s.read_to_end(&mut answer).unwrap();
-    let text = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_owned(), body.to_owned())
+    start_with_http(ns, &dir.0, "")
 }
 
 fn get(ns: &NamedNetns, path: &str) -> (u16, String, String) {
-    exchange(
+    http_exchange(
         ns,
         &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
     )
@@ -108,7 +59,7 @@ fn header<'a>(head: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn the_page_is_served_self_contained_with_strict_headers() {
-    let ns = host("page");
+    let ns = host_with_port("page");
     let dir = Scratch::new("uipage");
     let _nvod = start(&ns, &dir);
     let (code, head, body) = get(&ns, "/");
@@ -132,7 +83,7 @@ fn the_page_is_served_self_contained_with_strict_headers() {
     assert!(!body.contains(" src=") && !body.contains(" href="));
     let handler = regex_like_handler(&body);
     assert!(handler.is_none(), "inline handler: {handler:?}");
-    // The script the policy allows is the page's: its hash, by coreutils.
+    // The script the policy allows is the page's: its hash, by openssl.
     let script = body
         .split_once("<script>")
         .and_then(|(_, rest)| rest.split_once("</script>"))
@@ -154,7 +105,7 @@ fn the_page_is_served_self_contained_with_strict_headers() {
         }
     }
     // HEAD works, anything else is refused: the listener is read-only.
-    let (code, _, _) = exchange(
+    let (code, _, _) = http_exchange(
         &ns,
         "HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
@@ -164,7 +115,7 @@ fn the_page_is_served_self_contained_with_strict_headers() {
         "PUT /status.json HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
         "DELETE /status.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     ] {
-        let (code, head, _) = exchange(&ns, request);
+        let (code, head, _) = http_exchange(&ns, request);
         assert_eq!(code, 405, "{request}: {head}");
     }
 }
@@ -182,7 +133,7 @@ fn regex_like_handler(page: &str) -> Option<String> {
 
 #[test]
 fn status_json_shows_host_peers_networks_traffic_and_events() {
-    let ns = host("json");
+    let ns = host_with_port("json");
     let dir = Scratch::new("uijson");
     let nvod = start(&ns, &dir);
     let _: Value = nvod.post(
@@ -231,7 +182,7 @@ fn status_json_shows_host_peers_networks_traffic_and_events() {
     assert!(
         events
             .iter()
-            .any(|e| e["type"] == "overlay.node" && e["text"] == "node 5 set: 10.209.0.5"),
+            .any(|e| e["type"] == "overlay.node" && e["text"] == "node set 5 locators 10.209.0.5@1"),
         "{events:?}"
     );
     // Traffic into the port: ARP requests for an absent neighbour, flooded to 10.209.0.2 —

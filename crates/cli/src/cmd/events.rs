@@ -8,12 +8,10 @@
 use std::io::{self, BufRead, Write};
 
 use clap::Args;
-use nvo_api::{Client, ClientError, EventAction, OverlayEvent};
+use nvo_api::{Client, ClientError, OverlayEvent};
 
-use super::overlay::locator;
 use super::sse::{self, Follow, Sse};
 use super::{CliError, Format};
-use crate::table::list;
 
 /// `nvo events`.
 #[derive(Debug, Args)]
@@ -54,35 +52,9 @@ pub fn follow(
 /// One line for an event: `kind action object details`, or the raw data when it is not an
 /// event this CLI knows.
 pub fn event_line(e: &Sse) -> String {
-    let Ok(event) = serde_json::from_str::<OverlayEvent>(&e.data) else {
-        return format!("{} {}", e.event, e.data.replace('\n', " "));
-    };
-    let action = |a: EventAction| match a {
-        EventAction::Set => "set",
-        EventAction::Removed => "removed",
-    };
-    match event {
-        OverlayEvent::Node {
-            action: a,
-            node,
-            locators,
-        } => match locators {
-            Some(l) => {
-                let items: Vec<String> = l.iter().map(locator).collect();
-                format!("node {} {node} locators {}", action(a), list(&items))
-            }
-            None => format!("node {} {node}", action(a)),
-        },
-        OverlayEvent::Route {
-            action: a,
-            app,
-            dst,
-            next_hops,
-        } => match next_hops {
-            Some(h) => format!("route {} {app} {dst} via {}", action(a), list(&h)),
-            None => format!("route {} {app} {dst}", action(a)),
-        },
-        OverlayEvent::Own { action: a, node } => format!("own {} {node}", action(a)),
+    match serde_json::from_str::<OverlayEvent>(&e.data) {
+        Ok(event) => event.summary(),
+        Err(_) => format!("{} {}", e.event, e.data.replace('\n', " ")),
     }
 }
 

@@ -1,39 +1,42 @@
-//! `nvo monitor`'s listeners ([`Control::monitor_subscribe`]), and what a metrics scrape reads: one [`nvo_observe::Snapshot`], taken through the commands the
-//! API's reads use (`GET /v1/counters`, `GET /v1/networks`, `GET /v1/bgp`). The datapath thread
-//! answers them between its batches from its own tables: a scrape holds no lock the datapath
-//! takes, and the datapath never waits for it.
+//! `nvo monitor`'s listeners ([`Control::monitor_subscribe`]), and what a metrics scrape and
+//! the status page read: the counters, the networks and the BGP summary ([`Control::observed`]),
+//! taken through the commands the API's reads use (`GET /v1/counters`, `GET /v1/networks`,
+//! `GET /v1/bgp`). The datapath thread answers them between its batches from its own tables: a
+//! scrape holds no lock the datapath takes, and the datapath never waits for it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use nvo_api as api;
 use nvo_observe::{NetworkTables, Snapshot, Table};
 
 use nvo_observe::monitor::{Filter, Listener};
-use nvo_pipeline::DropReason;
+use nvo_pipeline::{DropReason, NetworkView};
 
 use super::{unexpected, Control, Failure, Kind};
 use nvo_datapath::{Command, Reply};
 
-/// How long a scrape waits for the EVPN speaker's summary.
+/// How long a scrape or a status poll waits for the EVPN speaker's summary.
 const BGP_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What a metrics scrape and a status poll both read, at one moment.
+pub(super) struct Observed {
+    pub counters: api::Counters,
+    /// The datapath's view of each network.
+    pub views: Vec<NetworkView>,
+    /// The speaker's summary; `None` without a speaker, or when it does not answer within
+    /// [`BGP_TIMEOUT`] — that leaves the BGP part out, not the whole read.
+    pub bgp: Option<api::BgpSummary>,
+}
 
 impl Control {
     /// Everything the metrics families show, at this moment.
     pub async fn snapshot(&self) -> Result<Snapshot, Failure> {
-        let counters = self.counters().await?;
-        let views = match self.query(Command::Networks).await? {
-            Reply::Networks(views) => views,
-            other => return Err(unexpected(other)),
-        };
-        let bgp = match &self.evpn {
-            // A speaker that does not answer at once leaves the BGP families out, not the
-            // scrape.
-            Some(_) => tokio::time::timeout(BGP_TIMEOUT, self.bgp_summary())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .filter(|s| s.config.is_some()),
-            None => None,
-        };
+        let Observed {
+            counters,
+            views,
+            bgp,
+        } = self.observed().await?;
         let limits = &self.config.limits;
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         let overlay_routes = self.state.overlay.routes.values().map(|r| r.len()).max();
@@ -65,12 +68,7 @@ impl Control {
             .iter()
             .map(|v| NetworkTables {
                 vni: v.vni.0,
-                profile: self
-                    .state
-                    .networks
-                    .get(&v.vni.0)
-                    .map(|n| n.encap.clone())
-                    .unwrap_or_default(),
+                profile: self.profile_of(v.vni.0),
                 tables: vec![
                     table("flood", v.flood.len(), p.max_flood),
                     table("static_fdb", v.static_entries, p.max_static_fdb),
@@ -91,16 +89,51 @@ impl Control {
             counters,
             tables,
             networks,
-            ports: self
-                .state
-                .ports
-                .iter()
-                .map(|(name, port)| (name.clone(), port.vni))
-                .collect(),
+            ports: self.port_networks(),
             bgp,
             stt_limit_bytes: count(self.config.stt_reassembly.max_bytes),
             monitor_lost: self.monitor.as_ref().map(|m| m.lost()).unwrap_or_default(),
         })
+    }
+
+    /// The counters, the networks and the BGP summary (see [`Observed`]).
+    pub(super) async fn observed(&self) -> Result<Observed, Failure> {
+        let counters = self.counters().await?;
+        let views = match self.query(Command::Networks).await? {
+            Reply::Networks(views) => views,
+            other => return Err(unexpected(other)),
+        };
+        let bgp = match &self.evpn {
+            Some(_) => tokio::time::timeout(BGP_TIMEOUT, self.bgp_summary())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .filter(|s| s.config.is_some()),
+            None => None,
+        };
+        Ok(Observed {
+            counters,
+            views,
+            bgp,
+        })
+    }
+
+    /// The encapsulation profile of network `vni` (empty if it was removed meanwhile).
+    pub(super) fn profile_of(&self, vni: u32) -> String {
+        self.state
+            .networks
+            .get(&vni)
+            .map(|n| n.encap.clone())
+            .unwrap_or_default()
+    }
+
+    /// Each port's network.
+    pub(super) fn port_networks(&self) -> BTreeMap<String, u32> {
+        self.state
+            .ports
+            .iter()
+            .map(|(name, port)| (name.clone(), port.vni))
+            .collect()
     }
 
     /// Gives `GET /v1/monitor` its listeners (set once at start).

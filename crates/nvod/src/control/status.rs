@@ -2,25 +2,19 @@
 //! (small ones only), overlay nodes and BGP sessions, through the commands the API's reads use.
 //! Like a metrics scrape, it holds no lock the datapath takes.
 
-use std::time::Duration;
-
-use nvo_datapath::{Command, Reply};
-
-use super::{unexpected, Control, Failure};
+use super::observe::Observed;
+use super::{Control, Failure};
 use crate::status::model::{Inputs, NetworkInput, MAX_FDB_LISTED, MAX_FDB_NETWORKS};
-
-/// How long a poll waits for the EVPN speaker's summary.
-const BGP_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Control {
     /// Everything the status page shows of the control state, at this moment.
     pub async fn status_inputs(&self) -> Result<Inputs, Failure> {
         let node = self.node();
-        let counters = self.counters().await?;
-        let views = match self.query(Command::Networks).await? {
-            Reply::Networks(views) => views,
-            other => return Err(unexpected(other)),
-        };
+        let Observed {
+            counters,
+            views,
+            bgp,
+        } = self.observed().await?;
         let mut networks = Vec::with_capacity(views.len());
         let (mut budget, mut lists) = (MAX_FDB_LISTED, MAX_FDB_NETWORKS);
         for v in views {
@@ -35,12 +29,7 @@ impl Control {
             };
             networks.push(NetworkInput {
                 vni: v.vni.0,
-                profile: self
-                    .state
-                    .networks
-                    .get(&v.vni.0)
-                    .map(|n| n.encap.clone())
-                    .unwrap_or_default(),
+                profile: self.profile_of(v.vni.0),
                 flood: v.flood,
                 learned: v.learned,
                 static_entries: v.static_entries,
@@ -63,25 +52,12 @@ impl Control {
             .get(&own)
             .map(|ls| ls.iter().map(|l| l.addr).collect())
             .unwrap_or_default();
-        let bgp = match &self.evpn {
-            Some(_) => tokio::time::timeout(BGP_TIMEOUT, self.bgp_summary())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .filter(|s| s.config.is_some()),
-            None => None,
-        };
         Ok(Inputs {
             node,
             overlay_locators,
             counters,
             networks,
-            ports: self
-                .state
-                .ports
-                .iter()
-                .map(|(name, port)| (name.clone(), port.vni))
-                .collect(),
+            ports: self.port_networks(),
             overlay_nodes,
             bgp,
         })

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use nvo_api as api;
 use serde::Serialize;
@@ -55,7 +55,7 @@ impl Recent {
 pub async fn follow(mut rx: broadcast::Receiver<api::OverlayEvent>, recent: Recent) {
     loop {
         match rx.recv().await {
-            Ok(event) => recent.push(format!("overlay.{}", event.kind()), describe(&event)),
+            Ok(event) => recent.push(format!("overlay.{}", event.kind()), event.summary()),
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 recent.push("lagged", format!("{n} overlay events missed"));
             }
@@ -64,80 +64,16 @@ pub async fn follow(mut rx: broadcast::Receiver<api::OverlayEvent>, recent: Rece
     }
 }
 
-/// One line for an overlay event.
-pub fn describe(event: &api::OverlayEvent) -> String {
-    use api::OverlayEvent as E;
-    let action = |a: &api::EventAction| match a {
-        api::EventAction::Set => "set",
-        api::EventAction::Removed => "removed",
-    };
-    match event {
-        E::Node {
-            action: a,
-            node,
-            locators,
-        } => {
-            let at: Vec<String> = locators
-                .iter()
-                .flatten()
-                .map(|l| l.addr.to_string())
-                .collect();
-            if at.is_empty() {
-                format!("node {node} {}", action(a))
-            } else {
-                format!("node {node} {}: {}", action(a), at.join(", "))
-            }
-        }
-        E::Route {
-            action: a,
-            app,
-            dst,
-            next_hops,
-        } => {
-            let via: Vec<String> = next_hops.iter().flatten().map(u32::to_string).collect();
-            if via.is_empty() {
-                format!("route {app} to {dst} {}", action(a))
-            } else {
-                format!("route {app} to {dst} {} via {}", action(a), via.join(", "))
-            }
-        }
-        E::Own { node, .. } => format!("own node id set to {node}"),
-    }
-}
-
 /// `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, day) = civil(days);
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
-/// Year, month, day of `days` since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
+    let t = jiff::Timestamp::try_from(t).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!("{t:.3}")
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
 
@@ -192,8 +128,8 @@ mod tests {
         let list = recent.list();
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].kind, "overlay.node");
-        assert_eq!(list[0].text, "node 7 set: 10.0.0.7");
+        assert_eq!(list[0].text, "node set 7 locators 10.0.0.7@1");
         assert_eq!(list[1].kind, "overlay.route");
-        assert_eq!(list[1].text, "route default to 9 removed");
+        assert_eq!(list[1].text, "route removed default 9");
     }
 }

@@ -5,12 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nvo_api::{Client, ClientError};
-use nvo_io::netns::NamedNetns;
+use nvo_io::netns::{run_in, NamedNetns};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -44,6 +46,64 @@ pub fn host(tag: &str, address: &str) -> NamedNetns {
     ns.ip(&["link", "set", "u0", "up"]).unwrap();
     ns.ip(&["link", "set", "u1", "up"]).unwrap();
     ns
+}
+
+/// Where nvod's HTTP listener (`http_listen`: metrics, status page) answers inside the namespace.
+pub const HTTP: &str = "127.0.0.1:9477";
+
+/// `host` with the locator 10.209.0.1 and also a tenant veth pair `c0`/`c1` (`c1` holds
+/// 10.0.0.1/24), for a test that makes `c0` a port.
+pub fn host_with_port(tag: &str) -> NamedNetns {
+    let ns = host(tag, "10.209.0.1/24");
+    ns.ip(&["link", "add", "c0", "type", "veth", "peer", "name", "c1"])
+        .unwrap();
+    ns.ip(&["addr", "add", "10.0.0.1/24", "dev", "c1"]).unwrap();
+    ns.ip(&["link", "set", "c0", "up"]).unwrap();
+    ns.ip(&["link", "set", "c1", "up"]).unwrap();
+    ns
+}
+
+/// nvod in a `host_with_port` namespace with its HTTP listener on `HTTP` (`extra`: more
+/// top-level TOML lines) and a BGP neighbour, 10.209.0.250, that never answers.
+pub fn start_with_http(ns: &NamedNetns, dir: &Path, extra: &str) -> Nvod {
+    Nvod::start(
+        ns.name(),
+        dir,
+        "10.209.0.1",
+        &format!(
+            "http_listen = \"{HTTP}\"\n{extra}\
+             [bgp]\nasn = 65001\nrouter_id = \"10.209.0.1\"\n\
+             neighbors = [{{address = \"10.209.0.250\"}}]\n"
+        ),
+    )
+}
+
+/// A TCP connection to `HTTP`, made inside `ns`, whose reads give up after 10 s.
+pub fn http_connect(ns: &NamedNetns) -> TcpStream {
+    let stream = run_in(ns.name(), || TcpStream::connect(HTTP))
+        .unwrap()
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+}
+
+/// Sends `request` as is on a new connection to `HTTP` and reads the answer to its end:
+/// (status, head, body).
+pub fn http_exchange(ns: &NamedNetns, request: &str) -> (u16, String, String) {
+    let mut s = http_connect(ns);
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
 }
 
 /// An nvod process in a namespace; killed (SIGKILL) and reaped on drop.
