@@ -324,13 +324,15 @@ fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use etherparse::{PacketBuilder, SlicedPacket, TransportSlice};
+    use etherparse::{IpHeaders, PacketBuilder, PacketBuilderStep, SlicedPacket, TransportSlice};
 
-    fn tcp_frame(v6: bool, payload: &[u8], flags_fin_psh_cwr: bool) -> Vec<u8> {
+    /// A frame from 02::01 to 02::02 up to its IP header: 10.0.0.1 → 10.0.0.2, or
+    /// 2001:db8::1 → 2001:db8::2 when `v6` (the coalescer's tests build on it too).
+    pub(crate) fn ip_builder(v6: bool) -> PacketBuilderStep<IpHeaders> {
         let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
-        let b = if v6 {
+        if v6 {
             b.ipv6(
                 [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
                 [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
@@ -338,8 +340,11 @@ mod tests {
             )
         } else {
             b.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-        };
-        let mut b = b.tcp(40000, 80, 1_000_000, 65535).ack(7);
+        }
+    }
+
+    fn tcp_frame(v6: bool, payload: &[u8], flags_fin_psh_cwr: bool) -> Vec<u8> {
+        let mut b = ip_builder(v6).tcp(40000, 80, 1_000_000, 65535).ack(7);
         if flags_fin_psh_cwr {
             b = b.fin().psh().cwr();
         }
