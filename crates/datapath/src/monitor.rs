@@ -14,7 +14,8 @@
 //!
 //! Cost: with nobody listening, one relaxed load of [`Monitor::on`] per packet (in
 //! `Core::perform`, or where a tunnel packet is refused before the pipeline) and one per loop
-//! wake-up; in the kernel a call and one array-map lookup per drop. While someone listens, an event is a copy of the first
+//! wake-up, besides two plain stores per packet of where it came from (`Core::seen`,
+//! `Core::seen_vni`, for the record should there be one); in the kernel a call and one array-map lookup per drop. While someone listens, an event is a copy of the first
 //! [`CAPTURE`] bytes and a `try_send` into a bounded channel: a full ring counts the event as
 //! lost ([`Monitor::lost`]) and the datapath goes on — it never waits for a reader.
 //!
