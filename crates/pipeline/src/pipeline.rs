@@ -435,13 +435,11 @@ pub(crate) fn learn_into(
     port: Option<&mut PortCounters>,
 ) -> Learned {
     let bounds = bounds(net, dest);
-    // Only a monitor needs the old destination of a move: one more lookup while it listens.
-    let before = if events.on { net.fdb.lookup(src) } else { None };
     let verdict = net.fdb.learn(src, dest, now, bounds);
     if events.on {
         let change = match verdict {
             Learned::New => Some(FdbChange::Learned),
-            Learned::Moved { .. } => Some(FdbChange::Moved { from: before }),
+            Learned::Moved { from, .. } => Some(FdbChange::Moved { from: Some(from) }),
             _ => None,
         };
         if let Some(change) = change {
@@ -466,7 +464,7 @@ pub(crate) fn learn_into(
                 *generation += 1;
             }
         }
-        Learned::Moved { from_evpn } => {
+        Learned::Moved { from_evpn, .. } => {
             net.counters.moves += 1;
             net.counters.evpn_moves += u64::from(from_evpn);
             // To or from a local port, most likely; a move between remotes is rare enough
