@@ -297,8 +297,8 @@ fn a_network_without_learning_learns_nothing() {
     assert!(p.fdb_entries(VNI, t).unwrap().is_empty());
 }
 
-/// Network 100 as `setup` makes it (ports 1–3, r1 and r2 flooded to), learning from ports and
-/// from tunnels as given; frames from A on port 1 and from C behind r1.
+/// Network 100 with ports 1–3 and r1 in its flood list, learning from ports and from tunnels
+/// as given: where it learned A (a frame from port 1) and C (a packet from r1).
 fn learn_split(learn_ports: bool, learn_tunnels: bool) -> (Option<FdbDest>, Option<FdbDest>) {
     let mut p = Pipeline::new(Limits::default());
     p.add_network(NetworkSpec {
