@@ -128,11 +128,8 @@ pub(crate) fn fold(mut acc: u64) -> u16 {
 }
 
 /// Folds a sum to 16 bits and complements it.
-fn finish(mut acc: u64) -> u16 {
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    !(acc as u16)
+fn finish(acc: u64) -> u16 {
+    !fold(acc)
 }
 
 /// Finishes a `CHECKSUM_PARTIAL` frame: sums from `csum_start` to the end (the field already
@@ -238,12 +235,9 @@ impl Segmenter {
     /// would start from.
     pub(crate) fn set_partial_checksum(&self, frame: &mut [u8]) {
         let l4_len = frame.len() - self.l4;
-        let mut acc = self.pseudo_header_sum(frame, l4_len);
-        while acc >> 16 != 0 {
-            acc = (acc & 0xffff) + (acc >> 16);
-        }
+        let sum = fold(self.pseudo_header_sum(frame, l4_len));
         let field = self.l4 + usize::from(self.checksum_offset());
-        frame[field..field + 2].copy_from_slice(&(acc as u16).to_be_bytes());
+        frame[field..field + 2].copy_from_slice(&sum.to_be_bytes());
     }
 
     /// Writes segment `k` of `frame` into `out` and returns its length, or `None` when `out`
