@@ -36,8 +36,10 @@
 //! allocated when the coalescer is made); the caller flushes after every receive batch, so a
 //! segment waits at most one batch.
 
+use nvo_wire::EtherType;
+
 use crate::meta::{FrameMeta, Gso, GsoKind};
-use crate::vnet::{fold, sum_words_fast};
+use crate::vnet::{fold, ip_offset, sum_words_fast};
 use crate::MAX_FRAME;
 
 /// Largest IP packet a coalesced frame carries (the IPv4 total length field's limit).
@@ -292,7 +294,11 @@ impl Coalescer {
 /// Parses a TCP segment of an untagged or VLAN-tagged IPv4/IPv6 frame; `None` for anything
 /// else (no flow to keep in order). `mergeable` says whether the merge rules allow it at all.
 fn parse(frame: &[u8]) -> Option<Segment> {
-    let (l3, ipv4) = ip_offset(frame)?;
+    let (l3, ipv4) = match ip_offset(frame)? {
+        (l3, EtherType::Ipv4) => (l3, true),
+        (l3, EtherType::Ipv6) => (l3, false),
+        _ => return None,
+    };
     let ip = frame.get(l3..)?;
     let (l4, ip_len, ip_ok) = if ipv4 {
         let ihl = usize::from(ip.first()? & 0x0f) * 4;
@@ -344,19 +350,6 @@ fn parse(frame: &[u8]) -> Option<Segment> {
         payload,
         mergeable,
     })
-}
-
-/// Offset of the IP header after any 802.1Q/802.1ad tags, and whether it is IPv4.
-fn ip_offset(frame: &[u8]) -> Option<(usize, bool)> {
-    let mut off = 12;
-    loop {
-        match frame.get(off..off + 2)? {
-            [0x08, 0x00] => return Some((off + 2, true)),
-            [0x86, 0xdd] => return Some((off + 2, false)),
-            [0x81, 0x00] | [0x88, 0xa8] => off += 4,
-            _ => return None,
-        }
-    }
 }
 
 /// Whether the TCP checksum verifies (the folded sum over pseudo-header and segment is

@@ -305,7 +305,7 @@ impl Segmenter {
 }
 
 /// Offset of the IP header and its ethertype, after any 802.1Q/802.1ad tags.
-fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
+pub(crate) fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
     let mut off = 12;
     loop {
         let ethertype =
