@@ -50,7 +50,7 @@ fn drops_reach_the_monitor_ring_only_while_someone_listens() {
     assert_eq!(k.drop, Some(DropReason::NoDestination.code()));
     assert!(drained(&mut fx).is_empty(), "off: nothing recorded");
 
-    fx.mirror.set_monitor(true);
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_EVENTS);
     let (k, _) = fx.port_frame(1, &frame);
     assert_eq!(k.drop, Some(DropReason::NoDestination.code()));
     let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_DROP);
@@ -72,7 +72,7 @@ fn drops_reach_the_monitor_ring_only_while_someone_listens() {
     assert_eq!(&bytes[14..], &packet[..]);
     assert_eq!(fx.mirror.monitor_lost(), 0);
 
-    fx.mirror.set_monitor(false);
+    fx.mirror.set_monitor_bits(0);
     fx.port_frame(1, &frame);
     assert!(drained(&mut fx).is_empty(), "off again: nothing recorded");
 }
@@ -88,7 +88,7 @@ fn floods_the_kernel_sends_itself_are_recorded_while_someone_listens() {
     assert_eq!(k.outs.len(), 3, "port 2, R2, R3");
     assert!(drained(&mut fx).is_empty(), "off: nothing recorded");
 
-    fx.mirror.set_monitor(true);
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_EVENTS);
     fx.port_frame(1, &frame);
     // One record per flood, none per copy.
     let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_FLOOD);
@@ -107,7 +107,7 @@ fn floods_the_kernel_sends_itself_are_recorded_while_someone_listens() {
     assert_eq!(hdr.vni, 100);
     assert_eq!(&bytes[..], captured(&inner));
 
-    fx.mirror.set_monitor(false);
+    fx.mirror.set_monitor_bits(0);
     fx.port_frame(1, &frame);
     assert!(drained(&mut fx).is_empty(), "off again: nothing recorded");
 }
