@@ -254,8 +254,9 @@ struct Loop {
     last_error_log: Option<Instant>,
     /// How long to poll without sleeping after a packet (zero: never).
     busy_poll: Duration,
-    /// When the last round that handled packets began.
-    last_packet: Option<Instant>,
+    /// Until when the loop polls without sleeping: `busy_poll` after the last round that
+    /// handled packets began (in the past when there was none, or `busy_poll` is zero).
+    busy_until: Instant,
     /// Whether the monitor was on at the last wake-up (the pipeline's FDB events and the
     /// kernel's flag follow it).
     monitoring: bool,
@@ -294,7 +295,7 @@ impl Loop {
             next_tick: Instant::now() + TICK,
             last_error_log: None,
             busy_poll,
-            last_packet: None,
+            busy_until: Instant::now(),
             monitoring: false,
             tracing: false,
             fdb_events: Vec::new(),
@@ -307,10 +308,7 @@ impl Loop {
                 self.rebuild_poll_set();
             }
             let before = Instant::now();
-            let polling = self
-                .last_packet
-                .is_some_and(|t| before.saturating_duration_since(t) < self.busy_poll);
-            let timeout = if polling {
+            let timeout = if before < self.busy_until {
                 // Spinning, but not hogging: a process on this CPU the packet is for (the
                 // container's application, the other nvod on a small host) runs first.
                 std::thread::yield_now();
@@ -341,8 +339,8 @@ impl Loop {
                     handled |= self.port(self.polled_ports[k], now);
                 }
             }
-            if handled && !self.busy_poll.is_zero() {
-                self.last_packet = Some(now);
+            if handled {
+                self.busy_until = now + self.busy_poll;
             }
             let first_ring = first_port + self.polled_ports.len();
             if self.polled_kernel && (first_ring..first_ring + 3).any(|i| self.poller.is_ready(i)) {

@@ -7,16 +7,20 @@
 //! Learning happens inside the pipeline, where no action shows it: the pipeline notes learned,
 //! moved and aged MACs in a small bounded buffer of its own while the monitor is on
 //! (`Pipeline::set_fdb_events`), and the loop drains it after each wake-up. The eBPF programs
-//! write their drops and floods to a ring of their own (`nvo_monitor_event()` in bpf/common.h, only while a flag map
-//! says someone listens); the loop drains it with the kernel's other rings. Learned MACs on the
-//! eBPF path reach the pipeline through the learn ring, so they show up as the pipeline's
-//! events.
+//! write their drops, floods and traces to a ring of their own (`nvo_monitor_event()` in
+//! bpf/common.h, only while a flag map says someone listens); the loop drains it with the
+//! kernel's other rings. Learned MACs on the eBPF path reach the pipeline through the learn
+//! ring, so they show up as the pipeline's events.
 //!
 //! Cost: with nobody listening, one relaxed load of [`Monitor::on`] per packet (in
 //! `Core::perform`, or where a tunnel packet is refused before the pipeline) and one per loop
-//! wake-up; in the kernel a call and one array-map lookup per drop. While someone listens, an event is a copy of the first
-//! [`CAPTURE`] bytes and a `try_send` into a bounded channel: a full ring counts the event as
-//! lost ([`Monitor::lost`]) and the datapath goes on — it never waits for a reader.
+//! wake-up, besides two plain stores per packet of where it came from (`Core::seen`,
+//! `Core::seen_vni`, for the record should there be one). In the kernel, a call of
+//! `nvo_monitor_event()` and its lookup of the `monitor_on` array per drop, per flood and per
+//! copy sent (the trace sites call it whether or not traces are asked for). While someone
+//! listens, an event is a copy of the first [`CAPTURE`] bytes and a `try_send` into a bounded
+//! channel: a full ring counts the event as lost ([`Monitor::lost`]) and the datapath goes on
+//! — it never waits for a reader.
 //!
 //! Traces (one record per copy sent on) are recorded only while [`Monitor::tracing`] is set
 //! too: a listener asked for them (`type=trace`); the kernel follows it in bit 1 of its flag.

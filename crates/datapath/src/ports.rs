@@ -162,9 +162,7 @@ impl Ports {
     /// Whether a port takes GSO frames whole: it keeps large frames and its socket or TAP
     /// device has the virtio-net header (so the kernel, not nvod, segments them).
     pub fn takes_large(&self, id: PortId) -> bool {
-        self.index
-            .get(&id)
-            .and_then(|&at| self.list.get(at))
+        self.get(id)
             .is_some_and(|p| p.large && p.io.as_ref().is_some_and(|io| io.vnet_hdr()))
     }
 

@@ -26,6 +26,20 @@ fn drained(fx: &mut Fixture) -> Vec<(layout::MonitorRecord, Vec<u8>)> {
     out
 }
 
+/// The one record the ring holds, of `kind`.
+fn one_record(fx: &mut Fixture, kind: u32) -> (layout::MonitorRecord, Vec<u8>) {
+    let mut records = drained(fx);
+    assert_eq!(records.len(), 1, "{records:?}");
+    let (hdr, bytes) = records.remove(0);
+    assert_eq!(hdr.kind, kind, "{hdr:?}");
+    (hdr, bytes)
+}
+
+/// The bytes a record captures of `packet`: its first [`layout::MONITOR_CAPTURE`].
+fn captured(packet: &[u8]) -> &[u8] {
+    &packet[..packet.len().min(layout::MONITOR_CAPTURE)]
+}
+
 #[test]
 fn drops_reach_the_monitor_ring_only_while_someone_listens() {
     let mut fx = Fixture::new("m1");
@@ -36,13 +50,10 @@ fn drops_reach_the_monitor_ring_only_while_someone_listens() {
     assert_eq!(k.drop, Some(DropReason::NoDestination.code()));
     assert!(drained(&mut fx).is_empty(), "off: nothing recorded");
 
-    fx.mirror.set_monitor(true);
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_EVENTS);
     let (k, _) = fx.port_frame(1, &frame);
     assert_eq!(k.drop, Some(DropReason::NoDestination.code()));
-    let records = drained(&mut fx);
-    assert_eq!(records.len(), 1, "one record per drop");
-    let (hdr, bytes) = &records[0];
-    assert_eq!(hdr.kind, layout::MONITOR_DROP);
+    let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_DROP);
     assert_eq!(hdr.arg, u32::from(DropReason::NoDestination.code()));
     assert_eq!(hdr.len as usize, frame.len());
     assert_eq!(hdr.captured as usize, layout::MONITOR_CAPTURE);
@@ -54,17 +65,14 @@ fn drops_reach_the_monitor_ring_only_while_someone_listens() {
     let packet = tunnel_packet(&mut fx.engine, R2, "vxlan", 999, &inner);
     let (k, _) = fx.tunnel_packet_in(&packet);
     assert_eq!(k.drop, Some(DropReason::UnknownVni.code()));
-    let records = drained(&mut fx);
-    assert_eq!(records.len(), 1);
-    let (hdr, bytes) = &records[0];
-    assert_eq!(hdr.kind, layout::MONITOR_DROP);
+    let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_DROP);
     assert_eq!(hdr.arg, u32::from(DropReason::UnknownVni.code()));
     assert_eq!(hdr.len as usize, 14 + packet.len());
     assert_eq!(bytes.len(), 14 + packet.len());
     assert_eq!(&bytes[14..], &packet[..]);
     assert_eq!(fx.mirror.monitor_lost(), 0);
 
-    fx.mirror.set_monitor(false);
+    fx.mirror.set_monitor_bits(0);
     fx.port_frame(1, &frame);
     assert!(drained(&mut fx).is_empty(), "off again: nothing recorded");
 }
@@ -80,41 +88,26 @@ fn floods_the_kernel_sends_itself_are_recorded_while_someone_listens() {
     assert_eq!(k.outs.len(), 3, "port 2, R2, R3");
     assert!(drained(&mut fx).is_empty(), "off: nothing recorded");
 
-    fx.mirror.set_monitor(true);
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_EVENTS);
     fx.port_frame(1, &frame);
-    let records = drained(&mut fx);
-    assert_eq!(
-        records.len(),
-        1,
-        "one record per flood, none per copy: {records:?}"
-    );
-    let (hdr, bytes) = &records[0];
-    assert_eq!(hdr.kind, layout::MONITOR_FLOOD);
+    // One record per flood, none per copy.
+    let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_FLOOD);
     assert_eq!(hdr.arg, 3, "copies: one port, two remotes");
     assert_eq!(hdr.vni, 100);
     assert_eq!(hdr.len as usize, frame.len());
     // The frame as it came from the port (recorded before the outer headers are pushed).
-    assert_eq!(
-        &bytes[..],
-        &frame[..frame.len().min(layout::MONITOR_CAPTURE)]
-    );
+    assert_eq!(&bytes[..], captured(&frame));
 
     // A broadcast from a remote floods to both ports after decapsulation.
     let inner = udp_frame(BCAST, FAR, 1, 2, 60);
     let packet = tunnel_packet(&mut fx.engine, R2, "vxlan", 100, &inner);
     fx.tunnel_packet_in(&packet);
-    let records = drained(&mut fx);
-    assert_eq!(records.len(), 1, "{records:?}");
-    let (hdr, bytes) = &records[0];
-    assert_eq!(hdr.kind, layout::MONITOR_FLOOD);
+    let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_FLOOD);
     assert_eq!(hdr.arg, 2, "copies: both ports");
     assert_eq!(hdr.vni, 100);
-    assert_eq!(
-        &bytes[..],
-        &inner[..inner.len().min(layout::MONITOR_CAPTURE)]
-    );
+    assert_eq!(&bytes[..], captured(&inner));
 
-    fx.mirror.set_monitor(false);
+    fx.mirror.set_monitor_bits(0);
     fx.port_frame(1, &frame);
     assert!(drained(&mut fx).is_empty(), "off again: nothing recorded");
 }
@@ -138,24 +131,15 @@ fn traces_are_recorded_only_while_their_bit_is_set() {
     fx.mirror.set_monitor_bits(layout::MONITOR_ON_TRACES);
     let (k, _) = fx.port_frame(2, &to_port);
     assert_eq!(k.outs.len(), 1);
-    let records = drained(&mut fx);
-    assert_eq!(records.len(), 1, "{records:?}");
-    let (hdr, bytes) = &records[0];
-    assert_eq!(hdr.kind, layout::MONITOR_TRACE);
+    let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_TRACE);
     assert_eq!(hdr.arg, layout::TRACE_PORT);
     assert_eq!(hdr.vni, 100);
     assert_eq!(hdr.target, 1, "port 1");
-    assert_eq!(
-        &bytes[..],
-        &to_port[..to_port.len().min(layout::MONITOR_CAPTURE)]
-    );
+    assert_eq!(&bytes[..], captured(&to_port));
 
     let (k, _) = fx.port_frame(1, &to_remote);
     assert_eq!(k.outs.len(), 1);
-    let records = drained(&mut fx);
-    assert_eq!(records.len(), 1, "{records:?}");
-    let (hdr, bytes) = &records[0];
-    assert_eq!(hdr.kind, layout::MONITOR_TRACE);
+    let (hdr, bytes) = one_record(&mut fx, layout::MONITOR_TRACE);
     assert_eq!(hdr.arg, layout::TRACE_UNDERLAY);
     assert_eq!(hdr.vni, 100);
     assert_eq!(hdr.target, u32::from_ne_bytes(R3.octets()), "to R3");

@@ -36,8 +36,10 @@
 //! allocated when the coalescer is made); the caller flushes after every receive batch, so a
 //! segment waits at most one batch.
 
+use nvo_wire::EtherType;
+
 use crate::meta::{FrameMeta, Gso, GsoKind};
-use crate::vnet::{fold, sum_words_fast};
+use crate::vnet::{fold, ip_offset, sum_words_fast};
 use crate::MAX_FRAME;
 
 /// Largest IP packet a coalesced frame carries (the IPv4 total length field's limit).
@@ -69,7 +71,18 @@ pub struct Coalesced<'a> {
     pub headers: usize,
 }
 
-impl Coalesced<'_> {
+impl<'a> Coalesced<'a> {
+    /// `frame` as it came: one segment with `headers` bytes of headers, checksums complete.
+    fn single(dest: u32, frame: &'a [u8], headers: usize) -> Self {
+        Coalesced {
+            dest,
+            frame,
+            meta: FrameMeta::COMPLETE,
+            segments: 1,
+            headers,
+        }
+    }
+
     /// The length of each received segment it holds, in order (for per-segment counters).
     pub fn segment_lens(&self) -> impl Iterator<Item = usize> + '_ {
         let payload = self.frame.len() - self.headers;
@@ -114,17 +127,16 @@ struct Held {
     next_seq: u32,
     /// Nothing more may be appended (PSH seen, or a segment shorter than the MSS).
     closed: bool,
-    /// When it was started, in pushes: the oldest is flushed first when slots run out.
-    born: u64,
 }
 
 /// Holds TCP segments per flow and emits them merged; see the module docs.
 #[derive(Debug)]
 pub struct Coalescer {
+    /// Oldest first (frames are added at the end and removed in place): the first is flushed
+    /// first when slots run out.
     held: Vec<Held>,
     /// Free buffers (one per slot not in use).
     spare: Vec<Box<[u8]>>,
-    clock: u64,
     merged: u64,
 }
 
@@ -137,7 +149,6 @@ impl Coalescer {
             spare: (0..n)
                 .map(|_| vec![0; MAX_FRAME].into_boxed_slice())
                 .collect(),
-            clock: 0,
             merged: 0,
         }
     }
@@ -156,15 +167,8 @@ impl Coalescer {
     /// it to a held frame, or emits it as it is — in every case after emitting, first, any held
     /// frame of its flow it cannot follow, so that a flow's bytes leave in order.
     pub fn push(&mut self, dest: u32, frame: &[u8], emit: &mut dyn FnMut(Coalesced<'_>)) -> Pushed {
-        self.clock += 1;
         let Some(seg) = parse(frame) else {
-            emit(Coalesced {
-                dest,
-                frame,
-                meta: FrameMeta::COMPLETE,
-                segments: 1,
-                headers: frame.len(),
-            });
+            emit(Coalesced::single(dest, frame, frame.len()));
             return Pushed::Passed;
         };
         let found = self
@@ -179,30 +183,15 @@ impl Coalescer {
             self.emit_at(i, emit);
         }
         if !seg.mergeable || frame.len() > MAX_FRAME {
-            emit(Coalesced {
-                dest,
-                frame,
-                meta: FrameMeta::COMPLETE,
-                segments: 1,
-                headers: seg.headers,
-            });
+            emit(Coalesced::single(dest, frame, seg.headers));
             return Pushed::Passed;
         }
         if self.spare.is_empty() {
-            let oldest = (0..self.held.len())
-                .min_by_key(|&i| self.held[i].born)
-                .unwrap_or(0);
-            self.emit_at(oldest, emit);
+            self.emit_at(0, emit);
         }
         let Some(mut buf) = self.spare.pop() else {
             // Not reached: a slot was just freed; emitting keeps the frame anyway.
-            emit(Coalesced {
-                dest,
-                frame,
-                meta: FrameMeta::COMPLETE,
-                segments: 1,
-                headers: seg.headers,
-            });
+            emit(Coalesced::single(dest, frame, seg.headers));
             return Pushed::Passed;
         };
         buf[..frame.len()].copy_from_slice(frame);
@@ -215,7 +204,6 @@ impl Coalescer {
             segments: 1,
             next_seq: seg.seq.wrapping_add(seg.payload as u32),
             closed: seg.flags & PSH != 0,
-            born: self.clock,
         });
         Pushed::Started
     }
@@ -223,10 +211,7 @@ impl Coalescer {
     /// Emits every held frame, oldest first.
     pub fn flush(&mut self, emit: &mut dyn FnMut(Coalesced<'_>)) {
         while !self.held.is_empty() {
-            let oldest = (0..self.held.len())
-                .min_by_key(|&i| self.held[i].born)
-                .unwrap_or(0);
-            self.emit_at(oldest, emit);
+            self.emit_at(0, emit);
         }
     }
 
@@ -273,9 +258,9 @@ impl Coalescer {
         true
     }
 
-    /// Emits held frame `i` and frees its slot.
+    /// Emits held frame `i` and frees its slot, keeping the others in order.
     fn emit_at(&mut self, i: usize, emit: &mut dyn FnMut(Coalesced<'_>)) {
-        let mut h = self.held.swap_remove(i);
+        let mut h = self.held.remove(i);
         let seg = h.seg;
         let frame = &mut h.buf[..h.len];
         let meta = if h.segments > 1 {
@@ -309,7 +294,11 @@ impl Coalescer {
 /// Parses a TCP segment of an untagged or VLAN-tagged IPv4/IPv6 frame; `None` for anything
 /// else (no flow to keep in order). `mergeable` says whether the merge rules allow it at all.
 fn parse(frame: &[u8]) -> Option<Segment> {
-    let (l3, ipv4) = ip_offset(frame)?;
+    let (l3, ipv4) = match ip_offset(frame)? {
+        (l3, EtherType::Ipv4) => (l3, true),
+        (l3, EtherType::Ipv6) => (l3, false),
+        _ => return None,
+    };
     let ip = frame.get(l3..)?;
     let (l4, ip_len, ip_ok) = if ipv4 {
         let ihl = usize::from(ip.first()? & 0x0f) * 4;
@@ -361,19 +350,6 @@ fn parse(frame: &[u8]) -> Option<Segment> {
         payload,
         mergeable,
     })
-}
-
-/// Offset of the IP header after any 802.1Q/802.1ad tags, and whether it is IPv4.
-fn ip_offset(frame: &[u8]) -> Option<(usize, bool)> {
-    let mut off = 12;
-    loop {
-        match frame.get(off..off + 2)? {
-            [0x08, 0x00] => return Some((off + 2, true)),
-            [0x86, 0xdd] => return Some((off + 2, false)),
-            [0x81, 0x00] | [0x88, 0xa8] => off += 4,
-            _ => return None,
-        }
-    }
 }
 
 /// Whether the TCP checksum verifies (the folded sum over pseudo-header and segment is

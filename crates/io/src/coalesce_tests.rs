@@ -3,27 +3,14 @@
 //! went in; what TCP would not merge is never merged.
 
 use super::*;
+use crate::vnet::tests::ip_builder;
 use crate::vnet::{Segmenter, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6};
-use etherparse::PacketBuilder;
 use proptest::prelude::*;
-
-const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 2];
 
 /// A flow's TSO frame of `payload` bytes from sequence number `seq`, cut by the kernel's rules
 /// into segments of `mss` (IPv4 IDs counting up from `id`, PSH on the last if `psh`).
 fn segments(v6: bool, payload: usize, mss: u16, seq: u32, id: u16, psh: bool) -> Vec<Vec<u8>> {
-    let b = PacketBuilder::ethernet2(MAC_A, MAC_B);
-    let b = if v6 {
-        b.ipv6(
-            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
-            64,
-        )
-    } else {
-        b.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-    };
-    let mut b = b.tcp(40000, 5201, seq, 502).ack(77);
+    let mut b = ip_builder(v6).tcp(40000, 5201, seq, 502).ack(77);
     if psh {
         b = b.psh();
     }
@@ -280,11 +267,7 @@ fn other_destinations_and_other_traffic_pass_and_frames_stay_bounded() {
     assert_ne!(out[0].0, out[1].0);
     // ARP-like and UDP frames pass at once.
     let mut udp = Vec::new();
-    PacketBuilder::ethernet2(MAC_A, MAC_B)
-        .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-        .udp(1, 2)
-        .write(&mut udp, b"x")
-        .unwrap();
+    ip_builder(false).udp(1, 2).write(&mut udp, b"x").unwrap();
     let mut c = Coalescer::new(1);
     let mut passed = 0;
     assert_eq!(c.push(1, &udp, &mut |_| passed += 1), Pushed::Passed);
@@ -390,4 +373,28 @@ proptest! {
         }
         prop_assert_eq!(back.len(), frames.len());
     }
+}
+
+#[test]
+fn the_oldest_held_frame_makes_room_and_flush_goes_oldest_first() {
+    // Three flows (other source ports), two slots.
+    let flow = |k: u8| {
+        let mut segs = segments(false, 2000, 1000, 1, 0, false);
+        for s in &mut segs {
+            s[35] ^= k;
+            fix_checksums(s);
+        }
+        segs
+    };
+    let (a, b, c) = (flow(0), flow(1), flow(2));
+    let mut co = Coalescer::new(2);
+    let mut out = Vec::new();
+    co.push(1, &a[0], &mut |_| panic!("held"));
+    co.push(1, &b[0], &mut |_| panic!("held"));
+    // Appending to a does not make it younger: it was started first.
+    assert_eq!(co.push(1, &a[1], &mut |_| panic!("held")), Pushed::Appended);
+    co.push(1, &c[0], &mut |e| out.push((e.frame[35], e.segments)));
+    assert_eq!(out, [(a[0][35], 2)], "a made room");
+    co.flush(&mut |e| out.push((e.frame[35], e.segments)));
+    assert_eq!(out, [(a[0][35], 2), (b[0][35], 1), (c[0][35], 1)]);
 }

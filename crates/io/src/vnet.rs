@@ -128,11 +128,8 @@ pub(crate) fn fold(mut acc: u64) -> u16 {
 }
 
 /// Folds a sum to 16 bits and complements it.
-fn finish(mut acc: u64) -> u16 {
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    !(acc as u16)
+fn finish(acc: u64) -> u16 {
+    !fold(acc)
 }
 
 /// Finishes a `CHECKSUM_PARTIAL` frame: sums from `csum_start` to the end (the field already
@@ -238,12 +235,9 @@ impl Segmenter {
     /// would start from.
     pub(crate) fn set_partial_checksum(&self, frame: &mut [u8]) {
         let l4_len = frame.len() - self.l4;
-        let mut acc = self.pseudo_header_sum(frame, l4_len);
-        while acc >> 16 != 0 {
-            acc = (acc & 0xffff) + (acc >> 16);
-        }
+        let sum = fold(self.pseudo_header_sum(frame, l4_len));
         let field = self.l4 + usize::from(self.checksum_offset());
-        frame[field..field + 2].copy_from_slice(&(acc as u16).to_be_bytes());
+        frame[field..field + 2].copy_from_slice(&sum.to_be_bytes());
     }
 
     /// Writes segment `k` of `frame` into `out` and returns its length, or `None` when `out`
@@ -311,7 +305,7 @@ impl Segmenter {
 }
 
 /// Offset of the IP header and its ethertype, after any 802.1Q/802.1ad tags.
-fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
+pub(crate) fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
     let mut off = 12;
     loop {
         let ethertype =
@@ -324,13 +318,15 @@ fn ip_offset(frame: &[u8]) -> Option<(usize, EtherType)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use etherparse::{PacketBuilder, SlicedPacket, TransportSlice};
+    use etherparse::{IpHeaders, PacketBuilder, PacketBuilderStep, SlicedPacket, TransportSlice};
 
-    fn tcp_frame(v6: bool, payload: &[u8], flags_fin_psh_cwr: bool) -> Vec<u8> {
+    /// A frame from 02::01 to 02::02 up to its IP header: 10.0.0.1 → 10.0.0.2, or
+    /// 2001:db8::1 → 2001:db8::2 when `v6` (the coalescer's tests build on it too).
+    pub(crate) fn ip_builder(v6: bool) -> PacketBuilderStep<IpHeaders> {
         let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
-        let b = if v6 {
+        if v6 {
             b.ipv6(
                 [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
                 [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
@@ -338,8 +334,11 @@ mod tests {
             )
         } else {
             b.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-        };
-        let mut b = b.tcp(40000, 80, 1_000_000, 65535).ack(7);
+        }
+    }
+
+    fn tcp_frame(v6: bool, payload: &[u8], flags_fin_psh_cwr: bool) -> Vec<u8> {
+        let mut b = ip_builder(v6).tcp(40000, 80, 1_000_000, 65535).ack(7);
         if flags_fin_psh_cwr {
             b = b.fin().psh().cwr();
         }

@@ -7,7 +7,9 @@
 //!
 //! Counters of a removed network or port go with it. Per-remote counters ([`RemoteTable`]) are
 //! kept for at most [`MAX_COUNTED_REMOTES`] addresses, never removed: past that many, a new
-//! address's traffic counts in the underlay totals only.
+//! address's traffic counts in the underlay totals only. A received packet makes an entry only
+//! once a network took it from that remote (its VNI known, its profile right, the remote
+//! accepted), so packets from forged sources or for unknown VNIs cannot fill the table.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -143,7 +145,8 @@ pub struct UnderlayCounters {
 /// decapsulated from it, packets the kernel took for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct RemoteCounters {
-    /// Tunnel packets from it that a profile decapsulated.
+    /// Tunnel packets from it that a network accepted (unknown VNIs, profile mismatches and
+    /// refused remotes count in the underlay totals only).
     pub rx_packets: u64,
     /// Bytes of those (the UDP or IP payload, as `underlay.rx_bytes`).
     pub rx_bytes: u64,

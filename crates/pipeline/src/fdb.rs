@@ -79,6 +79,8 @@ pub(crate) enum Learned {
     /// The MAC moved: a learned entry to the new destination, or an EVPN entry replaced by a
     /// learned one on a local port (`from_evpn`).
     Moved {
+        /// Where the MAC was.
+        from: FdbDest,
         /// The entry replaced was an EVPN one.
         from_evpn: bool,
     },
@@ -224,13 +226,19 @@ impl Fdb {
                     Learned::LocalConflict
                 }
                 Kind::Learned { .. } if dest_full => Learned::DestLimit,
-                Kind::Learned { .. } => Learned::Moved { from_evpn: false },
+                Kind::Learned { .. } => Learned::Moved {
+                    from: entry.dest,
+                    from_evpn: false,
+                },
                 // Only a local port overrides the control plane: a tunnel's word is what the
                 // EVPN entry already says, or stale.
                 Kind::Evpn if !from_port => Learned::Evpn,
                 Kind::Evpn if at_limit => Learned::Limit,
                 Kind::Evpn if dest_full => Learned::DestLimit,
-                Kind::Evpn => Learned::Moved { from_evpn: true },
+                Kind::Evpn => Learned::Moved {
+                    from: entry.dest,
+                    from_evpn: true,
+                },
             };
             match verdict {
                 Learned::Refreshed => {
@@ -549,7 +557,10 @@ mod tests {
         assert_eq!(fdb.learn(A, P1, t0, Bounds::network(1)), Learned::Refreshed);
         assert_eq!(
             fdb.learn(A, P2, t0, Bounds::network(1)),
-            Learned::Moved { from_evpn: false }
+            Learned::Moved {
+                from: P1,
+                from_evpn: false
+            }
         );
         assert_eq!(fdb.lookup(A), Some(P2));
         assert_eq!(
@@ -596,7 +607,10 @@ mod tests {
         assert_eq!(fdb.learn(A, P1, t0, Bounds::network(0)), Learned::Limit);
         assert_eq!(
             fdb.learn(A, P1, t0, Bounds::network(8)),
-            Learned::Moved { from_evpn: true }
+            Learned::Moved {
+                from: FdbDest::Remote(r1),
+                from_evpn: true
+            }
         );
         assert_eq!((fdb.learned(), fdb.evpn()), (1, 0));
         // Set back over the learned entry; the bound counts new EVPN entries only.
@@ -702,11 +716,17 @@ mod guard_tests {
         // A remote MAC still moves to a local port, and between local ports a MAC moves.
         assert_eq!(
             fdb.learn(A, P2, later, Bounds::network(8)),
-            Learned::Moved { from_evpn: false }
+            Learned::Moved {
+                from: r,
+                from_evpn: false
+            }
         );
         assert_eq!(
             fdb.learn(A, P1, later, Bounds::network(8)),
-            Learned::Moved { from_evpn: false }
+            Learned::Moved {
+                from: P2,
+                from_evpn: false
+            }
         );
         assert_eq!(
             (

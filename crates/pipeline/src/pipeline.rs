@@ -262,8 +262,7 @@ impl Pipeline {
         actions.clear();
         self.underlay.rx_packets += 1;
         self.underlay.rx_bytes += outer_len as u64;
-        self.remotes.rx(decap.src, outer_len);
-        self.deliver_inner(decap, inner, now, actions);
+        self.deliver_inner(decap, outer_len, inner, now, actions);
     }
 
     /// Decides what happens to `packet`, an IPv4 packet the datapath took out of a tunnel of
@@ -279,11 +278,11 @@ impl Pipeline {
         actions.clear();
         self.underlay.rx_packets += 1;
         self.underlay.rx_bytes += outer_len as u64;
-        self.remotes.rx(decap.src, outer_len);
         let Pipeline {
             networks,
             drops,
             scratch,
+            remotes,
             ..
         } = self;
         let Some(net) = networks.get_mut(&decap.vni) else {
@@ -297,6 +296,7 @@ impl Pipeline {
             return reject(drops, None, DropReason::ProfileMismatch, actions);
         };
         net.counters.rx_underlay_frames += 1;
+        remotes.rx(decap.src, outer_len);
         if l3::from_underlay(net, gw, packet, scratch, actions).is_none() {
             reject(drops, None, DropReason::NoDestination, actions);
         }
@@ -306,6 +306,7 @@ impl Pipeline {
     fn deliver_inner(
         &mut self,
         decap: Decapsulated,
+        outer_len: usize,
         inner: &[u8],
         now: Instant,
         actions: &mut Actions,
@@ -316,6 +317,7 @@ impl Pipeline {
             hosts_generation,
             overlay_locators,
             fdb_events,
+            remotes,
             ..
         } = self;
         let Some(net) = networks.get_mut(&decap.vni) else {
@@ -328,6 +330,9 @@ impl Pipeline {
         if !accepts(net, decap.src, overlay_locators) {
             return reject(drops, None, DropReason::UnknownRemote, actions);
         }
+        // Only a remote the network took the packet from gets an entry: forged sources and
+        // unknown VNIs must not fill the bounded table (counters.rs).
+        remotes.rx(decap.src, outer_len);
         let Some(eth) = Eth::parse(inner) else {
             return reject(drops, None, DropReason::MalformedFrame, actions);
         };
@@ -430,13 +435,11 @@ pub(crate) fn learn_into(
     port: Option<&mut PortCounters>,
 ) -> Learned {
     let bounds = bounds(net, dest);
-    // Only a monitor needs the old destination of a move: one more lookup while it listens.
-    let before = if events.on { net.fdb.lookup(src) } else { None };
     let verdict = net.fdb.learn(src, dest, now, bounds);
     if events.on {
         let change = match verdict {
             Learned::New => Some(FdbChange::Learned),
-            Learned::Moved { .. } => Some(FdbChange::Moved { from: before }),
+            Learned::Moved { from, .. } => Some(FdbChange::Moved { from: Some(from) }),
             _ => None,
         };
         if let Some(change) = change {
@@ -461,7 +464,7 @@ pub(crate) fn learn_into(
                 *generation += 1;
             }
         }
-        Learned::Moved { from_evpn } => {
+        Learned::Moved { from_evpn, .. } => {
             net.counters.moves += 1;
             net.counters.evpn_moves += u64::from(from_evpn);
             // To or from a local port, most likely; a move between remotes is rare enough

@@ -297,8 +297,8 @@ fn a_network_without_learning_learns_nothing() {
     assert!(p.fdb_entries(VNI, t).unwrap().is_empty());
 }
 
-/// Network 100 as `setup` makes it (ports 1–3, r1 and r2 flooded to), learning from ports and
-/// from tunnels as given; frames from A on port 1 and from C behind r1.
+/// Network 100 with ports 1–3 and r1 in its flood list, learning from ports and from tunnels
+/// as given: where it learned A (a frame from port 1) and C (a packet from r1).
 fn learn_split(learn_ports: bool, learn_tunnels: bool) -> (Option<FdbDest>, Option<FdbDest>) {
     let mut p = Pipeline::new(Limits::default());
     p.add_network(NetworkSpec {
@@ -587,8 +587,12 @@ fn tunnel_traffic_is_counted_per_remote() {
     let packet = vxlan(100, None, &frame(Mac::BROADCAST, mac(0xc)));
     p.receive_vxlan(r1(), &packet, t, &mut a);
     p.receive_vxlan(r1(), &packet, t, &mut a);
-    // A packet for no network still came through r2's tunnel.
+    // A packet for no network, and one from a remote network 100 does not know: counted in
+    // the underlay totals, but neither makes an entry (forged sources must not fill the table).
     p.receive_vxlan(r2(), &vxlan(999, None, &frame(mac(1), mac(2))), t, &mut a);
+    let stranger = ip("192.0.2.99");
+    p.receive_vxlan(stranger, &packet, t, &mut a);
+    assert_eq!(a.dropped(), Some(DropReason::UnknownRemote));
     p.count_tx(TxTarget::Remote(r1()), 150, TxOutcome::Sent);
     p.count_tx(TxTarget::Remote(r1()), 150, TxOutcome::Failed);
     p.count_tx(TxTarget::Underlay, 99, TxOutcome::Sent);
@@ -598,11 +602,12 @@ fn tunnel_traffic_is_counted_per_remote() {
         (r.rx_packets, r.rx_bytes, r.tx_packets, r.tx_bytes),
         (2, 2 * packet.len() as u64, 1, 150)
     );
-    assert_eq!(c.remotes[&r2()].rx_packets, 1);
-    assert_eq!(c.remotes.len(), 2);
+    assert!(!c.remotes.contains_key(&r2()));
+    assert!(!c.remotes.contains_key(&stranger));
+    assert_eq!(c.remotes.len(), 1);
     // The totals count every packet, attributed or not.
     assert_eq!((c.underlay.tx_packets, c.underlay.tx_bytes), (2, 249));
-    assert_eq!(c.underlay.rx_packets, 3);
+    assert_eq!(c.underlay.rx_packets, 4);
     let json = serde_json::to_value(&c).unwrap();
     assert_eq!(json["remotes"][r1().to_string()]["tx_bytes"], 150);
 }

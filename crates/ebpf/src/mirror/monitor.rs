@@ -8,12 +8,6 @@ use crate::kernel::sum_per_cpu;
 use crate::layout::{self, read_record};
 
 impl Mirror {
-    /// Tells the programs whether someone listens: while on, each drop and each flood is
-    /// copied to the monitor ring.
-    pub fn set_monitor(&mut self, on: bool) {
-        self.set_monitor_bits(if on { layout::MONITOR_ON_EVENTS } else { 0 });
-    }
-
     /// Sets the `monitor_on` flag to `bits` (`layout::MONITOR_ON_*`): events (drops, floods)
     /// and traces (each packet sent) are recorded while their bit is set.
     pub fn set_monitor_bits(&mut self, bits: u32) {
