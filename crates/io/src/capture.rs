@@ -19,11 +19,9 @@ use std::io;
 use std::mem;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
+use crate::packet;
 use crate::pcap_filter::Filter;
-use crate::sys::{self, RawAddr};
-
-/// Socket receive buffer asked for (best effort).
-const SOCKET_BUFFER: libc::c_int = 4 << 20;
+use crate::sys;
 
 /// One frame read from a capture socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,10 +48,13 @@ impl CaptureSocket {
     pub fn open(ifname: &str, filter: Option<&Filter>) -> io::Result<CaptureSocket> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("capture on {ifname}: {e}"));
-        let ifindex = sys::if_nametoindex(ifname).map_err(|e| {
-            io::Error::new(io::ErrorKind::NotFound, format!("capture on {ifname}: {e}"))
+        let (fd, ifindex) = packet::unbound_socket(ifname).map_err(|e| {
+            // if_nametoindex(3) says ENODEV for a missing interface.
+            match e.raw_os_error() {
+                Some(libc::ENODEV) => with_name(io::Error::new(io::ErrorKind::NotFound, e)),
+                _ => with_name(e),
+            }
         })?;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
         if let Some(filter) = filter {
             let insns = filter.instructions();
             let program = libc::sock_fprog {
@@ -74,23 +75,7 @@ impl CaptureSocket {
             )
             .map_err(with_name)?;
         }
-        if sys::setsockopt(
-            fd.as_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            &SOCKET_BUFFER,
-        )
-        .is_err()
-        {
-            let _ = sys::setsockopt(
-                fd.as_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                &SOCKET_BUFFER,
-            );
-        }
-        sys::bind(fd.as_fd(), &RawAddr::link(ifindex, libc::ETH_P_ALL as u16))
-            .map_err(with_name)?;
+        packet::bind_all(fd.as_fd(), ifindex).map_err(with_name)?;
         Ok(CaptureSocket {
             fd,
             name: ifname.to_owned(),
