@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use clap::Args;
 use nvo_api::Client;
 
+use super::api::segment;
 use super::sse::open_stream;
 use super::CliError;
 
@@ -119,7 +120,7 @@ fn query_path(args: &CaptureArgs) -> String {
         query.push(format!("network={vni}"));
     }
     if let Some(port) = &args.port {
-        query.push(format!("port={}", encode(port)));
+        query.push(format!("port={}", segment(port)));
     }
     if args.underlay {
         query.push("underlay=true".to_owned());
@@ -135,22 +136,9 @@ fn query_path(args: &CaptureArgs) -> String {
     }
     let filter = args.filter.join(" ");
     if !filter.trim().is_empty() {
-        query.push(format!("filter={}", encode(filter.trim())));
+        query.push(format!("filter={}", segment(filter.trim())));
     }
     format!("/v1/capture?{}", query.join("&"))
-}
-
-/// Percent-encodes all but RFC 3986's unreserved characters.
-fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Why copying stopped.
@@ -387,9 +375,12 @@ mod tests {
     #[test]
     fn filters_are_percent_encoded() {
         assert_eq!(
-            encode("icmp and host 10.0.0.1"),
+            segment("icmp and host 10.0.0.1"),
             "icmp%20and%20host%2010.0.0.1"
         );
-        assert_eq!(encode("port 53 && !tcp"), "port%2053%20%26%26%20%21tcp");
+        assert_eq!(segment("port 53 && !tcp"), "port%2053%20%26%26%20%21tcp");
+        // nvod reads `+` in a query value as a space (as forms send it): a literal one must go
+        // encoded.
+        assert_eq!(segment("len+1"), "len%2B1");
     }
 }
