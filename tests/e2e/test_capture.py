@@ -17,6 +17,7 @@ import signal
 import subprocess
 import time
 
+from bgp_peers import nvod_pid
 from conftest import NVO, run, wait_for
 
 TOPOLOGY = """
@@ -104,16 +105,10 @@ def ping_until_done(lab, proc, timeout=30):
     return proc.communicate(timeout=10)
 
 
-def nvod_pid(lab, host):
-    for pid in run("ip", "netns", "pids", lab.ns(host)).stdout.split():
-        if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "nvod":
-            return int(pid)
-    raise AssertionError(f"no nvod in {lab.ns(host)}")
-
-
 def capture_sockets(lab, host):
     """How many AF_PACKET sockets nvod holds (its datapath's ports included)."""
     pid = nvod_pid(lab, host)
+    assert pid, f"no nvod in {lab.ns(host)}"
     inodes = set()
     for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
         try:
