@@ -146,24 +146,6 @@ impl AsFd for CaptureSocket {
     }
 }
 
-/// Waits up to `timeout_ms` for any of `sockets` to have a frame; which ones do.
-pub fn wait_readable(sockets: &[&CaptureSocket], timeout_ms: i32) -> io::Result<Vec<bool>> {
-    let mut fds: Vec<libc::pollfd> = sockets
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    match sys::poll(&mut fds, timeout_ms) {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-        Err(e) => return Err(e),
-    }
-    Ok(fds.iter().map(|p| p.revents != 0).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,9 +172,13 @@ mod tests {
         sock.send_to(b"wanted", "127.0.0.1:47999").unwrap();
         let mut buf = [0u8; 2048];
         let mut seen = Vec::new();
+        let mut poller = crate::Poller::default();
+        poller.add(tap.as_fd());
         for _ in 0..20 {
-            let ready = wait_readable(&[&tap], 100).unwrap();
-            if !ready[0] {
+            poller
+                .wait(Some(std::time::Duration::from_millis(100)))
+                .unwrap();
+            if !poller.is_ready(0) {
                 break;
             }
             while let Some(c) = tap.recv(&mut buf).unwrap() {
