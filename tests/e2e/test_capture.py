@@ -12,10 +12,12 @@ a network's inner frames, the underlay's VXLAN packets, a port's frames.
 import os
 import pathlib
 import re
+import select
 import signal
 import subprocess
 import time
 
+from bgp_peers import nvod_pid
 from conftest import NVO, run, wait_for
 
 TOPOLOGY = """
@@ -60,23 +62,37 @@ def nvo_capture(lab, host, *args, timeout=30, check=True):
 
 
 def start_capture(lab, host, *args):
-    """Starts `nvo capture ARGS` in the background and waits until nvod has opened its taps
-    (one more packet socket than before), so nothing sent afterwards is missed."""
-    before = capture_sockets(lab, host)
-    proc = subprocess.Popen([NVO, "--socket", str(lab.socket(host)), "capture", *map(str, args)],
+    """Starts `nvo capture ARGS` in the background and returns once its stream has begun: nvod
+    sends the section header only after it has opened every tap (nvo_capture::Sessions::start),
+    so nothing sent afterwards is missed. Unlike a count of nvod's sockets, this cannot be
+    fooled by another capture's taps closing meanwhile. With `-w FILE` the header shows as the
+    file's first bytes; on stdout the bytes read are kept in `proc.head`, to go before what
+    communicate() returns."""
+    args = [str(a) for a in args]
+    proc = subprocess.Popen([NVO, "--socket", str(lab.socket(host)), "capture", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(lambda: proc.poll() is not None or capture_sockets(lab, host) > before, timeout=10,
-                 what="nvod's capture sockets")
-    except AssertionError:
-        proc.kill()
-        out, err = proc.communicate(timeout=10)
-        raise AssertionError(f"no capture socket appeared in nvod ({before} before); nvo capture said: "
-                             f"{err.decode()!r}")
-    if proc.poll() is not None and proc.returncode != 0:
-        raise AssertionError(f"nvo capture {' '.join(map(str, args))} exited {proc.returncode}: "
-                             f"{proc.stderr.read().decode()!r}")
-    return proc
+    proc.head = b""
+    path = pathlib.Path(args[args.index("-w") + 1]) if "-w" in args else None
+
+    def begun():
+        if path is not None:
+            return path.exists() and path.stat().st_size > 0
+        if select.select([proc.stdout], [], [], 0)[0]:
+            proc.head = os.read(proc.stdout.fileno(), 1 << 16)  # b"" at the end of the stream
+        return bool(proc.head)
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ended = proc.poll() is not None
+        if begun():
+            return proc
+        if ended:
+            raise AssertionError(f"nvo capture {' '.join(args)} exited {proc.returncode} before its stream "
+                                 f"began: {proc.stderr.read().decode()!r}")
+        time.sleep(0.05)
+    proc.kill()
+    _, err = proc.communicate(timeout=10)
+    raise AssertionError(f"nvo capture {' '.join(args)}: no stream within 10 s; it said: {err.decode()!r}")
 
 
 def ping_until_done(lab, proc, timeout=30):
@@ -89,16 +105,10 @@ def ping_until_done(lab, proc, timeout=30):
     return proc.communicate(timeout=10)
 
 
-def nvod_pid(lab, host):
-    for pid in run("ip", "netns", "pids", lab.ns(host)).stdout.split():
-        if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "nvod":
-            return int(pid)
-    raise AssertionError(f"no nvod in {lab.ns(host)}")
-
-
 def capture_sockets(lab, host):
     """How many AF_PACKET sockets nvod holds (its datapath's ports included)."""
     pid = nvod_pid(lab, host)
+    assert pid, f"no nvod in {lab.ns(host)}"
     inodes = set()
     for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -159,8 +169,8 @@ def test_nvo_capture_network_port_underlay(lab_factory, tmp_path):
     # Inner frames only: no VXLAN, no underlay address.
     assert not tshark_fields(net, "frame.number", display="vxlan or ip.addr==10.100.0.0/24")
 
-    # nvod ends a capture that reached its count on its own, a moment after the client: wait for
-    # its taps to close, or the next capture's new socket may be hidden by them going.
+    # nvod ends a capture that reached its count on its own, a moment after the client: its taps
+    # close.
     wait_for(lambda: capture_sockets(lab, "h1") == idle, timeout=5, what="capture sockets closed")
 
     # --underlay -c 2: VXLAN with VNI 100 between the hosts' locators.
@@ -260,7 +270,7 @@ def test_nvo_capture_slow_client_drops_are_counted(lab_factory, tmp_path):
     assert slow > 0, err.decode()
     assert 4096 <= captured < 24000, err.decode()
     pcap = tmp_path / "slow.pcapng"
-    pcap.write_bytes(out)
+    pcap.write_bytes(proc.head + out)
     assert len(tshark_fields(pcap, "frame.number")) == captured
     # nvod forwards on.
     lab.ping("red1", "10.0.0.2", count=2)

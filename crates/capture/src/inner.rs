@@ -63,13 +63,12 @@ impl Decapsulator {
         let mut engine = Engine::new(Limits::default());
         let id = match engine.id(&profile.name) {
             Some(id) if engine.profile(id) == Some(profile) => id,
-            Some(id) => {
+            Some(_) => {
                 // A built-in of that name differs (nvod was given another definition): take
                 // nvod's.
                 engine
                     .remove_profile(&profile.name)
                     .map_err(|e| refused(e.to_string()))?;
-                let _ = id;
                 engine
                     .add_profile(profile.clone())
                     .map_err(|e| refused(e.to_string()))?

@@ -44,13 +44,14 @@
 pub mod inner;
 pub mod pcapng;
 
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use nvo_encap::profile::Transport;
 use nvo_io::pcap_filter::{Filter, FilterError, LINKTYPE_ETHERNET};
-use nvo_io::CaptureSocket;
+use nvo_io::{CaptureSocket, Poller};
 use tokio::sync::mpsc;
 
 use inner::{Decapsulator, InnerError};
@@ -66,7 +67,7 @@ pub const QUEUE_BYTES: usize = 16 << 20;
 /// Snap length unless asked: the largest frame (GRO / TSO frames reach 64 KiB).
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 /// How often the capture thread looks at its deadline and its client while no frame comes.
-const TICK_MS: i32 = 100;
+const TICK: Duration = Duration::from_millis(100);
 
 /// What to capture; see the crate docs.
 #[derive(Debug)]
@@ -394,6 +395,11 @@ impl Session {
         let mut buf = vec![0u8; DEFAULT_SNAPLEN as usize];
         let mut inner = Vec::new();
         let mut delivered = 0u64;
+        // The taps live as long as the session: their set is made once.
+        let mut poller = Poller::with_capacity(self.taps.len());
+        for tap in &self.taps {
+            poller.add(tap.socket.as_fd());
+        }
         'capture: loop {
             if self.tx.is_closed()
                 || self.stopping.load(Ordering::Acquire)
@@ -402,22 +408,15 @@ impl Session {
                 break;
             }
             let timeout = match self.deadline {
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now()).as_millis();
-                    i32::try_from(left).unwrap_or(TICK_MS).clamp(1, TICK_MS)
-                }
-                None => TICK_MS,
+                Some(d) => d.saturating_duration_since(Instant::now()).min(TICK),
+                None => TICK,
             };
-            let sockets: Vec<&CaptureSocket> = self.taps.iter().map(|t| &t.socket).collect();
-            let ready = match nvo_io::wait_readable(&sockets, timeout) {
-                Ok(ready) => ready,
-                Err(e) => {
-                    log::warn!("capture: poll failed: {e}; ending the capture");
-                    break;
-                }
-            };
+            if let Err(e) = poller.wait(Some(timeout)) {
+                log::warn!("capture: poll failed: {e}; ending the capture");
+                break;
+            }
             for (index, tap) in self.taps.iter_mut().enumerate() {
-                if !ready[index] {
+                if !poller.is_ready(index) {
                     continue;
                 }
                 // A bounded turn per tap, so that one busy interface cannot starve the others

@@ -13,6 +13,12 @@
 //! pcapng rather than classic pcap because one stream carries several interfaces (the ports
 //! and underlay of a network) with a direction per frame and the drop counts at the end, which
 //! tshark, Wireshark and tcpdump all read.
+//!
+//! Written here rather than with `pcap-file`'s `PcapNgWriter` (the workspace's reader, used
+//! by the tests): its 2.0 writer serialises every block twice (once into a sink to learn the
+//! length), writes EPB timestamps in nanoseconds whatever `if_tsresol` says, and keeps the
+//! whole stream's writer state, while each block here is built once, per frame, into the one
+//! `Vec` the stream hands on.
 
 /// Block types.
 pub const SHB: u32 = 0x0A0D_0D0A;
@@ -69,8 +75,9 @@ fn pad4(len: usize) -> usize {
 struct Block(Vec<u8>);
 
 impl Block {
-    fn new(kind: u32) -> Block {
-        let mut b = Vec::with_capacity(64);
+    /// A block of `kind` whose bytes, all told, take about `size`.
+    fn new(kind: u32, size: usize) -> Block {
+        let mut b = Vec::with_capacity(size);
         b.extend_from_slice(&kind.to_ne_bytes());
         b.extend_from_slice(&0u32.to_ne_bytes());
         Block(b)
@@ -117,7 +124,7 @@ impl Block {
 
 /// The Section Header Block that starts the stream; `comment` says what was captured.
 pub fn section_header(comment: &str) -> Vec<u8> {
-    let mut b = Block::new(SHB);
+    let mut b = Block::new(SHB, 64 + comment.len());
     b.u32(BYTE_ORDER_MAGIC).u16(1).u16(0).u64(u64::MAX);
     b.option(OPT_COMMENT, comment.as_bytes());
     b.finish(true)
@@ -125,7 +132,7 @@ pub fn section_header(comment: &str) -> Vec<u8> {
 
 /// An Interface Description Block: Ethernet frames up to `snaplen` bytes.
 pub fn interface(name: &str, description: &str, snaplen: u32) -> Vec<u8> {
-    let mut b = Block::new(IDB);
+    let mut b = Block::new(IDB, 64 + name.len() + description.len());
     b.u16(1).u16(0).u32(snaplen);
     b.option(IF_NAME, name.as_bytes());
     b.option(IF_DESCRIPTION, description.as_bytes());
@@ -141,7 +148,8 @@ pub fn packet(
     wire_len: usize,
     direction: Direction,
 ) -> Vec<u8> {
-    let mut b = Block::new(EPB);
+    // Per frame: sized at once (header 28, data, flags option 8, end 4, length 4).
+    let mut b = Block::new(EPB, 44 + pad4(data.len()));
     let captured = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let original = u32::try_from(wire_len.max(data.len())).unwrap_or(u32::MAX);
     b.u32(interface)
@@ -160,7 +168,7 @@ pub fn packet(
 
 /// An Interface Statistics Block of `interface` at `micros`.
 pub fn statistics(interface: u32, micros: u64, stats: &Stats) -> Vec<u8> {
-    let mut b = Block::new(ISB);
+    let mut b = Block::new(ISB, 80);
     b.u32(interface)
         .u32((micros >> 32) as u32)
         .u32(micros as u32);
@@ -174,6 +182,8 @@ pub fn statistics(interface: u32, micros: u64, stats: &Stats) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
+    use pcap_file::pcapng::blocks::interface_statistics::InterfaceStatisticsOption;
     use pcap_file::pcapng::{Block as PBlock, PcapNgReader};
 
     #[test]
@@ -222,6 +232,7 @@ mod tests {
                 // pcap-file 2.0 hands the raw 64-bit count back as nanoseconds, whatever
                 // `if_tsresol` says (microseconds by default, which tshark applies).
                 assert_eq!(epb.timestamp.as_nanos(), 1_700_000_000_123_456);
+                assert_eq!(epb.options, [EnhancedPacketOption::Flags(1)]);
             }
             other => panic!("not an EPB: {other:?}"),
         }
@@ -230,10 +241,25 @@ mod tests {
                 assert_eq!(epb.interface_id, 1);
                 assert_eq!(&epb.data[..], &frame[..5]);
                 assert_eq!(epb.original_len, 1500);
+                assert_eq!(epb.options, [EnhancedPacketOption::Flags(2)]);
             }
             other => panic!("not an EPB: {other:?}"),
         }
-        assert!(matches!(blocks[4], PBlock::InterfaceStatistics(_)));
+        match &blocks[4] {
+            PBlock::InterfaceStatistics(isb) => {
+                assert_eq!(isb.interface_id, 1);
+                assert_eq!(
+                    isb.options,
+                    [
+                        InterfaceStatisticsOption::IsbIfRecv(9),
+                        InterfaceStatisticsOption::IsbIfDrop(1),
+                        InterfaceStatisticsOption::IsbOsDrop(2),
+                        InterfaceStatisticsOption::IsbUsrDeliv(6),
+                    ]
+                );
+            }
+            other => panic!("not an ISB: {other:?}"),
+        }
     }
 
     #[test]

@@ -183,17 +183,16 @@ impl Ports {
 
     /// Counts a capture starting (`on`) or ending on port `id`'s interface; while any runs,
     /// the kernel datapath delivers to the port through its host end, where the capture sees
-    /// it. False for an unknown port.
-    pub fn tap(&mut self, id: PortId, on: bool) -> bool {
+    /// it. An unknown port (removed meanwhile) has nothing to count.
+    pub fn tap(&mut self, id: PortId, on: bool) {
         let Some(port) = self.index.get(&id).and_then(|&at| self.list.get_mut(at)) else {
-            return false;
+            return;
         };
         port.taps = if on {
             port.taps.saturating_add(1)
         } else {
             port.taps.saturating_sub(1)
         };
-        true
     }
 
     /// Whether the port at position `at` keeps TSO/GSO frames whole.

@@ -19,11 +19,9 @@ use std::io;
 use std::mem;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
+use crate::packet;
 use crate::pcap_filter::Filter;
-use crate::sys::{self, RawAddr};
-
-/// Socket receive buffer asked for (best effort).
-const SOCKET_BUFFER: libc::c_int = 4 << 20;
+use crate::sys;
 
 /// One frame read from a capture socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,10 +48,13 @@ impl CaptureSocket {
     pub fn open(ifname: &str, filter: Option<&Filter>) -> io::Result<CaptureSocket> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("capture on {ifname}: {e}"));
-        let ifindex = sys::if_nametoindex(ifname).map_err(|e| {
-            io::Error::new(io::ErrorKind::NotFound, format!("capture on {ifname}: {e}"))
+        let (fd, ifindex) = packet::unbound_socket(ifname).map_err(|e| {
+            // if_nametoindex(3) says ENODEV for a missing interface.
+            match e.raw_os_error() {
+                Some(libc::ENODEV) => with_name(io::Error::new(io::ErrorKind::NotFound, e)),
+                _ => with_name(e),
+            }
         })?;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
         if let Some(filter) = filter {
             let insns = filter.instructions();
             let program = libc::sock_fprog {
@@ -74,23 +75,7 @@ impl CaptureSocket {
             )
             .map_err(with_name)?;
         }
-        if sys::setsockopt(
-            fd.as_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            &SOCKET_BUFFER,
-        )
-        .is_err()
-        {
-            let _ = sys::setsockopt(
-                fd.as_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                &SOCKET_BUFFER,
-            );
-        }
-        sys::bind(fd.as_fd(), &RawAddr::link(ifindex, libc::ETH_P_ALL as u16))
-            .map_err(with_name)?;
+        packet::bind_all(fd.as_fd(), ifindex).map_err(with_name)?;
         Ok(CaptureSocket {
             fd,
             name: ifname.to_owned(),
@@ -161,24 +146,6 @@ impl AsFd for CaptureSocket {
     }
 }
 
-/// Waits up to `timeout_ms` for any of `sockets` to have a frame; which ones do.
-pub fn wait_readable(sockets: &[&CaptureSocket], timeout_ms: i32) -> io::Result<Vec<bool>> {
-    let mut fds: Vec<libc::pollfd> = sockets
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    match sys::poll(&mut fds, timeout_ms) {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-        Err(e) => return Err(e),
-    }
-    Ok(fds.iter().map(|p| p.revents != 0).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,9 +172,13 @@ mod tests {
         sock.send_to(b"wanted", "127.0.0.1:47999").unwrap();
         let mut buf = [0u8; 2048];
         let mut seen = Vec::new();
+        let mut poller = crate::Poller::default();
+        poller.add(tap.as_fd());
         for _ in 0..20 {
-            let ready = wait_readable(&[&tap], 100).unwrap();
-            if !ready[0] {
+            poller
+                .wait(Some(std::time::Duration::from_millis(100)))
+                .unwrap();
+            if !poller.is_ready(0) {
                 break;
             }
             while let Some(c) = tap.recv(&mut buf).unwrap() {

@@ -57,7 +57,7 @@ mod udp;
 mod vnet;
 
 pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
-pub use capture::{wait_readable, CaptureSocket, Captured};
+pub use capture::{CaptureSocket, Captured};
 pub use coalesce::{Coalesced, Coalescer, Pushed, MAX_COALESCED};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
 pub use meta::{FrameMeta, Gso, GsoKind};

@@ -57,8 +57,7 @@ impl PacketPort {
     pub fn open_send_only(ifname: &str) -> io::Result<Self> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("packet port on {ifname}: {e}"));
-        let ifindex = sys::if_nametoindex(ifname).map_err(with_name)?;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
+        let (fd, ifindex) = unbound_socket(ifname).map_err(with_name)?;
         let vnet = enable_vnet(fd.as_fd(), ifname);
         sys::bind(fd.as_fd(), &RawAddr::link(ifindex, 0)).map_err(with_name)?;
         Ok(PacketPort {
@@ -73,8 +72,7 @@ impl PacketPort {
     pub fn open_with(ifname: &str, vnet_hdr: bool) -> io::Result<Self> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("packet port on {ifname}: {e}"));
-        let ifindex = sys::if_nametoindex(ifname).map_err(with_name)?;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(with_name)?;
+        let (fd, ifindex) = unbound_socket(ifname).map_err(with_name)?;
         let vnet = vnet_hdr && enable_vnet(fd.as_fd(), ifname);
         if let Err(e) = sys::setsockopt(
             fd.as_fd(),
@@ -86,23 +84,7 @@ impl PacketPort {
                 log::warn!("packet_ignore_outgoing unavailable on {ifname}: {e}; nvo will see its own frames");
             });
         }
-        if sys::setsockopt(
-            fd.as_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            &SOCKET_BUFFER,
-        )
-        .is_err()
-        {
-            let _ = sys::setsockopt(
-                fd.as_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                &SOCKET_BUFFER,
-            );
-        }
-        sys::bind(fd.as_fd(), &RawAddr::link(ifindex, libc::ETH_P_ALL as u16))
-            .map_err(with_name)?;
+        bind_all(fd.as_fd(), ifindex).map_err(with_name)?;
         let promisc = libc::packet_mreq {
             mr_ifindex: ifindex as libc::c_int,
             mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
@@ -123,6 +105,26 @@ impl PacketPort {
             vnet,
         })
     }
+}
+
+/// An AF_PACKET socket for interface `ifname`, and its ifindex, to set options on before
+/// [`bind_all`]: created with protocol 0, so the kernel queues it nothing until then (a socket
+/// created with `ETH_P_ALL` receives from every interface until bound). Shared with the
+/// capture taps ([`crate::CaptureSocket`]).
+pub(crate) fn unbound_socket(ifname: &str) -> io::Result<(OwnedFd, u32)> {
+    let ifindex = sys::if_nametoindex(ifname)?;
+    let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)?;
+    Ok((fd, ifindex))
+}
+
+/// Raises the receive buffer (best effort: the forced size needs CAP_NET_ADMIN) and binds an
+/// [`unbound_socket`] to `ifindex` with `ETH_P_ALL`: from here on it receives every frame of
+/// that interface (that its filter, if any, passes) and no other's.
+pub(crate) fn bind_all(fd: BorrowedFd<'_>, ifindex: u32) -> io::Result<()> {
+    if sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &SOCKET_BUFFER).is_err() {
+        let _ = sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &SOCKET_BUFFER);
+    }
+    sys::bind(fd, &RawAddr::link(ifindex, libc::ETH_P_ALL as u16))
 }
 
 fn enable_vnet(fd: BorrowedFd<'_>, ifname: &str) -> bool {

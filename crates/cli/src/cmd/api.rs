@@ -335,8 +335,8 @@ pub struct CountersArgs {
     pub all: bool,
 }
 
-/// Percent-encodes a path segment (interface and profile names may hold characters a URL
-/// reserves).
+/// Percent-encodes a path segment or a query value (interface and profile names, capture
+/// filters may hold characters a URL reserves).
 pub(super) fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {

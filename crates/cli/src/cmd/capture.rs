@@ -15,7 +15,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 use nvo_api::Client;
+use pcap_file::pcapng::blocks::interface_statistics::{
+    InterfaceStatisticsBlock, InterfaceStatisticsOption,
+};
+use pcap_file::pcapng::{Block, PcapNgParser};
 
+use super::api::segment;
 use super::sse::open_stream;
 use super::CliError;
 
@@ -119,7 +124,7 @@ fn query_path(args: &CaptureArgs) -> String {
         query.push(format!("network={vni}"));
     }
     if let Some(port) = &args.port {
-        query.push(format!("port={}", encode(port)));
+        query.push(format!("port={}", segment(port)));
     }
     if args.underlay {
         query.push("underlay=true".to_owned());
@@ -135,22 +140,9 @@ fn query_path(args: &CaptureArgs) -> String {
     }
     let filter = args.filter.join(" ");
     if !filter.trim().is_empty() {
-        query.push(format!("filter={}", encode(filter.trim())));
+        query.push(format!("filter={}", segment(filter.trim())));
     }
     format!("/v1/capture?{}", query.join("&"))
-}
-
-/// Percent-encodes all but RFC 3986's unreserved characters.
-fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Why copying stopped.
@@ -166,6 +158,7 @@ enum Copy {
 fn copy_blocks(mut body: impl BufRead, out: &mut impl Write) -> Result<Summary, Copy> {
     let mut summary = Summary::default();
     let mut swapped = false;
+    let mut section: Option<PcapNgParser> = None;
     let mut block = Vec::new();
     loop {
         let mut head = [0u8; 8];
@@ -203,10 +196,17 @@ fn copy_blocks(mut body: impl BufRead, out: &mut impl Write) -> Result<Summary, 
         block.resize(total as usize, 0);
         read_exact(&mut body, &mut block[have..])?;
         match word(&block[0..4], swapped) {
+            SHB => section = Some(PcapNgParser::new(&block).map_err(bad_block)?.1),
             EPB => summary.frames += 1,
             ISB => {
-                summary.complete = true;
-                read_statistics(&block, swapped, &mut summary);
+                let parsed = match section.as_mut() {
+                    Some(section) => section.next_block(&block).map_err(bad_block)?.1,
+                    None => return Err(bad_block("statistics before the section header")),
+                };
+                if let Block::InterfaceStatistics(isb) = parsed {
+                    summary.complete = true;
+                    read_statistics(&isb, &mut summary);
+                }
             }
             _ => {}
         }
@@ -227,39 +227,23 @@ fn word(b: &[u8], swapped: bool) -> u32 {
     }
 }
 
-/// Adds `isb_ifdrop` (5) and `isb_osdrop` (7) of a statistics block to the summary.
-fn read_statistics(block: &[u8], swapped: bool, summary: &mut Summary) {
-    let u16_at = |at: usize| {
-        let v = u16::from_ne_bytes([block[at], block[at + 1]]);
-        if swapped {
-            v.swap_bytes()
-        } else {
-            v
+/// Adds a statistics block's `isb_ifdrop` (the kernel's) and `isb_osdrop` (nvod's) to the
+/// summary.
+fn read_statistics(isb: &InterfaceStatisticsBlock<'_>, summary: &mut Summary) {
+    for option in &isb.options {
+        match option {
+            InterfaceStatisticsOption::IsbIfDrop(n) => summary.kernel_dropped += n,
+            InterfaceStatisticsOption::IsbOsDrop(n) => summary.queue_dropped += n,
+            _ => {}
         }
-    };
-    // Type, length, interface, timestamp (2 words): options from byte 20 to the trailing length.
-    let mut at = 20;
-    while at + 4 <= block.len() - 4 {
-        let (code, len) = (u16_at(at), usize::from(u16_at(at + 2)));
-        if code == 0 || at + 4 + len > block.len() - 4 {
-            break;
-        }
-        if len == 8 {
-            let mut v = [0u8; 8];
-            v.copy_from_slice(&block[at + 4..at + 12]);
-            let value = if swapped {
-                u64::from_ne_bytes(v).swap_bytes()
-            } else {
-                u64::from_ne_bytes(v)
-            };
-            match code {
-                5 => summary.kernel_dropped += value,
-                7 => summary.queue_dropped += value,
-                _ => {}
-            }
-        }
-        at += 4 + ((len + 3) & !3);
     }
+}
+
+fn bad_block(e: impl std::fmt::Display) -> Copy {
+    Copy::Read(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("bad pcapng block from nvod: {e}"),
+    ))
 }
 
 /// Reads until `buf` is full or the stream ends; how many bytes came.
@@ -338,6 +322,46 @@ mod tests {
     }
 
     #[test]
+    fn a_big_endian_stream_is_counted_too() {
+        // Readers detect the byte order from the section header's magic (pcapng section
+        // 4.1); on a little-endian host this section is the swapped one.
+        let block = |kind: u32, body: &[u8]| {
+            let total = (12 + body.len()) as u32;
+            let mut b = kind.to_be_bytes().to_vec();
+            b.extend_from_slice(&total.to_be_bytes());
+            b.extend_from_slice(body);
+            b.extend_from_slice(&total.to_be_bytes());
+            b
+        };
+        let mut shb = 0x1A2B_3C4Du32.to_be_bytes().to_vec();
+        shb.extend_from_slice(&[0, 1, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_be_bytes());
+        let mut input = block(SHB, &shb);
+        input.extend(block(1, &[0, 1, 0, 0, 0, 1, 0, 0]));
+        input.extend(block(EPB, &[0u8; 20]));
+        let mut isb = vec![0u8; 12];
+        for (code, value) in [(5u16, 4u64), (7, 3)] {
+            isb.extend_from_slice(&code.to_be_bytes());
+            isb.extend_from_slice(&8u16.to_be_bytes());
+            isb.extend_from_slice(&value.to_be_bytes());
+        }
+        isb.extend_from_slice(&[0, 0, 0, 0]);
+        input.extend(block(ISB, &isb));
+        let mut out = Vec::new();
+        let summary = copy_blocks(&input[..], &mut out).unwrap();
+        assert_eq!(out, input);
+        assert_eq!(
+            summary,
+            Summary {
+                frames: 1,
+                kernel_dropped: 4,
+                queue_dropped: 3,
+                complete: true
+            }
+        );
+    }
+
+    #[test]
     fn a_cut_stream_is_an_error_and_a_stream_without_statistics_incomplete() {
         let input = stream();
         let mut out = Vec::new();
@@ -387,9 +411,12 @@ mod tests {
     #[test]
     fn filters_are_percent_encoded() {
         assert_eq!(
-            encode("icmp and host 10.0.0.1"),
+            segment("icmp and host 10.0.0.1"),
             "icmp%20and%20host%2010.0.0.1"
         );
-        assert_eq!(encode("port 53 && !tcp"), "port%2053%20%26%26%20%21tcp");
+        assert_eq!(segment("port 53 && !tcp"), "port%2053%20%26%26%20%21tcp");
+        // nvod reads `+` in a query value as a space (as forms send it): a literal one must go
+        // encoded.
+        assert_eq!(segment("len+1"), "len%2B1");
     }
 }

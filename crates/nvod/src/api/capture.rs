@@ -42,14 +42,14 @@ struct Query {
 
 pub async fn capture(State(c): State<Shared>, uri: Uri) -> Result<Response, ApiFailure> {
     let query = parse_query(uri.query().unwrap_or_default()).map_err(bad)?;
+    // Resolved and tapped under one lock: the port cannot go in between.
     let (target, ports) = {
         let control = c.lock().await;
-        (
-            control.capture_target(&query.scope)?,
-            control.capture_ports(&query.scope),
-        )
+        let target = control.capture_target(&query.scope)?;
+        let ports = control.capture_ports(&query.scope);
+        control.tap(&ports, true).await?;
+        (target, ports)
     };
-    c.lock().await.tap(&ports, true).await?;
     // From here on, however the capture ends (refused, finished, client gone), the ports are
     // untapped when this guard goes.
     let untap = Untap {
