@@ -229,10 +229,12 @@ pub fn drain(fwd: &mut Forwarder, now: Instant) {
                     ifindex: hdr.ifindex,
                 },
             };
-            let mut record = Record::new(what, origin, vni, Layer::Frame, bytes);
-            record.datapath = "ebpf";
-            record.len = hdr.len;
-            core.monitor.record(record);
+            core.monitor.record(|| {
+                let mut record = Record::new(what, origin, vni, Layer::Frame, bytes);
+                record.datapath = "ebpf";
+                record.len = hdr.len;
+                record
+            });
         });
     } else {
         // Records written before the flag went down: nobody wants them.

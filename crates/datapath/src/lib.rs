@@ -396,6 +396,7 @@ impl Loop {
         if !on {
             return;
         }
+        core.monitor.refill(now);
         let lost = core.pipeline.take_fdb_events(&mut self.fdb_events);
         let counts = core.monitor.lost();
         counts
@@ -415,8 +416,9 @@ impl Loop {
             };
             let origin = monitor::Origin::None;
             let layer = monitor::Layer::Frame;
-            let record = monitor::Record::new(what, origin, Some(ev.vni.0), layer, &[]);
-            core.monitor.record(record);
+            let vni = Some(ev.vni.0);
+            core.monitor
+                .record(|| monitor::Record::new(what, origin, vni, layer, &[]));
         }
         if now >= self.next_tick {
             if let Some(k) = core.kernel.as_ref() {

@@ -24,10 +24,21 @@
 //!
 //! Traces (one record per copy sent on) are recorded only while [`Monitor::tracing`] is set
 //! too: a listener asked for them (`type=trace`); the kernel follows it in bit 1 of its flag.
+//!
+//! A storm of drops (or a trace of a fast stream) would otherwise make an event of every
+//! packet, and each event costs nvod's monitor task a decode and each listener a line: on a
+//! host with few CPUs that work takes CPU from forwarding. So events pass a token bucket of
+//! [`RATE`] a second (a burst of as many) on the datapath thread before anything is copied:
+//! an event beyond it costs one counter increment and is counted lost at stage `rate`. The
+//! bucket is refilled from the loop's clock once per wake-up ([`Monitor::refill`]), so no
+//! packet reads the clock for it. The kernel's records pass the same bucket as they are
+//! drained.
 
+use std::cell::Cell;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use nvo_pipeline::{Action, Actions, DropReason, FdbChange, FdbDest, Mac, PortId};
 use tokio::sync::mpsc;
@@ -38,6 +49,10 @@ pub const CAPTURE: usize = 128;
 
 /// Records the ring holds before the datapath loses them.
 pub const RING: usize = 8192;
+
+/// Events a second the datapath hands to nvod at most (and the burst it may hand at once);
+/// beyond, they are counted lost at stage `rate`.
+pub const RATE: u32 = 10_000;
 
 /// A port's interface name, copied (an event never allocates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,15 +216,62 @@ pub struct LostCounts {
     pub kernel: AtomicU64,
     /// The pipeline's FDB event buffer was full.
     pub fdb: AtomicU64,
+    /// Beyond the datapath's [`RATE`].
+    pub rate: AtomicU64,
 }
 
-/// The datapath's handle: whether anyone listens, and the ring.
+/// The token bucket events pass (see the module's note).
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    /// Events a second, and the most tokens held.
+    rate: u32,
+    tokens: u32,
+    /// When tokens were last added; `None` before the first refill.
+    filled: Option<Instant>,
+}
+
+impl Bucket {
+    /// A full bucket of `rate` events a second (at least one).
+    fn new(rate: u32) -> Bucket {
+        let rate = rate.max(1);
+        Bucket {
+            rate,
+            tokens: rate,
+            filled: None,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let Some(filled) = self.filled else {
+            self.filled = Some(now);
+            return;
+        };
+        let elapsed = now.saturating_duration_since(filled).as_nanos();
+        let add = elapsed.saturating_mul(u128::from(self.rate)) / 1_000_000_000;
+        // Less than a token so far: the time keeps counting from `filled`.
+        if add > 0 {
+            let tokens = u128::from(self.tokens).saturating_add(add);
+            self.tokens = u32::try_from(tokens).unwrap_or(u32::MAX).min(self.rate);
+            self.filled = Some(now);
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let some = self.tokens > 0;
+        self.tokens = self.tokens.saturating_sub(1);
+        some
+    }
+}
+
+/// The datapath's handle: whether anyone listens, the rate events pass, and the ring. Each
+/// clone has a bucket of its own; the datapath thread holds the one that records.
 #[derive(Debug, Clone)]
 pub struct Monitor {
     on: Arc<AtomicBool>,
     tracing: Arc<AtomicBool>,
     tx: Option<mpsc::Sender<Record>>,
     lost: Arc<LostCounts>,
+    bucket: Cell<Bucket>,
 }
 
 impl Monitor {
@@ -220,18 +282,24 @@ impl Monitor {
             tracing: Arc::new(AtomicBool::new(false)),
             tx: None,
             lost: Arc::default(),
+            bucket: Cell::new(Bucket::new(RATE)),
         }
     }
 
-    /// A monitor recording while `on` is set, into a ring of `capacity` records; the
-    /// receiver is nvod's.
-    pub fn new(on: Arc<AtomicBool>, capacity: usize) -> (Monitor, mpsc::Receiver<Record>) {
+    /// A monitor recording while `on` is set, into a ring of `capacity` records, at most
+    /// `rate` a second; the receiver is nvod's.
+    pub fn new(
+        on: Arc<AtomicBool>,
+        capacity: usize,
+        rate: u32,
+    ) -> (Monitor, mpsc::Receiver<Record>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let monitor = Monitor {
             on,
             tracing: Arc::new(AtomicBool::new(false)),
             tx: Some(tx),
             lost: Arc::default(),
+            bucket: Cell::new(Bucket::new(rate)),
         };
         (monitor, rx)
     }
@@ -260,12 +328,26 @@ impl Monitor {
         &self.lost
     }
 
-    /// Hands `record` to nvod, never waiting: a full ring counts it lost.
-    pub fn record(&self, record: Record) {
+    /// Adds the tokens earned since the last refill (the loop calls it once per wake-up
+    /// while the monitor is on).
+    pub fn refill(&self, now: Instant) {
+        let mut bucket = self.bucket.get();
+        bucket.refill(now);
+        self.bucket.set(bucket);
+    }
+
+    /// Hands the record `make` builds to nvod, never waiting: beyond the rate it is not
+    /// built and counts lost at stage `rate`; a full ring counts it lost at `datapath`.
+    pub fn record(&self, make: impl FnOnce() -> Record) {
         let Some(tx) = &self.tx else {
             return;
         };
-        if tx.try_send(record).is_err() {
+        let mut bucket = self.bucket.get();
+        let admitted = bucket.take();
+        self.bucket.set(bucket);
+        if !admitted {
+            self.lost.rate.fetch_add(1, Ordering::Relaxed);
+        } else if tx.try_send(make()).is_err() {
             self.lost.datapath.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -282,17 +364,18 @@ pub(crate) fn record_actions(
     packet: &[u8],
 ) {
     if let Some(reason) = actions.dropped() {
-        monitor.record(Record::new(What::Drop(reason), origin, vni, layer, packet));
+        monitor.record(|| Record::new(What::Drop(reason), origin, vni, layer, packet));
         return;
     }
     if actions.flooded() {
-        let copies = actions
-            .iter()
-            .filter(|a| !matches!(a, Action::Drop(_) | Action::Reply { .. }))
-            .count();
-        let copies = u32::try_from(copies).unwrap_or(u32::MAX);
-        let what = What::Flood { copies };
-        monitor.record(Record::new(what, origin, vni, layer, packet));
+        monitor.record(|| {
+            let copies = actions
+                .iter()
+                .filter(|a| !matches!(a, Action::Drop(_) | Action::Reply { .. }))
+                .count();
+            let copies = u32::try_from(copies).unwrap_or(u32::MAX);
+            Record::new(What::Flood { copies }, origin, vni, layer, packet)
+        });
     }
 }
 
@@ -314,7 +397,7 @@ pub(crate) fn record_traces(
             _ => continue,
         };
         let what = What::Trace { to };
-        monitor.record(Record::new(what, origin, vni, Layer::Frame, packet));
+        monitor.record(|| Record::new(what, origin, vni, Layer::Frame, packet));
     }
 }
 
@@ -329,12 +412,14 @@ pub(crate) fn dest(d: FdbDest, name: impl Fn(PortId) -> Option<PortName>) -> Des
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
     fn a_full_ring_counts_lost_and_never_blocks() {
         let on = Arc::new(AtomicBool::new(true));
-        let (m, mut rx) = Monitor::new(on, 3);
+        let (m, mut rx) = Monitor::new(on, 3, 1000);
         let r = Record::new(
             What::Drop(DropReason::UnknownVni),
             Origin::None,
@@ -345,7 +430,7 @@ mod tests {
         assert_eq!(r.bytes().len(), CAPTURE);
         assert_eq!(r.len, 300);
         for _ in 0..10 {
-            m.record(r);
+            m.record(|| r);
         }
         assert_eq!(m.lost().datapath.load(Ordering::Relaxed), 7);
         let mut got = 0;
@@ -353,7 +438,7 @@ mod tests {
             got += 1;
         }
         assert_eq!(got, 3);
-        m.record(r);
+        m.record(|| r);
         assert!(
             rx.try_recv().is_ok(),
             "room again after the reader caught up"
@@ -361,16 +446,65 @@ mod tests {
     }
 
     #[test]
+    fn beyond_the_rate_events_are_counted_not_built_until_time_refills_the_bucket() {
+        let on = Arc::new(AtomicBool::new(true));
+        let (m, mut rx) = Monitor::new(on, 1000, 100);
+        let a_drop = || {
+            Record::new(
+                What::Drop(DropReason::MalformedVxlan),
+                Origin::None,
+                None,
+                Layer::Tunnel,
+                &[1, 2, 3],
+            )
+        };
+        let t0 = Instant::now();
+        m.refill(t0);
+        let mut built = 0;
+        for _ in 0..250 {
+            m.record(|| {
+                built += 1;
+                a_drop()
+            });
+        }
+        assert_eq!(built, 100, "a full bucket is one second's worth");
+        let lost = |m: &Monitor| m.lost().rate.load(Ordering::Relaxed);
+        assert_eq!(lost(&m), 150);
+        assert_eq!(m.lost().datapath.load(Ordering::Relaxed), 0);
+        // 5 ms earn nothing at 100/s; the time still counts: 10 ms from t0 earn one.
+        m.refill(t0 + Duration::from_millis(5));
+        m.record(a_drop);
+        assert_eq!(lost(&m), 151);
+        m.refill(t0 + Duration::from_millis(10));
+        m.record(a_drop);
+        m.record(a_drop);
+        assert_eq!(lost(&m), 152, "one token earned in 10 ms");
+        // A long pause fills the bucket up to one second's worth, not more.
+        m.refill(t0 + Duration::from_secs(60));
+        for _ in 0..150 {
+            m.record(a_drop);
+        }
+        assert_eq!(lost(&m), 202);
+        let mut got = 0;
+        while rx.try_recv().is_ok() {
+            got += 1;
+        }
+        assert_eq!(got, 100 + 1 + 100);
+    }
+
+    #[test]
     fn off_has_no_ring() {
         let m = Monitor::off();
         assert!(!m.on());
-        m.record(Record::new(
-            What::Flood { copies: 2 },
-            Origin::None,
-            None,
-            Layer::Frame,
-            &[],
-        ));
+        m.record(|| {
+            Record::new(
+                What::Flood { copies: 2 },
+                Origin::None,
+                None,
+                Layer::Frame,
+                &[],
+            )
+        });
         assert_eq!(m.lost().datapath.load(Ordering::Relaxed), 0);
     }
 

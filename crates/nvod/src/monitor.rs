@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nvo_api::{MonitorEvent, MonitorType};
-use nvo_datapath::monitor::{Dest, Layer, LostCounts, Monitor, Origin, Record, What, RING};
+use nvo_datapath::monitor::{Dest, Layer, LostCounts, Monitor, Origin, Record, What, RATE, RING};
 use nvo_observe::decode;
 use nvo_observe::monitor::{lost_event, Hub, Lost};
 use nvo_pipeline::FdbChange;
@@ -39,6 +39,7 @@ impl Handle {
             datapath: self.lost.datapath.load(Ordering::Relaxed),
             kernel: self.lost.kernel.load(Ordering::Relaxed),
             fdb: self.lost.fdb.load(Ordering::Relaxed),
+            rate: self.lost.rate.load(Ordering::Relaxed),
         }
     }
 }
@@ -47,7 +48,7 @@ impl Handle {
 pub fn new() -> (Monitor, Handle, Receiver<Record>) {
     let listening = Arc::new(AtomicBool::new(false));
     let hub = Hub::new(listening.clone());
-    let (monitor, rx) = Monitor::new(listening, RING);
+    let (monitor, rx) = Monitor::new(listening, RING, RATE);
     let monitor = monitor.with_tracing(hub.tracing().clone());
     let handle = Handle {
         hub,

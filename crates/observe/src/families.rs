@@ -284,7 +284,7 @@ pub fn render(snap: &Snapshot) -> Result<String, TextError> {
     let mut lost = e.family(
         "nvo_monitor_events_lost_total",
         Kind::Counter,
-        "Monitor events (nvo monitor) lost, by where: a listener's queue, the datapath's ring, the eBPF ring, the FDB event buffer.",
+        "Monitor events (nvo monitor) lost, by where: a listener's queue, the datapath's ring, the eBPF ring, the FDB event buffer, the datapath's rate limit.",
     )?;
     for (stage, n) in snap.monitor_lost.stages() {
         lost.sample(&[("stage", stage)], n)?;

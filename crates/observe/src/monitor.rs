@@ -157,12 +157,12 @@ fn unescape(s: &str) -> String {
 }
 
 /// The stages a `lost` event names, in [`Lost::stages`] order.
-const STAGES: [&str; 4] = ["listener", "datapath", "kernel", "fdb"];
+const STAGES: [&str; 5] = ["listener", "datapath", "kernel", "fdb", "rate"];
 
 /// A listener's pending lost counts, by stage: events its queue had no room for
 /// (`listener`), and the counts of `lost` events of the other stages that had no room either
 /// (carried, so that no loss goes untold).
-type Pending = Arc<[AtomicU64; 4]>;
+type Pending = Arc<[AtomicU64; STAGES.len()]>;
 
 struct Slot {
     id: u64,
@@ -188,17 +188,21 @@ pub struct Lost {
     pub kernel: u64,
     /// The pipeline's FDB event buffer was full.
     pub fdb: u64,
+    /// Beyond the rate the datapath hands events at (`nvo_datapath::monitor::RATE`).
+    pub rate: u64,
 }
 
 impl Lost {
     /// (stage, count) pairs, as the metric's series.
-    pub fn stages(&self) -> [(&'static str, u64); 4] {
-        [
-            ("listener", self.listener),
-            ("datapath", self.datapath),
-            ("kernel", self.kernel),
-            ("fdb", self.fdb),
-        ]
+    pub fn stages(&self) -> [(&'static str, u64); STAGES.len()] {
+        let counts = [
+            self.listener,
+            self.datapath,
+            self.kernel,
+            self.fdb,
+            self.rate,
+        ];
+        std::array::from_fn(|i| (STAGES[i], counts[i]))
     }
 }
 

@@ -87,6 +87,7 @@ fn snapshot() -> Snapshot {
         monitor_lost: crate::monitor::Lost {
             listener: 6,
             kernel: 2,
+            rate: 9,
             ..Default::default()
         },
     }
@@ -161,6 +162,7 @@ fn the_required_series_are_there() {
         "nvo_monitor_events_lost_total{stage=\"listener\"} 6\n",
         "nvo_monitor_events_lost_total{stage=\"kernel\"} 2\n",
         "nvo_monitor_events_lost_total{stage=\"datapath\"} 0\n",
+        "nvo_monitor_events_lost_total{stage=\"rate\"} 9\n",
         "# TYPE nvo_stt_reassembly_frames_in_progress gauge\n",
         "# HELP nvo_network_a_new_counter_total The network counter a_new_counter",
     ] {
