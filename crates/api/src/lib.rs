@@ -10,6 +10,7 @@ mod client;
 mod events;
 mod evpn;
 mod monitor;
+pub mod query;
 mod types;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};

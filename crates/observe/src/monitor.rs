@@ -36,6 +36,9 @@ pub enum FilterError {
     /// `reason=` that names no drop reason.
     #[error("reason={0:?} is not a drop reason (nvo counters lists them)")]
     Reason(String),
+    /// A value whose percent-encoding is broken.
+    #[error("{0}: bad percent-encoding")]
+    Encoding(String),
     /// `type=` with a word that is no event type.
     #[error("type={0:?} is not an event type: use drop, learn, move, age, flood, trace, lost")]
     Type(String),
@@ -63,7 +66,8 @@ impl Filter {
         let mut f = Filter::default();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = unescape(value);
+            let value = nvo_api::query::decode(value)
+                .ok_or_else(|| FilterError::Encoding(key.to_owned()))?;
             match key {
                 "network" => {
                     let vni = value
@@ -126,34 +130,6 @@ impl Filter {
             .as_ref()
             .is_some_and(|t| t.contains(&MonitorType::Trace))
     }
-}
-
-/// `%2C` and friends, as a client may escape a query's commas.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = b
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (b[i], hex) {
-            (b'%', Some(v)) => {
-                out.push(v);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The stages a `lost` event names, in [`Lost::stages`] order.
@@ -447,6 +423,7 @@ mod tests {
         assert!(e("reason=nope").contains("nope"));
         assert!(e("type=drop,bogus").contains("bogus"));
         assert!(e("vni=3").contains("vni"));
+        assert!(e("port=veth%2").contains("port: bad percent-encoding"));
     }
 
     #[tokio::test]

@@ -338,15 +338,7 @@ pub struct CountersArgs {
 /// Percent-encodes a path segment or a query value (interface and profile names, capture
 /// filters may hold characters a URL reserves).
 pub(super) fn segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~:@".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    nvo_api::query::encode(s)
 }
 
 /// Prints an answer: nvod's JSON as is, or its typed form through `text`.

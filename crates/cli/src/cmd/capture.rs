@@ -407,16 +407,4 @@ mod tests {
         assert!(Cli::try_parse_from(["nvo", "--underlay", "--port", "a"]).is_err());
         assert!(Cli::try_parse_from(["nvo", "--underlay", "-c", "0"]).is_err());
     }
-
-    #[test]
-    fn filters_are_percent_encoded() {
-        assert_eq!(
-            segment("icmp and host 10.0.0.1"),
-            "icmp%20and%20host%2010.0.0.1"
-        );
-        assert_eq!(segment("port 53 && !tcp"), "port%2053%20%26%26%20%21tcp");
-        // nvod reads `+` in a query value as a space (as forms send it): a literal one must go
-        // encoded.
-        assert_eq!(segment("len+1"), "len%2B1");
-    }
 }

@@ -10,6 +10,7 @@ use std::io;
 use clap::Args;
 use nvo_api::{Client, ClientError, MonitorEvent};
 
+use super::api::segment;
 use super::sse::{self, Follow, Sse};
 use super::{CliError, Format};
 
@@ -42,13 +43,13 @@ impl MonitorArgs {
             query.push(format!("network={n}"));
         }
         if let Some(p) = &self.port {
-            query.push(format!("port={}", escape(p)));
+            query.push(format!("port={}", segment(p)));
         }
         if let Some(r) = &self.reason {
-            query.push(format!("reason={}", escape(r)));
+            query.push(format!("reason={}", segment(r)));
         }
         if !self.types.is_empty() {
-            let types: Vec<String> = self.types.iter().map(|t| escape(t)).collect();
+            let types: Vec<String> = self.types.iter().map(|t| segment(t)).collect();
             query.push(format!("type={}", types.join(",")));
         }
         if query.is_empty() {
@@ -57,18 +58,6 @@ impl MonitorArgs {
             format!("/v1/monitor?{}", query.join("&"))
         }
     }
-}
-
-/// Percent-escapes all but unreserved characters (RFC 3986 §2.3).
-fn escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            b => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// Runs `nvo monitor`.

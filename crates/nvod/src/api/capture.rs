@@ -143,7 +143,8 @@ fn parse_query(query: &str) -> Result<Query, String> {
     };
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let value = decode(value).ok_or_else(|| format!("{key}: bad percent-encoding"))?;
+        let value =
+            nvo_api::query::decode(value).ok_or_else(|| format!("{key}: bad percent-encoding"))?;
         let number = |max: u64| {
             value
                 .parse::<u64>()
@@ -180,31 +181,6 @@ fn parse_query(query: &str) -> Result<Query, String> {
     }
     q.scope = scope.ok_or("name what to capture: network=VNI, port=NAME or underlay=true")?;
     Ok(q)
-}
-
-/// Percent-decoding of a query value (`+` is a space, as forms send it).
-fn decode(text: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(text.len());
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
