@@ -56,6 +56,7 @@ bench-api:
 .PHONY: bench-cni
 bench-cni:
 	$(PYTHON) bench/cni_add.py
+
 .PHONY: bench-monitor
 bench-monitor:
 	$(PYTHON) bench/monitor_overhead.py

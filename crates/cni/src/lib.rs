@@ -39,7 +39,17 @@ pub fn run(vars: &HashMap<String, String>, stdin: &[u8]) -> Result<Option<Value>
     let socket_env = vars.get("NVO_SOCKET").map(String::as_str);
     let conf = NetConf::parse(stdin, env.command, socket_env)?;
     match env.command {
-        Command::Add => add::add(&env, &conf).map(|r| serde_json::to_value(r).ok()),
+        Command::Add => {
+            let result = add::add(&env, &conf)?;
+            // A result nobody sees would leave the runtime with an attachment it cannot use.
+            let value = serde_json::to_value(result).map_err(|e| {
+                CniError::new(
+                    error::code::IO_FAILURE,
+                    format!("cannot write the result: {e}"),
+                )
+            })?;
+            Ok(Some(value))
+        }
         Command::Del => del::del(&env, &conf).map(|()| None),
         Command::Check => check::check(&env, &conf).map(|()| None),
         Command::Status => check::status(&env, &conf).map(|()| None),
