@@ -336,7 +336,9 @@ fn kill_9_in_the_middle_of_writes_loses_no_acknowledged_one() {
     }));
     nvod.kill();
     let acked = writer.join().unwrap();
-    assert!(acked.len() >= 300 && acked.len() < 2000, "{}", acked.len());
+    // The state held 300 or more; the last of them may have been journaled without its
+    // answer reaching the writer before the kill.
+    assert!(acked.len() >= 299 && acked.len() < 2000, "{}", acked.len());
     nvod.spawn();
     let networks: Vec<Network> = nvod.get("/v1/networks");
     let have: std::collections::BTreeSet<u32> = networks.iter().map(|n| n.vni).collect();
