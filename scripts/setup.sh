@@ -40,6 +40,9 @@ if [ "$(id -u)" -ne 0 ]; then
     die "run as root (apt-get and network namespaces need it)"
 fi
 
+# The etcd-client crate's build runs protoc on etcd's .proto files, which import protobuf's own
+# (google/protobuf/descriptor.proto...): Debian ships those in libprotobuf-dev, not with protoc.
+APT_PACKAGES+=(protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -104,4 +107,5 @@ command -v promtool >/dev/null || die "prometheus installed but promtool is not 
 [ -x /usr/lib/cni/host-local ] || die "containernetworking-plugins installed but /usr/lib/cni/host-local is missing"
 command -v chromium >/dev/null || die "chromium installed but not on PATH (tests/e2e/test_ui.py loads the status page in it, headless)"
 [ -f /usr/include/bpf/bpf_helpers.h ] || die "libbpf-dev installed but /usr/include/bpf/bpf_helpers.h is missing"
+[ -f /usr/include/google/protobuf/descriptor.proto ] || die "libprotobuf-dev installed but /usr/include/google/protobuf/descriptor.proto is missing (the etcd-client crate's build needs it)"
 say "ready: $(cargo --version), $(tshark --version 2>/dev/null | head -1), scapy $(/usr/bin/python3 -c 'import scapy; print(scapy.__version__)')"
