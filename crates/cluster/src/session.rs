@@ -1,4 +1,5 @@
-//! The etcd session of one nvod: connect (backoff 0.1 s doubling to at most 2 s), register
+//! The etcd session of one nvod: connect to one member (the next one at once when a session
+//! ends; backoff 0.1 s doubling to at most 2 s once each failed in turn), register
 //! this host under a lease of its own kept alive at TTL/3, read everything under the prefix
 //! at one revision, hand that snapshot over, then watch from revision+1 and hand over a new
 //! snapshot after every batch of events. Any error — etcd gone, the watch cancelled (e.g.
@@ -66,6 +67,11 @@ impl std::fmt::Debug for Access {
 impl Access {
     /// A client connected to the endpoints (errors say what failed, in etcd-client's words).
     pub async fn connect(&self) -> Result<Client, String> {
+        self.connect_to(&self.endpoints).await
+    }
+
+    /// A client connected to `endpoints` only (the session talks to one member at a time).
+    async fn connect_to(&self, endpoints: &[String]) -> Result<Client, String> {
         let mut options = ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT)
@@ -78,18 +84,15 @@ impl Access {
         if https || self.tls != Tls::default() {
             options = options.with_tls(self.tls_options()?);
         }
-        let client = timeout(
-            REQUEST_TIMEOUT,
-            Client::connect(&self.endpoints, Some(options)),
-        )
-        .await
-        .map_err(|_| {
-            format!(
-                "no answer from {} in {REQUEST_TIMEOUT:?}",
-                self.endpoints.join(",")
-            )
-        })?
-        .map_err(|e| format!("cannot connect to {}: {e}", self.endpoints.join(",")))?;
+        let client = timeout(REQUEST_TIMEOUT, Client::connect(endpoints, Some(options)))
+            .await
+            .map_err(|_| {
+                format!(
+                    "no answer from {} in {REQUEST_TIMEOUT:?}",
+                    endpoints.join(",")
+                )
+            })?
+            .map_err(|e| format!("cannot connect to {}: {e}", endpoints.join(",")))?;
         Ok(client)
     }
 
@@ -165,15 +168,23 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
-/// Runs sessions until `out.stop` turns true (or the task is dropped).
+/// Runs sessions until `out.stop` turns true (or the task is dropped), one member at a time:
+/// a session that ends goes on at once with the next endpoint, and only after each endpoint
+/// failed in turn does it wait (backoff). A single connection balanced over every endpoint
+/// would keep sending part of its requests, and the watch, to a member that died.
 pub async fn run(settings: Settings, mut out: Outputs) {
     let mut backoff = FIRST_BACKOFF;
+    let endpoints = settings.access.endpoints.len().max(1);
+    let mut at = 0;
+    // Endpoints tried, in turn, since a session was last up.
+    let mut tried = 0;
     loop {
         if *out.stop.borrow() {
             return;
         }
         let mut up = false;
-        let error = session(&settings, &mut out, &mut up).await;
+        let endpoint = settings.access.endpoints.get(at).cloned();
+        let error = session(&settings, &mut out, &mut up, endpoint).await;
         if *out.stop.borrow() {
             log::info!("cluster: session ended ({error})");
             return;
@@ -181,6 +192,7 @@ pub async fn run(settings: Settings, mut out: Outputs) {
         if up {
             log::warn!("cluster: lost etcd: {error}; tables stay as they are, reconnecting");
             backoff = FIRST_BACKOFF;
+            tried = 0;
         } else {
             log::debug!("cluster: etcd not reachable: {error}");
         }
@@ -188,6 +200,12 @@ pub async fn run(settings: Settings, mut out: Outputs) {
             l.connected = false;
             l.last_error = Some(error);
         });
+        at = (at + 1) % endpoints;
+        tried += 1;
+        if tried < endpoints {
+            continue;
+        }
+        tried = 0;
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
             _ = stopped(&mut out.stop) => return,
@@ -196,9 +214,15 @@ pub async fn run(settings: Settings, mut out: Outputs) {
     }
 }
 
-/// One session: returns why it ended. `up` is set once the first read was handed over.
-async fn session(s: &Settings, out: &mut Outputs, up: &mut bool) -> String {
-    match session_inner(s, out, up).await {
+/// One session with `endpoint` (all of them when `None`): returns why it ended. `up` is set
+/// once the first read was handed over.
+async fn session(
+    s: &Settings,
+    out: &mut Outputs,
+    up: &mut bool,
+    endpoint: Option<String>,
+) -> String {
+    match session_inner(s, out, up, endpoint).await {
         Ok(never) => match never {},
         Err(e) => e,
     }
@@ -208,8 +232,13 @@ async fn session_inner(
     s: &Settings,
     out: &mut Outputs,
     up: &mut bool,
+    endpoint: Option<String>,
 ) -> Result<std::convert::Infallible, String> {
-    let mut client = s.access.connect().await?;
+    let endpoints = match endpoint {
+        Some(e) => vec![e],
+        None => s.access.endpoints.clone(),
+    };
+    let mut client = s.access.connect_to(&endpoints).await?;
     let ttl = i64::from(s.lease_ttl_s.max(2));
     let lease = timeout(REQUEST_TIMEOUT, client.lease_grant(ttl, None))
         .await
@@ -276,7 +305,7 @@ async fn session_inner(
     log::info!(
         "cluster: connected to {}, read {} objects at revision {revision}, host {} registered \
          (lease {lease:x}, ttl {ttl} s)",
-        s.access.endpoints.join(","),
+        endpoints.join(","),
         objects.len(),
         s.host.name
     );
