@@ -246,7 +246,7 @@ def test_a_network_written_once_appears_on_every_nvod_and_carries_traffic(cl):
 
 def test_the_cli_refuses_bad_networks_before_etcd(cl):
     rev = cl.etcd.revision()
-    for args in (["0"], ["16777216"], ["101", "--mtu", "70000"], ["x"]):
+    for args in (["0"], ["16777216"], ["101", "--mtu", "100"], ["101", "--mtu", "70000"], ["x"]):
         p = cl.nvo_etcd("network", "add", *args, check=False)
         assert p.returncode != 0 and p.stderr.strip(), (args, p.stdout, p.stderr)
     assert cl.etcd.revision() == rev, "a refused network reached etcd"
