@@ -33,6 +33,73 @@ pub struct NodeInfo {
     /// Where the metrics and the status page are served (`http_listen`); absent when off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_listen: Option<SocketAddr>,
+    /// Cluster mode's link to etcd; absent when cluster mode is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<NodeCluster>,
+}
+
+/// `cluster` in `GET /v1/node`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeCluster {
+    /// Whether nvod is connected to etcd and watching.
+    pub connected: bool,
+    /// The etcd revision last applied (0: none yet).
+    pub revision: i64,
+}
+
+/// `GET /v1/cluster`: cluster mode's view. With cluster mode off, `enabled` is false and
+/// every other field is empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClusterStatus {
+    /// Whether cluster mode is on (`[cluster]` in the config).
+    pub enabled: bool,
+    /// The etcd endpoints.
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+    /// The key prefix.
+    #[serde(default)]
+    pub prefix: String,
+    /// This host's name in the cluster.
+    #[serde(default)]
+    pub name: String,
+    /// Whether nvod is connected to etcd and watching.
+    #[serde(default)]
+    pub connected: bool,
+    /// The etcd revision last applied (0: none yet).
+    #[serde(default)]
+    pub revision: i64,
+    /// The last error of the link to etcd (kept after reconnecting), or null.
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// The networks cluster mode made here (cluster-owned), by VNI.
+    #[serde(default)]
+    pub networks: Vec<u32>,
+    /// The registered hosts, as last read from etcd.
+    #[serde(default)]
+    pub hosts: Vec<ClusterHost>,
+    /// The objects skipped now, with why.
+    #[serde(default)]
+    pub skipped: Vec<ClusterSkipped>,
+}
+
+/// A registered host (`PREFIX hosts/NAME`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterHost {
+    /// Its name.
+    pub name: String,
+    /// Its locator.
+    pub locator: IpAddr,
+    /// Its overlay node ID.
+    pub node_id: u32,
+}
+
+/// An object cluster mode skips.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSkipped {
+    /// Its key.
+    pub key: String,
+    /// Why it is not applied.
+    pub error: String,
 }
 
 fn userspace() -> String {

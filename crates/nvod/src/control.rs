@@ -27,6 +27,7 @@ pub use capture::Scope;
 
 mod bgp;
 mod capture;
+mod cluster;
 mod observe;
 mod ops;
 mod overlay;
@@ -172,6 +173,8 @@ pub struct Control {
     path: nvo_datapath::Choice,
     /// `nvo monitor`'s listeners and lost counts, once set ([`Control::set_monitor`]).
     monitor: Option<crate::monitor::Handle>,
+    /// Cluster mode's view, when it is on ([`Control::set_cluster`]).
+    cluster: Option<crate::cluster::Handle>,
 }
 
 impl Control {
@@ -203,6 +206,7 @@ impl Control {
                 relay: "userspace".to_owned(),
             },
             monitor: None,
+            cluster: None,
         }
     }
 
@@ -302,6 +306,7 @@ impl Control {
             relay: self.path.relay.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             http_listen: self.config.http.as_ref().map(|h| h.listen),
+            cluster: self.cluster.as_ref().map(|c| c.node()),
         }
     }
 

@@ -386,6 +386,7 @@ pub fn network_state(
         accept_remotes: spec.accept_remotes,
         max_learned_per_port: Some(max_learned_per_port),
         max_learned_per_remote: Some(max_learned_per_remote),
+        cluster: false,
     })
 }
 
@@ -617,6 +618,7 @@ mod tests {
             learn_share: Default::default(),
             http: None,
             busy_poll: Default::default(),
+            cluster: None,
         }
     }
 

@@ -22,6 +22,7 @@
 //! and removes the socket file.
 
 mod api;
+mod cluster;
 mod config;
 mod control;
 mod convert;
@@ -195,6 +196,10 @@ async fn serve(
         let _ = stop_tx.send(true);
     };
     let shared = Arc::new(Mutex::new(control));
+    if let Some(settings) = &config.cluster {
+        let handle = cluster::start(settings, config, shared.clone());
+        shared.lock().await.set_cluster(handle);
+    }
     let metrics = async {
         if let Some((listener, http)) = metrics_listener {
             log::info!(

@@ -151,6 +151,10 @@ pub struct NetworkState {
     /// Most learned entries per remote VTEP (files written before it: max_learned / 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_learned_per_remote: Option<u32>,
+    /// Made by cluster mode from an etcd object (files written before it, and networks made
+    /// through the local API: false); only such networks are changed or deleted by it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster: bool,
 }
 
 impl NetworkState {

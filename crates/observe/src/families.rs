@@ -36,6 +36,25 @@ pub struct Snapshot {
     pub stt_limit_bytes: u64,
     /// Monitor events lost so far, by stage (`nvo monitor`, docs/monitor.md).
     pub monitor_lost: crate::monitor::Lost,
+    /// Cluster mode, when it is on.
+    pub cluster: Option<ClusterMetrics>,
+}
+
+/// Cluster mode's link to etcd and what it skips (issue 19).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterMetrics {
+    /// Connected to etcd and watching.
+    pub connected: bool,
+    /// The etcd revision last applied.
+    pub revision: u64,
+    /// Objects skipped now.
+    pub skipped: u64,
+    /// Invalid or refused objects found so far.
+    pub invalid_total: u64,
+    /// Full reads after a reconnection.
+    pub resyncs_total: u64,
+    /// Registered hosts.
+    pub hosts: u64,
 }
 
 /// A table's size against its bound.
@@ -294,7 +313,26 @@ pub fn render(snap: &Snapshot) -> Result<String, TextError> {
     if let Some(bgp) = &snap.bgp {
         bgp_families(&mut e, bgp)?;
     }
+    if let Some(cluster) = &snap.cluster {
+        cluster_families(&mut e, cluster)?;
+    }
     Ok(e.finish())
+}
+
+/// `nvo_cluster_*`: cluster mode's link to etcd and the objects it skips.
+fn cluster_families(e: &mut Exposition, c: &ClusterMetrics) -> Result<(), TextError> {
+    let families: [(&str, Kind, &str, u64); 6] = [
+        ("nvo_cluster_connected", Kind::Gauge, "1 while nvod is connected to etcd and watching, else 0 (it keeps its tables as they are).", u64::from(c.connected)),
+        ("nvo_cluster_revision", Kind::Gauge, "The etcd revision last applied.", c.revision),
+        ("nvo_cluster_objects_skipped", Kind::Gauge, "Cluster objects skipped now (invalid, refused, or blocked by attached ports); nvo cluster status lists them.", c.skipped),
+        ("nvo_cluster_invalid_objects_total", Kind::Counter, "Cluster objects found invalid or refused (each key and reason counted once when it appears).", c.invalid_total),
+        ("nvo_cluster_resyncs_total", Kind::Counter, "Full reads of the cluster prefix after reconnecting to etcd.", c.resyncs_total),
+        ("nvo_cluster_hosts", Kind::Gauge, "Hosts registered in the cluster (this one included).", c.hosts),
+    ];
+    for (name, kind, help, value) in families {
+        e.family(name, kind, help)?.sample(&[], value)?;
+    }
+    Ok(())
 }
 
 /// The HELP of `key` in `known`, or a generic one naming the key and its group.

@@ -19,6 +19,7 @@ type Created<T> = Answer<(StatusCode, Json<T>)>;
 pub fn router(control: Shared) -> Router {
     Router::new()
         .route("/v1/node", get(node))
+        .route("/v1/cluster", get(cluster))
         .route("/v1/networks", get(networks).post(create_network))
         .route("/v1/networks/{vni}", get(network).delete(delete_network))
         .route("/v1/networks/{vni}/fdb", get(fdb).post(fdb_add))
@@ -75,6 +76,10 @@ pub fn router(control: Shared) -> Router {
 
 async fn node(State(c): State<Shared>) -> Json<api::NodeInfo> {
     Json(c.lock().await.node())
+}
+
+async fn cluster(State(c): State<Shared>) -> Json<api::ClusterStatus> {
+    Json(c.lock().await.cluster_status())
 }
 
 async fn networks(State(c): State<Shared>) -> Answer<Json<Vec<api::Network>>> {

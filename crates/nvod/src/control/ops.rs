@@ -77,7 +77,18 @@ impl Control {
         &mut self,
         spec: api::NetworkSpec,
     ) -> Result<api::Network, Failure> {
-        let net = convert::network_state(&spec, &self.config, &self.profiles, self.evpn_serves())?;
+        self.create_network_owned(spec, false).await
+    }
+
+    /// Creates a network; `cluster`: made by cluster mode (marked so in the state).
+    pub(super) async fn create_network_owned(
+        &mut self,
+        spec: api::NetworkSpec,
+        cluster: bool,
+    ) -> Result<api::Network, Failure> {
+        let mut net =
+            convert::network_state(&spec, &self.config, &self.profiles, self.evpn_serves())?;
+        net.cluster = cluster;
         let vni = Vni(spec.vni);
         if self.state.networks.contains_key(&vni.0) {
             return Err(Failure::new(
@@ -93,8 +104,9 @@ impl Control {
         let command = convert::add_network(vni, &net);
         self.commit(new, command).await?;
         log::info!(
-            "network {vni} created: encap {}, mtu {}, learning from ports {}, from tunnels {}, \
+            "network {vni} created{}: encap {}, mtu {}, learning from ports {}, from tunnels {}, \
              bum by {}, flood list {:?}",
+            if cluster { " from the cluster" } else { "" },
             net.encap,
             net.mtu,
             net.learns_ports(),

@@ -400,6 +400,7 @@ mod tests {
                 accept_remotes: None,
                 max_learned_per_port: None,
                 max_learned_per_remote: None,
+                cluster: false,
             },
         );
         s

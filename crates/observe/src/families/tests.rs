@@ -89,6 +89,14 @@ fn snapshot() -> Snapshot {
             kernel: 2,
             ..Default::default()
         },
+        cluster: Some(ClusterMetrics {
+            connected: true,
+            revision: 42,
+            skipped: 2,
+            invalid_total: 3,
+            resyncs_total: 1,
+            hosts: 3,
+        }),
     }
 }
 
@@ -162,6 +170,14 @@ fn the_required_series_are_there() {
         "nvo_monitor_events_lost_total{stage=\"kernel\"} 2\n",
         "nvo_monitor_events_lost_total{stage=\"datapath\"} 0\n",
         "# TYPE nvo_stt_reassembly_frames_in_progress gauge\n",
+        "nvo_cluster_connected 1\n",
+        "nvo_cluster_revision 42\n",
+        "nvo_cluster_objects_skipped 2\n",
+        "nvo_cluster_invalid_objects_total 3\n",
+        "nvo_cluster_resyncs_total 1\n",
+        "nvo_cluster_hosts 3\n",
+        "# TYPE nvo_cluster_invalid_objects_total counter\n",
+        "# TYPE nvo_cluster_connected gauge\n",
         "# HELP nvo_network_a_new_counter_total The network counter a_new_counter",
     ] {
         assert!(text.contains(want), "{want:?} missing from\n{text}");
@@ -178,4 +194,20 @@ fn no_bgp_no_bgp_families() {
     assert!(!text.contains("nvo_bgp_"), "{text}");
     let empty = render(&Snapshot::default()).unwrap();
     assert!(empty.contains("nvo_build_info"), "{empty}");
+}
+
+#[test]
+fn cluster_families_only_in_cluster_mode() {
+    let off = Snapshot {
+        cluster: None,
+        ..snapshot()
+    };
+    let text = render(&off).unwrap();
+    assert!(!text.contains("nvo_cluster_"), "{text}");
+    let down = Snapshot {
+        cluster: Some(ClusterMetrics::default()),
+        ..snapshot()
+    };
+    let text = render(&down).unwrap();
+    assert!(text.contains("nvo_cluster_connected 0\n"), "{text}");
 }

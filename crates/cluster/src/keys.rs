@@ -1,0 +1,125 @@
+//! The key layout under the cluster prefix P (default `/nvo/`):
+//! - `P networks/<VNI>`: a network object (the JSON body of `POST /v1/networks`);
+//! - `P hosts/<name>`: a host registration, written under that host's lease;
+//! - anything else under P is ignored (reserved for profiles/, overlay/, policies/).
+
+/// The prefix when none is configured.
+pub const DEFAULT_PREFIX: &str = "/nvo/";
+
+/// Where network objects live, under the prefix.
+const NETWORKS: &str = "networks/";
+/// Where host registrations live, under the prefix.
+const HOSTS: &str = "hosts/";
+
+/// What a key under the prefix is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// `networks/<VNI>` with a decimal VNI that fits in 32 bits (its range is checked with
+    /// the object).
+    Network(u32),
+    /// `networks/<something that is not a decimal VNI>`: an invalid object.
+    BadNetwork(String),
+    /// `hosts/<name>`.
+    Host(String),
+    /// Anything else: ignored.
+    Other,
+}
+
+/// The key layout of one prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    prefix: String,
+}
+
+impl Layout {
+    /// The layout under `prefix`, which must start and end with '/'.
+    pub fn new(prefix: &str) -> Result<Layout, String> {
+        if !prefix.starts_with('/') || !prefix.ends_with('/') {
+            return Err(format!(
+                "cluster prefix {prefix:?} must start and end with '/', e.g. {DEFAULT_PREFIX:?}"
+            ));
+        }
+        Ok(Layout {
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The key of network `vni`.
+    pub fn network(&self, vni: u32) -> String {
+        format!("{}{NETWORKS}{vni}", self.prefix)
+    }
+
+    /// The prefix of every network key.
+    pub fn networks(&self) -> String {
+        format!("{}{NETWORKS}", self.prefix)
+    }
+
+    /// The key of host `name`.
+    pub fn host(&self, name: &str) -> String {
+        format!("{}{HOSTS}{name}", self.prefix)
+    }
+
+    /// What `key` is; keys outside the prefix are [`Key::Other`].
+    pub fn classify(&self, key: &str) -> Key {
+        let Some(rest) = key.strip_prefix(&self.prefix) else {
+            return Key::Other;
+        };
+        if let Some(vni) = rest.strip_prefix(NETWORKS) {
+            let decimal = !vni.is_empty() && vni.bytes().all(|b| b.is_ascii_digit());
+            return match vni.parse::<u32>() {
+                Ok(n) if decimal && (vni == "0" || !vni.starts_with('0')) => Key::Network(n),
+                _ => Key::BadNetwork(vni.to_owned()),
+            };
+        }
+        match rest.strip_prefix(HOSTS) {
+            Some(name) if !name.is_empty() && !name.contains('/') => Key::Host(name.to_owned()),
+            _ => Key::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_must_start_and_end_with_slash() {
+        assert!(Layout::new("/nvo/").is_ok());
+        assert!(Layout::new("/").is_ok());
+        for bad in ["", "nvo/", "/nvo", "nvo"] {
+            assert!(Layout::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn classifies_keys() {
+        let l = Layout::new("/nvo/").unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(l.network(100), "/nvo/networks/100");
+        assert_eq!(l.host("h1"), "/nvo/hosts/h1");
+        assert_eq!(l.classify("/nvo/networks/100"), Key::Network(100));
+        assert_eq!(l.classify("/nvo/networks/0"), Key::Network(0));
+        assert_eq!(l.classify("/nvo/networks/16777216"), Key::Network(16777216));
+        assert_eq!(
+            l.classify("/nvo/networks/abc"),
+            Key::BadNetwork("abc".into())
+        );
+        assert_eq!(
+            l.classify("/nvo/networks/0100"),
+            Key::BadNetwork("0100".into())
+        );
+        assert_eq!(l.classify("/nvo/networks/+1"), Key::BadNetwork("+1".into()));
+        assert_eq!(
+            l.classify("/nvo/networks/99999999999"),
+            Key::BadNetwork("99999999999".into())
+        );
+        assert_eq!(l.classify("/nvo/hosts/h1"), Key::Host("h1".into()));
+        assert_eq!(l.classify("/nvo/profiles/x"), Key::Other);
+        assert_eq!(l.classify("/other/networks/1"), Key::Other);
+        assert_eq!(l.classify("/nvo/hosts/"), Key::Other);
+    }
+}

@@ -1,0 +1,292 @@
+//! Cluster mode (issue 19): nvod converges its networks to the objects in etcd.
+//!
+//! ```text
+//!  nvo_cluster::session::run ─► snapshots (whole maps, watch channel) ─► reconcile task
+//!        │  link (connected, last error, resyncs) ─► Handle (GET /v1/cluster, /v1/node, metrics)
+//!        ▼                                                    │ per operation: control lock
+//!      etcd                                     Control::create/delete_network, flood_add/delete
+//! ```
+//!
+//! The reconcile task parses every object of a snapshot (invalid ones are skipped, listed and
+//! counted), plans under one short lock of the control, diffs (nvo_cluster::diff: only
+//! differences) and applies each operation under its own lock through the API's methods, so
+//! the state journal and the datapath see ordinary changes and the API is never held for
+//! long. Losing etcd changes nothing here: the last applied state stays. While something is
+//! skipped, the plan is tried again every few seconds (a profile added locally, a port
+//! detached).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use nvo_api as api;
+use nvo_cluster::session::{self, Outputs};
+use nvo_cluster::{HostRecord, Key, Link, Op, Settings, Snapshot};
+use tokio::sync::watch;
+
+use crate::api::Shared;
+use crate::config::{ClusterSettings, Config};
+
+/// How often a plan with skipped objects is tried again without a change in etcd.
+const RETRY: Duration = Duration::from_secs(3);
+
+/// What the reconciler last did.
+#[derive(Debug, Default, Clone)]
+struct View {
+    revision: i64,
+    hosts: Vec<HostRecord>,
+    skipped: Vec<api::ClusterSkipped>,
+    invalid_total: u64,
+}
+
+/// Cluster mode's view, for the API and the metrics.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    settings: ClusterSettings,
+    link: watch::Receiver<Link>,
+    view: Arc<Mutex<View>>,
+}
+
+impl Handle {
+    fn view(&self) -> View {
+        self.view
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `cluster` of `GET /v1/node`.
+    pub fn node(&self) -> api::NodeCluster {
+        api::NodeCluster {
+            connected: self.link.borrow().connected,
+            revision: self.view().revision,
+        }
+    }
+
+    /// `GET /v1/cluster`, with the cluster-owned networks.
+    pub fn status(&self, networks: Vec<u32>) -> api::ClusterStatus {
+        let link = self.link.borrow().clone();
+        let view = self.view();
+        api::ClusterStatus {
+            enabled: true,
+            endpoints: self.settings.access.endpoints.clone(),
+            prefix: self.settings.layout.prefix().to_owned(),
+            name: self.settings.name.clone(),
+            connected: link.connected,
+            revision: view.revision,
+            last_error: link.last_error,
+            networks,
+            hosts: view
+                .hosts
+                .iter()
+                .map(|h| api::ClusterHost {
+                    name: h.name.clone(),
+                    locator: h.locator,
+                    node_id: h.node_id,
+                })
+                .collect(),
+            skipped: view.skipped,
+        }
+    }
+
+    /// The `nvo_cluster_*` metrics.
+    pub fn metrics(&self) -> nvo_observe::ClusterMetrics {
+        let link = self.link.borrow().clone();
+        let view = self.view();
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        nvo_observe::ClusterMetrics {
+            connected: link.connected,
+            revision: u64::try_from(view.revision).unwrap_or(0),
+            skipped: count(view.skipped.len()),
+            invalid_total: view.invalid_total,
+            resyncs_total: link.resyncs,
+            hosts: count(view.hosts.len()),
+        }
+    }
+}
+
+/// Starts the session and the reconcile task; the handle goes to the control.
+pub fn start(settings: &ClusterSettings, config: &Config, control: Shared) -> Handle {
+    let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let (link, link_rx) = watch::channel(Link::default());
+    let session_settings = Settings {
+        access: settings.access.clone(),
+        layout: settings.layout.clone(),
+        host: HostRecord {
+            name: settings.name.clone(),
+            locator: config.locator,
+            node_id: config.node_id,
+        },
+        lease_ttl_s: settings.lease_ttl_s,
+    };
+    log::info!(
+        "cluster mode: etcd {}, prefix {}, host {} (lease ttl {} s)",
+        settings.access.endpoints.join(","),
+        settings.layout.prefix(),
+        settings.name,
+        settings.lease_ttl_s
+    );
+    tokio::spawn(session::run(session_settings, Outputs { snapshots, link }));
+    let handle = Handle {
+        settings: settings.clone(),
+        link: link_rx,
+        view: Arc::new(Mutex::new(View::default())),
+    };
+    tokio::spawn(reconcile_loop(handle.clone(), snapshot_rx, control));
+    handle
+}
+
+async fn reconcile_loop(
+    handle: Handle,
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    control: Shared,
+) {
+    let mut seen = BTreeSet::new();
+    let mut retry = false;
+    loop {
+        if retry {
+            // A timeout is the retry; a closed channel, the end.
+            if let Ok(Err(_)) = tokio::time::timeout(RETRY, snapshots.changed()).await {
+                return;
+            }
+        } else if snapshots.changed().await.is_err() {
+            return;
+        }
+        let snapshot = snapshots.borrow_and_update().clone();
+        if snapshot.revision == 0 {
+            continue;
+        }
+        retry = reconcile(&handle, &snapshot, &control, &mut seen).await;
+    }
+}
+
+/// One pass; answers whether something was skipped (then it is tried again later).
+/// `seen` holds the (key, reason) pairs already counted as invalid.
+async fn reconcile(
+    handle: &Handle,
+    snapshot: &Snapshot,
+    control: &Shared,
+    seen: &mut BTreeSet<(String, String)>,
+) -> bool {
+    let layout = &handle.settings.layout;
+    let mut skipped: BTreeMap<String, String> = BTreeMap::new();
+    let mut objects = BTreeMap::new();
+    let mut hosts = BTreeMap::new();
+    for (key, bytes) in &snapshot.objects {
+        match layout.classify(key) {
+            Key::Network(vni) => match nvo_cluster::parse_network(vni, bytes) {
+                Ok(spec) => {
+                    objects.insert(vni, spec);
+                }
+                Err(e) => {
+                    skipped.insert(key.clone(), e.to_string());
+                }
+            },
+            Key::BadNetwork(segment) => {
+                let e = nvo_cluster::ObjectError::BadKey(segment);
+                skipped.insert(key.clone(), e.to_string());
+            }
+            Key::Host(name) => match nvo_cluster::parse_host(&name, bytes) {
+                Ok(host) => {
+                    hosts.insert(name, host);
+                }
+                Err(e) => {
+                    skipped.insert(key.clone(), e.to_string());
+                }
+            },
+            Key::Other => {}
+        }
+    }
+    let plan = control
+        .lock()
+        .await
+        .cluster_plan(&objects, &hosts, &handle.settings.name);
+    for (vni, why) in &plan.refused {
+        skipped.insert(layout.network(*vni), why.clone());
+    }
+    let ops = nvo_cluster::diff(&plan.desired, &plan.applied, &plan.local);
+    for op in ops {
+        if let Err((vni, why)) = apply(control, &plan.specs, op).await {
+            log::warn!("cluster: network {vni}: {why}");
+            skipped.insert(layout.network(vni), why);
+        }
+    }
+    let now: BTreeSet<(String, String)> = skipped.clone().into_iter().collect();
+    let new = now.difference(seen).count();
+    for (key, why) in now.difference(seen) {
+        log::warn!("cluster: {key} skipped: {why}");
+    }
+    // A pair that went away and comes back counts again.
+    *seen = now;
+    let mut view = handle.view.lock().unwrap_or_else(PoisonError::into_inner);
+    view.revision = snapshot.revision;
+    view.hosts = hosts.into_values().collect();
+    view.invalid_total += u64::try_from(new).unwrap_or(u64::MAX);
+    view.skipped = skipped
+        .into_iter()
+        .map(|(key, error)| api::ClusterSkipped { key, error })
+        .collect();
+    !view.skipped.is_empty()
+}
+
+/// Applies one operation, each step under its own lock of the control.
+async fn apply(
+    control: &Shared,
+    specs: &BTreeMap<u32, api::NetworkSpec>,
+    op: Op<crate::state::NetworkState>,
+) -> Result<(), (u32, String)> {
+    let create = |vni: u32| {
+        specs.get(&vni).cloned().ok_or_else(|| {
+            (
+                vni,
+                "no spec for a planned network; this is a bug in nvod".to_owned(),
+            )
+        })
+    };
+    let vni = match &op {
+        Op::Create { vni, .. }
+        | Op::Delete { vni }
+        | Op::Recreate { vni, .. }
+        | Op::Flood { vni, .. }
+        | Op::Skip { vni, .. } => *vni,
+    };
+    let result = match op {
+        Op::Create { vni, .. } => {
+            let spec = create(vni)?;
+            control.lock().await.cluster_create(spec).await
+        }
+        Op::Delete { vni } => control.lock().await.delete_network(&vni.to_string()).await,
+        Op::Recreate { vni, .. } => {
+            let spec = create(vni)?;
+            let mut c = control.lock().await;
+            match c.delete_network(&vni.to_string()).await {
+                Ok(()) => c.cluster_create(spec).await,
+                Err(e) => Err(e),
+            }
+        }
+        Op::Flood { vni, add, remove } => {
+            let text = vni.to_string();
+            let mut result = Ok(());
+            for ip in remove {
+                let r = control
+                    .lock()
+                    .await
+                    .flood_delete(&text, &ip.to_string())
+                    .await;
+                result = result.and(r);
+            }
+            for remote in add {
+                let r = control
+                    .lock()
+                    .await
+                    .flood_add(&text, api::FloodAdd { remote })
+                    .await
+                    .map(|_| ());
+                result = result.and(r);
+            }
+            result
+        }
+        Op::Skip { vni, error } => return Err((vni, error)),
+    };
+    result.map_err(|e| (vni, e.message))
+}
