@@ -42,6 +42,9 @@ if [ "$(id -u)" -ne 0 ]; then
     die "run as root (apt-get and network namespaces need it)"
 fi
 
+# The etcd-client crate's build runs protoc on etcd's .proto files, which import protobuf's own
+# (google/protobuf/descriptor.proto...): Debian ships those in libprotobuf-dev, not with protoc.
+APT_PACKAGES+=(protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -113,4 +116,5 @@ command -v etcd >/dev/null && command -v etcdctl >/dev/null || die "etcd-server/
 command -v protoc >/dev/null || die "protobuf-compiler installed but protoc is not on PATH (the etcd-client crate's build needs it)"
 command -v chromium >/dev/null || die "chromium installed but not on PATH (tests/e2e/test_ui.py loads the status page in it, headless)"
 [ -f /usr/include/bpf/bpf_helpers.h ] || die "libbpf-dev installed but /usr/include/bpf/bpf_helpers.h is missing"
+[ -f /usr/include/google/protobuf/descriptor.proto ] || die "libprotobuf-dev installed but /usr/include/google/protobuf/descriptor.proto is missing (the etcd-client crate's build needs it)"
 say "ready: $(cargo --version), $(tshark --version 2>/dev/null | head -1), scapy $(/usr/bin/python3 -c 'import scapy; print(scapy.__version__)')"

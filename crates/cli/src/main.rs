@@ -24,6 +24,7 @@ use nvo_cli::addr;
 
 use cmd::api::{CountersArgs, FdbCmd, FloodCmd, NetworkCmd, PortCmd};
 use cmd::bgp::{BgpCmd, EvpnCmd};
+use cmd::cluster::ClusterCmd;
 use cmd::decode::DecodeArgs;
 use cmd::events::EventsArgs;
 use cmd::lab::LabCmd;
@@ -45,6 +46,20 @@ struct Cli {
     /// nvod's API socket.
     #[arg(long, global = true, env = "NVO_SOCKET", default_value = nvo_api::DEFAULT_SOCKET, value_name = "PATH")]
     socket: PathBuf,
+    /// Cluster mode: `network add|del|list|show` write and read the network objects in etcd
+    /// at these endpoints (comma-separated http:// or https:// URLs) instead of asking the
+    /// local nvod; every nvod of the cluster converges to them.
+    #[arg(
+        long,
+        global = true,
+        env = "NVO_ETCD",
+        value_delimiter = ',',
+        value_name = "URL[,URL...]"
+    )]
+    etcd: Vec<String>,
+    /// The cluster's key prefix (with --etcd), as nvod's [cluster] prefix.
+    #[arg(long, global = true, default_value = nvo_cluster::DEFAULT_PREFIX, value_name = "PREFIX")]
+    etcd_prefix: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,7 +72,17 @@ enum Command {
     )]
     Node,
     /// List, show, create and delete networks (tenant VNIs, each with its encapsulation).
-    #[command(subcommand)]
+    ///
+    /// With --etcd (or NVO_ETCD), the cluster's network objects in etcd instead of the local
+    /// nvod's networks: `add` checks the object as every nvod will (nothing is written when it
+    /// is refused), `del` removes it, `list` shows the objects, invalid ones with why.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  nvo network list\n  \
+                      nvo --etcd http://10.1.0.1:2379 network add 100 --mtu 1400\n  \
+                      nvo --etcd http://10.1.0.1:2379,http://10.1.0.2:2379 network list\n  \
+                      NVO_ETCD=http://10.1.0.1:2379 nvo network del 100"
+    )]
     Network(NetworkCmd),
     /// List, add and delete the routes of an L3 network (IPv4 prefix -> remote tunnel end).
     #[command(subcommand)]
@@ -182,6 +207,9 @@ enum Command {
     /// in nvod's config there is no page, and `nvo ui` says how to turn it on.
     #[command(after_help = "Example:\n  nvo ui\n  nvo ui --open\n  nvo -o json ui")]
     Ui(UiArgs),
+    /// Cluster mode (nvod's [cluster] table): what the local nvod made of the objects in etcd.
+    #[command(subcommand)]
+    Cluster(ClusterCmd),
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
@@ -189,7 +217,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let format = cli.output;
     match cli.command {
         Command::Node => cmd::api::node(&client, format)?,
+        Command::Network(c) if !cli.etcd.is_empty() => {
+            let etcd = cmd::cluster::Etcd {
+                endpoints: cli.etcd,
+                prefix: cli.etcd_prefix,
+            };
+            cmd::cluster::network(&etcd, format, c)?
+        }
         Command::Network(c) => cmd::api::network(&client, format, c)?,
+        Command::Cluster(c) => cmd::cluster::cluster(&client, format, c)?,
         Command::Route(c) => cmd::route::route(&client, format, c)?,
         Command::Profile(c) => cmd::profile::profile(&client, format, c)?,
         Command::Port(c) => cmd::api::port(&client, format, c)?,
@@ -211,7 +247,17 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // With --etcd a refused value (a VNI out of range...) is a refused cluster object:
+        // exit status 1 and nothing written, as for the checks made after parsing.
+        Err(e) if e.use_stderr() && etcd_given() => {
+            let _ = e.print();
+            return ExitCode::FAILURE;
+        }
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             // One line, whatever the message holds (nvod's error text included).
@@ -220,6 +266,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether --etcd or NVO_ETCD is given (for a command line clap refused).
+fn etcd_given() -> bool {
+    std::env::var_os("NVO_ETCD").is_some_and(|v| !v.is_empty())
+        || std::env::args().any(|a| a == "--etcd" || a.starts_with("--etcd="))
 }
 
 #[cfg(test)]

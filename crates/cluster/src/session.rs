@@ -74,7 +74,8 @@ impl Access {
         if let Some((user, password)) = &self.user {
             options = options.with_user(user.clone(), password.clone());
         }
-        if self.tls != Tls::default() {
+        let https = self.endpoints.iter().any(|e| e.starts_with("https://"));
+        if https || self.tls != Tls::default() {
             options = options.with_tls(self.tls_options()?);
         }
         let client = timeout(

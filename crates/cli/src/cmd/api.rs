@@ -350,7 +350,7 @@ pub(super) fn segment(s: &str) -> String {
 }
 
 /// Prints an answer: nvod's JSON as is, or its typed form through `text`.
-pub(super) fn show<T: DeserializeOwned>(
+pub(crate) fn show<T: DeserializeOwned>(
     format: Format,
     answer: Value,
     text: impl FnOnce(&T) -> String,
@@ -367,7 +367,7 @@ pub(super) fn show<T: DeserializeOwned>(
 }
 
 /// Prints the answer to a change: a confirmation line, or nvod's JSON when it sent any.
-pub(super) fn done(format: Format, answer: Value, message: String) -> Result<(), CliError> {
+pub(crate) fn done(format: Format, answer: Value, message: String) -> Result<(), CliError> {
     match format {
         Format::Text => println!("{message}"),
         Format::Json if !answer.is_null() => print_json(&answer)?,

@@ -5,6 +5,7 @@
 pub mod api;
 pub mod bgp;
 pub mod capture;
+pub mod cluster;
 pub mod decode;
 pub mod events;
 pub mod lab;
@@ -84,6 +85,12 @@ pub enum CliError {
         /// Why.
         source: std::io::Error,
     },
+    /// etcd could not be reached or refused a call (`nvo --etcd`).
+    #[error(transparent)]
+    Etcd(#[from] nvo_cluster::StoreError),
+    /// A cluster object refused before it was written, or one that is not there.
+    #[error("{0}")]
+    Cluster(String),
     /// A capture stream broke or was not pcapng.
     #[error("capture stream from nvod: {0}")]
     Capture(std::io::Error),

@@ -52,6 +52,14 @@ pub fn node(n: &NodeInfo) -> Table {
             n.http_listen
                 .map_or_else(|| "off".to_owned(), |a| a.to_string()),
         ),
+        (
+            "cluster",
+            match &n.cluster {
+                None => "off".to_owned(),
+                Some(c) if c.connected => format!("connected, revision {}", c.revision),
+                Some(c) => format!("not connected, last applied revision {}", c.revision),
+            },
+        ),
     ])
 }
 

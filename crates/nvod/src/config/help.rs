@@ -128,13 +128,14 @@ Configuration file (TOML, every key optional):
     prefix = \"/nvo/\"               where the objects live; must start and end with '/'
                                    (networks at PREFIX networks/VNI, hosts at PREFIX hosts/NAME)
     name = \"h1\"                    this host's name in the cluster (default: the hostname)
-    lease_ttl_s = 10               TTL of this host's registration lease, 2 to 300; it is kept
-                                   alive every TTL/3 and vanishes when nvod loses etcd longer
+    lease_ttl_s = 10               TTL of this host's registration lease, 2 to 300, kept alive
+                                   every TTL/3; the registration vanishes when nvod loses etcd
+                                   for longer than the TTL
     ca_file = \"ca.pem\"             TLS for https:// endpoints: CA, client certificate and key
     cert_file = \"client.pem\"       (cert_file and key_file go together)
     key_file = \"client-key.pem\"
-    username = \"nvo\"               etcd authentication; the password is the first line of
-    password_file = \"/etc/nvo/etcd.pw\" password_file (both or neither)
+    username = \"nvo\"               etcd authentication (both or neither): the password is
+    password_file = \"/etc/nvo/pw\"  the first line of password_file
   log = \"info\"                     log level (error, warn, info, debug, trace) or an
                                    env_logger filter such as \"info,nvo_evpn=debug\"
                                    (nvod's parts log as nvod, nvo_datapath, nvo_evpn, ...);

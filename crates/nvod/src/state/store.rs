@@ -516,3 +516,27 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[cfg(test)]
+mod cluster_mark {
+    use super::super::NetworkState;
+
+    /// Files written before cluster mode have no `cluster` key: their networks are local; a
+    /// cluster-owned network keeps its mark through a write and a read; a local one writes no
+    /// key at all (so older nvods still read the file).
+    #[test]
+    fn the_cluster_mark_defaults_to_local_and_round_trips() {
+        let old = r#"{"mtu": 1450, "learning": true, "bum": {"mode": "head_end"},
+            "max_learned": 4096, "ageing_s": 300, "flood": [], "fdb": {}}"#;
+        let net: NetworkState = serde_json::from_str(old).unwrap();
+        assert!(!net.cluster);
+        assert!(!serde_json::to_string(&net).unwrap().contains("cluster"));
+        let owned = NetworkState {
+            cluster: true,
+            ..net
+        };
+        let text = serde_json::to_string(&owned).unwrap();
+        let back: NetworkState = serde_json::from_str(&text).unwrap();
+        assert!(back.cluster, "{text}");
+    }
+}

@@ -353,6 +353,7 @@ fn node_and_ports() {
         relay: "tc on eth0".into(),
         version: "0.1.0".into(),
         http_listen: None,
+        cluster: None,
     };
     let text = node(&n).to_string();
     assert!(text.contains("locator          10.100.0.1\n"), "{text}");
