@@ -4,14 +4,15 @@
 # headers for the eBPF datapath, libpcap-dev for `nvo capture`'s filters, bpftool to look at it,
 # prometheus and promtool for the metrics tests, containernetworking-plugins, Go, containerd and
 # busybox-static for the CNI tests, chromium for the status page's test, run headless, etcd-server,
-# etcd-client and protobuf-compiler for cluster mode: the etcd test cluster, and protoc to build the
-# etcd-client crate), cnitool
+# etcd-client for cluster mode's etcd test cluster, protobuf-compiler and libprotobuf-dev for the
+# etcd-client crate's build: it runs protoc on etcd's .proto files, which import protobuf's own
+# google/protobuf/descriptor.proto, shipped in libprotobuf-dev, not with protoc), cnitool
 # (the CNI project's client, built with Debian's Go) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
 # `scripts/setup.sh --fuzz` installs instead what fuzzing needs (nightly Rust, cargo-fuzz).
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static chromium etcd-server etcd-client protobuf-compiler)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static chromium etcd-server etcd-client protobuf-compiler libprotobuf-dev)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -42,9 +43,6 @@ if [ "$(id -u)" -ne 0 ]; then
     die "run as root (apt-get and network namespaces need it)"
 fi
 
-# The etcd-client crate's build runs protoc on etcd's .proto files, which import protobuf's own
-# (google/protobuf/descriptor.proto...): Debian ships those in libprotobuf-dev, not with protoc.
-APT_PACKAGES+=(protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
