@@ -153,14 +153,31 @@ pub struct Outputs {
     pub snapshots: watch::Sender<Arc<Snapshot>>,
     /// The link.
     pub link: watch::Sender<Link>,
+    /// Set to true to end: the session revokes its lease (so this host leaves the others'
+    /// flood lists at once rather than after the TTL) and `run` returns.
+    pub stop: watch::Receiver<bool>,
 }
 
-/// Runs sessions until the task is dropped.
-pub async fn run(settings: Settings, out: Outputs) {
+/// Completes once `stop` is true (or its sender is gone: nothing will stop it then).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|&stop| stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Runs sessions until `out.stop` turns true (or the task is dropped).
+pub async fn run(settings: Settings, mut out: Outputs) {
     let mut backoff = FIRST_BACKOFF;
     loop {
+        if *out.stop.borrow() {
+            return;
+        }
         let mut up = false;
-        let error = session(&settings, &out, &mut up).await;
+        let error = session(&settings, &mut out, &mut up).await;
+        if *out.stop.borrow() {
+            log::info!("cluster: session ended ({error})");
+            return;
+        }
         if up {
             log::warn!("cluster: lost etcd: {error}; tables stay as they are, reconnecting");
             backoff = FIRST_BACKOFF;
@@ -171,13 +188,16 @@ pub async fn run(settings: Settings, out: Outputs) {
             l.connected = false;
             l.last_error = Some(error);
         });
-        tokio::time::sleep(backoff).await;
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stopped(&mut out.stop) => return,
+        }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
 /// One session: returns why it ended. `up` is set once the first read was handed over.
-async fn session(s: &Settings, out: &Outputs, up: &mut bool) -> String {
+async fn session(s: &Settings, out: &mut Outputs, up: &mut bool) -> String {
     match session_inner(s, out, up).await {
         Ok(never) => match never {},
         Err(e) => e,
@@ -186,7 +206,7 @@ async fn session(s: &Settings, out: &Outputs, up: &mut bool) -> String {
 
 async fn session_inner(
     s: &Settings,
-    out: &Outputs,
+    out: &mut Outputs,
     up: &mut bool,
 ) -> Result<std::convert::Infallible, String> {
     let mut client = s.access.connect().await?;
@@ -309,6 +329,14 @@ async fn session_inner(
                     Some(_) => return Err(format!("lease {lease:x} expired")),
                     None => return Err("the lease keep-alive stream ended".to_owned()),
                 }
+            }
+            _ = stopped(&mut out.stop) => {
+                let revoked = timeout(Duration::from_secs(1), client.lease_revoke(lease)).await;
+                return Err(match revoked {
+                    Ok(Ok(_)) => format!("stopped; lease {lease:x} revoked, {host_key} removed"),
+                    Ok(Err(e)) => format!("stopped; lease {lease:x} not revoked: {e}"),
+                    Err(_) => format!("stopped; lease {lease:x} not revoked: no answer"),
+                });
             }
             _ = tick.tick() => {
                 if answered.elapsed() > Duration::from_secs(u64::try_from(ttl).unwrap_or(10)) {

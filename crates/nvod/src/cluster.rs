@@ -105,8 +105,24 @@ impl Handle {
     }
 }
 
+/// Ends the session at shutdown: its lease is revoked, so this host leaves the others' flood
+/// lists at once.
+#[derive(Debug)]
+pub struct Stopper {
+    stop: watch::Sender<bool>,
+    session: tokio::task::JoinHandle<()>,
+}
+
+impl Stopper {
+    /// Stops the session, waiting at most 2 s for it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.session).await;
+    }
+}
+
 /// Starts the session and the reconcile task; the handle goes to the control.
-pub fn start(settings: &ClusterSettings, config: &Config, control: Shared) -> Handle {
+pub fn start(settings: &ClusterSettings, config: &Config, control: Shared) -> (Handle, Stopper) {
     let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (link, link_rx) = watch::channel(Link::default());
     let session_settings = Settings {
@@ -126,14 +142,20 @@ pub fn start(settings: &ClusterSettings, config: &Config, control: Shared) -> Ha
         settings.name,
         settings.lease_ttl_s
     );
-    tokio::spawn(session::run(session_settings, Outputs { snapshots, link }));
+    let (stop, stop_rx) = watch::channel(false);
+    let outputs = Outputs {
+        snapshots,
+        link,
+        stop: stop_rx,
+    };
+    let session = tokio::spawn(session::run(session_settings, outputs));
     let handle = Handle {
         settings: settings.clone(),
         link: link_rx,
         view: Arc::new(Mutex::new(View::default())),
     };
     tokio::spawn(reconcile_loop(handle.clone(), snapshot_rx, control));
-    handle
+    (handle, Stopper { stop, session })
 }
 
 async fn reconcile_loop(

@@ -196,9 +196,11 @@ async fn serve(
         let _ = stop_tx.send(true);
     };
     let shared = Arc::new(Mutex::new(control));
+    let mut cluster = None;
     if let Some(settings) = &config.cluster {
-        let handle = cluster::start(settings, config, shared.clone());
+        let (handle, stopper) = cluster::start(settings, config, shared.clone());
         shared.lock().await.set_cluster(handle);
+        cluster = Some(stopper);
     }
     let metrics = async {
         if let Some((listener, http)) = metrics_listener {
@@ -217,6 +219,9 @@ async fn serve(
         stopped(),
     );
     tokio::join!(signals, api, metrics);
+    if let Some(cluster) = cluster {
+        cluster.stop().await;
+    }
     shared.lock().await.evpn_shutdown().await;
     Ok(())
 }

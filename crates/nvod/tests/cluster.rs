@@ -2,7 +2,8 @@
 //! nvod starts while etcd is not up yet, converges to network objects put with etcdctl,
 //! removes them when deleted, skips invalid ones and reports them, registers its host key
 //! under a lease, keeps its networks while etcd is away and applies a change made meanwhile
-//! when it comes back (a resync), and after a restart converges from its state file and etcd.
+//! when it comes back (a resync), after a restart converges from its state file and etcd, and
+//! on a clean stop revokes its lease.
 //!
 //! ```text
 //!   ns nvo-cln-cluster-PID
@@ -376,6 +377,28 @@ fn nvod_converges_to_etcd_and_survives_its_absence() {
     let s = status(&nvod);
     assert_eq!(s.networks, [100, 500]);
     assert!(s.skipped.is_empty(), "{s:?}");
+
+    // 8. A clean stop revokes the lease: the host key is gone at once, not after the TTL.
+    wait("h1 registered again", &nvod, || {
+        etcdctl(
+            &netns,
+            port,
+            &["get", "/nvo/hosts/h1", "--print-value-only"],
+        )
+        .is_ok_and(|v| !v.trim().is_empty())
+    });
+    let log = nvod.log_text();
+    assert!(nvod.terminate(), "nvod did not stop cleanly:\n{log}");
+    let left = etcdctl(
+        &netns,
+        port,
+        &["get", "/nvo/hosts/h1", "--print-value-only"],
+    )
+    .unwrap();
+    assert!(
+        left.trim().is_empty(),
+        "h1 still registered after a clean stop: {left}"
+    );
 }
 
 /// The value of an unlabelled metric on `GET /metrics`.
