@@ -71,8 +71,14 @@ impl ClusterExtras {
             }
         }
         if let Some(name) = &self.name {
-            if name.is_empty() || name.contains('/') {
-                return bad(format!("name {name:?} must be non-empty and without '/'"));
+            if name.is_empty()
+                || name.len() > 253
+                || name.contains('/')
+                || name.contains(char::is_whitespace)
+            {
+                return bad(format!(
+                    "name {name:?} must be 1 to 253 characters without '/' or spaces"
+                ));
             }
         }
         if let Some(t) = self.lease_ttl_s {
@@ -161,6 +167,13 @@ mod tests {
                     ..ok.clone()
                 },
                 "name \"a/b\"",
+            ),
+            (
+                ClusterExtras {
+                    name: Some("h 1".into()),
+                    ..ok.clone()
+                },
+                "name \"h 1\" must be 1 to 253 characters without '/' or spaces",
             ),
         ] {
             let e = c.validate("h1").unwrap_err().to_string();
