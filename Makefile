@@ -13,6 +13,8 @@
 #                       nvod hosts and an FRR VTEP: convergence time and memory per route (~3 min)
 #   make bench-api      API write latency with 10, 1000 and 4000 networks (~2 min after the build)
 #   make bench-cni      nvo-cni ADD/DEL latency over 100 containers, both datapaths (~1 min after the build)
+#   make bench-cluster  cluster mode: etcd write -> traffic on 3 hosts (median of 10), and 1 000
+#                       networks through etcd: convergence time and RSS per nvod (~2 min after the build)
 #   make bench-monitor  forwarding rate with nvo monitor + /metrics scraping on vs off, both
 #                       datapaths, as ratios (~4 min after the build)
 # Results go to bench/results/ (latest.md is the newest report).
@@ -56,6 +58,10 @@ bench-api:
 .PHONY: bench-cni
 bench-cni:
 	$(PYTHON) bench/cni_add.py
+
+.PHONY: bench-cluster
+bench-cluster:
+	$(PYTHON) bench/cluster_converge.py
 
 .PHONY: bench-monitor
 bench-monitor:

@@ -3,13 +3,16 @@
 # Debian packages (tshark, scapy, iproute2, nftables for STT, a C toolchain, clang and the libbpf
 # headers for the eBPF datapath, libpcap-dev for `nvo capture`'s filters, bpftool to look at it,
 # prometheus and promtool for the metrics tests, containernetworking-plugins, Go, containerd and
-# busybox-static for the CNI tests, chromium for the status page's test, run headless), cnitool
+# busybox-static for the CNI tests, chromium for the status page's test, run headless, etcd-server,
+# etcd-client for cluster mode's etcd test cluster, protobuf-compiler and libprotobuf-dev for the
+# etcd-client crate's build: it runs protoc on etcd's .proto files, which import protobuf's own
+# google/protobuf/descriptor.proto, shipped in libprotobuf-dev, not with protoc), cnitool
 # (the CNI project's client, built with Debian's Go) and the Rust components (rustfmt, clippy).
 # Safe to run again: it installs only what is missing and says what it did.
 # `scripts/setup.sh --fuzz` installs instead what fuzzing needs (nightly Rust, cargo-fuzz).
 set -euo pipefail
 
-APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static chromium)
+APT_PACKAGES=(tshark python3-scapy python3-pytest python3-matplotlib iproute2 iperf3 ethtool iputils-ping tcpdump nftables build-essential pkg-config ca-certificates openvswitch-switch frr gobgpd clang llvm libbpf-dev linux-libc-dev libpcap-dev bpftool prometheus containernetworking-plugins golang-go containerd busybox-static chromium etcd-server etcd-client protobuf-compiler libprotobuf-dev)
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -40,9 +43,6 @@ if [ "$(id -u)" -ne 0 ]; then
     die "run as root (apt-get and network namespaces need it)"
 fi
 
-# The etcd-client crate's build runs protoc on etcd's .proto files, which import protobuf's own
-# (google/protobuf/descriptor.proto...): Debian ships those in libprotobuf-dev, not with protoc.
-APT_PACKAGES+=(protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -63,6 +63,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     # containerd likewise: the CNI test runs its own, with a private configuration.
     if [[ " ${missing[*]} " == *" containerd "* ]] && [ -d /run/systemd/system ]; then
         systemctl disable --now containerd >/dev/null 2>&1 || true
+    fi
+    # etcd-server likewise enables a system etcd on localhost:2379; the cluster tests run their
+    # own three members in namespaces, so one this script brought in is stopped and disabled.
+    if [[ " ${missing[*]} " == *" etcd-server "* ]] && [ -d /run/systemd/system ]; then
+        systemctl disable --now etcd >/dev/null 2>&1 || true
     fi
 else
     say "Debian packages present"
@@ -105,6 +110,8 @@ command -v tshark >/dev/null || die "tshark installed but not on PATH"
 command -v clang >/dev/null || die "clang installed but not on PATH (the eBPF programs are compiled with it)"
 command -v promtool >/dev/null || die "prometheus installed but promtool is not on PATH (the metrics tests lint nvod's output with it)"
 [ -x /usr/lib/cni/host-local ] || die "containernetworking-plugins installed but /usr/lib/cni/host-local is missing"
+command -v etcd >/dev/null && command -v etcdctl >/dev/null || die "etcd-server/etcd-client installed but etcd or etcdctl is not on PATH (tests/e2e/test_cluster.py runs them)"
+command -v protoc >/dev/null || die "protobuf-compiler installed but protoc is not on PATH (the etcd-client crate's build needs it)"
 command -v chromium >/dev/null || die "chromium installed but not on PATH (tests/e2e/test_ui.py loads the status page in it, headless)"
 [ -f /usr/include/bpf/bpf_helpers.h ] || die "libbpf-dev installed but /usr/include/bpf/bpf_helpers.h is missing"
 [ -f /usr/include/google/protobuf/descriptor.proto ] || die "libprotobuf-dev installed but /usr/include/google/protobuf/descriptor.proto is missing (the etcd-client crate's build needs it)"

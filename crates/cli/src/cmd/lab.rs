@@ -38,7 +38,10 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
                               # udp_gro, udp_gso, busy_poll_us, datapath, xdp,
                               # http_max_connections, http_header_timeout_s,
                               # http_idle_timeout_s, and http_listen:
-                              # ADDRESS:PORT, or :PORT for GET /metrics on the underlay address)
+                              # ADDRESS:PORT, or :PORT for GET /metrics on the underlay address),
+                              # and cluster: {etcd: [http://IP:2379], name: h1, prefix: /nvo/,
+                              # lease_ttl_s: 10, ca_file, cert_file, key_file, username,
+                              # password_file}: nvod's [cluster] table, as given (docs/cluster.md)
   networks:                   # created on every host
     - vni: 100                # required, 1..16777215
       name: red               # a label

@@ -263,6 +263,8 @@ pub fn nvod_config(plan: &Plan, h: &HostPlan) -> String {
         socket = quote(&h.socket.to_string_lossy()),
         state = quote(&h.state_dir.to_string_lossy()),
     ) + &nvod_extras(&h.nvod, h.locator)
+        // A table comes after every top-level key.
+        + &h.nvod.cluster.as_ref().map(|c| c.to_toml()).unwrap_or_default()
 }
 
 /// The `nvod:` keys of a host, one `key = value` line each; `locator` completes an
@@ -558,6 +560,53 @@ mod tests {
             let yaml = format!("name: t\nhosts: [{{name: h1, nvod: {{http_listen: '{bad}'}}}}]\n");
             let e = Topology::parse("t.yaml", &yaml).unwrap_err().to_string();
             assert!(e.contains("http_listen"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn nvod_cluster_becomes_the_cluster_table() {
+        let yaml = "name: t\nhosts: [{name: h1, nvod: {http_listen: ':9477', cluster: \
+                    {etcd: ['http://10.1.0.1:2379', 'http://10.1.0.2:2379'], name: h1, \
+                    lease_ttl_s: 3, prefix: /t/}}}, {name: h2}]\n";
+        let plan = Plan::new(
+            &Topology::parse("t.yaml", yaml).unwrap(),
+            Path::new("/run/nvo/lab"),
+        )
+        .unwrap();
+        let config = nvod_config(&plan, &plan.hosts[0]);
+        let parsed: toml::Value = toml::from_str(&config).unwrap();
+        assert_eq!(
+            parsed["http_listen"].as_str(),
+            Some("10.100.0.1:9477"),
+            "{config}"
+        );
+        let c = &parsed["cluster"];
+        let etcd: Vec<&str> = c["etcd"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(etcd, ["http://10.1.0.1:2379", "http://10.1.0.2:2379"]);
+        assert_eq!(
+            (
+                c["name"].as_str(),
+                c["lease_ttl_s"].as_integer(),
+                c["prefix"].as_str()
+            ),
+            (Some("h1"), Some(3), Some("/t/"))
+        );
+        let config = nvod_config(&plan, &plan.hosts[1]);
+        assert!(!config.contains("[cluster]"), "{config}");
+        for (bad, want) in [
+            ("{etcd: []}", "etcd lists no endpoint"),
+            ("{etcd: ['h:2379']}", "not http://"),
+            ("{etcd: ['http://a:1'], lease_ttl_s: 0}", "lease_ttl_s 0"),
+            ("{etcd: ['http://a:1'], ttl: 3}", "ttl"),
+        ] {
+            let yaml = format!("name: t\nhosts: [{{name: h1, nvod: {{cluster: {bad}}}}}]\n");
+            let e = Topology::parse("t.yaml", &yaml).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
         }
     }
 

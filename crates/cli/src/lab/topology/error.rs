@@ -132,6 +132,15 @@ pub enum ValidationError {
         value: String,
     },
 
+    /// `nvod.cluster` refused (the message names the key).
+    #[error("host {host}: nvod.cluster: {message}")]
+    NvodCluster {
+        /// The host.
+        host: String,
+        /// What is wrong, with the value.
+        message: String,
+    },
+
     /// `underlay.ipv4` not IPv4.
     #[error("underlay.ipv4 {0} is not an IPv4 prefix")]
     UnderlayIpv4(Cidr),

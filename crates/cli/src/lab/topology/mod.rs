@@ -13,10 +13,12 @@ use nvo_api::ProfileSpec;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+mod cluster;
 pub mod encap;
 mod error;
 
 use crate::addr::{Cidr, Mac};
+pub use cluster::ClusterExtras;
 pub use error::{NameError, TopologyError, ValidationError};
 
 /// Longest lab, host or container name (namespaces are `nvo-<lab>-<node>`).
@@ -142,6 +144,9 @@ pub struct NvodExtras {
     pub http_header_timeout_s: Option<u64>,
     /// Seconds a metrics connection may stay silent, 1 to 3600.
     pub http_idle_timeout_s: Option<u64>,
+    /// Cluster mode: nvod's `[cluster]` table (etcd endpoints, prefix, name, lease_ttl_s, TLS
+    /// and auth files), written as given.
+    pub cluster: Option<ClusterExtras>,
 }
 
 /// The values of `nvod.datapath` (and `nvo lab up --datapath`).
@@ -241,6 +246,9 @@ impl NvodExtras {
                     xdp: x.clone(),
                 });
             }
+        }
+        if let Some(c) = &self.cluster {
+            c.validate(host)?;
         }
         Ok(())
     }
