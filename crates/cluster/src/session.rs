@@ -65,13 +65,9 @@ impl std::fmt::Debug for Access {
 }
 
 impl Access {
-    /// A client connected to the endpoints (errors say what failed, in etcd-client's words).
-    pub async fn connect(&self) -> Result<Client, String> {
-        self.connect_to(&self.endpoints).await
-    }
-
-    /// A client connected to `endpoints` only (the session talks to one member at a time).
-    async fn connect_to(&self, endpoints: &[String]) -> Result<Client, String> {
+    /// A client connected to `endpoints`, some of this access's (the session and the CLI's
+    /// calls talk to one member at a time); errors say what failed, in etcd-client's words.
+    pub(crate) async fn connect(&self, endpoints: &[String]) -> Result<Client, String> {
         let mut options = ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT)
@@ -238,7 +234,7 @@ async fn session_inner(
         Some(e) => vec![e],
         None => s.access.endpoints.clone(),
     };
-    let mut client = s.access.connect_to(&endpoints).await?;
+    let mut client = s.access.connect(&endpoints).await?;
     let ttl = i64::from(s.lease_ttl_s.max(2));
     let lease = timeout(REQUEST_TIMEOUT, client.lease_grant(ttl, None))
         .await

@@ -15,6 +15,9 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 #[error("etcd: {0}")]
 pub struct StoreError(pub String);
 
+/// Runs `call` with a client of the first endpoint that answers a status request: a call
+/// goes to one live member and is made once (a client balanced over every endpoint would send
+/// part of the calls to a member that is down).
 fn block<T>(
     access: &Access,
     call: impl AsyncFnOnce(etcd_client::Client) -> Result<T, String>,
@@ -25,8 +28,17 @@ fn block<T>(
         .map_err(|e| StoreError(format!("cannot start a runtime: {e}")))?;
     runtime.block_on(async {
         let work = async {
-            let client = access.connect().await?;
-            call(client).await
+            let mut refused = Vec::new();
+            for endpoint in &access.endpoints {
+                match access.connect(std::slice::from_ref(endpoint)).await {
+                    Ok(mut client) => match client.status().await {
+                        Ok(_) => return call(client).await,
+                        Err(e) => refused.push(format!("{endpoint}: {e}")),
+                    },
+                    Err(e) => refused.push(e),
+                }
+            }
+            Err(format!("no endpoint answered: {}", refused.join("; ")))
         };
         tokio::time::timeout(CALL_TIMEOUT, work)
             .await
