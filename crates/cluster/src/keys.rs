@@ -1,7 +1,8 @@
 //! The key layout under the cluster prefix P (default `/nvo/`):
 //! - `P networks/<VNI>`: a network object (the JSON body of `POST /v1/networks`);
+//! - `P profiles/<NAME>`: an encapsulation profile (the JSON body of `POST /v1/profiles`);
 //! - `P hosts/<name>`: a host registration, written under that host's lease;
-//! - anything else under P is ignored (reserved for profiles/, overlay/, policies/).
+//! - anything else under P is ignored (reserved for overlay/, policies/).
 
 /// The prefix when none is configured.
 pub const DEFAULT_PREFIX: &str = "/nvo/";
@@ -10,6 +11,8 @@ pub const DEFAULT_PREFIX: &str = "/nvo/";
 const NETWORKS: &str = "networks/";
 /// Where host registrations live, under the prefix.
 const HOSTS: &str = "hosts/";
+/// Where profile objects live, under the prefix.
+const PROFILES: &str = "profiles/";
 
 /// What a key under the prefix is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +22,10 @@ pub enum Key {
     Network(u32),
     /// `networks/<something that is not a decimal VNI>`: an invalid object.
     BadNetwork(String),
+    /// `profiles/<NAME>` with a NAME that is one non-empty key segment.
+    Profile(String),
+    /// `profiles/` followed by nothing or by more than one segment: an invalid object.
+    BadProfile(String),
     /// `hosts/<name>`.
     Host(String),
     /// Anything else: ignored.
@@ -59,6 +66,16 @@ impl Layout {
         format!("{}{NETWORKS}", self.prefix)
     }
 
+    /// The key of profile `name`.
+    pub fn profile(&self, name: &str) -> String {
+        format!("{}{PROFILES}{name}", self.prefix)
+    }
+
+    /// The prefix of every profile key.
+    pub fn profiles(&self) -> String {
+        format!("{}{PROFILES}", self.prefix)
+    }
+
     /// The key of host `name`.
     pub fn host(&self, name: &str) -> String {
         format!("{}{HOSTS}{name}", self.prefix)
@@ -74,6 +91,13 @@ impl Layout {
             return match vni.parse::<u32>() {
                 Ok(n) if decimal && (vni == "0" || !vni.starts_with('0')) => Key::Network(n),
                 _ => Key::BadNetwork(vni.to_owned()),
+            };
+        }
+        if let Some(name) = rest.strip_prefix(PROFILES) {
+            return if name.is_empty() || name.contains('/') {
+                Key::BadProfile(name.to_owned())
+            } else {
+                Key::Profile(name.to_owned())
             };
         }
         match rest.strip_prefix(HOSTS) {
@@ -118,7 +142,14 @@ mod tests {
             Key::BadNetwork("99999999999".into())
         );
         assert_eq!(l.classify("/nvo/hosts/h1"), Key::Host("h1".into()));
-        assert_eq!(l.classify("/nvo/profiles/x"), Key::Other);
+        assert_eq!(l.profile("mytun"), "/nvo/profiles/mytun");
+        assert_eq!(l.classify("/nvo/profiles/x"), Key::Profile("x".into()));
+        assert_eq!(l.classify("/nvo/profiles/"), Key::BadProfile("".into()));
+        assert_eq!(
+            l.classify("/nvo/profiles/a/b"),
+            Key::BadProfile("a/b".into())
+        );
+        assert_eq!(l.classify("/nvo/overlay/nodes/1"), Key::Other);
         assert_eq!(l.classify("/other/networks/1"), Key::Other);
         assert_eq!(l.classify("/nvo/hosts/"), Key::Other);
     }
