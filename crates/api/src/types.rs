@@ -74,6 +74,9 @@ pub struct ClusterStatus {
     /// The networks cluster mode made here (cluster-owned), by VNI.
     #[serde(default)]
     pub networks: Vec<u32>,
+    /// The encapsulation profiles cluster mode made here (cluster-owned), by name.
+    #[serde(default)]
+    pub profiles: Vec<String>,
     /// The registered hosts, as last read from etcd.
     #[serde(default)]
     pub hosts: Vec<ClusterHost>,

@@ -11,7 +11,9 @@
 //! counted), plans under one short lock of the control, diffs (nvo_cluster::diff: only
 //! differences) and applies each operation under its own lock through the API's methods, so
 //! the state journal and the datapath see ordinary changes and the API is never held for
-//! long. Losing etcd changes nothing here: the last applied state stays. While something is
+//! long. Profiles go around the networks (nvo_cluster::profiles): new and changed unused
+//! profiles before the networks are planned, so a network naming a new profile is created in
+//! the same pass; deletions (and changes the deleted networks freed) after them. Losing etcd changes nothing here: the last applied state stays. While something is
 //! skipped, the plan is tried again every few seconds (a profile added locally, a port
 //! detached).
 
@@ -21,7 +23,7 @@ use std::time::Duration;
 
 use nvo_api as api;
 use nvo_cluster::session::{self, Outputs};
-use nvo_cluster::{HostRecord, Key, Link, Op, Settings, Snapshot};
+use nvo_cluster::{HostRecord, Key, Link, Op, Phase, ProfileOp, Settings, Snapshot};
 use tokio::sync::watch;
 
 use crate::api::Shared;
@@ -63,8 +65,8 @@ impl Handle {
         }
     }
 
-    /// `GET /v1/cluster`, with the cluster-owned networks.
-    pub fn status(&self, networks: Vec<u32>) -> api::ClusterStatus {
+    /// `GET /v1/cluster`, with the cluster-owned networks and profiles.
+    pub fn status(&self, networks: Vec<u32>, profiles: Vec<String>) -> api::ClusterStatus {
         let link = self.link.borrow().clone();
         let view = self.view();
         api::ClusterStatus {
@@ -76,6 +78,7 @@ impl Handle {
             revision: view.revision,
             last_error: link.last_error,
             networks,
+            profiles,
             hosts: view
                 .hosts
                 .iter()
@@ -193,9 +196,22 @@ async fn reconcile(
     let layout = &handle.settings.layout;
     let mut skipped: BTreeMap<String, String> = BTreeMap::new();
     let mut objects = BTreeMap::new();
+    let mut profiles = BTreeMap::new();
     let mut hosts = BTreeMap::new();
     for (key, bytes) in &snapshot.objects {
         match layout.classify(key) {
+            Key::Profile(name) => match nvo_cluster::parse_profile(&name, bytes) {
+                Ok(spec) => {
+                    profiles.insert(name, spec);
+                }
+                Err(e) => {
+                    skipped.insert(key.clone(), e.to_string());
+                }
+            },
+            Key::BadProfile(segment) => {
+                let e = nvo_cluster::ObjectError::BadProfileKey(segment);
+                skipped.insert(key.clone(), e.to_string());
+            }
             Key::Network(vni) => match nvo_cluster::parse_network(vni, bytes) {
                 Ok(spec) => {
                     objects.insert(vni, spec);
@@ -219,12 +235,25 @@ async fn reconcile(
             Key::Other => {}
         }
     }
+    // Profiles first: the networks' plan sees the profiles made in this pass.
+    let ops = control
+        .lock()
+        .await
+        .cluster_profile_plan(&profiles, Phase::BeforeNetworks);
+    apply_profiles(control, layout, ops, &mut skipped).await;
     let plan = control
         .lock()
         .await
         .cluster_plan(&objects, &hosts, &handle.settings.name);
     for (vni, why) in &plan.refused {
-        skipped.insert(layout.network(*vni), why.clone());
+        let why = match objects.get(vni).and_then(|s| s.encap.as_deref()) {
+            Some(encap) if skipped.contains_key(&layout.profile(encap)) => format!(
+                "{why} (its profile is the cluster object {}, which is skipped)",
+                layout.profile(encap)
+            ),
+            _ => why.clone(),
+        };
+        skipped.insert(layout.network(*vni), why);
     }
     let ops = nvo_cluster::diff(&plan.desired, &plan.applied, &plan.local);
     for op in ops {
@@ -233,6 +262,12 @@ async fn reconcile(
             skipped.insert(layout.network(vni), why);
         }
     }
+    // Then what the networks' changes may have freed: deletions and blocked changes.
+    let ops = control
+        .lock()
+        .await
+        .cluster_profile_plan(&profiles, Phase::AfterNetworks);
+    apply_profiles(control, layout, ops, &mut skipped).await;
     let now: BTreeSet<(String, String)> = skipped.clone().into_iter().collect();
     let new = now.difference(seen).count();
     for (key, why) in now.difference(seen) {
@@ -249,6 +284,37 @@ async fn reconcile(
         .map(|(key, error)| api::ClusterSkipped { key, error })
         .collect();
     !view.skipped.is_empty()
+}
+
+/// Applies profile operations, each under its own lock of the control; what fails or is
+/// skipped goes into `skipped` under the profile's key.
+async fn apply_profiles(
+    control: &Shared,
+    layout: &nvo_cluster::Layout,
+    ops: Vec<ProfileOp<api::ProfileSpec>>,
+    skipped: &mut BTreeMap<String, String>,
+) {
+    for op in ops {
+        let (name, result) = match op {
+            ProfileOp::Create { name, spec } => {
+                let r = control.lock().await.cluster_add_profile(spec).await;
+                (name, r.map_err(|e| e.message))
+            }
+            ProfileOp::Replace { name, spec } => {
+                let r = control.lock().await.cluster_replace_profile(spec).await;
+                (name, r.map_err(|e| e.message))
+            }
+            ProfileOp::Delete { name } => {
+                let r = control.lock().await.delete_profile(&name).await;
+                (name, r.map_err(|e| e.message))
+            }
+            ProfileOp::Skip { name, error } => (name, Err(error)),
+        };
+        if let Err(why) = result {
+            log::warn!("cluster: profile {name}: {why}");
+            skipped.insert(layout.profile(&name), why);
+        }
+    }
 }
 
 /// Applies one operation, each step under its own lock of the control.

@@ -7,7 +7,7 @@
 //! that does not parse or does not make sense is refused with its path named; it is never
 //! silently discarded, since that would drop every network on the host.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -40,6 +40,10 @@ pub struct State {
     /// User-defined encapsulation profiles added through the API, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profiles: BTreeMap<String, ProfileSpec>,
+    /// The names in `profiles` that cluster mode made (issue 19); the others were added
+    /// through the API. Files written before cluster mode have none.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub cluster_profiles: BTreeSet<String>,
     /// Key bindings (NSH service paths) by profile name, then by key in lowercase hex.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub keys: BTreeMap<String, BTreeMap<String, KeyTarget>>,
@@ -93,6 +97,7 @@ impl Default for State {
             networks: BTreeMap::new(),
             ports: BTreeMap::new(),
             profiles: BTreeMap::new(),
+            cluster_profiles: BTreeSet::new(),
             keys: BTreeMap::new(),
             overlay: OverlayState::default(),
             bgp: None,

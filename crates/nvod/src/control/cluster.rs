@@ -1,13 +1,15 @@
 //! Cluster mode's side of the control (issue 19): what the reconciler (crate::cluster) needs
 //! to plan — the desired networks resolved by nvod's own checks, the cluster-owned networks
-//! as applied, the local ones it must not touch — and the one change it makes that the API
-//! cannot: creating a network marked as cluster-owned. Everything else it applies through
-//! the API's own methods (delete_network, flood_add, flood_delete).
+//! and profiles as applied, the local ones it must not touch — and the changes it makes that
+//! the API cannot: creating a network or a profile marked as cluster-owned, and replacing a
+//! profile in one step. Everything else it applies through the API's own methods
+//! (delete_network, flood_add, flood_delete, delete_profile).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use nvo_api as api;
-use nvo_cluster::{Applied, Desired, HostRecord};
+use nvo_api::ProfileSpec;
+use nvo_cluster::{Applied, Desired, HostRecord, Phase, ProfileOp};
 
 use super::{Control, Failure};
 use crate::convert;
@@ -115,6 +117,68 @@ impl Control {
         self.create_network_owned(spec, true).await.map(|_| ())
     }
 
+    /// Plans the profile operations of `phase` towards `objects` (valid profile objects by
+    /// name). Specs are compared in their normal form (`spec → profile → spec`), so a
+    /// difference in hex spacing is no change.
+    pub fn cluster_profile_plan(
+        &self,
+        objects: &BTreeMap<String, ProfileSpec>,
+        phase: Phase,
+    ) -> Vec<ProfileOp<ProfileSpec>> {
+        let desired: BTreeMap<String, ProfileSpec> = objects
+            .iter()
+            .map(|(name, spec)| (name.clone(), normal(spec)))
+            .collect();
+        let applied: BTreeMap<String, ProfileSpec> = self
+            .state
+            .profiles
+            .iter()
+            .filter(|(name, _)| self.state.cluster_profiles.contains(*name))
+            .map(|(name, spec)| (name.clone(), normal(spec)))
+            .collect();
+        let local: BTreeSet<String> = self
+            .profiles
+            .profiles()
+            .map(|(_, p)| p.name.clone())
+            .filter(|name| !applied.contains_key(name))
+            .collect();
+        let mut users: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (&vni, net) in &self.state.networks {
+            users.entry(net.encap.clone()).or_default().push(vni);
+        }
+        nvo_cluster::profile_diff(&desired, &applied, &local, &users, phase)
+    }
+
+    /// Adds a cluster-owned profile (`POST /v1/profiles`, marked in the state).
+    pub async fn cluster_add_profile(&mut self, spec: ProfileSpec) -> Result<(), Failure> {
+        self.add_profile_owned(spec, true).await.map(|_| ())
+    }
+
+    /// Replaces a cluster-owned profile no network uses: deleted, then added as `spec`; when
+    /// the new one is refused, the old one is put back, so the profile is never half changed.
+    pub async fn cluster_replace_profile(&mut self, spec: ProfileSpec) -> Result<(), Failure> {
+        let Some(old) = self.state.profiles.get(&spec.name).cloned() else {
+            return self.cluster_add_profile(spec).await;
+        };
+        self.delete_profile(&spec.name).await?;
+        if let Err(e) = self.add_profile_owned(spec, true).await {
+            if let Err(back) = self.add_profile_owned(old.clone(), true).await {
+                log::error!(
+                    "cluster: profile {} could not be put back after a refused change: {}",
+                    old.name,
+                    back.message
+                );
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The names of the cluster-owned profiles.
+    pub fn cluster_profiles(&self) -> Vec<String> {
+        self.state.cluster_profiles.iter().cloned().collect()
+    }
+
     /// The VNIs of the cluster-owned networks.
     pub fn cluster_networks(&self) -> Vec<u32> {
         self.state
@@ -129,7 +193,15 @@ impl Control {
     pub fn cluster_status(&self) -> api::ClusterStatus {
         match &self.cluster {
             None => api::ClusterStatus::default(),
-            Some(handle) => handle.status(self.cluster_networks()),
+            Some(handle) => handle.status(self.cluster_networks(), self.cluster_profiles()),
         }
     }
+}
+
+/// A spec in its normal form (hex spacing, defaults), so equal profiles compare equal; a spec
+/// that makes no profile (none is stored or parsed as valid) stays as it is.
+fn normal(spec: &ProfileSpec) -> ProfileSpec {
+    spec.to_profile()
+        .map(|p| ProfileSpec::from(&p))
+        .unwrap_or_else(|_| spec.clone())
 }

@@ -67,6 +67,12 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
         &new.profiles,
         whole,
     )?;
+    field(
+        &mut ops,
+        root("cluster_profiles"),
+        &old.cluster_profiles,
+        &new.cluster_profiles,
+    )?;
     map(
         &mut ops,
         &root("keys"),
