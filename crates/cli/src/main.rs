@@ -46,9 +46,10 @@ struct Cli {
     /// nvod's API socket.
     #[arg(long, global = true, env = "NVO_SOCKET", default_value = nvo_api::DEFAULT_SOCKET, value_name = "PATH")]
     socket: PathBuf,
-    /// Cluster mode: `network add|del|list|show` write and read the network objects in etcd
-    /// at these endpoints (comma-separated http:// or https:// URLs) instead of asking the
-    /// local nvod; every nvod of the cluster converges to them.
+    /// Cluster mode: `network add|del|list|show` and `profile add|del|list|show` write and
+    /// read the network and profile objects in etcd at these endpoints (comma-separated
+    /// http:// or https:// URLs) instead of asking the local nvod; every nvod of the cluster
+    /// converges to them.
     #[arg(
         long,
         global = true,
@@ -94,7 +95,18 @@ enum Command {
     /// ipip, ip6ip6, stt and vxlan-gpe-nsh; `nvo profile add` teaches nvod a new UDP or IP
     /// protocol from a file, without a rebuild. A keyed profile (vxlan-gpe-nsh, keyed by NSH
     /// service path and index) delivers or relays by key: `nvo profile bind`.
-    #[command(subcommand)]
+    ///
+    /// With --etcd (or NVO_ETCD), the cluster's profile objects in etcd instead: `add` checks
+    /// the file as every nvod will (nothing is written when it is refused), `del` removes the
+    /// object, `list` and `show` show the objects, invalid ones with why. Every nvod makes
+    /// them before the networks that use them; key bindings stay per host.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  nvo profile list\n  \
+                      nvo --etcd http://10.1.0.1:2379 profile add --file mytun.toml\n  \
+                      nvo --etcd http://10.1.0.1:2379 network add 500 --encap mytun\n  \
+                      nvo --etcd http://10.1.0.1:2379 profile list"
+    )]
     Profile(ProfileCmd),
     /// List, attach and detach ports (interfaces of a network).
     #[command(subcommand)]
@@ -227,6 +239,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Network(c) => cmd::api::network(&client, format, c)?,
         Command::Cluster(c) => cmd::cluster::cluster(&client, format, c)?,
         Command::Route(c) => cmd::route::route(&client, format, c)?,
+        Command::Profile(c) if !cli.etcd.is_empty() => {
+            let etcd = cmd::cluster::Etcd {
+                endpoints: cli.etcd,
+                prefix: cli.etcd_prefix,
+            };
+            cmd::cluster::profile(&etcd, format, c)?
+        }
         Command::Profile(c) => cmd::profile::profile(&client, format, c)?,
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use nvo_api::{Bum, NetworkSpec, ProfileSpec};
-use nvo_encap::engine::{Engine, Limits};
+use nvo_encap::engine::{Engine, EngineError, Limits};
 use serde::{Deserialize, Serialize};
 
 /// The largest VNI (24 bits).
@@ -221,10 +221,19 @@ pub fn validate_profile(spec: &ProfileSpec) -> Result<(), ObjectError> {
         max_keys: 1,
         max_templates: 1,
     };
+    let name = &spec.name;
     Engine::new(limits)
         .add_profile(profile)
         .map(|_| ())
-        .map_err(|e| ObjectError::Profile(format!("profile {}: {e}", spec.name)))
+        .map_err(|e| {
+            ObjectError::Profile(match e {
+                EngineError::DuplicateName(_) => {
+                    format!("profile {name} is built into nvod; choose another name")
+                }
+                EngineError::Invalid(e) => e.to_string(),
+                e => format!("profile {name}: {e}"),
+            })
+        })
 }
 
 /// `hosts/<name>`: one nvod's registration, written under its lease.
