@@ -281,6 +281,7 @@ mod tests {
             .entry("nsh".into())
             .or_default()
             .insert("0a".into(), KeyTarget::Local(10));
+        s.cluster_profiles.insert("mytun".into());
         s.overlay.own = Some(7);
         s.overlay
             .routes
@@ -290,6 +291,7 @@ mod tests {
         s.bgp_off = true;
         steps.push(s.clone());
         s.keys.clear();
+        s.cluster_profiles.clear();
         s.overlay = Default::default();
         s.networks.get_mut(&10).unwrap().fdb.clear();
         s.bgp_off = false;
