@@ -66,6 +66,9 @@ pub enum ObjectError {
     /// A profile nvod's encapsulation engine refuses (the words of `POST /v1/profiles`).
     #[error("{0}")]
     Profile(String),
+    /// An overlay node or route object that is not one (the words say which and why).
+    #[error("{0}")]
+    Overlay(String),
     /// A host record that is not `{"name", "locator", "node_id"}` or names another host.
     #[error("not a host record: {0}")]
     Host(String),

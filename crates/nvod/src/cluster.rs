@@ -13,7 +13,8 @@
 //! the state journal and the datapath see ordinary changes and the API is never held for
 //! long. Profiles go around the networks (nvo_cluster::profiles): new and changed unused
 //! profiles before the networks are planned, so a network naming a new profile is created in
-//! the same pass; deletions (and changes the deleted networks freed) after them. Losing etcd changes nothing here: the last applied state stays. While something is
+//! the same pass; deletions (and changes the deleted networks freed) after them. Overlay
+//! nodes and routes are set and deleted in place first (a PUT replaces). Losing etcd changes nothing here: the last applied state stays. While something is
 //! skipped, the plan is tried again every few seconds (a profile added locally, a port
 //! detached).
 
@@ -79,6 +80,8 @@ impl Handle {
             last_error: link.last_error,
             networks,
             profiles,
+            overlay_nodes: Vec::new(),
+            overlay_routes: Vec::new(),
             hosts: view
                 .hosts
                 .iter()
@@ -197,6 +200,8 @@ async fn reconcile(
     let mut skipped: BTreeMap<String, String> = BTreeMap::new();
     let mut objects = BTreeMap::new();
     let mut profiles = BTreeMap::new();
+    let mut overlay_nodes = BTreeMap::new();
+    let mut overlay_routes = BTreeMap::new();
     let mut hosts = BTreeMap::new();
     for (key, bytes) in &snapshot.objects {
         match layout.classify(key) {
@@ -208,6 +213,31 @@ async fn reconcile(
                     skipped.insert(key.clone(), e.to_string());
                 }
             },
+            Key::OverlayNode(id) => match nvo_cluster::overlay::parse_node(id, bytes) {
+                Ok(node) => {
+                    overlay_nodes.insert(id, node);
+                }
+                Err(e) => {
+                    skipped.insert(key.clone(), e.to_string());
+                }
+            },
+            Key::OverlayRoute(app, dst) => {
+                match nvo_cluster::overlay::parse_route(&app, dst, bytes) {
+                    Ok(hops) => {
+                        overlay_routes.insert((app, dst), hops);
+                    }
+                    Err(e) => {
+                        skipped.insert(key.clone(), e.to_string());
+                    }
+                }
+            }
+            Key::BadOverlay(rest) => {
+                let why = format!(
+                    "key {rest:?} is neither overlay/nodes/ID nor overlay/routes/APP/DST (APP \
+                     ethernet, ipv4 or ipv6; ID and DST decimal, 1 or more)"
+                );
+                skipped.insert(key.clone(), why);
+            }
             Key::BadProfile(segment) => {
                 let e = nvo_cluster::ObjectError::BadProfileKey(segment);
                 skipped.insert(key.clone(), e.to_string());
@@ -233,6 +263,18 @@ async fn reconcile(
                 }
             },
             Key::Other => {}
+        }
+    }
+    // The overlay's nodes and routes: independent of the rest, set in place.
+    let ops = control
+        .lock()
+        .await
+        .cluster_overlay_plan(&overlay_nodes, &overlay_routes);
+    for op in ops {
+        let key = op.key(layout);
+        if let Err(e) = control.lock().await.cluster_overlay_apply(op).await {
+            log::warn!("cluster: {key}: {}", e.message);
+            skipped.insert(key, e.message);
         }
     }
     // Profiles first: the networks' plan sees the profiles made in this pass.

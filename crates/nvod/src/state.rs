@@ -71,12 +71,22 @@ pub struct OverlayState {
     /// Routes by application name, then destination: next hops.
     #[serde(default)]
     pub routes: BTreeMap<String, BTreeMap<u32, Vec<u32>>>,
+    /// The IDs in `nodes` cluster mode made (issue 19); the others came through the API.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub cluster_nodes: BTreeSet<u32>,
+    /// The (application, destination) pairs in `routes` cluster mode made.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_routes: BTreeMap<String, BTreeSet<u32>>,
 }
 
 impl OverlayState {
     /// Nothing stored.
     pub fn is_empty(&self) -> bool {
-        self.own.is_none() && self.nodes.is_empty() && self.routes.is_empty()
+        self.own.is_none()
+            && self.nodes.is_empty()
+            && self.routes.is_empty()
+            && self.cluster_nodes.is_empty()
+            && self.cluster_routes.is_empty()
     }
 }
 

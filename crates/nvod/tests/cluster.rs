@@ -575,6 +575,141 @@ fn profiles_converge_around_the_networks_that_use_them() {
     assert!(nvod.terminate(), "nvod did not stop cleanly");
 }
 
+/// Overlay nodes and routes as cluster objects: set, changed in place, deleted; local entries
+/// never touched; invalid objects (and one nvod's own checks refuse) skipped with reasons.
+#[test]
+fn overlay_nodes_and_routes_converge() {
+    let scratch = Scratch::new("clp-ovl");
+    let ns = host("clp-ovl", "10.217.0.1/24");
+    let netns = ns.name().to_owned();
+    let (port, peer) = (23851, 23861);
+    let mut etcd = Etcd::new(&netns, &scratch.0, peer);
+    etcd.start(port);
+    let extra = format!("[cluster]\netcd = [\"http://127.0.0.1:{port}\"]\nname = \"h1\"\n");
+    let nvod = Nvod::start(&netns, &scratch.0, "10.217.0.1", &extra);
+    wait("connected", &nvod, || status(&nvod).connected);
+    let locators = |id: u32| -> Option<Vec<String>> {
+        let list: Vec<nvo_api::OverlayNode> = nvod.get("/v1/overlay/nodes");
+        list.into_iter().find(|n| n.node_id == id).map(|n| {
+            n.locators
+                .iter()
+                .map(|l| format!("{}/{}", l.addr, l.weight))
+                .collect()
+        })
+    };
+    let hops = |app: &str, dst: u32| -> Option<Vec<u32>> {
+        let list: Vec<nvo_api::OverlayRoute> = nvod.get(&format!("/v1/overlay/routes/{app}"));
+        list.into_iter().find(|r| r.dst == dst).map(|r| r.next_hops)
+    };
+
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/5",
+        r#"{"locators": [{"addr": "10.217.0.5"}]}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/routes/ipv4/9",
+        r#"{"next_hops": [5]}"#,
+    );
+    wait("node 5 and route ipv4 9", &nvod, || {
+        locators(5).is_some() && hops("ipv4", 9).is_some()
+    });
+    assert_eq!(locators(5).unwrap(), ["10.217.0.5/1"]);
+    assert_eq!(hops("ipv4", 9).unwrap(), [5]);
+    let s = status(&nvod);
+    assert_eq!(
+        (s.overlay_nodes, s.overlay_routes),
+        (vec![5], vec!["ipv4 9".to_owned()])
+    );
+
+    // Changed: set in place.
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/5",
+        r#"{"locators": [{"addr": "10.217.0.5", "weight": 2}, {"addr": "10.217.0.6"}]}"#,
+    );
+    wait("node 5 changed", &nvod, || {
+        locators(5) == Some(vec!["10.217.0.5/2".into(), "10.217.0.6/1".into()])
+    });
+
+    // Invalid objects and a local node of the same ID: skipped, nothing else moves.
+    let _: nvo_api::OverlayNode = nvod.put(
+        "/v1/overlay/nodes/6",
+        &json!({"locators": [{"addr": "10.217.0.60"}]}),
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/6",
+        r#"{"locators": [{"addr": "10.217.0.61"}]}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/7",
+        r#"{"locators": [{"addr": "10.217.0.7", "weight": 2000}]}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/8",
+        r#"{"locators": [{"addr": "fd00::8"}]}"#,
+    );
+    put(&netns, port, "/nvo/overlay/routes/ipv4/10", "garbage");
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/routes/7/10",
+        r#"{"next_hops": [5]}"#,
+    );
+    wait("five skipped objects", &nvod, || {
+        status(&nvod).skipped.len() == 5
+    });
+    let reason = |key: &str| {
+        skip_reason(&nvod, key).unwrap_or_else(|| panic!("{key} not skipped: {:?}", status(&nvod)))
+    };
+    assert_eq!(
+        reason("/nvo/overlay/nodes/6"),
+        "overlay node 6 exists locally (not from the cluster)"
+    );
+    assert!(reason("/nvo/overlay/nodes/7").contains("weight 2000"));
+    assert!(reason("/nvo/overlay/nodes/8").contains("address family"));
+    assert!(reason("/nvo/overlay/routes/ipv4/10").starts_with("overlay route ipv4 10: "));
+    assert!(reason("/nvo/overlay/routes/7/10").contains("neither"));
+    assert_eq!(locators(6).unwrap(), ["10.217.0.60/1"]);
+    assert!(locators(7).is_none() && locators(8).is_none());
+    assert_eq!(status(&nvod).overlay_nodes, [5]);
+
+    // Deleted from etcd: gone here; the local node stays.
+    for key in [
+        "/nvo/overlay/routes/ipv4/9",
+        "/nvo/overlay/nodes/5",
+        "/nvo/overlay/nodes/6",
+        "/nvo/overlay/nodes/7",
+        "/nvo/overlay/nodes/8",
+        "/nvo/overlay/routes/ipv4/10",
+        "/nvo/overlay/routes/7/10",
+    ] {
+        del(&netns, port, key);
+    }
+    wait("node 5 and route ipv4 9 gone", &nvod, || {
+        locators(5).is_none() && hops("ipv4", 9).is_none()
+    });
+    wait("nothing skipped", &nvod, || {
+        status(&nvod).skipped.is_empty()
+    });
+    assert_eq!(locators(6).unwrap(), ["10.217.0.60/1"]);
+    let s = status(&nvod);
+    assert!(
+        s.overlay_nodes.is_empty() && s.overlay_routes.is_empty(),
+        "{s:?}"
+    );
+}
+
 /// The value of an unlabelled metric on `GET /metrics`.
 fn metric(ns: &nvo_io::netns::NamedNetns, name: &str) -> u64 {
     let (status, _, body) = common::http_exchange(

@@ -97,6 +97,18 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
         &n.routes,
         |ops, p, o, n| map(ops, &p, o, n, whole),
     )?;
+    field(
+        &mut ops,
+        below(&overlay, "cluster_nodes"),
+        &o.cluster_nodes,
+        &n.cluster_nodes,
+    )?;
+    field(
+        &mut ops,
+        below(&overlay, "cluster_routes"),
+        &o.cluster_routes,
+        &n.cluster_routes,
+    )?;
     field(&mut ops, root("bgp"), &old.bgp, &new.bgp)?;
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
     Ok(ops)
@@ -282,6 +294,12 @@ mod tests {
             .or_default()
             .insert("0a".into(), KeyTarget::Local(10));
         s.cluster_profiles.insert("mytun".into());
+        s.overlay.cluster_nodes.insert(5);
+        s.overlay
+            .cluster_routes
+            .entry("ip".into())
+            .or_default()
+            .insert(5);
         s.overlay.own = Some(7);
         s.overlay
             .routes
