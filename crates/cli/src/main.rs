@@ -46,10 +46,10 @@ struct Cli {
     /// nvod's API socket.
     #[arg(long, global = true, env = "NVO_SOCKET", default_value = nvo_api::DEFAULT_SOCKET, value_name = "PATH")]
     socket: PathBuf,
-    /// Cluster mode: `network add|del|list|show` and `profile add|del|list|show` write and
-    /// read the network and profile objects in etcd at these endpoints (comma-separated
-    /// http:// or https:// URLs) instead of asking the local nvod; every nvod of the cluster
-    /// converges to them.
+    /// Cluster mode: `network add|del|list|show`, `profile add|del|list|show` and `overlay
+    /// node|route set|del|list` write and read the cluster's objects in etcd at these
+    /// endpoints (comma-separated http:// or https:// URLs) instead of asking the local nvod;
+    /// every nvod of the cluster converges to them.
     #[arg(
         long,
         global = true,
@@ -130,7 +130,16 @@ enum Command {
     /// addresses: each packet goes to the next hop its destination's route names (the
     /// destination itself when it has no route), at one of that node's locators chosen by
     /// weight, and nodes on the way relay it without decapsulating it.
-    #[command(subcommand)]
+    ///
+    /// With --etcd (or NVO_ETCD), `node set|del|list|show` and `route set|del|list` write and
+    /// read the cluster's overlay objects in etcd instead; every nvod sets them in its tables.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  nvo overlay show\n  \
+                      nvo --etcd http://10.1.0.1:2379 overlay node set 2 192.0.2.2\n  \
+                      nvo --etcd http://10.1.0.1:2379 overlay route set ethernet 3 2\n  \
+                      nvo --etcd http://10.1.0.1:2379 overlay node list"
+    )]
     Overlay(OverlayCmd),
     /// Configure and watch nvod's BGP/EVPN speaker: its sessions with route reflectors.
     ///
@@ -251,6 +260,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
+        Command::Overlay(c) if !cli.etcd.is_empty() => {
+            let etcd = cmd::cluster::Etcd {
+                endpoints: cli.etcd,
+                prefix: cli.etcd_prefix,
+            };
+            cmd::cluster_overlay::overlay(&etcd, format, c)?
+        }
         Command::Overlay(c) => cmd::overlay::overlay(&client, format, c)?,
         Command::Bgp(c) => cmd::bgp::bgp(&client, format, c)?,
         Command::Evpn(c) => cmd::bgp::evpn(&client, format, c)?,

@@ -68,6 +68,7 @@ pub fn status_view(s: &ClusterStatus) -> String {
         ),
         ("networks", list(&s.networks)),
         ("profiles", list(&s.profiles)),
+        ("overlay", overlay_cell(s)),
     ])
     .to_string();
     let mut hosts = Table::new(&["HOST", "LOCATOR", "NODE_ID"]).right(2);
@@ -91,13 +92,29 @@ pub fn status_view(s: &ClusterStatus) -> String {
 
 impl Etcd {
     /// The key layout and the access of these endpoints.
-    fn open(&self) -> Result<(Layout, Access), CliError> {
+    pub fn open(&self) -> Result<(Layout, Access), CliError> {
         let layout = Layout::new(&self.prefix).map_err(CliError::Cluster)?;
         let access = Access {
             endpoints: self.endpoints.clone(),
             ..Access::default()
         };
         Ok((layout, access))
+    }
+}
+
+/// The owned overlay entries in one cell: `nodes 5,6; routes ipv4 9`, "-" when none.
+fn overlay_cell(s: &ClusterStatus) -> String {
+    let mut parts = Vec::new();
+    if !s.overlay_nodes.is_empty() {
+        parts.push(format!("nodes {}", list(&s.overlay_nodes)));
+    }
+    if !s.overlay_routes.is_empty() {
+        parts.push(format!("routes {}", list(&s.overlay_routes)));
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join("; ")
     }
 }
 
@@ -511,7 +528,8 @@ mod tests {
         let s: ClusterStatus = serde_json::from_value(json!({
             "enabled": true, "endpoints": ["http://10.1.0.1:2379"], "prefix": "/nvo/",
             "name": "h1", "connected": false, "revision": 42, "last_error": "etcd gone",
-            "networks": [100, 200], "profiles": ["mytun"],
+            "networks": [100, 200], "profiles": ["mytun"], "overlay_nodes": [5],
+            "overlay_routes": ["ipv4 9"],
             "hosts": [{"name": "h1", "locator": "10.100.0.1", "node_id": 1}],
             "skipped": [{"key": "/nvo/networks/7", "error": "not a network object: x"}]
         }))
@@ -523,6 +541,7 @@ mod tests {
             "last_error  etcd gone\n",
             "networks    100,200\n",
             "profiles    mytun\n",
+            "overlay     nodes 5; routes ipv4 9\n",
             "h1    10.100.0.1        1\n",
             "/nvo/networks/7  not a network object: x\n",
         ] {
