@@ -575,8 +575,24 @@ fn profiles_converge_around_the_networks_that_use_them() {
     assert!(nvod.terminate(), "nvod did not stop cleanly");
 }
 
-/// Overlay nodes and routes as cluster objects: set, changed in place, deleted; local entries
-/// never touched; invalid objects (and one nvod's own checks refuse) skipped with reasons.
+fn node_locators(nvod: &Nvod, id: u32) -> Option<Vec<String>> {
+    let list: Vec<nvo_api::OverlayNode> = nvod.get("/v1/overlay/nodes");
+    list.into_iter().find(|n| n.node_id == id).map(|n| {
+        n.locators
+            .iter()
+            .map(|l| format!("{}/{}", l.addr, l.weight))
+            .collect()
+    })
+}
+
+fn route_hops(nvod: &Nvod, app: &str, dst: u32) -> Option<Vec<u32>> {
+    let list: Vec<nvo_api::OverlayRoute> = nvod.get(&format!("/v1/overlay/routes/{app}"));
+    list.into_iter().find(|r| r.dst == dst).map(|r| r.next_hops)
+}
+
+/// Overlay nodes and routes as cluster objects: set, changed in place, deleted (also while
+/// nvod is down); local entries never touched; invalid objects (and one nvod's own checks
+/// refuse) skipped with reasons.
 #[test]
 fn overlay_nodes_and_routes_converge() {
     let scratch = Scratch::new("clp-ovl");
@@ -586,22 +602,8 @@ fn overlay_nodes_and_routes_converge() {
     let mut etcd = Etcd::new(&netns, &scratch.0, peer);
     etcd.start(port);
     let extra = format!("[cluster]\netcd = [\"http://127.0.0.1:{port}\"]\nname = \"h1\"\n");
-    let nvod = Nvod::start(&netns, &scratch.0, "10.217.0.1", &extra);
+    let mut nvod = Nvod::start(&netns, &scratch.0, "10.217.0.1", &extra);
     wait("connected", &nvod, || status(&nvod).connected);
-    let locators = |id: u32| -> Option<Vec<String>> {
-        let list: Vec<nvo_api::OverlayNode> = nvod.get("/v1/overlay/nodes");
-        list.into_iter().find(|n| n.node_id == id).map(|n| {
-            n.locators
-                .iter()
-                .map(|l| format!("{}/{}", l.addr, l.weight))
-                .collect()
-        })
-    };
-    let hops = |app: &str, dst: u32| -> Option<Vec<u32>> {
-        let list: Vec<nvo_api::OverlayRoute> = nvod.get(&format!("/v1/overlay/routes/{app}"));
-        list.into_iter().find(|r| r.dst == dst).map(|r| r.next_hops)
-    };
-
     put(
         &netns,
         port,
@@ -615,10 +617,10 @@ fn overlay_nodes_and_routes_converge() {
         r#"{"next_hops": [5]}"#,
     );
     wait("node 5 and route ipv4 9", &nvod, || {
-        locators(5).is_some() && hops("ipv4", 9).is_some()
+        node_locators(&nvod, 5).is_some() && route_hops(&nvod, "ipv4", 9).is_some()
     });
-    assert_eq!(locators(5).unwrap(), ["10.217.0.5/1"]);
-    assert_eq!(hops("ipv4", 9).unwrap(), [5]);
+    assert_eq!(node_locators(&nvod, 5).unwrap(), ["10.217.0.5/1"]);
+    assert_eq!(route_hops(&nvod, "ipv4", 9).unwrap(), [5]);
     let s = status(&nvod);
     assert_eq!(
         (s.overlay_nodes, s.overlay_routes),
@@ -633,7 +635,7 @@ fn overlay_nodes_and_routes_converge() {
         r#"{"locators": [{"addr": "10.217.0.5", "weight": 2}, {"addr": "10.217.0.6"}]}"#,
     );
     wait("node 5 changed", &nvod, || {
-        locators(5) == Some(vec!["10.217.0.5/2".into(), "10.217.0.6/1".into()])
+        node_locators(&nvod, 5) == Some(vec!["10.217.0.5/2".into(), "10.217.0.6/1".into()])
     });
 
     // Invalid objects and a local node of the same ID: skipped, nothing else moves.
@@ -680,11 +682,13 @@ fn overlay_nodes_and_routes_converge() {
     assert!(reason("/nvo/overlay/nodes/8").contains("address family"));
     assert!(reason("/nvo/overlay/routes/ipv4/10").starts_with("overlay route ipv4 10: "));
     assert!(reason("/nvo/overlay/routes/7/10").contains("neither"));
-    assert_eq!(locators(6).unwrap(), ["10.217.0.60/1"]);
-    assert!(locators(7).is_none() && locators(8).is_none());
+    assert_eq!(node_locators(&nvod, 6).unwrap(), ["10.217.0.60/1"]);
+    assert!(node_locators(&nvod, 7).is_none() && node_locators(&nvod, 8).is_none());
     assert_eq!(status(&nvod).overlay_nodes, [5]);
 
-    // Deleted from etcd: gone here; the local node stays.
+    // Deleted from etcd while nvod is down: gone after its restart (the state file knows them
+    // as the cluster's); the local node stays.
+    nvod.kill();
     for key in [
         "/nvo/overlay/routes/ipv4/9",
         "/nvo/overlay/nodes/5",
@@ -696,13 +700,14 @@ fn overlay_nodes_and_routes_converge() {
     ] {
         del(&netns, port, key);
     }
+    nvod.spawn();
     wait("node 5 and route ipv4 9 gone", &nvod, || {
-        locators(5).is_none() && hops("ipv4", 9).is_none()
+        node_locators(&nvod, 5).is_none() && route_hops(&nvod, "ipv4", 9).is_none()
     });
     wait("nothing skipped", &nvod, || {
         status(&nvod).skipped.is_empty()
     });
-    assert_eq!(locators(6).unwrap(), ["10.217.0.60/1"]);
+    assert_eq!(node_locators(&nvod, 6).unwrap(), ["10.217.0.60/1"]);
     let s = status(&nvod);
     assert!(
         s.overlay_nodes.is_empty() && s.overlay_routes.is_empty(),
