@@ -14,9 +14,9 @@
 //! long. Profiles go around the networks (nvo_cluster::profiles): new and changed unused
 //! profiles before the networks are planned, so a network naming a new profile is created in
 //! the same pass; deletions (and changes the deleted networks freed) after them. Overlay
-//! nodes and routes are set and deleted in place first (a PUT replaces). Losing etcd changes nothing here: the last applied state stays. While something is
-//! skipped, the plan is tried again every few seconds (a profile added locally, a port
-//! detached).
+//! nodes and routes are set and deleted in place first (a PUT replaces). Losing etcd changes
+//! nothing here: the last applied state stays. While something is skipped, the plan is tried
+//! again every few seconds (a profile added locally, a port detached).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -198,6 +198,91 @@ async fn reconcile(
 ) -> bool {
     let layout = &handle.settings.layout;
     let mut skipped: BTreeMap<String, String> = BTreeMap::new();
+    let Objects {
+        networks: objects,
+        profiles,
+        overlay_nodes,
+        overlay_routes,
+        hosts,
+    } = parse(layout, snapshot, &mut skipped);
+    // The overlay's nodes and routes: independent of the rest, set in place.
+    let ops = control
+        .lock()
+        .await
+        .cluster_overlay_plan(&overlay_nodes, &overlay_routes);
+    for op in ops {
+        let key = op.key(layout);
+        if let Err(e) = control.lock().await.cluster_overlay_apply(op).await {
+            // Logged once below as skipped; retries would repeat it every few seconds.
+            log::debug!("cluster: {key}: {}", e.message);
+            skipped.insert(key, e.message);
+        }
+    }
+    // Profiles first: the networks' plan sees the profiles made in this pass.
+    let ops = control
+        .lock()
+        .await
+        .cluster_profile_plan(&profiles, Phase::BeforeNetworks);
+    apply_profiles(control, layout, ops, &mut skipped).await;
+    let plan = control
+        .lock()
+        .await
+        .cluster_plan(&objects, &hosts, &handle.settings.name);
+    for (vni, why) in &plan.refused {
+        let why = match objects.get(vni).and_then(|s| s.encap.as_deref()) {
+            Some(encap) if skipped.contains_key(&layout.profile(encap)) => format!(
+                "{why} (its profile is the cluster object {}, which is skipped)",
+                layout.profile(encap)
+            ),
+            _ => why.clone(),
+        };
+        skipped.insert(layout.network(*vni), why);
+    }
+    let ops = nvo_cluster::diff(&plan.desired, &plan.applied, &plan.local);
+    for op in ops {
+        if let Err((vni, why)) = apply(control, &plan.specs, op).await {
+            log::warn!("cluster: network {vni}: {why}");
+            skipped.insert(layout.network(vni), why);
+        }
+    }
+    // Then what the networks' changes may have freed: deletions and blocked changes.
+    let ops = control
+        .lock()
+        .await
+        .cluster_profile_plan(&profiles, Phase::AfterNetworks);
+    apply_profiles(control, layout, ops, &mut skipped).await;
+    let now: BTreeSet<(String, String)> = skipped.clone().into_iter().collect();
+    let new = now.difference(seen).count();
+    for (key, why) in now.difference(seen) {
+        log::warn!("cluster: {key} skipped: {why}");
+    }
+    // A pair that went away and comes back counts again.
+    *seen = now;
+    let mut view = handle.view.lock().unwrap_or_else(PoisonError::into_inner);
+    view.revision = snapshot.revision;
+    view.hosts = hosts.into_values().collect();
+    view.invalid_total += u64::try_from(new).unwrap_or(u64::MAX);
+    view.skipped = skipped
+        .into_iter()
+        .map(|(key, error)| api::ClusterSkipped { key, error })
+        .collect();
+    !view.skipped.is_empty()
+}
+
+/// The objects of one snapshot, parsed; the invalid ones are in `skipped` with why.
+struct Objects {
+    networks: BTreeMap<u32, api::NetworkSpec>,
+    profiles: BTreeMap<String, api::ProfileSpec>,
+    overlay_nodes: BTreeMap<u32, api::NodeLocators>,
+    overlay_routes: BTreeMap<(String, u32), api::RouteNextHops>,
+    hosts: BTreeMap<String, HostRecord>,
+}
+
+fn parse(
+    layout: &nvo_cluster::Layout,
+    snapshot: &Snapshot,
+    skipped: &mut BTreeMap<String, String>,
+) -> Objects {
     let mut objects = BTreeMap::new();
     let mut profiles = BTreeMap::new();
     let mut overlay_nodes = BTreeMap::new();
@@ -265,67 +350,13 @@ async fn reconcile(
             Key::Other => {}
         }
     }
-    // The overlay's nodes and routes: independent of the rest, set in place.
-    let ops = control
-        .lock()
-        .await
-        .cluster_overlay_plan(&overlay_nodes, &overlay_routes);
-    for op in ops {
-        let key = op.key(layout);
-        if let Err(e) = control.lock().await.cluster_overlay_apply(op).await {
-            log::warn!("cluster: {key}: {}", e.message);
-            skipped.insert(key, e.message);
-        }
+    Objects {
+        networks: objects,
+        profiles,
+        overlay_nodes,
+        overlay_routes,
+        hosts,
     }
-    // Profiles first: the networks' plan sees the profiles made in this pass.
-    let ops = control
-        .lock()
-        .await
-        .cluster_profile_plan(&profiles, Phase::BeforeNetworks);
-    apply_profiles(control, layout, ops, &mut skipped).await;
-    let plan = control
-        .lock()
-        .await
-        .cluster_plan(&objects, &hosts, &handle.settings.name);
-    for (vni, why) in &plan.refused {
-        let why = match objects.get(vni).and_then(|s| s.encap.as_deref()) {
-            Some(encap) if skipped.contains_key(&layout.profile(encap)) => format!(
-                "{why} (its profile is the cluster object {}, which is skipped)",
-                layout.profile(encap)
-            ),
-            _ => why.clone(),
-        };
-        skipped.insert(layout.network(*vni), why);
-    }
-    let ops = nvo_cluster::diff(&plan.desired, &plan.applied, &plan.local);
-    for op in ops {
-        if let Err((vni, why)) = apply(control, &plan.specs, op).await {
-            log::warn!("cluster: network {vni}: {why}");
-            skipped.insert(layout.network(vni), why);
-        }
-    }
-    // Then what the networks' changes may have freed: deletions and blocked changes.
-    let ops = control
-        .lock()
-        .await
-        .cluster_profile_plan(&profiles, Phase::AfterNetworks);
-    apply_profiles(control, layout, ops, &mut skipped).await;
-    let now: BTreeSet<(String, String)> = skipped.clone().into_iter().collect();
-    let new = now.difference(seen).count();
-    for (key, why) in now.difference(seen) {
-        log::warn!("cluster: {key} skipped: {why}");
-    }
-    // A pair that went away and comes back counts again.
-    *seen = now;
-    let mut view = handle.view.lock().unwrap_or_else(PoisonError::into_inner);
-    view.revision = snapshot.revision;
-    view.hosts = hosts.into_values().collect();
-    view.invalid_total += u64::try_from(new).unwrap_or(u64::MAX);
-    view.skipped = skipped
-        .into_iter()
-        .map(|(key, error)| api::ClusterSkipped { key, error })
-        .collect();
-    !view.skipped.is_empty()
 }
 
 /// Applies profile operations, each under its own lock of the control; what fails or is
@@ -353,7 +384,7 @@ async fn apply_profiles(
             ProfileOp::Skip { name, error } => (name, Err(error)),
         };
         if let Err(why) = result {
-            log::warn!("cluster: profile {name}: {why}");
+            log::debug!("cluster: profile {name}: {why}");
             skipped.insert(layout.profile(&name), why);
         }
     }
