@@ -74,6 +74,15 @@ pub struct ClusterStatus {
     /// The networks cluster mode made here (cluster-owned), by VNI.
     #[serde(default)]
     pub networks: Vec<u32>,
+    /// The encapsulation profiles cluster mode made here (cluster-owned), by name.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// The overlay nodes cluster mode made here (cluster-owned), by ID.
+    #[serde(default)]
+    pub overlay_nodes: Vec<u32>,
+    /// The overlay routes cluster mode made here, as "APP DST" ("ipv4 9").
+    #[serde(default)]
+    pub overlay_routes: Vec<String>,
     /// The registered hosts, as last read from etcd.
     #[serde(default)]
     pub hosts: Vec<ClusterHost>,

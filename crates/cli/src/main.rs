@@ -46,9 +46,10 @@ struct Cli {
     /// nvod's API socket.
     #[arg(long, global = true, env = "NVO_SOCKET", default_value = nvo_api::DEFAULT_SOCKET, value_name = "PATH")]
     socket: PathBuf,
-    /// Cluster mode: `network add|del|list|show` write and read the network objects in etcd
-    /// at these endpoints (comma-separated http:// or https:// URLs) instead of asking the
-    /// local nvod; every nvod of the cluster converges to them.
+    /// Cluster mode: `network add|del|list|show`, `profile add|del|list|show` and `overlay
+    /// node|route set|del|list` write and read the cluster's objects in etcd at these
+    /// endpoints (comma-separated http:// or https:// URLs) instead of asking the local nvod;
+    /// every nvod of the cluster converges to them.
     #[arg(
         long,
         global = true,
@@ -94,7 +95,18 @@ enum Command {
     /// ipip, ip6ip6, stt and vxlan-gpe-nsh; `nvo profile add` teaches nvod a new UDP or IP
     /// protocol from a file, without a rebuild. A keyed profile (vxlan-gpe-nsh, keyed by NSH
     /// service path and index) delivers or relays by key: `nvo profile bind`.
-    #[command(subcommand)]
+    ///
+    /// With --etcd (or NVO_ETCD), the cluster's profile objects in etcd instead: `add` checks
+    /// the file as every nvod will (nothing is written when it is refused), `del` removes the
+    /// object, `list` and `show` show the objects, invalid ones with why. Every nvod makes
+    /// them before the networks that use them; key bindings stay per host.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  nvo profile list\n  \
+                      nvo --etcd http://10.1.0.1:2379 profile add --file mytun.toml\n  \
+                      nvo --etcd http://10.1.0.1:2379 network add 500 --encap mytun\n  \
+                      nvo --etcd http://10.1.0.1:2379 profile list"
+    )]
     Profile(ProfileCmd),
     /// List, attach and detach ports (interfaces of a network).
     #[command(subcommand)]
@@ -118,7 +130,16 @@ enum Command {
     /// addresses: each packet goes to the next hop its destination's route names (the
     /// destination itself when it has no route), at one of that node's locators chosen by
     /// weight, and nodes on the way relay it without decapsulating it.
-    #[command(subcommand)]
+    ///
+    /// With --etcd (or NVO_ETCD), `node set|del|list|show` and `route set|del|list` write and
+    /// read the cluster's overlay objects in etcd instead; every nvod sets them in its tables.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  nvo overlay show\n  \
+                      nvo --etcd http://10.1.0.1:2379 overlay node set 2 192.0.2.2\n  \
+                      nvo --etcd http://10.1.0.1:2379 overlay route set ethernet 3 2\n  \
+                      nvo --etcd http://10.1.0.1:2379 overlay node list"
+    )]
     Overlay(OverlayCmd),
     /// Configure and watch nvod's BGP/EVPN speaker: its sessions with route reflectors.
     ///
@@ -227,11 +248,25 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Network(c) => cmd::api::network(&client, format, c)?,
         Command::Cluster(c) => cmd::cluster::cluster(&client, format, c)?,
         Command::Route(c) => cmd::route::route(&client, format, c)?,
+        Command::Profile(c) if !cli.etcd.is_empty() => {
+            let etcd = cmd::cluster::Etcd {
+                endpoints: cli.etcd,
+                prefix: cli.etcd_prefix,
+            };
+            cmd::cluster::profile(&etcd, format, c)?
+        }
         Command::Profile(c) => cmd::profile::profile(&client, format, c)?,
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
+        Command::Overlay(c) if !cli.etcd.is_empty() => {
+            let etcd = cmd::cluster::Etcd {
+                endpoints: cli.etcd,
+                prefix: cli.etcd_prefix,
+            };
+            cmd::cluster_overlay::overlay(&etcd, format, c)?
+        }
         Command::Overlay(c) => cmd::overlay::overlay(&client, format, c)?,
         Command::Bgp(c) => cmd::bgp::bgp(&client, format, c)?,
         Command::Evpn(c) => cmd::bgp::evpn(&client, format, c)?,

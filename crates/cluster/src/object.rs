@@ -1,14 +1,17 @@
-//! The objects under the prefix, parsed and validated. [`parse_network`] is the one check
-//! both `nvo --etcd network add` (before writing) and nvod (on what it reads) run: an object
-//! it refuses is never written by the CLI and never applied by nvod.
+//! The objects under the prefix, parsed and validated. [`parse_network`] and
+//! [`parse_profile`] are the one check both `nvo --etcd network|profile add` (before writing)
+//! and nvod (on what it reads) run: an object they refuse is never written by the CLI and
+//! never applied by nvod.
 //!
-//! What needs a running nvod (the profile exists, the MTU fits its underlay, its limits) is
-//! checked by nvod when it applies the object, with the same result: the object is skipped.
+//! What needs a running nvod (the profile exists, the MTU fits its underlay, its limits, a
+//! profile name its config file already uses) is checked by nvod when it applies the object,
+//! with the same result: the object is skipped.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use nvo_api::{Bum, NetworkSpec};
+use nvo_api::{Bum, NetworkSpec, ProfileSpec};
+use nvo_encap::engine::{Engine, EngineError, Limits};
 use serde::{Deserialize, Serialize};
 
 /// The largest VNI (24 bits).
@@ -46,6 +49,26 @@ pub enum ObjectError {
     /// Options that contradict each other or a value that can never be right.
     #[error("{0}")]
     Invalid(String),
+    /// The key's last segment is not one profile name.
+    #[error("key segment {0:?} is not a profile name")]
+    BadProfileKey(String),
+    /// Not JSON of a profile's shape (serde's words).
+    #[error("not a profile object: {0}")]
+    ProfileJson(String),
+    /// The object's `name` differs from its key's.
+    #[error("profile name {body:?} in the object differs from {key:?} of its key")]
+    ProfileName {
+        /// The key's name.
+        key: String,
+        /// The body's name.
+        body: String,
+    },
+    /// A profile nvod's encapsulation engine refuses (the words of `POST /v1/profiles`).
+    #[error("{0}")]
+    Profile(String),
+    /// An overlay node or route object that is not one (the words say which and why).
+    #[error("{0}")]
+    Overlay(String),
     /// A host record that is not `{"name", "locator", "node_id"}` or names another host.
     #[error("not a host record: {0}")]
     Host(String),
@@ -162,6 +185,58 @@ pub fn validate_network(spec: &NetworkSpec) -> Result<(), ObjectError> {
         }
     }
     Ok(())
+}
+
+/// Parses the object stored at `profiles/<key_name>`: JSON of [`ProfileSpec`] whose `name`
+/// is `key_name`, then [`validate_profile`].
+pub fn parse_profile(key_name: &str, bytes: &[u8]) -> Result<ProfileSpec, ObjectError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ObjectError::ProfileJson(e.to_string()))?;
+    if !value.is_object() {
+        return Err(ObjectError::ProfileJson(format!(
+            "expected a JSON object, found {}",
+            kind(&value)
+        )));
+    }
+    let spec: ProfileSpec =
+        serde_json::from_value(value).map_err(|e| ObjectError::ProfileJson(e.to_string()))?;
+    if spec.name != key_name {
+        return Err(ObjectError::ProfileName {
+            key: key_name.to_owned(),
+            body: spec.name,
+        });
+    }
+    validate_profile(&spec)?;
+    Ok(spec)
+}
+
+/// What `POST /v1/profiles` checks without nvod's state: the spec makes a valid profile
+/// (`ProfileSpec::to_profile`), and an engine holding only the built-ins takes it (its name
+/// is not a built-in's, its transport is not reserved: IP protocol 6 is STT's, 0, 1, 17, 58
+/// and 255 are not tunnels).
+pub fn validate_profile(spec: &ProfileSpec) -> Result<(), ObjectError> {
+    let profile = spec
+        .to_profile()
+        .map_err(|e| ObjectError::Profile(e.to_string()))?;
+    // Few keys and templates: only the profile table is exercised.
+    let limits = Limits {
+        max_profiles: usize::MAX,
+        max_keys: 1,
+        max_templates: 1,
+    };
+    let name = &spec.name;
+    Engine::new(limits)
+        .add_profile(profile)
+        .map(|_| ())
+        .map_err(|e| {
+            ObjectError::Profile(match e {
+                EngineError::DuplicateName(_) => {
+                    format!("profile {name} is built into nvod; choose another name")
+                }
+                EngineError::Invalid(e) => e.to_string(),
+                e => format!("profile {name}: {e}"),
+            })
+        })
 }
 
 /// `hosts/<name>`: one nvod's registration, written under its lease.
@@ -298,6 +373,80 @@ mod tests {
             r#"{"vni": 5, "bum": {"mode": "multicast", "group": "239.1.1.1"}}"#
         )
         .is_ok());
+    }
+
+    const MYTUN: &str = r#"{"name": "mytun", "udp_port": 7777,
+        "template": "0800 0000 0000 0000", "vni": {"offset": 4, "len": 3},
+        "matches": [{"offset": 0, "mask": "08", "value": "08"}]}"#;
+
+    #[test]
+    fn accepts_the_body_of_post_profiles() {
+        let spec = parse_profile("mytun", MYTUN.as_bytes()).unwrap();
+        assert_eq!(spec.name, "mytun");
+        assert_eq!(spec.udp_port, Some(7777));
+        let round = serde_json::to_vec(&spec).unwrap();
+        assert_eq!(parse_profile("mytun", &round).unwrap(), spec);
+    }
+
+    #[test]
+    fn refuses_bad_profiles() {
+        let parse = |name: &str, text: &str| parse_profile(name, text.as_bytes());
+        for text in ["", "garbage", "[1]", "null", r#"{"name": 5}"#, "{}"] {
+            let e = parse("mytun", text).unwrap_err();
+            assert!(matches!(e, ObjectError::ProfileJson(_)), "{text}: {e}");
+        }
+        let e = parse(
+            "mytun",
+            r#"{"name": "mytun", "udp_port": 7777, "colour": 1}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+        assert_eq!(
+            parse("other", MYTUN).unwrap_err(),
+            ObjectError::ProfileName {
+                key: "other".into(),
+                body: "mytun".into()
+            }
+        );
+        let cases = [
+            // Neither transport.
+            (
+                r#"{"name": "t", "template": "00"}"#,
+                "exactly one of udp_port",
+            ),
+            // Not hex.
+            (
+                r#"{"name": "t", "udp_port": 1, "template": "zz"}"#,
+                "not hex",
+            ),
+            // A VNI field outside the template.
+            (
+                r#"{"name": "t", "udp_port": 1, "template": "00", "vni": {"offset": 4, "len": 3}}"#,
+                "t",
+            ),
+            // A built-in's name, a reserved transport.
+            (
+                r#"{"name": "vxlan", "udp_port": 7777, "template": "00"}"#,
+                "vxlan",
+            ),
+            (
+                r#"{"name": "t", "ip_protocol": 17, "template": "00"}"#,
+                "17",
+            ),
+            (
+                r#"{"name": "t", "ip_protocol": 6, "template": "00"}"#,
+                "stt",
+            ),
+        ];
+        for (text, words) in cases {
+            let name = serde_json::from_str::<serde_json::Value>(text).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let e = parse(&name, text).unwrap_err();
+            assert!(matches!(e, ObjectError::Profile(_)), "{text}: {e:?}");
+            assert!(e.to_string().contains(words), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -11,9 +11,12 @@
 //! counted), plans under one short lock of the control, diffs (nvo_cluster::diff: only
 //! differences) and applies each operation under its own lock through the API's methods, so
 //! the state journal and the datapath see ordinary changes and the API is never held for
-//! long. Losing etcd changes nothing here: the last applied state stays. While something is
-//! skipped, the plan is tried again every few seconds (a profile added locally, a port
-//! detached).
+//! long. Profiles go around the networks (nvo_cluster::profiles): new and changed unused
+//! profiles before the networks are planned, so a network naming a new profile is created in
+//! the same pass; deletions (and changes the deleted networks freed) after them. Overlay
+//! nodes and routes are set and deleted in place first (a PUT replaces). Losing etcd changes
+//! nothing here: the last applied state stays. While something is skipped, the plan is tried
+//! again every few seconds (a profile added locally, a port detached).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,7 +24,7 @@ use std::time::Duration;
 
 use nvo_api as api;
 use nvo_cluster::session::{self, Outputs};
-use nvo_cluster::{HostRecord, Key, Link, Op, Settings, Snapshot};
+use nvo_cluster::{HostRecord, Key, Link, Op, Phase, ProfileOp, Settings, Snapshot};
 use tokio::sync::watch;
 
 use crate::api::Shared;
@@ -63,8 +66,8 @@ impl Handle {
         }
     }
 
-    /// `GET /v1/cluster`, with the cluster-owned networks.
-    pub fn status(&self, networks: Vec<u32>) -> api::ClusterStatus {
+    /// `GET /v1/cluster`, with the cluster-owned networks and profiles.
+    pub fn status(&self, networks: Vec<u32>, profiles: Vec<String>) -> api::ClusterStatus {
         let link = self.link.borrow().clone();
         let view = self.view();
         api::ClusterStatus {
@@ -76,6 +79,9 @@ impl Handle {
             revision: view.revision,
             last_error: link.last_error,
             networks,
+            profiles,
+            overlay_nodes: Vec::new(),
+            overlay_routes: Vec::new(),
             hosts: view
                 .hosts
                 .iter()
@@ -192,10 +198,135 @@ async fn reconcile(
 ) -> bool {
     let layout = &handle.settings.layout;
     let mut skipped: BTreeMap<String, String> = BTreeMap::new();
+    let Objects {
+        networks: objects,
+        profiles,
+        overlay_nodes,
+        overlay_routes,
+        hosts,
+    } = parse(layout, snapshot, &mut skipped);
+    // The overlay's nodes and routes: independent of the rest, set in place.
+    let ops = control
+        .lock()
+        .await
+        .cluster_overlay_plan(&overlay_nodes, &overlay_routes);
+    for op in ops {
+        let key = op.key(layout);
+        if let Err(e) = control.lock().await.cluster_overlay_apply(op).await {
+            // Logged once below as skipped; retries would repeat it every few seconds.
+            log::debug!("cluster: {key}: {}", e.message);
+            skipped.insert(key, e.message);
+        }
+    }
+    // Profiles first: the networks' plan sees the profiles made in this pass.
+    let ops = control
+        .lock()
+        .await
+        .cluster_profile_plan(&profiles, Phase::BeforeNetworks);
+    apply_profiles(control, layout, ops, &mut skipped).await;
+    let plan = control
+        .lock()
+        .await
+        .cluster_plan(&objects, &hosts, &handle.settings.name);
+    for (vni, why) in &plan.refused {
+        let why = match objects.get(vni).and_then(|s| s.encap.as_deref()) {
+            Some(encap) if skipped.contains_key(&layout.profile(encap)) => format!(
+                "{why} (its profile is the cluster object {}, which is skipped)",
+                layout.profile(encap)
+            ),
+            _ => why.clone(),
+        };
+        skipped.insert(layout.network(*vni), why);
+    }
+    let ops = nvo_cluster::diff(&plan.desired, &plan.applied, &plan.local);
+    for op in ops {
+        if let Err((vni, why)) = apply(control, &plan.specs, op).await {
+            log::warn!("cluster: network {vni}: {why}");
+            skipped.insert(layout.network(vni), why);
+        }
+    }
+    // Then what the networks' changes may have freed: deletions and blocked changes.
+    let ops = control
+        .lock()
+        .await
+        .cluster_profile_plan(&profiles, Phase::AfterNetworks);
+    apply_profiles(control, layout, ops, &mut skipped).await;
+    let now: BTreeSet<(String, String)> = skipped.clone().into_iter().collect();
+    let new = now.difference(seen).count();
+    for (key, why) in now.difference(seen) {
+        log::warn!("cluster: {key} skipped: {why}");
+    }
+    // A pair that went away and comes back counts again.
+    *seen = now;
+    let mut view = handle.view.lock().unwrap_or_else(PoisonError::into_inner);
+    view.revision = snapshot.revision;
+    view.hosts = hosts.into_values().collect();
+    view.invalid_total += u64::try_from(new).unwrap_or(u64::MAX);
+    view.skipped = skipped
+        .into_iter()
+        .map(|(key, error)| api::ClusterSkipped { key, error })
+        .collect();
+    !view.skipped.is_empty()
+}
+
+/// The objects of one snapshot, parsed; the invalid ones are in `skipped` with why.
+struct Objects {
+    networks: BTreeMap<u32, api::NetworkSpec>,
+    profiles: BTreeMap<String, api::ProfileSpec>,
+    overlay_nodes: BTreeMap<u32, api::NodeLocators>,
+    overlay_routes: BTreeMap<(String, u32), api::RouteNextHops>,
+    hosts: BTreeMap<String, HostRecord>,
+}
+
+fn parse(
+    layout: &nvo_cluster::Layout,
+    snapshot: &Snapshot,
+    skipped: &mut BTreeMap<String, String>,
+) -> Objects {
     let mut objects = BTreeMap::new();
+    let mut profiles = BTreeMap::new();
+    let mut overlay_nodes = BTreeMap::new();
+    let mut overlay_routes = BTreeMap::new();
     let mut hosts = BTreeMap::new();
     for (key, bytes) in &snapshot.objects {
         match layout.classify(key) {
+            Key::Profile(name) => match nvo_cluster::parse_profile(&name, bytes) {
+                Ok(spec) => {
+                    profiles.insert(name, spec);
+                }
+                Err(e) => {
+                    skipped.insert(key.clone(), e.to_string());
+                }
+            },
+            Key::OverlayNode(id) => match nvo_cluster::overlay::parse_node(id, bytes) {
+                Ok(node) => {
+                    overlay_nodes.insert(id, node);
+                }
+                Err(e) => {
+                    skipped.insert(key.clone(), e.to_string());
+                }
+            },
+            Key::OverlayRoute(app, dst) => {
+                match nvo_cluster::overlay::parse_route(&app, dst, bytes) {
+                    Ok(hops) => {
+                        overlay_routes.insert((app, dst), hops);
+                    }
+                    Err(e) => {
+                        skipped.insert(key.clone(), e.to_string());
+                    }
+                }
+            }
+            Key::BadOverlay(rest) => {
+                let why = format!(
+                    "key {rest:?} is neither overlay/nodes/ID nor overlay/routes/APP/DST (APP \
+                     ethernet, ipv4 or ipv6; ID and DST decimal, 1 or more)"
+                );
+                skipped.insert(key.clone(), why);
+            }
+            Key::BadProfile(segment) => {
+                let e = nvo_cluster::ObjectError::BadProfileKey(segment);
+                skipped.insert(key.clone(), e.to_string());
+            }
             Key::Network(vni) => match nvo_cluster::parse_network(vni, bytes) {
                 Ok(spec) => {
                     objects.insert(vni, spec);
@@ -219,36 +350,44 @@ async fn reconcile(
             Key::Other => {}
         }
     }
-    let plan = control
-        .lock()
-        .await
-        .cluster_plan(&objects, &hosts, &handle.settings.name);
-    for (vni, why) in &plan.refused {
-        skipped.insert(layout.network(*vni), why.clone());
+    Objects {
+        networks: objects,
+        profiles,
+        overlay_nodes,
+        overlay_routes,
+        hosts,
     }
-    let ops = nvo_cluster::diff(&plan.desired, &plan.applied, &plan.local);
+}
+
+/// Applies profile operations, each under its own lock of the control; what fails or is
+/// skipped goes into `skipped` under the profile's key.
+async fn apply_profiles(
+    control: &Shared,
+    layout: &nvo_cluster::Layout,
+    ops: Vec<ProfileOp<api::ProfileSpec>>,
+    skipped: &mut BTreeMap<String, String>,
+) {
     for op in ops {
-        if let Err((vni, why)) = apply(control, &plan.specs, op).await {
-            log::warn!("cluster: network {vni}: {why}");
-            skipped.insert(layout.network(vni), why);
+        let (name, result) = match op {
+            ProfileOp::Create { name, spec } => {
+                let r = control.lock().await.cluster_add_profile(spec).await;
+                (name, r.map_err(|e| e.message))
+            }
+            ProfileOp::Replace { name, spec } => {
+                let r = control.lock().await.cluster_replace_profile(spec).await;
+                (name, r.map_err(|e| e.message))
+            }
+            ProfileOp::Delete { name } => {
+                let r = control.lock().await.delete_profile(&name).await;
+                (name, r.map_err(|e| e.message))
+            }
+            ProfileOp::Skip { name, error } => (name, Err(error)),
+        };
+        if let Err(why) = result {
+            log::debug!("cluster: profile {name}: {why}");
+            skipped.insert(layout.profile(&name), why);
         }
     }
-    let now: BTreeSet<(String, String)> = skipped.clone().into_iter().collect();
-    let new = now.difference(seen).count();
-    for (key, why) in now.difference(seen) {
-        log::warn!("cluster: {key} skipped: {why}");
-    }
-    // A pair that went away and comes back counts again.
-    *seen = now;
-    let mut view = handle.view.lock().unwrap_or_else(PoisonError::into_inner);
-    view.revision = snapshot.revision;
-    view.hosts = hosts.into_values().collect();
-    view.invalid_total += u64::try_from(new).unwrap_or(u64::MAX);
-    view.skipped = skipped
-        .into_iter()
-        .map(|(key, error)| api::ClusterSkipped { key, error })
-        .collect();
-    !view.skipped.is_empty()
 }
 
 /// Applies one operation, each step under its own lock of the control.

@@ -7,7 +7,7 @@
 //! that does not parse or does not make sense is refused with its path named; it is never
 //! silently discarded, since that would drop every network on the host.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -40,6 +40,10 @@ pub struct State {
     /// User-defined encapsulation profiles added through the API, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profiles: BTreeMap<String, ProfileSpec>,
+    /// The names in `profiles` that cluster mode made (issue 19); the others were added
+    /// through the API. Files written before cluster mode have none.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub cluster_profiles: BTreeSet<String>,
     /// Key bindings (NSH service paths) by profile name, then by key in lowercase hex.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub keys: BTreeMap<String, BTreeMap<String, KeyTarget>>,
@@ -67,12 +71,22 @@ pub struct OverlayState {
     /// Routes by application name, then destination: next hops.
     #[serde(default)]
     pub routes: BTreeMap<String, BTreeMap<u32, Vec<u32>>>,
+    /// The IDs in `nodes` cluster mode made (issue 19); the others came through the API.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub cluster_nodes: BTreeSet<u32>,
+    /// The (application, destination) pairs in `routes` cluster mode made.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_routes: BTreeMap<String, BTreeSet<u32>>,
 }
 
 impl OverlayState {
     /// Nothing stored.
     pub fn is_empty(&self) -> bool {
-        self.own.is_none() && self.nodes.is_empty() && self.routes.is_empty()
+        self.own.is_none()
+            && self.nodes.is_empty()
+            && self.routes.is_empty()
+            && self.cluster_nodes.is_empty()
+            && self.cluster_routes.is_empty()
     }
 }
 
@@ -93,6 +107,7 @@ impl Default for State {
             networks: BTreeMap::new(),
             ports: BTreeMap::new(),
             profiles: BTreeMap::new(),
+            cluster_profiles: BTreeSet::new(),
             keys: BTreeMap::new(),
             overlay: OverlayState::default(),
             bgp: None,

@@ -3,7 +3,8 @@
 //! removes them when deleted, skips invalid ones and reports them, registers its host key
 //! under a lease, keeps its networks while etcd is away and applies a change made meanwhile
 //! when it comes back (a resync), after a restart converges from its state file and etcd, and
-//! on a clean stop revokes its lease.
+//! on a clean stop revokes its lease. Profiles (`/nvo/profiles/NAME`) are made before the
+//! networks that use them and removed after them, whatever order they are written in.
 //!
 //! ```text
 //!   ns nvo-cln-cluster-PID
@@ -398,6 +399,319 @@ fn nvod_converges_to_etcd_and_survives_its_absence() {
     assert!(
         left.trim().is_empty(),
         "h1 still registered after a clean stop: {left}"
+    );
+}
+
+const MYTUN: &str = r#"{"name": "mytun", "udp_port": 7777, "template": "0800 0000 0000 0000",
+    "vni": {"offset": 4, "len": 3}, "matches": [{"offset": 0, "mask": "08", "value": "08"}]}"#;
+
+fn profile_names(nvod: &Nvod) -> Vec<String> {
+    let list: Vec<nvo_api::ProfileInfo> = nvod.get("/v1/profiles");
+    list.into_iter()
+        .filter(|p| !p.builtin)
+        .map(|p| p.spec.name)
+        .collect()
+}
+
+fn skip_reason(nvod: &Nvod, key: &str) -> Option<String> {
+    status(nvod)
+        .skipped
+        .into_iter()
+        .find(|k| k.key == key)
+        .map(|k| k.error)
+}
+
+/// Profiles as cluster objects: a network written before its profile waits for it; invalid
+/// profiles and networks naming them are skipped with reasons; a local profile is never
+/// touched; a change waits until no network uses the profile; the cluster mark survives a
+/// restart (a profile deleted from etcd while nvod was down is removed, not kept as local).
+#[test]
+fn profiles_converge_around_the_networks_that_use_them() {
+    let scratch = Scratch::new("clp-prof");
+    let ns = host("clp-prof", "10.218.0.1/24");
+    let netns = ns.name().to_owned();
+    let (port, peer) = (23811, 23821);
+    let mut etcd = Etcd::new(&netns, &scratch.0, peer);
+    etcd.start(port);
+    let extra = format!(
+        "[cluster]\netcd = [\"http://127.0.0.1:{port}\"]\nname = \"h1\"\nlease_ttl_s = 3\n"
+    );
+    let mut nvod = Nvod::start(&netns, &scratch.0, "10.218.0.1", &extra);
+    wait("connected", &nvod, || status(&nvod).connected);
+
+    // 1. The network first: skipped, naming the profile it lacks; the profile after: both.
+    put(
+        &netns,
+        port,
+        "/nvo/networks/600",
+        r#"{"vni": 600, "encap": "mytun"}"#,
+    );
+    wait("600 skipped for its profile", &nvod, || {
+        skip_reason(&nvod, "/nvo/networks/600").is_some_and(|e| e.contains("mytun"))
+    });
+    assert!(!networks(&nvod).contains(&600));
+    put(&netns, port, "/nvo/profiles/mytun", MYTUN);
+    wait("network 600 on mytun", &nvod, || {
+        networks(&nvod).contains(&600)
+    });
+    let n: Network = nvod.get("/v1/networks/600");
+    assert_eq!(n.encap, "mytun");
+    let s = status(&nvod);
+    assert_eq!(s.profiles, ["mytun"]);
+    assert!(s.skipped.is_empty(), "{s:?}");
+    let info: nvo_api::ProfileInfo = nvod.get("/v1/profiles/mytun");
+    assert_eq!(info.spec.udp_port, Some(7777));
+
+    // 2. Bad profiles are skipped with reasons; a network naming one says so; nothing else moves.
+    put(&netns, port, "/nvo/profiles/junk", "garbage");
+    put(
+        &netns,
+        port,
+        "/nvo/profiles/other",
+        r#"{"name": "mytun2", "udp_port": 7778}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/profiles/udp",
+        r#"{"name": "udp", "ip_protocol": 17, "template": "00"}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/networks/601",
+        r#"{"vni": 601, "encap": "udp"}"#,
+    );
+    wait("four skipped objects", &nvod, || {
+        status(&nvod).skipped.len() == 4
+    });
+    let reason = |key: &str| {
+        skip_reason(&nvod, key).unwrap_or_else(|| panic!("{key} not skipped: {:?}", status(&nvod)))
+    };
+    assert!(
+        reason("/nvo/profiles/junk").starts_with("not a profile object"),
+        "{:?}",
+        status(&nvod)
+    );
+    assert!(reason("/nvo/profiles/other").contains("differs"));
+    assert!(reason("/nvo/profiles/udp").contains("17"));
+    assert!(
+        reason("/nvo/networks/601").contains("/nvo/profiles/udp, which is skipped"),
+        "{}",
+        reason("/nvo/networks/601")
+    );
+    assert_eq!(profile_names(&nvod), ["mytun"]);
+    assert!(networks(&nvod).contains(&600) && !networks(&nvod).contains(&601));
+    for key in [
+        "/nvo/profiles/junk",
+        "/nvo/profiles/other",
+        "/nvo/profiles/udp",
+        "/nvo/networks/601",
+    ] {
+        del(&netns, port, key);
+    }
+    wait("nothing skipped", &nvod, || {
+        status(&nvod).skipped.is_empty()
+    });
+
+    // 3. A local profile of the same name is never touched.
+    let local = json!({"name": "loc", "udp_port": 7779, "template": "00"});
+    let _: nvo_api::ProfileInfo = nvod.post("/v1/profiles", &local);
+    put(
+        &netns,
+        port,
+        "/nvo/profiles/loc",
+        r#"{"name": "loc", "udp_port": 7780, "template": "00"}"#,
+    );
+    wait("loc skipped", &nvod, || {
+        skip_reason(&nvod, "/nvo/profiles/loc").as_deref()
+            == Some("profile loc exists locally (not from the cluster)")
+    });
+    let info: nvo_api::ProfileInfo = nvod.get("/v1/profiles/loc");
+    assert_eq!(info.spec.udp_port, Some(7779));
+    del(&netns, port, "/nvo/profiles/loc");
+    assert_eq!(status(&nvod).profiles, ["mytun"]);
+
+    // 4. A change while network 600 uses it: skipped naming the network; the network deleted
+    // in the cluster: the change is applied after it.
+    let changed = MYTUN.replace("7777", "7787");
+    put(&netns, port, "/nvo/profiles/mytun", &changed);
+    wait("mytun change skipped", &nvod, || {
+        skip_reason(&nvod, "/nvo/profiles/mytun").is_some_and(|e| e.contains("networks 600"))
+    });
+    let info: nvo_api::ProfileInfo = nvod.get("/v1/profiles/mytun");
+    assert_eq!(info.spec.udp_port, Some(7777));
+    del(&netns, port, "/nvo/networks/600");
+    wait("mytun replaced", &nvod, || {
+        let info: nvo_api::ProfileInfo = nvod.get("/v1/profiles/mytun");
+        info.spec.udp_port == Some(7787)
+    });
+    assert!(!networks(&nvod).contains(&600));
+    wait("nothing skipped", &nvod, || {
+        status(&nvod).skipped.is_empty()
+    });
+    assert_eq!(status(&nvod).profiles, ["mytun"]);
+
+    // 5. A network on the changed profile.
+    put(
+        &netns,
+        port,
+        "/nvo/networks/602",
+        r#"{"vni": 602, "encap": "mytun"}"#,
+    );
+    wait("network 602", &nvod, || networks(&nvod).contains(&602));
+
+    // 6. nvod down; the network and the profile deleted from etcd meanwhile: after the restart
+    // both are gone (the profile is known as the cluster's from the state file).
+    nvod.kill();
+    del(&netns, port, "/nvo/profiles/mytun");
+    del(&netns, port, "/nvo/networks/602");
+    nvod.spawn();
+    wait("602 and mytun removed after restart", &nvod, || {
+        !networks(&nvod).contains(&602) && profile_names(&nvod) == ["loc"]
+    });
+    let s = status(&nvod);
+    assert!(s.profiles.is_empty() && s.skipped.is_empty(), "{s:?}");
+    assert!(nvod.terminate(), "nvod did not stop cleanly");
+}
+
+fn node_locators(nvod: &Nvod, id: u32) -> Option<Vec<String>> {
+    let list: Vec<nvo_api::OverlayNode> = nvod.get("/v1/overlay/nodes");
+    list.into_iter().find(|n| n.node_id == id).map(|n| {
+        n.locators
+            .iter()
+            .map(|l| format!("{}/{}", l.addr, l.weight))
+            .collect()
+    })
+}
+
+fn route_hops(nvod: &Nvod, app: &str, dst: u32) -> Option<Vec<u32>> {
+    let list: Vec<nvo_api::OverlayRoute> = nvod.get(&format!("/v1/overlay/routes/{app}"));
+    list.into_iter().find(|r| r.dst == dst).map(|r| r.next_hops)
+}
+
+/// Overlay nodes and routes as cluster objects: set, changed in place, deleted (also while
+/// nvod is down); local entries never touched; invalid objects (and one nvod's own checks
+/// refuse) skipped with reasons.
+#[test]
+fn overlay_nodes_and_routes_converge() {
+    let scratch = Scratch::new("clp-ovl");
+    let ns = host("clp-ovl", "10.217.0.1/24");
+    let netns = ns.name().to_owned();
+    let (port, peer) = (23851, 23861);
+    let mut etcd = Etcd::new(&netns, &scratch.0, peer);
+    etcd.start(port);
+    let extra = format!("[cluster]\netcd = [\"http://127.0.0.1:{port}\"]\nname = \"h1\"\n");
+    let mut nvod = Nvod::start(&netns, &scratch.0, "10.217.0.1", &extra);
+    wait("connected", &nvod, || status(&nvod).connected);
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/5",
+        r#"{"locators": [{"addr": "10.217.0.5"}]}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/routes/ipv4/9",
+        r#"{"next_hops": [5]}"#,
+    );
+    wait("node 5 and route ipv4 9", &nvod, || {
+        node_locators(&nvod, 5).is_some() && route_hops(&nvod, "ipv4", 9).is_some()
+    });
+    assert_eq!(node_locators(&nvod, 5).unwrap(), ["10.217.0.5/1"]);
+    assert_eq!(route_hops(&nvod, "ipv4", 9).unwrap(), [5]);
+    let s = status(&nvod);
+    assert_eq!(
+        (s.overlay_nodes, s.overlay_routes),
+        (vec![5], vec!["ipv4 9".to_owned()])
+    );
+
+    // Changed: set in place.
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/5",
+        r#"{"locators": [{"addr": "10.217.0.5", "weight": 2}, {"addr": "10.217.0.6"}]}"#,
+    );
+    wait("node 5 changed", &nvod, || {
+        node_locators(&nvod, 5) == Some(vec!["10.217.0.5/2".into(), "10.217.0.6/1".into()])
+    });
+
+    // Invalid objects and a local node of the same ID: skipped, nothing else moves.
+    let _: nvo_api::OverlayNode = nvod.put(
+        "/v1/overlay/nodes/6",
+        &json!({"locators": [{"addr": "10.217.0.60"}]}),
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/6",
+        r#"{"locators": [{"addr": "10.217.0.61"}]}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/7",
+        r#"{"locators": [{"addr": "10.217.0.7", "weight": 2000}]}"#,
+    );
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/nodes/8",
+        r#"{"locators": [{"addr": "fd00::8"}]}"#,
+    );
+    put(&netns, port, "/nvo/overlay/routes/ipv4/10", "garbage");
+    put(
+        &netns,
+        port,
+        "/nvo/overlay/routes/7/10",
+        r#"{"next_hops": [5]}"#,
+    );
+    wait("five skipped objects", &nvod, || {
+        status(&nvod).skipped.len() == 5
+    });
+    let reason = |key: &str| {
+        skip_reason(&nvod, key).unwrap_or_else(|| panic!("{key} not skipped: {:?}", status(&nvod)))
+    };
+    assert_eq!(
+        reason("/nvo/overlay/nodes/6"),
+        "overlay node 6 exists locally (not from the cluster)"
+    );
+    assert!(reason("/nvo/overlay/nodes/7").contains("weight 2000"));
+    assert!(reason("/nvo/overlay/nodes/8").contains("address family"));
+    assert!(reason("/nvo/overlay/routes/ipv4/10").starts_with("overlay route ipv4 10: "));
+    assert!(reason("/nvo/overlay/routes/7/10").contains("neither"));
+    assert_eq!(node_locators(&nvod, 6).unwrap(), ["10.217.0.60/1"]);
+    assert!(node_locators(&nvod, 7).is_none() && node_locators(&nvod, 8).is_none());
+    assert_eq!(status(&nvod).overlay_nodes, [5]);
+
+    // Deleted from etcd while nvod is down: gone after its restart (the state file knows them
+    // as the cluster's); the local node stays.
+    nvod.kill();
+    for key in [
+        "/nvo/overlay/routes/ipv4/9",
+        "/nvo/overlay/nodes/5",
+        "/nvo/overlay/nodes/6",
+        "/nvo/overlay/nodes/7",
+        "/nvo/overlay/nodes/8",
+        "/nvo/overlay/routes/ipv4/10",
+        "/nvo/overlay/routes/7/10",
+    ] {
+        del(&netns, port, key);
+    }
+    nvod.spawn();
+    wait("node 5 and route ipv4 9 gone", &nvod, || {
+        node_locators(&nvod, 5).is_none() && route_hops(&nvod, "ipv4", 9).is_none()
+    });
+    wait("nothing skipped", &nvod, || {
+        status(&nvod).skipped.is_empty()
+    });
+    assert_eq!(node_locators(&nvod, 6).unwrap(), ["10.217.0.60/1"]);
+    let s = status(&nvod);
+    assert!(
+        s.overlay_nodes.is_empty() && s.overlay_routes.is_empty(),
+        "{s:?}"
     );
 }
 

@@ -1,20 +1,23 @@
 //! Cluster mode's commands (issue 19): `nvo --etcd URL[,URL...] network add|del|list|show`
-//! writes and reads the network objects in etcd directly (no nvod involved), and `nvo cluster
-//! status` asks the local nvod what it made of them (`GET /v1/cluster`).
+//! and `profile add|del|list|show` write and read the network and profile objects in etcd
+//! directly (no nvod involved), and `nvo cluster status` asks the local nvod what it made of
+//! them (`GET /v1/cluster`).
 //!
-//! `network add` builds the same body as the local command and runs it through
-//! [`nvo_cluster::parse_network`], the very check nvod runs on what it reads: an object it
+//! `network add` and `profile add` build the same body as the local commands (the profile
+//! from the same file reader) and run it through [`nvo_cluster::parse_network`] or
+//! [`nvo_cluster::parse_profile`], the very check nvod runs on what it reads: an object it
 //! refuses is never written. What needs an nvod (the profile exists, the MTU fits its
 //! underlay) is checked by each nvod, which skips the object and says why in `nvo cluster
 //! status`.
 
 use clap::Subcommand;
-use nvo_api::{Bum, Client, ClusterStatus, NetworkSpec};
+use nvo_api::{Bum, Client, ClusterStatus, NetworkSpec, ProfileInfo, ProfileSpec};
 use nvo_cluster::{Access, Key, Layout};
 use serde_json::{json, Value};
 
 use super::api::{done, network_spec, show, NetworkCmd};
-use super::{print_json, CliError, Format};
+use super::profile::{read_spec, ProfileCmd};
+use super::{print_json, view, CliError, Format};
 use crate::table::{list, pairs, Table};
 
 /// `nvo cluster`.
@@ -64,6 +67,8 @@ pub fn status_view(s: &ClusterStatus) -> String {
             s.last_error.clone().unwrap_or_else(|| "-".to_owned()),
         ),
         ("networks", list(&s.networks)),
+        ("profiles", list(&s.profiles)),
+        ("overlay", overlay_cell(s)),
     ])
     .to_string();
     let mut hosts = Table::new(&["HOST", "LOCATOR", "NODE_ID"]).right(2);
@@ -85,13 +90,37 @@ pub fn status_view(s: &ClusterStatus) -> String {
     out
 }
 
+impl Etcd {
+    /// The key layout and the access of these endpoints.
+    pub fn open(&self) -> Result<(Layout, Access), CliError> {
+        let layout = Layout::new(&self.prefix).map_err(CliError::Cluster)?;
+        let access = Access {
+            endpoints: self.endpoints.clone(),
+            ..Access::default()
+        };
+        Ok((layout, access))
+    }
+}
+
+/// The owned overlay entries in one cell: `nodes 5,6; routes ipv4 9`, "-" when none.
+fn overlay_cell(s: &ClusterStatus) -> String {
+    let mut parts = Vec::new();
+    if !s.overlay_nodes.is_empty() {
+        parts.push(format!("nodes {}", list(&s.overlay_nodes)));
+    }
+    if !s.overlay_routes.is_empty() {
+        parts.push(format!("routes {}", list(&s.overlay_routes)));
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// `nvo --etcd ... network ...`.
 pub fn network(etcd: &Etcd, format: Format, cmd: NetworkCmd) -> Result<(), CliError> {
-    let layout = Layout::new(&etcd.prefix).map_err(CliError::Cluster)?;
-    let access = Access {
-        endpoints: etcd.endpoints.clone(),
-        ..Access::default()
-    };
+    let (layout, access) = etcd.open()?;
     match cmd {
         NetworkCmd::Add(args) => {
             let spec = network_spec(args);
@@ -155,6 +184,142 @@ pub fn object(layout: &Layout, spec: &NetworkSpec) -> Result<(String, Vec<u8>), 
     Ok((layout.network(spec.vni), body))
 }
 
+/// `nvo --etcd ... profile ...`: the profile objects; key bindings stay per nvod.
+pub fn profile(etcd: &Etcd, format: Format, cmd: ProfileCmd) -> Result<(), CliError> {
+    let (layout, access) = etcd.open()?;
+    match cmd {
+        ProfileCmd::Add { file } => {
+            let spec = read_spec(&file)?;
+            let (key, body) = profile_object(&layout, &spec)?;
+            nvo_cluster::store::put(&access, &key, body)?;
+            done(
+                format,
+                serde_json::to_value(&spec)?,
+                format!("wrote profile {} to {key}", spec.name),
+            )
+        }
+        ProfileCmd::Del { name } => {
+            let key = layout.profile(&name);
+            if !nvo_cluster::store::delete(&access, &key)? {
+                return Err(CliError::Cluster(format!(
+                    "no profile {name:?} in the cluster (nothing at {key})"
+                )));
+            }
+            done(format, Value::Null, format!("deleted {key}"))
+        }
+        ProfileCmd::List => {
+            let objects = nvo_cluster::store::list(&access, &layout.profiles())?;
+            let rows = profile_rows(&layout, &objects);
+            match format {
+                Format::Json => print_json(&profile_rows_json(&rows)),
+                Format::Text => {
+                    print!("{}", profile_list_view(&rows));
+                    Ok(())
+                }
+            }
+        }
+        ProfileCmd::Show { name } => {
+            let key = layout.profile(&name);
+            let objects = nvo_cluster::store::list(&access, &key)?;
+            let Some((_, bytes)) = objects.iter().find(|(k, _)| *k == key) else {
+                return Err(CliError::Cluster(format!(
+                    "no profile {name:?} in the cluster (nothing at {key})"
+                )));
+            };
+            let row = profile_rows(&layout, &[(key.clone(), bytes.clone())]);
+            match format {
+                Format::Json => print_json(&profile_rows_json(&row)[0]),
+                Format::Text => {
+                    print!("{}", profile_list_view(&row));
+                    if let Some((_, Ok(spec))) = row.first() {
+                        print!("\n{}", view::profile(&user(spec)));
+                    }
+                    Ok(())
+                }
+            }
+        }
+        ProfileCmd::Keys { .. } | ProfileCmd::Bind { .. } | ProfileCmd::Unbind { .. } => {
+            Err(CliError::Cluster(
+                "key bindings are not cluster objects: bind keys on each host's nvod (nvo \
+                 profile keys|bind|unbind without --etcd)"
+                    .to_owned(),
+            ))
+        }
+    }
+}
+
+/// The key and body of a profile object, checked as nvod checks what it reads.
+pub fn profile_object(layout: &Layout, spec: &ProfileSpec) -> Result<(String, Vec<u8>), CliError> {
+    let refused = |e: String| {
+        CliError::Cluster(format!(
+            "profile {:?} refused, nothing written: {e}",
+            spec.name
+        ))
+    };
+    if spec.name.is_empty() || spec.name.contains('/') {
+        return Err(refused(format!("{:?} cannot be a key segment", spec.name)));
+    }
+    let body = serde_json::to_vec(spec)?;
+    nvo_cluster::parse_profile(&spec.name, &body).map_err(|e| refused(e.to_string()))?;
+    Ok((layout.profile(&spec.name), body))
+}
+
+fn user(spec: &ProfileSpec) -> ProfileInfo {
+    ProfileInfo {
+        builtin: false,
+        spec: spec.clone(),
+    }
+}
+
+/// One object of `profile list`: its key, and the profile or why it is invalid.
+type ProfileRow = (String, Result<ProfileSpec, String>);
+
+fn profile_rows(layout: &Layout, objects: &[(String, Vec<u8>)]) -> Vec<ProfileRow> {
+    objects
+        .iter()
+        .filter_map(|(key, bytes)| {
+            let parsed = match layout.classify(key) {
+                Key::Profile(name) => {
+                    nvo_cluster::parse_profile(&name, bytes).map_err(|e| e.to_string())
+                }
+                Key::BadProfile(s) => Err(nvo_cluster::ObjectError::BadProfileKey(s).to_string()),
+                _ => return None,
+            };
+            Some((key.clone(), parsed))
+        })
+        .collect()
+}
+
+fn profile_rows_json(rows: &[ProfileRow]) -> Vec<Value> {
+    rows.iter()
+        .map(|(key, parsed)| match parsed {
+            Ok(spec) => json!({"key": key, "profile": spec}),
+            Err(e) => json!({"key": key, "error": e}),
+        })
+        .collect()
+}
+
+/// The text of `nvo --etcd ... profile list`: the table of `nvo profile list`, invalid
+/// objects with why.
+pub fn profile_list_view(rows: &[ProfileRow]) -> String {
+    let valid: Vec<ProfileInfo> = rows
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().ok().map(user))
+        .collect();
+    let mut out = view::profiles(&valid).to_string();
+    let mut invalid = Table::new(&["INVALID KEY", "REASON"]);
+    for (key, parsed) in rows {
+        if let Err(e) = parsed {
+            invalid.row([key.clone(), e.clone()]);
+        }
+    }
+    if rows.iter().any(|(_, p)| p.is_err()) {
+        out.push('\n');
+        out.push_str(&invalid.to_string());
+    }
+    out
+}
+
 /// One object of `network list`: its key, and the network or why it is invalid.
 type Row = (String, Result<NetworkSpec, String>);
 
@@ -167,7 +332,7 @@ fn rows(layout: &Layout, objects: &[(String, Vec<u8>)]) -> Vec<Row> {
                     nvo_cluster::parse_network(vni, bytes).map_err(|e| e.to_string())
                 }
                 Key::BadNetwork(s) => Err(nvo_cluster::ObjectError::BadKey(s).to_string()),
-                Key::Host(_) | Key::Other => return None,
+                _ => return None,
             };
             Some((key.clone(), parsed))
         })
@@ -295,12 +460,76 @@ mod tests {
             .starts_with("not a network object"));
     }
 
+    fn mytun() -> ProfileSpec {
+        serde_json::from_value(json!({
+            "name": "mytun", "udp_port": 7777, "template": "0800 0000 0000 0000",
+            "vni": {"offset": 4, "len": 3}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn profile_add_writes_the_body_of_post_profiles_at_its_key() {
+        let (key, body) = profile_object(&layout(), &mytun()).unwrap();
+        assert_eq!(key, "/nvo/profiles/mytun");
+        let back: ProfileSpec = serde_json::from_slice(&body).unwrap();
+        assert_eq!(back, mytun());
+    }
+
+    #[test]
+    fn profile_add_refuses_what_nvod_would_skip() {
+        for (change, words) in [
+            (json!({"name": "vxlan"}), "vxlan"),
+            (json!({"udp_port": null, "ip_protocol": 17}), "17"),
+            (json!({"template": "zz"}), "not hex"),
+            (json!({"name": "a/b"}), "key segment"),
+            (json!({"name": ""}), "key segment"),
+        ] {
+            let mut value = serde_json::to_value(mytun()).unwrap();
+            for (k, v) in change.as_object().unwrap() {
+                value[k] = v.clone();
+            }
+            let spec: ProfileSpec = serde_json::from_value(value).unwrap();
+            let e = profile_object(&layout(), &spec).unwrap_err().to_string();
+            assert!(e.contains("refused, nothing written"), "{change}: {e}");
+            assert!(e.contains(words), "{change}: {e}");
+        }
+    }
+
+    #[test]
+    fn profile_list_shows_valid_and_invalid_objects() {
+        let body = serde_json::to_vec(&mytun()).unwrap();
+        let objects = vec![
+            ("/nvo/profiles/mytun".to_owned(), body),
+            ("/nvo/profiles/bad".to_owned(), b"garbage".to_vec()),
+            ("/nvo/networks/100".to_owned(), br#"{"vni": 100}"#.to_vec()),
+        ];
+        let rows = profile_rows(&layout(), &objects);
+        assert_eq!(rows.len(), 2);
+        let text = profile_list_view(&rows);
+        assert!(
+            text.contains("mytun") && text.contains("udp 7777"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/nvo/profiles/bad  not a profile object"),
+            "{text}"
+        );
+        let json = profile_rows_json(&rows);
+        assert_eq!(json[0]["profile"]["name"], "mytun");
+        assert!(json[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("not a profile object"));
+    }
+
     #[test]
     fn status_lists_skipped_objects_with_reasons() {
         let s: ClusterStatus = serde_json::from_value(json!({
             "enabled": true, "endpoints": ["http://10.1.0.1:2379"], "prefix": "/nvo/",
             "name": "h1", "connected": false, "revision": 42, "last_error": "etcd gone",
-            "networks": [100, 200],
+            "networks": [100, 200], "profiles": ["mytun"], "overlay_nodes": [5],
+            "overlay_routes": ["ipv4 9"],
             "hosts": [{"name": "h1", "locator": "10.100.0.1", "node_id": 1}],
             "skipped": [{"key": "/nvo/networks/7", "error": "not a network object: x"}]
         }))
@@ -311,6 +540,8 @@ mod tests {
             "revision    42\n",
             "last_error  etcd gone\n",
             "networks    100,200\n",
+            "profiles    mytun\n",
+            "overlay     nodes 5; routes ipv4 9\n",
             "h1    10.100.0.1        1\n",
             "/nvo/networks/7  not a network object: x\n",
         ] {

@@ -6,6 +6,7 @@ pub mod api;
 pub mod bgp;
 pub mod capture;
 pub mod cluster;
+pub mod cluster_overlay;
 pub mod decode;
 pub mod events;
 pub mod lab;

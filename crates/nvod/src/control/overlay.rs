@@ -76,6 +76,17 @@ impl Control {
         id: &str,
         locators: api::NodeLocators,
     ) -> Result<api::OverlayNode, Failure> {
+        self.set_overlay_node_owned(id, locators, false).await
+    }
+
+    /// Sets a node's locators; `cluster`: made by cluster mode (marked so in the state; a
+    /// local PUT takes the node over from the cluster).
+    pub(super) async fn set_overlay_node_owned(
+        &mut self,
+        id: &str,
+        locators: api::NodeLocators,
+        cluster: bool,
+    ) -> Result<api::OverlayNode, Failure> {
         let id = parse_node(id)?;
         for l in &locators.locators {
             if l.addr.is_ipv4() != self.config.locator.is_ipv4() {
@@ -95,6 +106,11 @@ impl Control {
             .collect();
         let mut new = self.state.clone();
         new.overlay.nodes.insert(id.0, locators.locators.clone());
+        if cluster {
+            new.overlay.cluster_nodes.insert(id.0);
+        } else {
+            new.overlay.cluster_nodes.remove(&id.0);
+        }
         self.commit(new, Command::OverlayNode(id, locs)).await?;
         log::info!("overlay: node {id} at {:?}", locators.locators);
         self.emit(api::OverlayEvent::Node {
@@ -113,6 +129,7 @@ impl Control {
         }
         let mut new = self.state.clone();
         new.overlay.nodes.remove(&id.0);
+        new.overlay.cluster_nodes.remove(&id.0);
         self.commit(new, Command::OverlayNodeRemove(id)).await?;
         log::info!("overlay: node {id} removed");
         self.emit(api::OverlayEvent::Node {
@@ -157,6 +174,18 @@ impl Control {
         dst: &str,
         hops: api::RouteNextHops,
     ) -> Result<api::OverlayRoute, Failure> {
+        self.set_overlay_route_owned(app, dst, hops, false).await
+    }
+
+    /// Sets a route's next hops; `cluster`: made by cluster mode (marked so in the state; a
+    /// local PUT takes the route over from the cluster).
+    pub(super) async fn set_overlay_route_owned(
+        &mut self,
+        app: &str,
+        dst: &str,
+        hops: api::RouteNextHops,
+        cluster: bool,
+    ) -> Result<api::OverlayRoute, Failure> {
         let (a, d) = (parse_app(app)?, parse_node(dst)?);
         let next: Vec<NodeId> = hops
             .next_hops
@@ -169,6 +198,19 @@ impl Control {
             .entry(a.name().to_owned())
             .or_default()
             .insert(d.0, hops.next_hops.clone());
+        let marks = new
+            .overlay
+            .cluster_routes
+            .entry(a.name().to_owned())
+            .or_default();
+        if cluster {
+            marks.insert(d.0);
+        } else {
+            marks.remove(&d.0);
+        }
+        if marks.is_empty() {
+            new.overlay.cluster_routes.remove(a.name());
+        }
         self.commit(new, Command::OverlayRoute(a, d, next)).await?;
         log::info!("overlay: route {a} {d} via {:?}", hops.next_hops);
         self.emit(api::OverlayEvent::Route {
@@ -197,6 +239,12 @@ impl Control {
             r.remove(&d.0);
             if r.is_empty() {
                 new.overlay.routes.remove(a.name());
+            }
+        }
+        if let Some(marks) = new.overlay.cluster_routes.get_mut(a.name()) {
+            marks.remove(&d.0);
+            if marks.is_empty() {
+                new.overlay.cluster_routes.remove(a.name());
             }
         }
         self.commit(new, Command::OverlayRouteRemove(a, d)).await?;

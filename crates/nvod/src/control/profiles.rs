@@ -56,6 +56,15 @@ impl Control {
 
     /// `POST /v1/profiles`.
     pub async fn add_profile(&mut self, spec: ProfileSpec) -> Result<api::ProfileInfo, Failure> {
+        self.add_profile_owned(spec, false).await
+    }
+
+    /// Adds a profile; `cluster`: made by cluster mode (marked so in the state).
+    pub(super) async fn add_profile_owned(
+        &mut self,
+        spec: ProfileSpec,
+        cluster: bool,
+    ) -> Result<api::ProfileInfo, Failure> {
         if self.profiles.id(&spec.name).is_some() {
             return Err(Failure::new(
                 Kind::Conflict,
@@ -70,13 +79,20 @@ impl Control {
         spec.to_profile().map_err(|e| Failure::bad(e.to_string()))?;
         let mut new = self.state.clone();
         new.profiles.insert(spec.name.clone(), spec.clone());
+        if cluster {
+            new.cluster_profiles.insert(spec.name.clone());
+        }
         self.store.record(&self.state, &new)?;
         if let Err(e) = self.install_profile(&spec).await {
             self.undo_record(&e.message);
             return Err(e);
         }
         self.state = new;
-        log::info!("profile {} added", spec.name);
+        log::info!(
+            "profile {} added{}",
+            spec.name,
+            if cluster { " from the cluster" } else { "" }
+        );
         self.profile(&spec.name)
     }
 
@@ -103,6 +119,7 @@ impl Control {
         }
         let mut new = self.state.clone();
         new.profiles.remove(name);
+        new.cluster_profiles.remove(name);
         match self
             .commit(new, Command::RemoveProfile(name.to_owned()))
             .await?

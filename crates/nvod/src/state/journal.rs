@@ -67,6 +67,12 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
         &new.profiles,
         whole,
     )?;
+    field(
+        &mut ops,
+        root("cluster_profiles"),
+        &old.cluster_profiles,
+        &new.cluster_profiles,
+    )?;
     map(
         &mut ops,
         &root("keys"),
@@ -90,6 +96,18 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
         &o.routes,
         &n.routes,
         |ops, p, o, n| map(ops, &p, o, n, whole),
+    )?;
+    field(
+        &mut ops,
+        below(&overlay, "cluster_nodes"),
+        &o.cluster_nodes,
+        &n.cluster_nodes,
+    )?;
+    field(
+        &mut ops,
+        below(&overlay, "cluster_routes"),
+        &o.cluster_routes,
+        &n.cluster_routes,
     )?;
     field(&mut ops, root("bgp"), &old.bgp, &new.bgp)?;
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
@@ -275,6 +293,13 @@ mod tests {
             .entry("nsh".into())
             .or_default()
             .insert("0a".into(), KeyTarget::Local(10));
+        s.cluster_profiles.insert("mytun".into());
+        s.overlay.cluster_nodes.insert(5);
+        s.overlay
+            .cluster_routes
+            .entry("ip".into())
+            .or_default()
+            .insert(5);
         s.overlay.own = Some(7);
         s.overlay
             .routes
@@ -284,6 +309,7 @@ mod tests {
         s.bgp_off = true;
         steps.push(s.clone());
         s.keys.clear();
+        s.cluster_profiles.clear();
         s.overlay = Default::default();
         s.networks.get_mut(&10).unwrap().fdb.clear();
         s.bgp_off = false;

@@ -539,4 +539,21 @@ mod cluster_mark {
         let back: NetworkState = serde_json::from_str(&text).unwrap();
         assert!(back.cluster, "{text}");
     }
+
+    /// Files written before cluster-owned profiles have no `cluster_profiles`: every profile
+    /// is local; the mark round-trips and an empty one writes no key (older nvods read it).
+    #[test]
+    fn cluster_profiles_default_to_none_and_round_trip() {
+        let old = r#"{"version": 2, "networks": {}, "ports": {}}"#;
+        let state: super::super::State = serde_json::from_str(old).unwrap();
+        assert!(state.cluster_profiles.is_empty());
+        assert!(!serde_json::to_string(&state)
+            .unwrap()
+            .contains("cluster_profiles"));
+        let mut owned = state;
+        owned.cluster_profiles.insert("mytun".into());
+        let text = serde_json::to_string(&owned).unwrap();
+        let back: super::super::State = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, owned);
+    }
 }
