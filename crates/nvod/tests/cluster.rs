@@ -118,25 +118,7 @@ impl Drop for Etcd {
 
 /// Runs etcdctl in the namespace against 127.0.0.1:`port`; its stdout, or stderr as error.
 fn etcdctl(netns: &str, port: u16, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            netns,
-            "etcdctl",
-            "--dial-timeout=1s",
-            "--command-timeout=3s",
-        ])
-        .arg(format!("--endpoints=http://127.0.0.1:{port}"))
-        .args(args)
-        .env("ETCDCTL_API", "3")
-        .output()
-        .unwrap();
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    common::etcdctl(netns, &format!("http://127.0.0.1:{port}"), args)
 }
 
 fn put(netns: &str, port: u16, key: &str, value: &str) {
@@ -225,8 +207,13 @@ fn nvod_converges_to_etcd_and_survives_its_absence() {
         0,
         "host key without a lease: {record}"
     );
-    let value = base64_decode(kv["value"].as_str().unwrap());
-    let value: serde_json::Value = serde_json::from_slice(&value).unwrap();
+    let value = etcdctl(
+        &netns,
+        port,
+        &["get", "/nvo/hosts/h1", "--print-value-only"],
+    )
+    .unwrap();
+    let value: serde_json::Value = serde_json::from_str(&value).unwrap();
     assert_eq!(
         value,
         json!({"name": "h1", "locator": "10.219.0.1", "node_id": node.node_id})
@@ -728,29 +715,4 @@ fn metric(ns: &nvo_io::netns::NamedNetns, name: &str) -> u64 {
         .trim()
         .parse()
         .unwrap()
-}
-
-/// Standard base64 (etcdctl -w json encodes keys and values so).
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("not base64: {text}"),
-        }
-    };
-    let bytes: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
-    let mut out = Vec::new();
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= value(c) << (18 - 6 * i);
-        }
-        let take = chunk.len() - 1;
-        out.extend_from_slice(&n.to_be_bytes()[1..=take]);
-    }
-    out
 }

@@ -50,18 +50,7 @@ impl Drop for Killed {
 }
 
 fn etcdctl(netns: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", netns, "etcdctl", "--dial-timeout=1s"])
-        .arg(format!("--endpoints={ETCD}"))
-        .args(args)
-        .env("ETCDCTL_API", "3")
-        .output()
-        .unwrap();
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    common::etcdctl(netns, ETCD, args)
 }
 
 fn ping(c: &NamedNetns, to: &str) -> (bool, String) {

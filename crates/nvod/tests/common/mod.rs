@@ -328,6 +328,24 @@ pub fn is_status(e: &ClientError, status: u16) -> bool {
     matches!(e, ClientError::Api { status: s, .. } if *s == status)
 }
 
+/// `etcdctl ARGS` against `endpoint`, run in `netns` (v3 API, 1 s to dial, 3 s a command):
+/// its output, or its error text.
+pub fn etcdctl(netns: &str, endpoint: &str, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", netns, "etcdctl"])
+        .args(["--dial-timeout=1s", "--command-timeout=3s"])
+        .arg(format!("--endpoints={endpoint}"))
+        .args(args)
+        .env("ETCDCTL_API", "3")
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
 /// Polls `check` every 50 ms until it holds or `timeout` passes; returns whether it held.
 pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
