@@ -22,7 +22,7 @@ import time
 from conftest import NVO, api, wait_for
 
 # Events a second the datapath hands to nvod (nvo_datapath::monitor::RATE).
-RATE = 10_000
+RATE = 1_000
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}

@@ -425,6 +425,9 @@ impl Loop {
                 counts
                     .kernel
                     .store(k.monitor_lost(), std::sync::atomic::Ordering::Relaxed);
+                counts
+                    .kernel_rate
+                    .store(k.monitor_rate_lost(), std::sync::atomic::Ordering::Relaxed);
             }
         }
     }

@@ -52,7 +52,7 @@ pub const RING: usize = 8192;
 
 /// Events a second the datapath hands to nvod at most (and the burst it may hand at once);
 /// beyond, they are counted lost at stage `rate`.
-pub const RATE: u32 = 10_000;
+pub const RATE: u32 = nvo_ebpf::layout::MONITOR_RATE;
 
 /// A port's interface name, copied (an event never allocates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,6 +218,8 @@ pub struct LostCounts {
     pub fdb: AtomicU64,
     /// Beyond the datapath's [`RATE`].
     pub rate: AtomicU64,
+    /// Beyond the kernel's rate (the per-CPU counter's sum, read each second).
+    pub kernel_rate: AtomicU64,
 }
 
 /// The token bucket events pass (see the module's note).

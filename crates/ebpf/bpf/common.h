@@ -75,22 +75,57 @@ static __always_inline struct nvo_scratch *cpu_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
-/* While `nvo monitor` listens (`monitor_on` has the bit `kind` needs), copies the first bytes
- * of the packet with what happened to it to the `monitor` ring; a full ring counts in
- * `monitor_lost`. Nobody listening, it costs the call and one array lookup. A function of its
- * own, verified once: the flag's branch is not explored again at every call site (nvo_port is
- * near the verifier's instruction budget). */
+/* Takes one of this CPU's monitor tokens: NVO_MONITOR_RATE a second, a burst of as many
+ * (refilled from the clock as events come; a fraction of a token keeps its time counting). */
+static __always_inline int monitor_token(void)
+{
+	__u32 zero = 0;
+	struct nvo_monitor_bucket *b = bpf_map_lookup_elem(&monitor_bucket, &zero);
+	__u64 now, elapsed, add;
+
+	if (!b)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (b->filled_ns == 0) {
+		b->tokens = NVO_MONITOR_RATE;
+		b->filled_ns = now;
+	}
+	elapsed = now - b->filled_ns;
+	add = elapsed >= 1000000000ULL ? NVO_MONITOR_RATE : elapsed * NVO_MONITOR_RATE / 1000000000ULL;
+	if (add) {
+		b->tokens += add;
+		if (b->tokens > NVO_MONITOR_RATE)
+			b->tokens = NVO_MONITOR_RATE;
+		b->filled_ns = now;
+	}
+	if (!b->tokens)
+		return 0;
+	b->tokens -= 1;
+	return 1;
+}
+
+/* While `nvo monitor` listens (`monitor_on` has the bit `kind` needs) and this CPU has a
+ * token, copies the first bytes of the packet with what happened to it to the `monitor` ring;
+ * a full ring or no token counts in `monitor_lost`. Nobody listening, it costs the call and
+ * one array lookup. A function of its own, verified once: the flag's branch is not explored
+ * again at every call site (nvo_port is near the verifier's instruction budget). */
 NVO_FUNC_EARLY int nvo_monitor_event(struct __sk_buff *skb, __u32 kind, __u32 arg, __u32 vni,
 				     __u32 target)
 {
 	struct nvo_scratch *s;
-	__u32 zero = 0, len;
+	__u32 zero = 0, len, slot = NVO_MONITOR_LOST_RATE;
 	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
 	__u32 want = kind == NVO_MONITOR_TRACE ? NVO_MONITOR_ON_TRACES : NVO_MONITOR_ON_EVENTS;
 	__u64 *lost;
 
 	if (!on || !(*on & want))
 		return 0;
+	if (!monitor_token()) {
+		lost = bpf_map_lookup_elem(&monitor_lost, &slot);
+		if (lost)
+			*lost += 1;
+		return 0;
+	}
 	s = cpu_scratch();
 	if (!s)
 		return 0;

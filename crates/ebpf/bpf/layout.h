@@ -366,6 +366,19 @@ struct nvo_trace {
 #define NVO_MONITOR_ON_EVENTS 1
 #define NVO_MONITOR_ON_TRACES 2
 
+/* Records a second each CPU writes at most (a burst of as many): beyond, an event is counted at
+ * NVO_MONITOR_LOST_RATE of `monitor_lost` and nothing is copied. nvod's datapath applies the
+ * same rate to what it hands on (nvo_datapath::monitor::RATE). */
+#define NVO_MONITOR_RATE 1000
+#define NVO_MONITOR_LOST_RING 0 /* `monitor_lost` slot: the ring was full */
+#define NVO_MONITOR_LOST_RATE 1 /* `monitor_lost` slot: beyond NVO_MONITOR_RATE */
+
+/* One CPU's token bucket (`monitor_bucket`). */
+struct nvo_monitor_bucket {
+	__u64 tokens;
+	__u64 filled_ns; /* when tokens were last added; 0 before the first event */
+};
+
 #define NVO_MONITOR_DROP 0     /* arg: the drop code */
 #define NVO_MONITOR_FLOOD 1    /* arg: copies sent */
 #define NVO_MONITOR_TRACE 2    /* arg: NVO_TRACE_PORT or NVO_TRACE_UNDERLAY */

@@ -215,8 +215,9 @@ struct {
 } trace SEC(".maps");
 
 /* `nvo monitor`: entry 0 holds NVO_MONITOR_ON_* bits (nvod sets them); nvo_monitor_event()
- * writes a record to `monitor` then, and counts in `monitor_lost` (per CPU) each one the ring
- * had no room for. */
+ * writes a record to `monitor` then, at most NVO_MONITOR_RATE a second per CPU (its
+ * `monitor_bucket`), and counts in `monitor_lost` (per CPU) each one the ring had no room for
+ * and each one beyond the rate. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -231,10 +232,17 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2); /* NVO_MONITOR_LOST_RING, NVO_MONITOR_LOST_RATE */
 	__type(key, __u32);
 	__type(value, __u64);
 } monitor_lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nvo_monitor_bucket);
+} monitor_bucket SEC(".maps");
 
 /* Where a frame is put together for a ring record: one entry per CPU (programs run with
  * migration disabled, so a CPU's entry is theirs until they return). */

@@ -502,6 +502,9 @@ pub const MONITOR_ON_TRACES: u32 = 2;
 /// `NVO_MONITOR_CAPTURE`: the most bytes of a dropped packet a monitor record carries.
 pub const MONITOR_CAPTURE: usize = 128;
 
+/// `NVO_MONITOR_RATE`: records a second each CPU writes at most (a burst of as many).
+pub const MONITOR_RATE: u32 = 1000;
+
 const _: () = {
     use std::mem::size_of;
     assert!(size_of::<MonitorRecord>() == 32);

@@ -3,7 +3,8 @@
 //! reason, the interface, the packet's length and its first 128 bytes) and one per flood the
 //! kernel sends itself (copies, network, the frame before encapsulation); while bit 1 is set,
 //! one trace per copy sent to a port or a remote. The per-CPU lost counter stays 0 while the
-//! ring has room.
+//! ring has room; beyond a CPU's `MONITOR_RATE` (a burst of as many) events are counted, not
+//! copied.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -150,4 +151,57 @@ fn traces_are_recorded_only_while_their_bit_is_set() {
     fx.mirror.set_monitor_bits(0);
     fx.port_frame(2, &to_port);
     assert!(drained(&mut fx).is_empty(), "off: nothing recorded");
+}
+
+/// Pins the calling thread to its current CPU (the monitor's token bucket is per CPU).
+#[allow(unsafe_code)]
+fn pin_to_this_cpu() {
+    // SAFETY: sched_getcpu has no arguments; the cpu_set_t is zeroed, then filled by CPU_SET
+    // for one CPU and passed with its size.
+    unsafe {
+        let cpu = libc::sched_getcpu();
+        assert!(cpu >= 0, "sched_getcpu");
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        let r = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        assert_eq!(r, 0, "sched_setaffinity");
+    }
+}
+
+#[test]
+fn beyond_a_cpus_rate_drops_are_counted_not_copied() {
+    let mut fx = Fixture::new("m9");
+    fx.network(100, "vxlan", &[], &[1], &[]);
+    let frame = udp_frame(BCAST, C1, 1, 2, 300);
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_EVENTS);
+    pin_to_this_cpu();
+    let calls = 3 * layout::MONITOR_RATE as usize;
+    let t0 = std::time::Instant::now();
+    for _ in 0..calls {
+        let (k, _) = fx.port_frame(1, &frame);
+        assert_eq!(k.drop, Some(DropReason::NoDestination.code()));
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let records = drained(&mut fx);
+    eprintln!("{} records of {calls} in {elapsed:.3} s", records.len());
+    let refilled = (elapsed * f64::from(layout::MONITOR_RATE)).ceil() as usize + 1;
+    assert!(
+        records.len() >= layout::MONITOR_RATE as usize,
+        "a full bucket: {}",
+        records.len()
+    );
+    assert!(
+        records.len() <= layout::MONITOR_RATE as usize + refilled,
+        "{} records in {elapsed:.3} s",
+        records.len()
+    );
+    assert!(records
+        .iter()
+        .all(|(hdr, _)| hdr.kind == layout::MONITOR_DROP));
+    assert_eq!(fx.mirror.monitor_lost(), 0, "the ring had room");
+    assert_eq!(
+        records.len() as u64 + fx.mirror.monitor_rate_lost(),
+        calls as u64,
+        "every drop recorded or counted beyond the rate"
+    );
 }

@@ -39,7 +39,8 @@ impl Handle {
             datapath: self.lost.datapath.load(Ordering::Relaxed),
             kernel: self.lost.kernel.load(Ordering::Relaxed),
             fdb: self.lost.fdb.load(Ordering::Relaxed),
-            rate: self.lost.rate.load(Ordering::Relaxed),
+            rate: self.lost.rate.load(Ordering::Relaxed)
+                + self.lost.kernel_rate.load(Ordering::Relaxed),
         }
     }
 }

@@ -37,8 +37,14 @@ impl Mirror {
         n
     }
 
-    /// Drop records the monitor ring had no room for, on every CPU, so far.
+    /// Records the monitor ring had no room for, on every CPU, so far.
     pub fn monitor_lost(&self) -> u64 {
         sum_per_cpu(&self.kernel.maps.monitor_lost, 0, |t, v| *t += v, 0).unwrap_or(0)
+    }
+
+    /// Events beyond a CPU's [`crate::layout::MONITOR_RATE`], on every CPU, so far (nothing
+    /// of them was copied).
+    pub fn monitor_rate_lost(&self) -> u64 {
+        sum_per_cpu(&self.kernel.maps.monitor_lost, 1, |t, v| *t += v, 0).unwrap_or(0)
     }
 }
