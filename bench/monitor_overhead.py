@@ -238,9 +238,20 @@ def main():
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{stamp}-monitor-overhead.json"
-    out.write_text(json.dumps({"loadavg": load, "cpus": os.cpu_count(), "flood": args.flood, "results": results},
-                              indent=2))
+    meta = {"commit": commit(), "loadavg": load, "cpus": os.cpu_count(), "flood": args.flood,
+            "scrape": not args.no_scrape, "reps": args.reps, "seconds": args.seconds}
+    out.write_text(json.dumps({**meta, "results": results}, indent=2))
     print(f"written {out.relative_to(ROOT)}")
+
+
+def commit():
+    """The commit measured, with "-dirty" when the work tree differs from it (None outside git)."""
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
 if __name__ == "__main__":
