@@ -1,6 +1,7 @@
 //! nvo's cluster store client (issue 19): cluster-wide desired state lives in etcd, and every
 //! nvod converges its own tables to it.
 //!
+//! - [`checks`]: the settings' checks that need no etcd (endpoints, host name, lease TTL).
 //! - [`keys`]: the key layout under the prefix (`networks/<VNI>`, `hosts/<name>`).
 //! - [`object`]: parsing and validating the objects — the one check that `nvo --etcd` runs
 //!   before writing and nvod runs on what it reads.
@@ -14,6 +15,7 @@
 //!   reconnect and read again. It hands whole snapshots to its caller.
 //! - [`store`]: the few writes and reads `nvo --etcd` makes.
 
+pub mod checks;
 pub mod desired;
 pub mod keys;
 pub mod object;
@@ -22,6 +24,7 @@ pub mod profiles;
 pub mod session;
 pub mod store;
 
+pub use checks::{check_endpoint, check_host_name, DEFAULT_LEASE_TTL_S, LEASE_TTL_S};
 pub use desired::{desired, diff, Applied, Desired, Op};
 pub use keys::{Key, Layout, DEFAULT_PREFIX};
 pub use object::{

@@ -600,7 +600,7 @@ mod tests {
         assert!(!config.contains("[cluster]"), "{config}");
         for (bad, want) in [
             ("{etcd: []}", "etcd lists no endpoint"),
-            ("{etcd: ['h:2379']}", "not http://"),
+            ("{etcd: ['h:2379']}", "must be http://HOST:PORT"),
             ("{etcd: ['http://a:1'], lease_ttl_s: 0}", "lease_ttl_s 0"),
             ("{etcd: ['http://a:1'], ttl: 3}", "ttl"),
         ] {

@@ -3,13 +3,13 @@
 
 use std::path::PathBuf;
 
-use nvo_cluster::{Access, Layout, Tls, DEFAULT_PREFIX};
+use nvo_cluster::{
+    check_endpoint, check_host_name, Access, Layout, Tls, DEFAULT_LEASE_TTL_S, DEFAULT_PREFIX,
+    LEASE_TTL_S,
+};
 use serde::Deserialize;
 
 use super::{bad, ConfigError};
-
-/// Default TTL of this host's registration lease, seconds.
-pub const DEFAULT_LEASE_TTL_S: u32 = 10;
 
 /// `[cluster]` as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -57,16 +57,7 @@ pub(super) fn resolve_cluster(
         ));
     }
     for url in &endpoints {
-        let rest = url
-            .strip_prefix("http://")
-            .or_else(|| url.strip_prefix("https://"));
-        if rest.is_none_or(|r| r.is_empty() || r.contains(char::is_whitespace)) {
-            return Err(bad(
-                "cluster.etcd",
-                format!("{url:?}"),
-                "each endpoint must be http://HOST:PORT or https://HOST:PORT",
-            ));
-        }
+        check_endpoint(url).map_err(|why| bad("cluster.etcd", format!("{url:?}"), why))?;
     }
     let prefix = file.prefix.as_deref().unwrap_or(DEFAULT_PREFIX);
     let layout = Layout::new(prefix).map_err(|_| {
@@ -80,19 +71,10 @@ pub(super) fn resolve_cluster(
         Some(name) => name.clone(),
         None => hostname().unwrap_or_default(),
     };
-    if name.is_empty()
-        || name.len() > 253
-        || name.contains('/')
-        || name.contains(char::is_whitespace)
-    {
-        return Err(bad(
-            "cluster.name",
-            format!("{name:?}"),
-            "must be 1 to 253 characters without '/' or spaces (default: the hostname)",
-        ));
-    }
+    // The hostname when no name is set: an empty or odd one is named as the value.
+    check_host_name(&name).map_err(|why| bad("cluster.name", format!("{name:?}"), why))?;
     let lease_ttl_s = file.lease_ttl_s.unwrap_or(DEFAULT_LEASE_TTL_S);
-    if !(2..=300).contains(&lease_ttl_s) {
+    if !LEASE_TTL_S.contains(&lease_ttl_s) {
         return Err(bad("cluster.lease_ttl_s", lease_ttl_s, "must be 2 to 300"));
     }
     let tls = Tls {

@@ -7,9 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use super::ValidationError;
 
-/// Bounds of `lease_ttl_s`, as nvod applies them.
-pub const LEASE_TTL_S: std::ops::RangeInclusive<u64> = 2..=300;
-
 /// `nvod.cluster` of an nvo host: nvod's `[cluster]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -56,33 +53,23 @@ impl ClusterExtras {
             return bad("etcd lists no endpoint".into());
         }
         for url in &self.etcd {
-            let rest = url
-                .strip_prefix("http://")
-                .or_else(|| url.strip_prefix("https://"));
-            if rest.is_none_or(|r| r.is_empty()) {
-                return bad(format!(
-                    "etcd endpoint {url:?} is not http://HOST:PORT or https://HOST:PORT"
-                ));
+            if let Err(why) = nvo_cluster::check_endpoint(url) {
+                return bad(format!("etcd endpoint {url:?}: {why}"));
             }
         }
         if let Some(p) = &self.prefix {
-            if !p.starts_with('/') || !p.ends_with('/') {
-                return bad(format!("prefix {p:?} must start and end with '/'"));
+            if let Err(why) = nvo_cluster::Layout::new(p) {
+                return bad(why);
             }
         }
         if let Some(name) = &self.name {
-            if name.is_empty()
-                || name.len() > 253
-                || name.contains('/')
-                || name.contains(char::is_whitespace)
-            {
-                return bad(format!(
-                    "name {name:?} must be 1 to 253 characters without '/' or spaces"
-                ));
+            if let Err(why) = nvo_cluster::check_host_name(name) {
+                return bad(format!("name {name:?} {why}"));
             }
         }
         if let Some(t) = self.lease_ttl_s {
-            if !LEASE_TTL_S.contains(&t) {
+            let fits = u32::try_from(t).is_ok_and(|t| nvo_cluster::LEASE_TTL_S.contains(&t));
+            if !fits {
                 return Err(ValidationError::NvodRange {
                     host: host.to_owned(),
                     key: "cluster.lease_ttl_s",
