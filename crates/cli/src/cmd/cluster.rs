@@ -13,6 +13,7 @@
 use clap::Subcommand;
 use nvo_api::{Bum, Client, ClusterStatus, NetworkSpec, ProfileInfo, ProfileSpec};
 use nvo_cluster::{Access, Key, Layout};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::api::{done, network_spec, show, NetworkCmd};
@@ -145,7 +146,7 @@ pub fn network(etcd: &Etcd, format: Format, cmd: NetworkCmd) -> Result<(), CliEr
             let objects = nvo_cluster::store::list(&access, &layout.networks())?;
             let rows = rows(&layout, &objects);
             match format {
-                Format::Json => print_json(&rows_json(&rows)),
+                Format::Json => print_json(&rows_json(&rows, "network")),
                 Format::Text => {
                     print!("{}", list_view(&rows));
                     Ok(())
@@ -162,7 +163,7 @@ pub fn network(etcd: &Etcd, format: Format, cmd: NetworkCmd) -> Result<(), CliEr
             };
             let row = rows(&layout, &[(key.clone(), bytes.clone())]);
             match format {
-                Format::Json => print_json(&rows_json(&row)[0]),
+                Format::Json => print_json(&rows_json(&row, "network")[0]),
                 Format::Text => {
                     print!("{}", list_view(&row));
                     Ok(())
@@ -211,7 +212,7 @@ pub fn profile(etcd: &Etcd, format: Format, cmd: ProfileCmd) -> Result<(), CliEr
             let objects = nvo_cluster::store::list(&access, &layout.profiles())?;
             let rows = profile_rows(&layout, &objects);
             match format {
-                Format::Json => print_json(&profile_rows_json(&rows)),
+                Format::Json => print_json(&rows_json(&rows, "profile")),
                 Format::Text => {
                     print!("{}", profile_list_view(&rows));
                     Ok(())
@@ -228,7 +229,7 @@ pub fn profile(etcd: &Etcd, format: Format, cmd: ProfileCmd) -> Result<(), CliEr
             };
             let row = profile_rows(&layout, &[(key.clone(), bytes.clone())]);
             match format {
-                Format::Json => print_json(&profile_rows_json(&row)[0]),
+                Format::Json => print_json(&rows_json(&row, "profile")[0]),
                 Format::Text => {
                     print!("{}", profile_list_view(&row));
                     if let Some((_, Ok(spec))) = row.first() {
@@ -271,32 +272,57 @@ fn user(spec: &ProfileSpec) -> ProfileInfo {
     }
 }
 
-/// One object of `profile list`: its key, and the profile or why it is invalid.
-type ProfileRow = (String, Result<ProfileSpec, String>);
+/// One object of a list: its key, and the object or why it is invalid.
+type Row<T> = (String, Result<T, String>);
 
-fn profile_rows(layout: &Layout, objects: &[(String, Vec<u8>)]) -> Vec<ProfileRow> {
+/// The objects `parse` recognises among `objects` (by their key), parsed or with why not.
+fn object_rows<T>(
+    layout: &Layout,
+    objects: &[(String, Vec<u8>)],
+    parse: impl Fn(Key, &[u8]) -> Option<Result<T, String>>,
+) -> Vec<Row<T>> {
     objects
         .iter()
-        .filter_map(|(key, bytes)| {
-            let parsed = match layout.classify(key) {
-                Key::Profile(name) => {
-                    nvo_cluster::parse_profile(&name, bytes).map_err(|e| e.to_string())
-                }
-                Key::BadProfile(s) => Err(nvo_cluster::ObjectError::BadProfileKey(s).to_string()),
-                _ => return None,
-            };
-            Some((key.clone(), parsed))
+        .filter_map(|(key, bytes)| Some((key.clone(), parse(layout.classify(key), bytes)?)))
+        .collect()
+}
+
+/// `-o json` of a list: `{"key", FIELD: object}` or `{"key", "error"}` per object.
+fn rows_json<T: Serialize>(rows: &[Row<T>], field: &str) -> Vec<Value> {
+    rows.iter()
+        .map(|(key, parsed)| match parsed {
+            Ok(object) => json!({"key": key, field: object}),
+            Err(e) => json!({"key": key, "error": e}),
         })
         .collect()
 }
 
-fn profile_rows_json(rows: &[ProfileRow]) -> Vec<Value> {
-    rows.iter()
-        .map(|(key, parsed)| match parsed {
-            Ok(spec) => json!({"key": key, "profile": spec}),
-            Err(e) => json!({"key": key, "error": e}),
-        })
-        .collect()
+/// The table of invalid objects with why, after a blank line; empty when all are valid.
+fn invalid_view<T>(rows: &[Row<T>]) -> String {
+    let mut invalid = Table::new(&["INVALID KEY", "REASON"]);
+    for (key, parsed) in rows {
+        if let Err(e) = parsed {
+            invalid.row([key.clone(), e.clone()]);
+        }
+    }
+    if rows.iter().any(|(_, p)| p.is_err()) {
+        format!("\n{invalid}")
+    } else {
+        String::new()
+    }
+}
+
+/// One object of `profile list`.
+type ProfileRow = Row<ProfileSpec>;
+
+fn profile_rows(layout: &Layout, objects: &[(String, Vec<u8>)]) -> Vec<ProfileRow> {
+    object_rows(layout, objects, |key, bytes| match key {
+        Key::Profile(name) => {
+            Some(nvo_cluster::parse_profile(&name, bytes).map_err(|e| e.to_string()))
+        }
+        Key::BadProfile(s) => Some(Err(nvo_cluster::ObjectError::BadProfileKey(s).to_string())),
+        _ => None,
+    })
 }
 
 /// The text of `nvo --etcd ... profile list`: the table of `nvo profile list`, invalid
@@ -306,55 +332,28 @@ pub fn profile_list_view(rows: &[ProfileRow]) -> String {
         .iter()
         .filter_map(|(_, p)| p.as_ref().ok().map(user))
         .collect();
-    let mut out = view::profiles(&valid).to_string();
-    let mut invalid = Table::new(&["INVALID KEY", "REASON"]);
-    for (key, parsed) in rows {
-        if let Err(e) = parsed {
-            invalid.row([key.clone(), e.clone()]);
+    format!("{}{}", view::profiles(&valid), invalid_view(rows))
+}
+
+/// One object of `network list`.
+type NetworkRow = Row<NetworkSpec>;
+
+fn rows(layout: &Layout, objects: &[(String, Vec<u8>)]) -> Vec<NetworkRow> {
+    object_rows(layout, objects, |key, bytes| match key {
+        Key::Network(vni) => {
+            Some(nvo_cluster::parse_network(vni, bytes).map_err(|e| e.to_string()))
         }
-    }
-    if rows.iter().any(|(_, p)| p.is_err()) {
-        out.push('\n');
-        out.push_str(&invalid.to_string());
-    }
-    out
-}
-
-/// One object of `network list`: its key, and the network or why it is invalid.
-type Row = (String, Result<NetworkSpec, String>);
-
-fn rows(layout: &Layout, objects: &[(String, Vec<u8>)]) -> Vec<Row> {
-    objects
-        .iter()
-        .filter_map(|(key, bytes)| {
-            let parsed = match layout.classify(key) {
-                Key::Network(vni) => {
-                    nvo_cluster::parse_network(vni, bytes).map_err(|e| e.to_string())
-                }
-                Key::BadNetwork(s) => Err(nvo_cluster::ObjectError::BadKey(s).to_string()),
-                _ => return None,
-            };
-            Some((key.clone(), parsed))
-        })
-        .collect()
-}
-
-fn rows_json(rows: &[Row]) -> Vec<Value> {
-    rows.iter()
-        .map(|(key, parsed)| match parsed {
-            Ok(spec) => json!({"key": key, "network": spec}),
-            Err(e) => json!({"key": key, "error": e}),
-        })
-        .collect()
+        Key::BadNetwork(s) => Some(Err(nvo_cluster::ObjectError::BadKey(s).to_string())),
+        _ => None,
+    })
 }
 
 /// The text of `nvo --etcd ... network list`: VNI, encap, BUM, flood; invalid objects with why.
-pub fn list_view(rows: &[Row]) -> String {
+pub fn list_view(rows: &[NetworkRow]) -> String {
     let mut t = Table::new(&["VNI", "ENCAP", "MTU", "BUM", "FLOOD"]).right(0);
-    let mut invalid = Table::new(&["INVALID KEY", "REASON"]);
-    for (key, parsed) in rows {
-        match parsed {
-            Ok(n) => t.row([
+    for (_, parsed) in rows {
+        if let Ok(n) = parsed {
+            t.row([
                 n.vni.to_string(),
                 n.encap.clone().unwrap_or_else(|| "vxlan".to_owned()),
                 n.mtu
@@ -365,16 +364,10 @@ pub fn list_view(rows: &[Row]) -> String {
                     Bum::Overlay { node } => format!("overlay tree {node}"),
                 },
                 list(n.flood.as_deref().unwrap_or_default()),
-            ]),
-            Err(e) => invalid.row([key.clone(), e.clone()]),
+            ]);
         }
     }
-    let mut out = t.to_string();
-    if rows.iter().any(|(_, p)| p.is_err()) {
-        out.push('\n');
-        out.push_str(&invalid.to_string());
-    }
-    out
+    format!("{t}{}", invalid_view(rows))
 }
 
 #[cfg(test)]
@@ -452,7 +445,7 @@ mod tests {
             text.contains("/nvo/networks/7  not a network object"),
             "{text}"
         );
-        let json = rows_json(&rows);
+        let json = rows_json(&rows, "network");
         assert_eq!(json[0]["network"]["vni"], 100);
         assert!(json[1]["error"]
             .as_str()
@@ -515,7 +508,7 @@ mod tests {
             text.contains("/nvo/profiles/bad  not a profile object"),
             "{text}"
         );
-        let json = profile_rows_json(&rows);
+        let json = rows_json(&rows, "profile");
         assert_eq!(json[0]["profile"]["name"], "mytun");
         assert!(json[1]["error"]
             .as_str()
