@@ -17,4 +17,6 @@ pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
 pub use evpn::*;
 pub use monitor::{MonitorEvent, MonitorType};
+/// The largest VNI a network may have (networks are 1 to this).
+pub use nvo_wire::VNI_MAX;
 pub use types::*;

@@ -218,7 +218,7 @@ fn undo(env: &Env, conf: &NetConf, client: &Client, host: &str, made: &Made) {
         }
     }
     if made.veth {
-        if let Err(e) = link::ip(&["link", "del", host], None) {
+        if let Err(e) = link::remove(host) {
             eprintln!("nvo-cni: rolling back ADD: {e}");
         }
     }

@@ -15,7 +15,7 @@ use crate::result::CniResult;
 pub const SUPPORTED_VERSIONS: &[&str] = &["1.0.0", "1.1.0"];
 
 /// Highest VNI (24 bits).
-const MAX_VNI: u64 = 0xff_ffff;
+const MAX_VNI: u64 = nvo_wire::VNI_MAX as u64;
 
 /// `CNI_COMMAND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,28 +35,26 @@ pub enum Command {
 }
 
 impl Command {
+    /// Every command with the name the runtime passes for it: the one list both directions use.
+    const NAMES: [(Command, &'static str); 6] = [
+        (Command::Add, "ADD"),
+        (Command::Del, "DEL"),
+        (Command::Check, "CHECK"),
+        (Command::Version, "VERSION"),
+        (Command::Status, "STATUS"),
+        (Command::Gc, "GC"),
+    ];
+
     fn parse(s: &str) -> Option<Command> {
-        Some(match s {
-            "ADD" => Command::Add,
-            "DEL" => Command::Del,
-            "CHECK" => Command::Check,
-            "VERSION" => Command::Version,
-            "STATUS" => Command::Status,
-            "GC" => Command::Gc,
-            _ => return None,
-        })
+        Self::NAMES.iter().find(|(_, n)| *n == s).map(|(c, _)| *c)
     }
 
     /// The name the runtime passes.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Command::Add => "ADD",
-            Command::Del => "DEL",
-            Command::Check => "CHECK",
-            Command::Version => "VERSION",
-            Command::Status => "STATUS",
-            Command::Gc => "GC",
-        }
+        Self::NAMES
+            .iter()
+            .find(|(c, _)| *c == self)
+            .map_or("", |(_, n)| n)
     }
 }
 
@@ -286,6 +284,15 @@ impl NetConf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_command_has_a_name_that_parses_back_to_it() {
+        for (c, name) in Command::NAMES {
+            assert_eq!(c.as_str(), name);
+            assert_eq!(Command::parse(name), Some(c));
+        }
+        assert_eq!(Command::parse("add"), None);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

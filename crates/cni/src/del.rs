@@ -16,17 +16,8 @@ pub fn del(env: &Env, conf: &NetConf) -> Result<(), CniError> {
     let client = Client::new(&conf.socket);
     let host = link::host_name(&env.container_id, &env.ifname);
     nvod::delete_port(&client, &host)?;
-    remove_veth(&host)?;
+    link::remove(&host)?;
     ipam::exec(conf, env, Command::Del).map(|_| ())
-}
-
-fn remove_veth(host: &str) -> Result<(), CniError> {
-    match link::ip(&["link", "del", host], None) {
-        Err(e) if e.msg.contains("Cannot find device") || e.msg.contains("does not exist") => {
-            Ok(())
-        }
-        other => other.map(|_| ()),
-    }
 }
 
 /// Runs GC: every port of the network whose name is one nvo-cni makes but which belongs to no
@@ -44,7 +35,7 @@ pub fn gc(env: &Env, conf: &NetConf) -> Result<Vec<String>, CniError> {
         let ours = port.name.len() == 15 && port.name.starts_with(link::HOST_PREFIX);
         if port.vni == conf.vni && ours && !valid.contains(&port.name) {
             nvod::delete_port(&client, &port.name)?;
-            remove_veth(&port.name)?;
+            link::remove(&port.name)?;
             removed.push(port.name);
         }
     }

@@ -145,25 +145,40 @@ pub struct LinkState {
     pub addresses: Vec<String>,
 }
 
-/// The interface `name` (in `netns` if given), or `None` when there is none.
+/// The interface `name` (in `netns` if given), or `None` when there is none: read from the
+/// list of every interface, so that "not there" is an answer, not an error text of `ip`.
 pub fn state(name: &str, netns: Option<&Path>) -> Result<Option<LinkState>, CniError> {
-    match ip(&["-j", "addr", "show", "dev", name], netns) {
-        Ok(text) => parse_state(&text).map(Some).ok_or_else(|| {
-            CniError::new(
-                code::LINK,
-                format!("cannot read `ip -j addr show dev {name}`"),
-            )
-        }),
-        Err(e) if e.msg.contains("does not exist") => Ok(None),
-        Err(e) => Err(e),
+    let text = ip(&["-j", "addr", "show"], netns)?;
+    parse_state(&text, name).ok_or_else(|| {
+        CniError::new(
+            code::LINK,
+            format!("cannot read `ip -j addr show` (looking for {name})"),
+        )
+    })
+}
+
+/// Removes the host interface `name` (a veth's container end goes with it); one that is
+/// already gone is success, told by its absence from /sys/class/net, not by `ip`'s message.
+pub fn remove(name: &str) -> Result<(), CniError> {
+    match ip(&["link", "del", name], None) {
+        Err(_) if !Path::new("/sys/class/net").join(name).exists() => Ok(()),
+        other => other.map(|_| ()),
     }
 }
 
-fn parse_state(text: &str) -> Option<LinkState> {
+/// The entry of interface `name` in `ip -j addr show`'s list: `Some(None)` when the list has
+/// no such interface, `None` when the text is not such a list.
+fn parse_state(text: &str, name: &str) -> Option<Option<LinkState>> {
     let v: Value = serde_json::from_str(text).ok()?;
-    let link = v.as_array()?.first()?;
+    let Some(link) = v
+        .as_array()?
+        .iter()
+        .find(|l| l.get("ifname").and_then(Value::as_str) == Some(name))
+    else {
+        return Some(None);
+    };
     let flags = link.get("flags")?.as_array()?;
-    Some(LinkState {
+    Some(Some(LinkState {
         ifindex: u32::try_from(link.get("ifindex")?.as_u64()?).ok()?,
         mac: link.get("address")?.as_str()?.to_owned(),
         mtu: u32::try_from(link.get("mtu")?.as_u64()?).ok()?,
@@ -183,7 +198,7 @@ fn parse_state(text: &str) -> Option<LinkState> {
                     .collect()
             })
             .unwrap_or_default(),
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -204,12 +219,12 @@ mod tests {
 
     #[test]
     fn ip_json_is_read() {
-        // `ip -j addr show dev eth0` of iproute2 6.1.
+        // `ip -j addr show` of iproute2 6.1 (one interface).
         let text = r#"[{"ifindex":2,"link_index":5,"ifname":"eth0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],
             "mtu":1450,"qdisc":"noqueue","operstate":"UP","group":"default","link_type":"ether",
             "address":"02:11:22:33:44:55","broadcast":"ff:ff:ff:ff:ff:ff","link_netnsid":0,
             "addr_info":[{"family":"inet","local":"10.0.0.2","prefixlen":24,"scope":"global","label":"eth0"}]}]"#;
-        let s = parse_state(text).unwrap();
+        let s = parse_state(text, "eth0").unwrap().unwrap();
         assert_eq!(
             s,
             LinkState {
@@ -220,6 +235,8 @@ mod tests {
                 addresses: vec!["10.0.0.2/24".into()],
             }
         );
-        assert_eq!(parse_state("[]"), None);
+        assert_eq!(parse_state(text, "eth1"), Some(None));
+        assert_eq!(parse_state("[]", "eth0"), Some(None));
+        assert_eq!(parse_state("not json", "eth0"), None);
     }
 }

@@ -73,7 +73,7 @@ impl Filter {
                     let vni = value
                         .parse::<u32>()
                         .ok()
-                        .filter(|v| (1..=0xff_ffff).contains(v))
+                        .filter(|v| (1..=nvo_api::VNI_MAX).contains(v))
                         .ok_or_else(|| FilterError::Network(value.clone()))?;
                     f.network = Some(vni);
                 }

@@ -24,7 +24,7 @@ pub struct Vni(pub u32);
 
 impl Vni {
     /// The largest VNI: 24 bits.
-    pub const MAX: u32 = 0xff_ffff;
+    pub const MAX: u32 = nvo_wire::VNI_MAX;
 
     /// A VNI that can name a network, or [`TableError::InvalidVni`].
     pub fn new(value: u32) -> Result<Vni, TableError> {

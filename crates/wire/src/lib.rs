@@ -37,6 +37,10 @@ pub mod vxlan;
 pub mod vxlan_gpe;
 
 pub use error::{Error, Result};
+
+/// The largest virtual network identifier: 24 bits (VXLAN's VNI, Geneve's VNI, NVGRE's VSID).
+/// Networks are numbered 1 to this.
+pub const VNI_MAX: u32 = 0xff_ffff;
 pub use ethernet::{ip_proto, EtherType, Mac, MacParseError};
 
 /// Well-known transport ports of the tunnels, as assigned by IANA (or, for the overlay header,

@@ -21,7 +21,7 @@ use super::{print_json, CliError, Format};
 use crate::addr::Mac;
 
 /// Largest VNI: the field is 24 bits (RFC 7348 section 5).
-const VNI_MAX: i64 = 0xff_ffff;
+const VNI_MAX: i64 = nvo_wire::VNI_MAX as i64;
 
 pub(super) fn vni_parser() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=VNI_MAX)

@@ -50,8 +50,7 @@ pub const VNI_SYNTAX: &str =
 pub const NOT_CONFIGURED: &str = "bgp is not configured; configure it first with \
      `nvo bgp set --asn N --router-id A [--neighbor ADDR]...`";
 
-/// Largest VNI, as `vni_parser` takes it (24 bits).
-const VNI_MAX: u32 = 0xff_ffff;
+use nvo_wire::VNI_MAX;
 
 /// Parses an AS number, 1 to 4294967295 (4-octet, RFC 6793; 0 is reserved).
 pub fn parse_asn(text: &str) -> Result<u32, BgpError> {

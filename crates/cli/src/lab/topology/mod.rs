@@ -25,8 +25,7 @@ pub use error::{NameError, TopologyError, ValidationError};
 pub const MAX_NAME: usize = 32;
 /// The node name of the underlay namespace, so no host or container may take it.
 pub const UNDERLAY_NODE: &str = "ul";
-/// Largest VNI (24 bits).
-pub const VNI_MAX: u32 = 0xff_ffff;
+pub use nvo_wire::VNI_MAX;
 /// Largest MTU of an STT network: STT cuts frames into segments itself, so its networks may
 /// be larger than the underlay (nvod takes up to this).
 pub const STT_MTU_MAX: u16 = 65481;
