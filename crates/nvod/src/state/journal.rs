@@ -115,7 +115,8 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
 }
 
 /// A network present before and after: its fields one by one, its static entries, their
-/// addresses and its routes key by key.
+/// addresses and its routes key by key. The new state is taken apart field by field without
+/// `..`, so a field added to [`NetworkState`] does not compile until it is journaled here.
 fn network(
     ops: &mut Vec<Op>,
     path: Vec<String>,
@@ -123,18 +124,54 @@ fn network(
     n: &NetworkState,
 ) -> Result<(), serde_json::Error> {
     let at = |key: &str| below(&path, key);
-    field(ops, at("mtu"), &o.mtu, &n.mtu)?;
-    field(ops, at("learning"), &o.learning, &n.learning)?;
-    field(ops, at("bum"), &o.bum, &n.bum)?;
-    field(ops, at("max_learned"), &o.max_learned, &n.max_learned)?;
-    field(ops, at("ageing_s"), &o.ageing_s, &n.ageing_s)?;
-    field(ops, at("flood"), &o.flood, &n.flood)?;
-    field(ops, at("encap"), &o.encap, &n.encap)?;
-    field(ops, at("params"), &o.params, &n.params)?;
-    field(ops, at("l3"), &o.l3, &n.l3)?;
-    map(ops, &at("fdb"), &o.fdb, &n.fdb, whole)?;
-    map(ops, &at("fdb_ips"), &o.fdb_ips, &n.fdb_ips, whole)?;
-    map(ops, &at("routes"), &o.routes, &n.routes, whole)
+    let NetworkState {
+        mtu,
+        learning,
+        learn_ports,
+        learn_tunnels,
+        bum,
+        max_learned,
+        ageing_s,
+        flood,
+        fdb,
+        fdb_ips,
+        encap,
+        params,
+        l3,
+        routes,
+        accept_remotes,
+        max_learned_per_port,
+        max_learned_per_remote,
+        cluster,
+    } = n;
+    field(ops, at("mtu"), &o.mtu, mtu)?;
+    field(ops, at("learning"), &o.learning, learning)?;
+    field(ops, at("learn_ports"), &o.learn_ports, learn_ports)?;
+    field(ops, at("learn_tunnels"), &o.learn_tunnels, learn_tunnels)?;
+    field(ops, at("bum"), &o.bum, bum)?;
+    field(ops, at("max_learned"), &o.max_learned, max_learned)?;
+    field(ops, at("ageing_s"), &o.ageing_s, ageing_s)?;
+    field(ops, at("flood"), &o.flood, flood)?;
+    field(ops, at("encap"), &o.encap, encap)?;
+    field(ops, at("params"), &o.params, params)?;
+    field(ops, at("l3"), &o.l3, l3)?;
+    field(ops, at("accept_remotes"), &o.accept_remotes, accept_remotes)?;
+    field(
+        ops,
+        at("max_learned_per_port"),
+        &o.max_learned_per_port,
+        max_learned_per_port,
+    )?;
+    field(
+        ops,
+        at("max_learned_per_remote"),
+        &o.max_learned_per_remote,
+        max_learned_per_remote,
+    )?;
+    field(ops, at("cluster"), &o.cluster, cluster)?;
+    map(ops, &at("fdb"), &o.fdb, fdb, whole)?;
+    map(ops, &at("fdb_ips"), &o.fdb_ips, fdb_ips, whole)?;
+    map(ops, &at("routes"), &o.routes, routes, whole)
 }
 
 fn below(path: &[String], key: impl Display) -> Vec<String> {
@@ -288,6 +325,15 @@ mod tests {
         n.mtu = 1400;
         n.routes
             .insert("10.1.0.0/16".into(), "192.0.2.2".parse().unwrap());
+        steps.push(s.clone());
+        // Every other field of a network that stays, changed in one write.
+        let n = s.networks.get_mut(&10).unwrap();
+        n.learn_ports = Some(true);
+        n.learn_tunnels = Some(false);
+        n.accept_remotes = Some(nvo_api::AcceptRemotes::Known);
+        n.max_learned_per_port = Some(7);
+        n.max_learned_per_remote = Some(9);
+        n.cluster = true;
         steps.push(s.clone());
         s.keys
             .entry("nsh".into())
