@@ -7,15 +7,21 @@
 //! - [`flow_match`]: a rule's [`Match`], a value and a mask over those words.
 //! - [`classifier`]: [`Classifier`], tuple-space search over rules grouped by mask, bounded,
 //!   with per-rule counters and idle/hard timeouts.
+//! - [`action`]: the [`Action`]s a rule can carry; [`syntax`]: the flow syntax of
+//!   `ovs-ofctl add-flow` parsed into a rule, and [`show`]: a rule written back in it.
 //!
-//! The crate knows no actions: a classifier is generic over what its rules carry, so the
-//! pipeline, the OpenFlow front end and the tests each bring their own. It is pure (no I/O, no
-//! clock but the `now` passed in), as the pipeline is.
+//! The classifier is generic over what its rules carry ([`syntax::Flow`] carries a list of
+//! [`Action`]s). The crate is pure (no I/O, no clock but the `now` passed in), as the pipeline
+//! is.
 
+pub mod action;
 pub mod classifier;
 pub mod flow_match;
 pub mod key;
+pub mod show;
+pub mod syntax;
 
+pub use action::Action;
 pub use classifier::{Classifier, ClassifierError, Expiry, Inserted, Rule, RuleId, Stats};
 pub use flow_match::Match;
 pub use key::{Field, Key};
