@@ -135,6 +135,32 @@ def test_relay_through_b_without_decapsulation(lab_factory, tmp_path):
     assert {r[5] for r in into} == {r[5] for r in out_of}, "the flow hash changed at the relay"
 
 
+def test_relayed_packets_are_traced(lab_factory):
+    """`nvo monitor --type trace` on the relay hb: each echo request it relays is a trace from
+    ha's locator to `relay` hc's, with the overlay packet as sent (no network: hb does not
+    decapsulate it) — recorded by the kernel's relay on the eBPF datapath, by nvod's on the
+    userspace one."""
+    from test_monitor import started
+
+    lab = lab_factory(RELAY)
+    through_hb(lab)
+    datapath = lab.nvo("hb", "node")["datapath"]
+    wait_for(lambda: lab.ping("ca", "10.60.0.3", count=1, check=False).returncode == 0,
+             timeout=15, what="ca → cc through hb")
+    traces = started(lab, "hb", "--type", "trace")
+    try:
+        lab.ping("ca", "10.60.0.3", count=3)
+        _, ev = traces.wait(lambda e: e["type"] == "trace" and e.get("where") == f"relay {UL['hc']}"
+                            and e["datapath"] == datapath, 5, f"a relayed packet's trace from the {datapath} datapath")
+        assert ev.get("network") is None, ev
+        # The kernel's record has no source address (docs/monitor.md).
+        if datapath == "userspace":
+            assert ev["from"] == f"remote {UL['ha']}", ev
+        assert ev["len"] > 0, ev
+    finally:
+        traces.stop()
+
+
 @pytest.mark.parametrize("xdp,where", [("auto", "tc on "), ("generic", "xdp generic on ")])
 def test_the_kernel_relays_while_the_relay_nvod_is_stopped(lab_factory, xdp, where):
     """On the kernel datapath hb relays in its tc program (auto, on a veth) or in XDP (generic

@@ -41,7 +41,7 @@ use nvo_pipeline::{
 use nvo_wire::ports;
 
 use super::groups::Groups;
-use super::monitor::{self, Layer, Monitor, Origin};
+use super::monitor::{self, Dest, Layer, Monitor, Origin, Record, What};
 use super::ports::Ports;
 use super::stt_meta::{segment_len, stt_delivery_meta, stt_drop_reason, stt_meta};
 use super::underlays::Underlays;
@@ -353,6 +353,7 @@ impl Core {
         // header, which hold the inner addresses.
         let entropy = flow_hash(packet);
         let dst = SocketAddr::new(remote, port);
+        self.trace_relay(remote);
         queue(
             &mut self.underlays,
             &mut self.pipeline,
@@ -361,6 +362,23 @@ impl Core {
             &[],
             &self.relay_buf,
         );
+    }
+
+    /// While a listener asked for traces: the packet in `relay_buf`, relayed to `to` without
+    /// being decapsulated, recorded (it belongs to no network here).
+    pub(super) fn trace_relay(&self, to: IpAddr) {
+        if !(self.monitor.on() && self.monitor.tracing()) {
+            return;
+        }
+        if let Seen::Underlay { src, port } = self.seen {
+            let what = What::Trace {
+                to: Dest::Relay(to),
+            };
+            let origin = Origin::Underlay { src, port };
+            let packet = &self.relay_buf;
+            self.monitor
+                .record(|| Record::new(what, origin, None, Layer::Tunnel, packet));
+        }
     }
 
     /// Performs the actions of the last pipeline call on `frame`, which `meta` may say is a

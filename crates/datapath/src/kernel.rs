@@ -219,8 +219,10 @@ pub fn drain(fwd: &mut Forwarder, now: Instant) {
                 return;
             };
             let port = port.and_then(|id| core.ports.get(id));
-            let vni = match hdr.kind {
-                layout::MONITOR_DROP => port.map(|p| p.vni.0),
+            let vni = match (hdr.kind, hdr.arg) {
+                (layout::MONITOR_DROP, _) => port.map(|p| p.vni.0),
+                // A relayed packet belongs to no network here.
+                (layout::MONITOR_TRACE, layout::TRACE_RELAY) => None,
                 _ => Some(hdr.vni),
             };
             let origin = match port {
@@ -323,10 +325,12 @@ fn kernel_what(hdr: &layout::MonitorRecord, core: &Core) -> Option<What> {
             Some(What::Trace { to })
         }
         layout::MONITOR_TRACE => {
-            let remote = Ipv4Addr::from(hdr.target.to_ne_bytes());
-            Some(What::Trace {
-                to: Dest::Remote(IpAddr::V4(remote)),
-            })
+            let remote = IpAddr::V4(Ipv4Addr::from(hdr.target.to_ne_bytes()));
+            let to = match hdr.arg {
+                layout::TRACE_RELAY => Dest::Relay(remote),
+                _ => Dest::Remote(remote),
+            };
+            Some(What::Trace { to })
         }
         _ => None,
     }

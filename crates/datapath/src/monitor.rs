@@ -147,6 +147,9 @@ pub enum Dest {
     Remote(IpAddr),
     /// An overlay node.
     Node(u32),
+    /// A next hop an overlay packet was relayed to, as it came (not decapsulated; traces
+    /// only).
+    Relay(IpAddr),
 }
 
 /// One event, as the datapath recorded it; nvod turns it into an `nvo_api::MonitorEvent`.

@@ -119,6 +119,7 @@ impl Core {
                 (Hop::Local, _) => local = true,
                 (Hop::Locator(addr), Some(at)) => {
                     self.pipeline.count_relayed(packet.len());
+                    self.trace_relay(addr);
                     queue(
                         &mut self.underlays,
                         &mut self.pipeline,

@@ -153,6 +153,49 @@ NVO_FUNC_EARLY int nvo_monitor_event(struct __sk_buff *skb, __u32 kind, __u32 ar
 	return 0;
 }
 
+/* nvo_monitor_event for the XDP relay: the same record, the bytes read from the XDP buffer. */
+NVO_FUNC_EARLY int nvo_monitor_xdp(struct xdp_md *ctx, __u32 kind, __u32 arg, __u32 target)
+{
+	struct nvo_scratch *s;
+	__u32 zero = 0, len, slot = NVO_MONITOR_LOST_RATE;
+	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
+	__u32 want = kind == NVO_MONITOR_TRACE ? NVO_MONITOR_ON_TRACES : NVO_MONITOR_ON_EVENTS;
+	__u64 *lost;
+
+	if (!on || !(*on & want))
+		return 0;
+	if (!monitor_token()) {
+		lost = bpf_map_lookup_elem(&monitor_lost, &slot);
+		if (lost)
+			*lost += 1;
+		return 0;
+	}
+	s = cpu_scratch();
+	if (!s)
+		return 0;
+	len = ctx->data_end - ctx->data;
+	__builtin_memset(s->head, 0, sizeof(s->head));
+	s->monitor.kind = kind;
+	s->monitor.arg = arg;
+	s->monitor.ifindex = ctx->ingress_ifindex;
+	s->monitor.len = len;
+	if (len > NVO_MONITOR_CAPTURE)
+		len = NVO_MONITOR_CAPTURE;
+	s->monitor.captured = len;
+	s->monitor.target = target;
+	NVO_BARRIER(len);
+	if (len == 0 || len > NVO_MONITOR_CAPTURE)
+		return 0;
+	NVO_BARRIER(len);
+	if (bpf_xdp_load_bytes(ctx, 0, s->data, len) == 0 &&
+	    bpf_ringbuf_output(&monitor, s, NVO_RECORD_HEAD + len, 0) == 0)
+		return 0;
+	lost = bpf_map_lookup_elem(&monitor_lost, &zero);
+	if (lost)
+		*lost += 1;
+	return 0;
+}
+
 /* The one place a drop is counted: by reason, and against the port it came from, if any; and
  * reported to `nvo monitor` while it listens. */
 static __always_inline int drop(struct __sk_buff *skb, __u32 reason, struct nvo_port_counters *pc)

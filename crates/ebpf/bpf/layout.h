@@ -350,6 +350,7 @@ struct nvo_punt {
 /* Trace records (ring `trace`, only with NVO_CFG_TRACE): each copy a program sends. */
 #define NVO_TRACE_PORT 1
 #define NVO_TRACE_UNDERLAY 2
+#define NVO_TRACE_RELAY 3 /* monitor records only: relayed, not decapsulated, to `target` */
 
 struct nvo_trace {
 	__u32 kind;            /* NVO_TRACE_* */
@@ -381,7 +382,7 @@ struct nvo_monitor_bucket {
 
 #define NVO_MONITOR_DROP 0     /* arg: the drop code */
 #define NVO_MONITOR_FLOOD 1    /* arg: copies sent */
-#define NVO_MONITOR_TRACE 2    /* arg: NVO_TRACE_PORT or NVO_TRACE_UNDERLAY */
+#define NVO_MONITOR_TRACE 2    /* arg: NVO_TRACE_PORT, NVO_TRACE_UNDERLAY or NVO_TRACE_RELAY */
 
 struct nvo_monitor {
 	__u32 kind;            /* NVO_MONITOR_* */
@@ -390,7 +391,7 @@ struct nvo_monitor {
 	__u32 len;             /* the packet's length */
 	__u32 captured;        /* bytes that follow */
 	__u32 vni;             /* flood, trace: the network */
-	__u32 target;          /* trace: the port id, or the remote's IPv4 address */
+	__u32 target;          /* trace: the port id, or the remote's (next hop's) IPv4 address */
 	__u32 pad;
 };
 

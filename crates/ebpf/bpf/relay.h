@@ -197,6 +197,7 @@ static __always_inline int relay_xdp(struct xdp_md *ctx)
 	b[RELAY_UDP + 7] = 0;
 	__builtin_memcpy(data, b, RELAY_HDRS);
 	relay_count(&hop);
+	nvo_monitor_xdp(ctx, NVO_MONITOR_TRACE, NVO_TRACE_RELAY, hop.to);
 	if (hop.nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(hop.nh.ifindex, 0);
@@ -239,6 +240,7 @@ static __always_inline int relay_tc(struct __sk_buff *skb, const struct nvo_conf
 	}
 	relay_count(&hop);
 	trace_out(skb, cfg, NVO_TRACE_UNDERLAY, hop.nh.ifindex);
+	nvo_monitor_event(skb, NVO_MONITOR_TRACE, NVO_TRACE_RELAY, 0, hop.to);
 	set_verdict(skb, NVO_VERDICT_REMOTE, hop.to, 0);
 	*verdict = bpf_redirect(hop.nh.ifindex, 0);
 	return 1;

@@ -93,6 +93,7 @@ pub const VERDICT_PUNT: u32 = 5;
 
 pub const TRACE_PORT: u32 = 1;
 pub const TRACE_UNDERLAY: u32 = 2;
+pub const TRACE_RELAY: u32 = 3;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -478,7 +479,7 @@ pub struct Trace {
 pub struct MonitorRecord {
     /// `MONITOR_DROP`, `MONITOR_FLOOD` or `MONITOR_TRACE`.
     pub kind: u32,
-    /// A drop's code, a flood's copies, a trace's `TRACE_PORT` or `TRACE_UNDERLAY`.
+    /// A drop's code, a flood's copies, a trace's `TRACE_PORT`, `TRACE_UNDERLAY` or `TRACE_RELAY`.
     pub arg: u32,
     pub ifindex: u32,
     pub len: u32,

@@ -380,6 +380,47 @@ fn the_kernel_relays_as_the_pipeline_does_and_leaves_it_the_rest() {
     assert_eq!(n.relayed as usize, 2 * relayed, "relayed counter");
 }
 
+/// `nvo monitor --type trace`: each packet a kernel relay sends is one trace record (kind
+/// TRACE_RELAY, the next hop's locator, the packet as sent) while traces are asked for, and
+/// none otherwise — from the XDP relay and from the tc one alike.
+#[test]
+fn relayed_packets_are_traced_while_traces_are_asked_for() {
+    let (mut fx, t) = fixture("rl4");
+    let a = base();
+    let packet = arriving(&fx, &a);
+    let (expected, _) = reference(&fx, &t, &a);
+    let expected = expected.expect("the reference relays the base packet");
+    let to = u32::from_ne_bytes(expected[30..34].try_into().unwrap());
+    let records = |fx: &mut Fixture| {
+        let mut out = Vec::new();
+        fx.mirror
+            .drain_monitor(|hdr, _, bytes| out.push((*hdr, bytes.to_vec())));
+        out
+    };
+
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_EVENTS);
+    let (xdp, tc) = kernel(&fx, &packet);
+    assert!(xdp.is_some() && tc.is_some(), "both relay it");
+    assert!(records(&mut fx).is_empty(), "events only: no traces");
+
+    fx.mirror.set_monitor_bits(layout::MONITOR_ON_TRACES);
+    let (xdp, tc) = kernel(&fx, &packet);
+    let got = records(&mut fx);
+    assert_eq!(got.len(), 2, "one trace per relay program: {got:?}");
+    for ((hdr, bytes), sent) in got.iter().zip([xdp.unwrap(), tc.unwrap()]) {
+        assert_eq!(hdr.kind, layout::MONITOR_TRACE, "{hdr:?}");
+        assert_eq!(hdr.arg, layout::TRACE_RELAY, "{hdr:?}");
+        assert_eq!(hdr.target, to, "to the next hop's locator");
+        assert_eq!(hdr.len as usize, sent.len());
+        let n = sent.len().min(layout::MONITOR_CAPTURE);
+        assert_eq!(&bytes[..], &sent[..n], "the packet as sent");
+    }
+
+    fx.mirror.set_monitor_bits(0);
+    kernel(&fx, &packet);
+    assert!(records(&mut fx).is_empty(), "off: nothing recorded");
+}
+
 #[test]
 fn malformed_outer_headers_go_to_nvod() {
     let (fx, _) = fixture("rl2");

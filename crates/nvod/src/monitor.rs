@@ -143,13 +143,14 @@ pub fn event(r: &Record, vxlan_port: u16) -> MonitorEvent {
     ev
 }
 
-/// `port NAME`, `remote ADDR`, `node ID`.
+/// `port NAME`, `remote ADDR`, `node ID`, `relay ADDR`.
 fn where_(d: Dest) -> String {
     match d {
         Dest::Port(Some(name)) => format!("port {}", name.as_str()),
         Dest::Port(None) => "port ?".to_owned(),
         Dest::Remote(ip) => format!("remote {ip}"),
         Dest::Node(n) => format!("node {n}"),
+        Dest::Relay(ip) => format!("relay {ip}"),
     }
 }
 
