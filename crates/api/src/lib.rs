@@ -12,9 +12,11 @@ mod evpn;
 mod monitor;
 pub mod query;
 mod types;
+mod vlan;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
 pub use evpn::*;
 pub use monitor::{MonitorEvent, MonitorType};
 pub use types::*;
+pub use vlan::{Ethertype, PortVlan, TrunkMap};
