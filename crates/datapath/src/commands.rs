@@ -52,7 +52,8 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             circuits,
             must_open,
         } => {
-            let io = open_port(&name, kind, &offloads, false, must_open)?;
+            // A trunk's frames are never the kernel's: nvod reads them on either datapath.
+            let io = open_port(&name, kind, &offloads, (false, true), must_open)?;
             core.pipeline.add_trunk(id, tpid, &circuits)?;
             let tag =
                 |c: &nvo_pipeline::vlan::Circuit| nvo_pipeline::vlan::VlanTag { tpid, vid: c.vid };
@@ -375,7 +376,7 @@ fn add_port(
                 .network(vni)
                 .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
         });
-    let io = open_port(&name, kind, &offloads, kernel, must_open)?;
+    let io = open_port(&name, kind, &offloads, (kernel, false), must_open)?;
     fwd.pipeline.add_port(id, vni)?;
     fwd.ports.insert(Port {
         id,
@@ -397,10 +398,10 @@ fn open_port(
     name: &str,
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
-    kernel: bool,
+    (kernel, trunk): (bool, bool),
     must_open: bool,
 ) -> Result<Option<Box<dyn nvo_io::FramePort + Send>>, DatapathError> {
-    match ports::open(name, kind, offloads, kernel) {
+    match ports::open(name, kind, offloads, kernel, trunk) {
         Ok(io) => Ok(Some(io)),
         Err(e) if must_open => Err(open_error(name.to_owned(), kind, e)),
         Err(e) => {

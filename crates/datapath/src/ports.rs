@@ -65,14 +65,17 @@ fn ifindex(name: &str) -> Option<u32> {
 
 /// Opens (veth) or creates (tap) the interface of a port, and sets the offloads asked for. A
 /// veth the kernel datapath runs (`kernel`) is opened to send only.
+/// A trunk's veth (`tagged`) reads the VLAN tags the kernel takes out of its frames.
 pub fn open(
     name: &str,
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     kernel: bool,
+    tagged: bool,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
         PortKind::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
+        PortKind::Veth if tagged => Box::new(PacketPort::open_tagged(name)?),
         PortKind::Veth => Box::new(PacketPort::open(name)?),
         PortKind::Tap => Box::new(TapPort::create(name, true)?),
     };
@@ -282,8 +285,10 @@ impl Ports {
     /// Tries to open every port that is down; logs each one that comes up.
     pub fn retry(&mut self) {
         let mut changed = false;
+        let circuits = &self.circuits;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
-            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel) {
+            let tagged = circuits.values().any(|&(trunk, _)| trunk == port.id);
+            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel, tagged) {
                 log::info!("port {} (network {}) is up", port.name, port.vni);
                 port.io = Some(io);
                 changed = true;

@@ -174,6 +174,32 @@ impl FrameBatch {
             .map(move |slot| &mut slot[skip..])
     }
 
+    /// Puts the 802.1Q/802.1ad tag `tag` (TPID and TCI) back between the MACs and the
+    /// ethertype of the last frame pushed, which the kernel took out of it on receive (into
+    /// `skb->vlan_tci`, reported in `PACKET_AUXDATA`); a virtio-net header's offsets move with
+    /// the frame. A frame with no room left for the tag is dropped as truncated.
+    pub(crate) fn restore_tag(&mut self, tag: [u8; 4]) {
+        let Some(at) = self.len.checked_sub(1) else {
+            return;
+        };
+        let len = self.lens[at];
+        let slot = &mut self.data[at * self.slot_len..(at + 1) * self.slot_len];
+        if len < 12 || VNET_HDR_LEN + len + 4 > slot.len() {
+            if len != 0 {
+                self.stats.truncated += 1;
+                self.lens[at] = 0;
+            }
+            return;
+        }
+        let frame = &mut slot[VNET_HDR_LEN..VNET_HDR_LEN + len + 4];
+        frame.copy_within(12..len, 16);
+        frame[12..16].copy_from_slice(&tag);
+        self.lens[at] = len + 4;
+        if self.vnet {
+            crate::vnet::shift_offsets(&mut slot[..VNET_HDR_LEN], 4);
+        }
+    }
+
     /// Records that slot `self.len()` holds a message of `len` bytes (header included).
     pub(crate) fn push(&mut self, len: usize, truncated: bool) {
         let room = if self.vnet {
