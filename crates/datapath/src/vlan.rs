@@ -28,7 +28,7 @@ impl Core {
             .from_trunk(trunk, frame, &mut buf, &mut self.actions)
         {
             Some((circuit, len)) => {
-                self.seen = Seen::Port(circuit);
+                // The monitor names the trunk's interface as where the frame came from.
                 let untagged = &buf[..len];
                 self.pipeline
                     .from_port(circuit, untagged, now, &mut self.actions);
