@@ -1,7 +1,9 @@
 """The VLAN gateway (AC-VP) with a real legacy switch: Open vSwitch's userspace bridge holds two
 hosts on access ports of VLANs 10 and 20 and a trunk into nvod on h1, which maps VLAN 10 to
 VNI 100 and VLAN 20 to VNI 200. Containers behind h2 reach the VLAN host of their own network
-only, both ways; tshark sees the tags on the trunk and none in the tunnel.
+only, both ways; tshark sees the tags on the trunk and none in the tunnel. Also: untagged and
+unmapped frames are dropped and counted, the API refuses bad maps, and an 802.1ad trunk maps
+the S-tag and carries a customer's 802.1Q tag through the tunnel.
 
     v10 10.0.0.10      v20 10.0.0.20          red1 10.0.0.1 (VNI 100)   blue1 10.0.0.2 (VNI 200)
       | eth0             | eth0                 |                          |
@@ -163,6 +165,9 @@ def reachable(ping):
 
 def test_vlan_hosts_reach_their_own_network_only(gateway, tmp_path):
     lab, switch = gateway
+    wanted = os.environ.get("NVO_LAB_DATAPATH")
+    if wanted:
+        assert lab.nvo("h1", "node")["datapath"] == wanted
     (port,) = [p for p in lab.nvo("h1", "port", "list") if p["name"] == "trunk0"]
     assert port["vlan"]["trunk"] == {"10": RED, "20": BLUE} and port["vni"] == 0, port
 
@@ -262,3 +267,76 @@ def api_text(lab, body):
     text = resp.read().decode()
     conn.close()
     return resp.status, text
+
+
+# An 802.1ad host on a QinQ trunk: sends an S-tagged ARP request for red1 (S-VID 10, no
+# customer tag) and waits for the answer, which must come back S-tagged VID 10 (the kernel
+# moves the received tag into PACKET_AUXDATA); then an S+C-tagged broadcast (customer VID 777).
+QINQ_HOST = r"""
+import socket, struct, sys, time
+SOL_PACKET, PACKET_AUXDATA = 263, 8
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("eth0", 0))
+s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+s.settimeout(0.2)
+mac = bytes.fromhex("020000000a0a")
+def arp(tpa):
+    return struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac, socket.inet_aton("10.0.0.30"),
+                       bytes(6), socket.inet_aton(tpa)) + bytes(18)
+s_tag = b"\x88\xa8\x00\x0a"
+deadline = time.time() + 10
+while time.time() < deadline:
+    s.send(b"\xff" * 6 + mac + s_tag + b"\x08\x06" + arp("10.0.0.1"))
+    end = time.time() + 0.5
+    while time.time() < end:
+        try:
+            data, anc, _, _ = s.recvmsg(2048, 64)
+        except socket.timeout:
+            break
+        if data[:6] != mac or data[12:14] != b"\x08\x06":
+            continue
+        for level, kind, aux in anc:
+            if level == SOL_PACKET and kind == PACKET_AUXDATA:
+                status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", aux[:20])
+                print("reply", hex(tpid), tci & 0xfff, socket.inet_ntoa(data[28:32]))
+                s.send(b"\xff" * 6 + mac + s_tag + b"\x81\x00\x03\x09" + b"\x08\x06" + arp("10.0.0.99"))
+                sys.exit(0)
+print("no reply")
+sys.exit(1)
+"""
+
+
+def test_an_8021ad_trunk_maps_the_s_tag_and_carries_the_customer_tag(lab_factory, tmp_path):
+    """qq (nvvla-<pid>-qq) eth0 ─veth─ qq0 [h1: --trunk 10=100 --ethertype 0x88a8] ─ul─ h2 ─ red1."""
+    lab = lab_factory(TOPOLOGY)
+    ns = f"nvvla-{os.getpid() % 100000}-qq"
+    run("ip", "netns", "add", ns)
+    try:
+        run(*in_ns(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"))
+        run(*in_ns(ns, "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "qq0", "netns", lab.ns("h1")))
+        run(*in_ns(lab.ns("h1"), "sysctl", "-qw", "net.ipv6.conf.qq0.disable_ipv6=1"))
+        run(*in_ns(lab.ns("h1"), "ip", "link", "set", "qq0", "up"))
+        run(*in_ns(ns, "ip", "link", "set", "eth0", "up"))
+        lab.nvo("h1", "port", "add", "qq0", "--trunk", "10=100", "--ethertype", "0x88a8")
+        lab.nvo("h2", "flood", "add", str(RED), "10.100.0.1")
+        pcap = tmp_path / "red1.pcap"
+        out = {}
+
+        def traffic():
+            out["p"] = run(*in_ns(ns, "/usr/bin/python3", "-c", QINQ_HOST), check=False, timeout=30)
+            # The customer-tagged broadcast has to cross before the capture stops.
+            wait_for(lambda: lab.counters("h2")["networks"][str(RED)]["delivered"] >= 2, timeout=5,
+                     what="the customer-tagged frame at red1's host")
+
+        captured(lab, "red1", "eth0", pcap, "arp or vlan", traffic)
+        p = out["p"]
+        assert p.returncode == 0 and "reply 0x88a8 10 10.0.0.1" in p.stdout, (p.stdout, p.stderr)
+        # At red1: the ARP without a tag (the S-tag popped), the customer's frame with its own
+        # 802.1Q tag and nothing of 802.1ad.
+        rows = tshark(pcap, "eth.src == 02:00:00:00:0a:0a", "eth.type", "vlan.id")
+        assert ["0x0806", ""] in rows and ["0x8100", "777"] in rows, rows
+        assert all(r[0] != "0x88a8" for r in rows), rows
+    finally:
+        for pid in run("ip", "netns", "pids", ns, check=False).stdout.split():
+            os.kill(int(pid), 9)
+        run("ip", "netns", "delete", ns, check=False)
