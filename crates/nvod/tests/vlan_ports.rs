@@ -110,6 +110,14 @@ fn trunk_and_access_ports_are_shown_kept_and_checked() {
         let message = nvod.expect_error("POST", "/v1/ports", Some(body), status);
         assert!(message.contains(words), "{body}: {message}");
     }
+    // Static entries do not point at tagged ports (not yet): refused, not stored.
+    let message = nvod.expect_error(
+        "POST",
+        "/v1/networks/100/fdb",
+        Some(r#"{"mac": "02:00:00:00:00:0b", "port": "a0"}"#),
+        400,
+    );
+    assert!(message.contains("vlan-tagged"), "{message}");
     // A trunk holds its networks.
     let message = nvod.expect_error("DELETE", "/v1/networks/200", None, 409);
     assert!(message.contains("t0"), "{message}");

@@ -330,6 +330,12 @@ impl Control {
             }
             (None, None, Some(n)) => (FdbDest::Node(nvo_pipeline::NodeId(n)), StaticDest::Node(n)),
             (Some(name), None, None) => match self.state.ports.get(name) {
+                Some(p) if p.vlan.is_some() => {
+                    return Err(Failure::bad(format!(
+                        "port {name} is vlan-tagged; a static fdb entry cannot point at a \
+                         tagged port yet (its macs are learned)"
+                    )))
+                }
                 Some(p) if p.vni == vni.0 => {
                     let id =
                         self.port_ids.get(name).copied().ok_or_else(|| {
