@@ -79,6 +79,11 @@ impl Pipeline {
             .ports
             .remove(&port)
             .ok_or(TableError::NoSuchPort(port))?;
+        // A trunk's circuit taken away on its own: its VLAN is no longer mapped.
+        for t in self.trunks.values_mut() {
+            t.by_vid.retain(|_, &mut q| q != port);
+            t.circuits.retain(|c| c.port != port);
+        }
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);

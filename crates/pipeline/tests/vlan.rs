@@ -137,10 +137,18 @@ fn untagged_unmapped_and_short_frames_are_dropped_and_counted_in_the_trunk() {
         [nvo_pipeline::Action::Drop(DropReason::MalformedFrame)]
     );
 
+    // A circuit removed on its own leaves its VLAN unmapped, not pointing nowhere.
+    p.remove_port(C20).unwrap();
+    assert!(from_trunk(&mut p, &tagged(TPID_8021Q, 20, &inner), &mut a).is_none());
+    assert_eq!(
+        plain(&a),
+        [nvo_pipeline::Action::Drop(DropReason::UnknownVlan)]
+    );
+
     let c = p.counters();
     assert_eq!(c.drops.get(DropReason::VlanUntagged), 2);
-    assert_eq!(c.drops.get(DropReason::UnknownVlan), 1);
-    assert_eq!((c.ports[&T].rx_frames, c.ports[&T].drops), (4, 4));
+    assert_eq!(c.drops.get(DropReason::UnknownVlan), 2);
+    assert_eq!((c.ports[&T].rx_frames, c.ports[&T].drops), (5, 5));
     assert_eq!(c.ports[&C10].rx_frames, 0);
 }
 
