@@ -46,7 +46,7 @@ containers:
   - {name: blue1, host: h2, vni: 200, ip: 10.0.0.2/24}
 """
 
-pytestmark = pytest.mark.skipif(
+needs_ovs = pytest.mark.skipif(
     bool(missing_tools()),
     reason=f"Open vSwitch is not installed ({missing_tools()}; scripts/setup.sh installs openvswitch-switch)")
 
@@ -163,6 +163,7 @@ def reachable(ping):
     assert ping(3).returncode == 0
 
 
+@needs_ovs
 def test_vlan_hosts_reach_their_own_network_only(gateway, tmp_path):
     lab, switch = gateway
     wanted = os.environ.get("NVO_LAB_DATAPATH")
@@ -222,6 +223,7 @@ def test_vlan_hosts_reach_their_own_network_only(gateway, tmp_path):
     assert blue_fdb.get(V20_MAC) == "trunk0.20" and V10_MAC not in blue_fdb, blue_fdb
 
 
+@needs_ovs
 def test_untagged_and_unmapped_frames_are_dropped_and_counted(gateway):
     lab, switch = gateway
     before = lab.counters("h1")["drops"]
