@@ -12,6 +12,7 @@ mod evpn;
 mod monitor;
 pub mod query;
 mod types;
+mod vlan;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
@@ -20,3 +21,4 @@ pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;
 pub use types::*;
+pub use vlan::{Ethertype, PortVlan, TrunkMap};

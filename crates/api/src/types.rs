@@ -334,7 +334,9 @@ pub enum PortKind {
 pub struct PortSpec {
     /// Interface name (at most 15 bytes).
     pub name: String,
-    /// Network the port belongs to.
+    /// Network the port belongs to; left out (0) for a VLAN trunk, whose networks are in
+    /// `vlan.trunk`.
+    #[serde(default)]
     pub vni: u32,
     /// Interface kind (default veth).
     #[serde(default)]
@@ -342,6 +344,9 @@ pub struct PortSpec {
     /// Offload settings (default: large frames kept, the interface's own offloads untouched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offloads: Option<PortOffloads>,
+    /// A VLAN-tagged port: an access port of one VLAN or a trunk (default: untagged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<crate::PortVlan>,
 }
 
 /// Offload knobs of a port, so that their effect can be measured.
@@ -381,6 +386,9 @@ pub struct Port {
     /// Offload settings asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offloads: Option<PortOffloads>,
+    /// Its VLAN mode, if tagged (a trunk's `vni` is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<crate::PortVlan>,
 }
 
 /// Where an FDB entry was learned or set.

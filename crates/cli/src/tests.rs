@@ -262,8 +262,40 @@ fn ports_flood_and_counters() {
     assert_eq!(gro, Some(cmd::api::Switch::On));
     assert_eq!(
         (name.as_str(), vni, kind),
-        ("c-red1", 100, cmd::api::KindArg::Veth)
+        ("c-red1", Some(100), cmd::api::KindArg::Veth)
     );
+    let Command::Port(PortCmd::Add {
+        vni,
+        trunk,
+        ethertype,
+        ..
+    }) = parse(&[
+        "port",
+        "add",
+        "eth1",
+        "--trunk",
+        "10=100, 20=200",
+        "--ethertype",
+        "0x88a8",
+    ])
+    .command
+    else {
+        panic!()
+    };
+    assert_eq!(vni, None);
+    assert_eq!(trunk, Some(nvo_api::TrunkMap(vec![(10, 100), (20, 200)])));
+    assert_eq!(ethertype, Some(nvo_api::Ethertype(0x88a8)));
+    for bad in [
+        &["port", "add", "eth1", "--trunk", "10=100", "--vni", "100"][..],
+        &["port", "add", "eth1", "--trunk", "10"],
+        &["port", "add", "eth1", "--vni", "1", "--ethertype", "0x88a8"],
+        &["port", "add", "eth1", "--access-vlan", "10"],
+    ] {
+        assert!(
+            Cli::try_parse_from(std::iter::once("nvo").chain(bad.iter().copied())).is_err(),
+            "{bad:?}"
+        );
+    }
     let Command::Port(PortCmd::Add { kind, .. }) =
         parse(&["port", "add", "t0", "--vni", "1", "--kind", "tap"]).command
     else {

@@ -43,6 +43,7 @@ pub fn add_port(client: &Client, name: &str, vni: u32) -> Result<(), CniError> {
         vni,
         kind: PortKind::Veth,
         offloads: None,
+        vlan: None,
     };
     match client.post::<_, Port>("/v1/ports", &spec) {
         Ok(_) => Ok(()),

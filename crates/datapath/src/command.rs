@@ -63,7 +63,26 @@ pub enum Command {
         /// true for an API request, false when restoring the state at start.
         must_open: bool,
     },
-    /// Detaches a port and closes its interface.
+    /// Attaches a VLAN trunk (nvo_pipeline::vlan): interface `name` under id `id`, whose
+    /// VLANs are the circuits, each a port of its network. nvod reads the interface itself on
+    /// either datapath (the kernel path punts frames for the circuits to it).
+    AddTrunk {
+        /// The interface's id (no port of any network).
+        id: PortId,
+        /// Interface name.
+        name: String,
+        /// Interface kind.
+        kind: PortKind,
+        /// Offload settings (large frames are never kept whole on a trunk).
+        offloads: nvo_api::PortOffloads,
+        /// The outer tag's TPID, 0x8100 or 0x88a8.
+        tpid: u16,
+        /// VLAN → circuit port → network.
+        circuits: Vec<nvo_pipeline::vlan::Circuit>,
+        /// As for `AddPort`.
+        must_open: bool,
+    },
+    /// Detaches a port (or a trunk with its circuits) and closes its interface.
     RemovePort(PortId),
     /// A capture starts (true) or ends (false) on a port's interface: the kernel datapath
     /// delivers to a tapped veth port through its host end (`bpf_redirect`, seen by the

@@ -43,6 +43,36 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             offloads,
             must_open,
         } => done(add_port(core, id, vni, name, kind, offloads, must_open)),
+        Command::AddTrunk {
+            id,
+            name,
+            kind,
+            offloads,
+            tpid,
+            circuits,
+            must_open,
+        } => {
+            // A trunk's frames are never the kernel's: nvod reads them on either datapath.
+            let io = open_port(&name, kind, &offloads, (false, true), must_open)?;
+            core.pipeline.add_trunk(id, tpid, &circuits)?;
+            let tag =
+                |c: &nvo_pipeline::vlan::Circuit| nvo_pipeline::vlan::VlanTag { tpid, vid: c.vid };
+            core.ports
+                .insert_circuits(id, circuits.iter().map(|c| (c.port, tag(c))));
+            core.ports.insert(Port {
+                id,
+                name,
+                kind,
+                vni: circuits.first().map_or(Vni(0), |c| c.vni),
+                // Tags go on and off frames one by one: GSO frames are finished at receive.
+                large: false,
+                offloads,
+                kernel: false,
+                io,
+                taps: 0,
+            });
+            Ok(Reply::Done)
+        }
         Command::RemovePort(id) => done(remove_port(core, id)),
         Command::TapPort(id, on) => {
             core.ports.tap(id, on);
@@ -124,7 +154,11 @@ fn remove_network(core: &mut Core, vni: Vni) -> Result<(), DatapathError> {
 
 /// Detaches a port and closes its interface.
 fn remove_port(core: &mut Core, id: PortId) -> Result<(), DatapathError> {
-    core.pipeline.remove_port(id)?;
+    if core.pipeline.is_trunk(id) {
+        core.pipeline.remove_trunk(id)?;
+    } else {
+        core.pipeline.remove_port(id)?;
+    }
     core.ports.remove(id);
     Ok(())
 }
@@ -342,14 +376,7 @@ fn add_port(
                 .network(vni)
                 .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
         });
-    let io = match ports::open(&name, kind, &offloads, kernel) {
-        Ok(io) => Some(io),
-        Err(e) if must_open => return Err(open_error(name, kind, e)),
-        Err(e) => {
-            log::warn!("port {name} (network {vni}) is down: {e}; retrying every second");
-            None
-        }
-    };
+    let io = open_port(&name, kind, &offloads, (kernel, false), must_open)?;
     fwd.pipeline.add_port(id, vni)?;
     fwd.ports.insert(Port {
         id,
@@ -363,6 +390,25 @@ fn add_port(
         taps: 0,
     });
     Ok(())
+}
+
+/// Opens a port's interface: `None` (retried every second) when it cannot be opened now and
+/// need not be.
+fn open_port(
+    name: &str,
+    kind: PortKind,
+    offloads: &nvo_api::PortOffloads,
+    (kernel, trunk): (bool, bool),
+    must_open: bool,
+) -> Result<Option<Box<dyn nvo_io::FramePort + Send>>, DatapathError> {
+    match ports::open(name, kind, offloads, kernel, trunk) {
+        Ok(io) => Ok(Some(io)),
+        Err(e) if must_open => Err(open_error(name.to_owned(), kind, e)),
+        Err(e) => {
+            log::warn!("port {name} is down: {e}; retrying every second");
+            Ok(None)
+        }
+    }
 }
 
 /// A missing veth gets its own answer, saying how to create it.

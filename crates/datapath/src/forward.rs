@@ -93,6 +93,8 @@ pub struct Core {
     pub(super) seen: Seen,
     /// The network of the packet being handled, once known (for the monitor).
     pub(super) seen_vni: Option<u32>,
+    /// A VLAN trunk's frame without its tag (vlan.rs).
+    pub(super) untagged: Vec<u8>,
 }
 
 /// Where the packet being handled came from.
@@ -149,6 +151,7 @@ impl Forwarder {
                 monitor: Monitor::off(),
                 seen: Seen::Port(PortId(0)),
                 seen_vni: None,
+                untagged: vec![0; nvo_io::MAX_FRAME],
             },
             reassembler,
         }
@@ -160,6 +163,9 @@ impl Forwarder {
     /// with the virtio-net header, which takes it whole.
     pub fn port_frame(&mut self, port: PortId, frame: &[u8], meta: FrameMeta, now: Instant) {
         let core = &mut self.core;
+        if core.pipeline.is_trunk(port) {
+            return core.trunk_frame(port, frame, now);
+        }
         core.seen = Seen::Port(port);
         core.seen_vni = None;
         let segment_len = segment_len(frame, &meta);

@@ -185,7 +185,8 @@ pub fn sync(core: &mut Core, now: Instant) {
     let Some(mirror) = core.kernel.as_mut() else {
         return;
     };
-    let ports = core.ports.infos();
+    let pipeline = &core.pipeline;
+    let ports = core.ports.infos(|id| pipeline.port_network(id));
     mirror.sync(&mut core.pipeline, &core.engine, &ports, now);
     // The kernel relays once nvod's overlay socket is open: packets leave as it sends them.
     let overlay = nvo_encap::profile::Transport::Udp(super::overlay::PORT);

@@ -45,6 +45,7 @@ mod settings;
 mod stt_guard;
 mod stt_meta;
 mod underlays;
+mod vlan;
 
 use std::io;
 use std::os::fd::AsFd;

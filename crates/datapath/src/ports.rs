@@ -10,6 +10,7 @@ use std::io;
 
 use nvo_io::ethtool::{self, Offload};
 use nvo_io::{FrameMeta, FramePort, PacketPort, TapPort};
+use nvo_pipeline::vlan::{self, VlanTag};
 use nvo_pipeline::{PortId, Vni};
 
 use crate::command::PortKind;
@@ -45,7 +46,13 @@ pub struct Ports {
     /// Bumped whenever the set of open interfaces changes, so the loop knows to rebuild its
     /// poll list.
     generation: u64,
+    /// VLAN circuits (nvo_pipeline::vlan): a frame to one goes out of its trunk's interface
+    /// under its tag.
+    circuits: HashMap<PortId, (PortId, VlanTag)>,
 }
+
+/// The largest frame a circuit takes (a jumbo frame); a longer one fails to send (tx_error).
+const MAX_TAGGED: usize = 9216 + vlan::TAG_LEN;
 
 /// The index of an interface in nvod's namespace, from sysfs (`ip netns exec` mounts the
 /// namespace's own), without a system call nvod could only make with `unsafe`.
@@ -58,14 +65,17 @@ fn ifindex(name: &str) -> Option<u32> {
 
 /// Opens (veth) or creates (tap) the interface of a port, and sets the offloads asked for. A
 /// veth the kernel datapath runs (`kernel`) is opened to send only.
+/// A trunk's veth (`tagged`) reads the VLAN tags the kernel takes out of its frames.
 pub fn open(
     name: &str,
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     kernel: bool,
+    tagged: bool,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
         PortKind::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
+        PortKind::Veth if tagged => Box::new(PacketPort::open_tagged(name)?),
         PortKind::Veth => Box::new(PacketPort::open(name)?),
         PortKind::Tap => Box::new(TapPort::create(name, true)?),
     };
@@ -99,8 +109,21 @@ impl Ports {
         self.generation += 1;
     }
 
-    /// Removes a port, closing its interface (a TAP device nvod created disappears with it).
+    /// Adds trunk `trunk`'s circuits: frames to each leave through the trunk under its tag.
+    pub fn insert_circuits(
+        &mut self,
+        trunk: PortId,
+        tags: impl Iterator<Item = (PortId, VlanTag)>,
+    ) {
+        for (circuit, tag) in tags {
+            self.circuits.insert(circuit, (trunk, tag));
+        }
+    }
+
+    /// Removes a port, closing its interface (a TAP device nvod created disappears with it),
+    /// and the circuits of a trunk.
     pub fn remove(&mut self, id: PortId) -> Option<Port> {
+        self.circuits.retain(|_, (trunk, _)| *trunk != id);
         let at = self.index.remove(&id)?;
         let port = self.list.swap_remove(at);
         if let Some(moved) = self.list.get(at) {
@@ -130,8 +153,12 @@ impl Ports {
         self.generation
     }
 
-    /// Sends one frame out of a port; an unknown or down port is an error.
+    /// Sends one frame out of a port; an unknown or down port is an error. A frame to a VLAN
+    /// circuit leaves its trunk tagged.
     pub fn send(&self, id: PortId, frame: &[u8]) -> io::Result<()> {
+        if let Some(&(trunk, tag)) = self.circuits.get(&id) {
+            return self.send_tagged(trunk, tag, frame);
+        }
         let port = self
             .index
             .get(&id)
@@ -141,8 +168,26 @@ impl Ports {
         port.send(frame)
     }
 
+    /// Pushes `tag` onto `frame` and sends it out of trunk `trunk`.
+    fn send_tagged(&self, trunk: PortId, tag: VlanTag, frame: &[u8]) -> io::Result<()> {
+        let mut buf = [0u8; MAX_TAGGED];
+        let len = vlan::push(frame, tag, &mut buf).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame too long for a vlan circuit",
+            )
+        })?;
+        self.send(trunk, &buf[..len])
+    }
+
     /// Sends a frame with offload metadata (a GSO frame, a partial checksum) out of a port.
+    /// A VLAN circuit's frames are finished here (segmented, checksummed), then tagged.
     pub fn send_meta(&self, id: PortId, frame: &[u8], meta: &FrameMeta) -> io::Result<()> {
+        if let Some(&(trunk, tag)) = self.circuits.get(&id) {
+            return meta
+                .finish_here(frame, &mut |f| self.send_tagged(trunk, tag, f))
+                .map(drop);
+        }
         let port = self
             .index
             .get(&id)
@@ -166,10 +211,14 @@ impl Ports {
             .is_some_and(|p| p.large && p.io.as_ref().is_some_and(|io| io.vnet_hdr()))
     }
 
-    /// What the kernel datapath needs to know of every port.
-    pub fn infos(&self) -> Vec<nvo_ebpf::PortInfo> {
-        self.list
+    /// What the kernel datapath needs to know of every port. A trunk is none of its ports:
+    /// its circuits are, as ports nvod serves itself (the kernel punts frames for them).
+    pub fn infos(&self, circuit_vni: impl Fn(PortId) -> Option<Vni>) -> Vec<nvo_ebpf::PortInfo> {
+        let trunks: Vec<PortId> = self.circuits.values().map(|&(t, _)| t).collect();
+        let plain = self
+            .list
             .iter()
+            .filter(|p| !trunks.contains(&p.id))
             .map(|p| nvo_ebpf::PortInfo {
                 id: p.id,
                 vni: p.vni,
@@ -177,8 +226,19 @@ impl Ports {
                 ifindex: p.io.as_ref().map(|io| io.ifindex()),
                 veth: p.kind == PortKind::Veth,
                 tapped: p.taps > 0,
+            });
+        let circuits = self.circuits.iter().filter_map(|(&id, &(trunk, _))| {
+            let t = self.get(trunk)?;
+            Some(nvo_ebpf::PortInfo {
+                id,
+                vni: circuit_vni(id)?,
+                name: t.name.clone(),
+                ifindex: t.io.as_ref().map(|io| io.ifindex()),
+                veth: false,
+                tapped: false,
             })
-            .collect()
+        });
+        plain.chain(circuits).collect()
     }
 
     /// Counts a capture starting (`on`) or ending on port `id`'s interface; while any runs,
@@ -225,8 +285,10 @@ impl Ports {
     /// Tries to open every port that is down; logs each one that comes up.
     pub fn retry(&mut self) {
         let mut changed = false;
+        let circuits = &self.circuits;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
-            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel) {
+            let tagged = circuits.values().any(|&(trunk, _)| trunk == port.id);
+            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel, tagged) {
                 log::info!("port {} (network {}) is up", port.name, port.vni);
                 port.io = Some(io);
                 changed = true;

@@ -34,5 +34,8 @@
 #define NVO_DROP_STT_TOO_MANY_HOLES 23
 #define NVO_DROP_UNKNOWN_REMOTE 24
 #define NVO_DROP_PORT_LEARN_LIMIT 25
+/* VLAN trunks run in userspace only (nvod reads their interfaces itself). */
+#define NVO_DROP_VLAN_UNTAGGED 26
+#define NVO_DROP_UNKNOWN_VLAN 27
 
 #endif

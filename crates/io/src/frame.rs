@@ -174,6 +174,32 @@ impl FrameBatch {
             .map(move |slot| &mut slot[skip..])
     }
 
+    /// Puts the 802.1Q/802.1ad tag `tag` (TPID and TCI) back between the MACs and the
+    /// ethertype of the last frame pushed, which the kernel took out of it on receive (into
+    /// `skb->vlan_tci`, reported in `PACKET_AUXDATA`); a virtio-net header's offsets move with
+    /// the frame. A frame with no room left for the tag is dropped as truncated.
+    pub(crate) fn restore_tag(&mut self, tag: [u8; 4]) {
+        let Some(at) = self.len.checked_sub(1) else {
+            return;
+        };
+        let len = self.lens[at];
+        let slot = &mut self.data[at * self.slot_len..(at + 1) * self.slot_len];
+        if len < 12 || VNET_HDR_LEN + len + 4 > slot.len() {
+            if len != 0 {
+                self.stats.truncated += 1;
+                self.lens[at] = 0;
+            }
+            return;
+        }
+        let frame = &mut slot[VNET_HDR_LEN..VNET_HDR_LEN + len + 4];
+        frame.copy_within(12..len, 16);
+        frame[12..16].copy_from_slice(&tag);
+        self.lens[at] = len + 4;
+        if self.vnet {
+            crate::vnet::shift_offsets(&mut slot[..VNET_HDR_LEN], 4);
+        }
+    }
+
     /// Records that slot `self.len()` holds a message of `len` bytes (header included).
     pub(crate) fn push(&mut self, len: usize, truncated: bool) {
         let room = if self.vnet {
@@ -337,5 +363,66 @@ impl FrameBatchStats {
             VnetError::Malformed => self.vnet_malformed += 1,
             VnetError::UnsupportedGso(_) => self.gso_unsupported += 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame "received" into the next slot as `recvmmsg` would write it.
+    fn receive(batch: &mut FrameBatch, frame: &[u8], vnet_head: Option<[u8; VNET_HDR_LEN]>) {
+        let at = batch.len;
+        let slot = batch.slots().nth(at).unwrap();
+        let len = match vnet_head {
+            Some(h) => {
+                slot[..VNET_HDR_LEN].copy_from_slice(&h);
+                slot[VNET_HDR_LEN..VNET_HDR_LEN + frame.len()].copy_from_slice(frame);
+                VNET_HDR_LEN + frame.len()
+            }
+            None => {
+                slot[..frame.len()].copy_from_slice(frame);
+                frame.len()
+            }
+        };
+        batch.push(len, false);
+    }
+
+    #[test]
+    fn a_tag_taken_out_by_the_kernel_is_put_back() {
+        let untagged: Vec<u8> = (0u8..60).collect();
+        let mut batch = FrameBatch::new(4, 64);
+        batch.reset(false);
+        receive(&mut batch, &untagged, None);
+        batch.restore_tag([0x81, 0x00, 0x00, 0x0a]);
+        // A frame with no room left for the tag is dropped as truncated, not cut.
+        receive(&mut batch, &[7u8; 64], None);
+        batch.restore_tag([0x88, 0xa8, 0x00, 0x14]);
+        let mut frames = batch.frames();
+        let got = frames.next_frame().unwrap().to_vec();
+        assert_eq!(got.len(), 64);
+        assert_eq!(&got[..12], &untagged[..12]);
+        assert_eq!(&got[12..16], &[0x81, 0x00, 0x00, 0x0a]);
+        assert_eq!(&got[16..], &untagged[12..]);
+        assert!(frames.next_frame().is_none());
+        assert_eq!(batch.stats().truncated, 1);
+    }
+
+    #[test]
+    fn a_virtio_net_header_follows_the_tag() {
+        let mut batch = FrameBatch::new(2, 128);
+        batch.reset(true);
+        let head = crate::vnet::VnetHdr {
+            flags: crate::vnet::F_NEEDS_CSUM,
+            csum_start: 34,
+            csum_offset: 6,
+            ..Default::default()
+        };
+        receive(&mut batch, &[1u8; 80], Some(head.emit()));
+        batch.restore_tag([0x81, 0x00, 0x00, 0x0a]);
+        let slot = batch.slots().next().unwrap();
+        let moved = crate::vnet::VnetHdr::parse(slot[..VNET_HDR_LEN].try_into().unwrap());
+        assert_eq!((moved.csum_start, moved.csum_offset), (38, 6));
+        assert_eq!(batch.lens[0], 84);
     }
 }

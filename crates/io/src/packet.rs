@@ -24,7 +24,7 @@ use std::sync::Once;
 use crate::batch::is_transient;
 use crate::frame::{FrameBatch, FramePort};
 use crate::meta::FrameMeta;
-use crate::sys::{self, RawAddr, RecvSlot, SendMsg, MAX_BATCH};
+use crate::sys::{self, ControlBuf, RawAddr, RecvSlot, SendMsg, MAX_BATCH};
 use crate::vnet::VNET_HDR_NONE;
 
 /// Socket receive buffer asked for (best effort).
@@ -40,6 +40,8 @@ pub struct PacketPort {
     name: String,
     ifindex: u32,
     vnet: bool,
+    /// VLAN tags are put back into received frames ([`PacketPort::open_tagged`]).
+    tags: bool,
 }
 
 impl PacketPort {
@@ -65,6 +67,7 @@ impl PacketPort {
             name: ifname.to_owned(),
             ifindex,
             vnet,
+            tags: false,
         })
     }
 
@@ -103,8 +106,47 @@ impl PacketPort {
             name: ifname.to_owned(),
             ifindex,
             vnet,
+            tags: false,
         })
     }
+
+    /// [`PacketPort::open`] for a port whose frames carry VLAN tags on the wire (a VLAN
+    /// trunk). The kernel takes the outer 802.1Q or 802.1ad tag out of every frame it receives
+    /// (`skb_vlan_untag`, in the core receive path whether or not the 8021q module is there)
+    /// and a packet socket then reads the frame without it; with `PACKET_AUXDATA` the socket
+    /// reports the tag, and each frame of a batch gets it back in place.
+    pub fn open_tagged(ifname: &str) -> io::Result<Self> {
+        let mut port = Self::open(ifname)?;
+        sys::setsockopt(
+            port.fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_AUXDATA,
+            &1 as &libc::c_int,
+        )
+        .map_err(|e| io::Error::new(e.kind(), format!("packet auxdata on {ifname}: {e}")))?;
+        port.tags = true;
+        Ok(port)
+    }
+}
+
+/// The tag (TPID, TCI) the kernel took out of a received frame, from its `PACKET_AUXDATA`
+/// (`struct tpacket_auxdata`: status, len, snaplen, mac, net, vlan_tci, vlan_tpid).
+fn aux_tag(control: &[u8]) -> Option<[u8; 4]> {
+    const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+    const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+    let aux = sys::cmsg_find(control, libc::SOL_PACKET, libc::PACKET_AUXDATA)?;
+    let status = u32::from_ne_bytes(aux.get(..4)?.try_into().ok()?);
+    if status & TP_STATUS_VLAN_VALID == 0 {
+        return None;
+    }
+    let tci = u16::from_ne_bytes(aux.get(16..18)?.try_into().ok()?);
+    let tpid = match status & TP_STATUS_VLAN_TPID_VALID {
+        0 => 0x8100,
+        _ => u16::from_ne_bytes(aux.get(18..20)?.try_into().ok()?),
+    };
+    let [t0, t1] = tpid.to_be_bytes();
+    let [c0, c1] = tci.to_be_bytes();
+    Some([t0, t1, c0, c1])
 }
 
 /// An AF_PACKET socket for interface `ifname`, and its ifindex, to set options on before
@@ -173,19 +215,28 @@ impl FramePort for PacketPort {
     fn recv_batch(&self, batch: &mut FrameBatch) -> io::Result<usize> {
         batch.reset(self.vnet);
         let mut received = [sys::Received::default(); MAX_BATCH];
+        let mut controls = [ControlBuf::EMPTY; MAX_BATCH];
         let cap = batch.capacity();
-        let slots = batch.slots().map(|data| RecvSlot {
-            data,
-            name: None,
-            control: None,
-        });
+        let tags = self.tags;
+        let slots = batch
+            .slots()
+            .zip(controls.iter_mut())
+            .map(|(data, control)| RecvSlot {
+                data,
+                name: None,
+                control: tags.then_some(control),
+            });
         let got = match sys::recvmmsg(self.fd.as_fd(), slots, &mut received[..cap]) {
             Ok(got) => got,
             Err(e) if is_transient(&e) => return Ok(0),
             Err(e) => return Err(e),
         };
-        for r in &received[..got] {
+        for (r, control) in received[..got].iter().zip(&controls) {
             batch.push(r.len, r.flags & libc::MSG_TRUNC != 0);
+            let written = control.0.get(..r.control_len).unwrap_or_default();
+            if let Some(tag) = aux_tag(written).filter(|_| tags) {
+                batch.restore_tag(tag);
+            }
         }
         Ok(got)
     }

@@ -301,6 +301,26 @@ pub(crate) fn cmsg_put_int(
     cmsg_put(buf, at, level, ty, &value.to_ne_bytes())
 }
 
+/// Finds the first control message of (level, type) and returns its data (at most what the
+/// kernel wrote), e.g. `PACKET_AUXDATA`. Parses bytes, so it never reads past `control`.
+pub(crate) fn cmsg_find(control: &[u8], level: c_int, ty: c_int) -> Option<&[u8]> {
+    let word = mem::size_of::<usize>();
+    let mut off = 0;
+    while off + CMSG_HDR <= control.len() {
+        let len = usize::from_ne_bytes(control[off..off + word].try_into().ok()?);
+        let lvl = c_int::from_ne_bytes(control[off + word..off + word + 4].try_into().ok()?);
+        let t = c_int::from_ne_bytes(control[off + word + 4..off + word + 8].try_into().ok()?);
+        if len < CMSG_HDR || off + len > control.len() {
+            return None;
+        }
+        if lvl == level && t == ty {
+            return control.get(off + CMSG_HDR..off + len);
+        }
+        off += cmsg_align(len);
+    }
+    None
+}
+
 /// Finds the first control message of (level, type) carrying an int, e.g. `UDP_GRO`.
 /// Parses bytes, so it never reads past `control`, whatever the kernel wrote.
 pub(crate) fn cmsg_find_int(control: &[u8], level: c_int, ty: c_int) -> Option<c_int> {

@@ -90,6 +90,25 @@ impl VnetHdr {
     }
 }
 
+/// Moves the offsets of the virtio-net header in `head` (its first [`VNET_HDR_LEN`] bytes)
+/// `by` bytes on, for a frame that grew by that much in front of them (a VLAN tag put back).
+pub(crate) fn shift_offsets(head: &mut [u8], by: u16) {
+    let Some(b) = head.get_mut(..VNET_HDR_LEN) else {
+        return;
+    };
+    let Ok(fixed) = <&[u8; VNET_HDR_LEN]>::try_from(&*b) else {
+        return;
+    };
+    let mut h = VnetHdr::parse(fixed);
+    if h.needs_checksum() {
+        h.csum_start = h.csum_start.saturating_add(by);
+    }
+    if h.is_gso() {
+        h.hdr_len = h.hdr_len.saturating_add(by);
+    }
+    b.copy_from_slice(&h.emit());
+}
+
 /// Adds `data` as big-endian 16-bit words to `acc` (RFC 1071), an odd last byte padded.
 fn sum_words(data: &[u8], mut acc: u64) -> u64 {
     let mut words = data.chunks_exact(2);

@@ -35,6 +35,7 @@ mod port_check;
 mod profiles;
 mod routes;
 mod status;
+mod vlan;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,15 +261,7 @@ impl Control {
             }
         }
         for (name, port) in &state.ports {
-            let id = self.new_port_id(name);
-            let command = Command::AddPort {
-                id,
-                vni: Vni(port.vni),
-                name: name.clone(),
-                kind: convert::datapath_port_kind(port.kind),
-                offloads: port.offloads.unwrap_or_default(),
-                must_open: false,
-            };
+            let command = self.attach_command(name, port, false);
             self.datapath
                 .call(command)
                 .await

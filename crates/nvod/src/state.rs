@@ -236,6 +236,33 @@ pub struct PortState {
     /// Its offload settings (the API's form: every field optional).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offloads: Option<nvo_api::PortOffloads>,
+    /// Its VLAN mode; absent for an untagged port (and in state files written before VLANs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<VlanState>,
+}
+
+/// A tagged port as stored: an access port is `vni` with one VLAN mapped to it, a trunk has
+/// `vni` 0 and any number of VLANs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlanState {
+    /// The outer tag's TPID (0x8100 or 0x88a8).
+    pub ethertype: u16,
+    /// VLAN ID → VNI.
+    pub vlans: BTreeMap<u16, u32>,
+    /// An access port (one VLAN, the port's `vni`) rather than a trunk.
+    #[serde(default)]
+    pub access: bool,
+}
+
+impl PortState {
+    /// The networks the port carries: its `vni`, or a trunk's mapped VNIs.
+    pub fn vnis(&self) -> Vec<u32> {
+        match &self.vlan {
+            Some(v) => v.vlans.values().copied().collect(),
+            None => vec![self.vni],
+        }
+    }
 }
 
 /// Port kinds as stored.
@@ -282,7 +309,7 @@ impl State {
     pub fn ports_of(&self, vni: u32) -> Vec<String> {
         self.ports
             .iter()
-            .filter(|(_, p)| p.vni == vni)
+            .filter(|(_, p)| p.vnis().contains(&vni))
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -314,10 +341,10 @@ impl State {
                 name: name.clone(),
                 source,
             })?;
-            if !self.networks.contains_key(&port.vni) {
+            if let Some(&vni) = port.vnis().iter().find(|v| !self.networks.contains_key(v)) {
                 return Err(Corruption::PortNetwork {
                     name: name.clone(),
-                    vni: port.vni,
+                    vni,
                 });
             }
         }

@@ -12,6 +12,7 @@ use crate::fdb_events::{FdbChange, FdbEvent};
 use crate::network::{Network, NetworkView};
 use crate::pipeline::{count_drop, Port};
 use crate::types::is_unicast_ip;
+use crate::vlan::{self, Circuit, Trunk};
 use crate::{
     BumMode, DropReason, FdbDest, FdbView, FlushScope, Mac, NetworkSpec, Pipeline, PortId,
     TableError, Vni,
@@ -53,6 +54,10 @@ impl Pipeline {
         if let Some(p) = self.ports.get(&port) {
             return Err(TableError::PortExists { port, vni: p.vni });
         }
+        if let Some(t) = self.trunks.get(&port) {
+            let vni = t.circuits.first().map_or(vni, |c| c.vni);
+            return Err(TableError::PortExists { port, vni });
+        }
         if self.ports.len() >= self.limits.max_ports {
             return Err(full("ports", self.limits.max_ports));
         }
@@ -74,6 +79,11 @@ impl Pipeline {
             .ports
             .remove(&port)
             .ok_or(TableError::NoSuchPort(port))?;
+        // A trunk's circuit taken away on its own: its VLAN is no longer mapped.
+        for t in self.trunks.values_mut() {
+            t.by_vid.retain(|_, &mut q| q != port);
+            t.circuits.retain(|c| c.port != port);
+        }
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);
@@ -82,6 +92,73 @@ impl Pipeline {
         }
         self.hosts_generation += 1;
         Ok(())
+    }
+
+    /// Makes interface `trunk` a VLAN trunk of outer tag `tpid` whose circuits (one port per
+    /// VLAN, each attached to its network as by `add_port`) are `circuits`; all or nothing.
+    /// See vlan.rs for what is refused.
+    pub fn add_trunk(
+        &mut self,
+        trunk: PortId,
+        tpid: u16,
+        circuits: &[Circuit],
+    ) -> Result<(), TableError> {
+        vlan::check_trunk(tpid, circuits)?;
+        if self.trunks.contains_key(&trunk) || circuits.iter().any(|c| c.port == trunk) {
+            let vni = circuits.first().map_or(Vni(0), |c| c.vni);
+            return Err(TableError::PortExists { port: trunk, vni });
+        }
+        if let Some(p) = self.ports.get(&trunk) {
+            return Err(TableError::PortExists {
+                port: trunk,
+                vni: p.vni,
+            });
+        }
+        for (i, c) in circuits.iter().enumerate() {
+            let added = if self.trunks.contains_key(&c.port) {
+                Err(TableError::PortExists {
+                    port: c.port,
+                    vni: c.vni,
+                })
+            } else {
+                self.add_port(c.port, c.vni)
+            };
+            if let Err(e) = added {
+                for done in &circuits[..i] {
+                    let _ = self.remove_port(done.port);
+                }
+                return Err(e);
+            }
+        }
+        self.trunks.insert(
+            trunk,
+            Trunk {
+                tpid,
+                by_vid: circuits.iter().map(|c| (c.vid, c.port)).collect(),
+                circuits: circuits.to_vec(),
+                counters: PortCounters::default(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes trunk `trunk` and its circuits (as `remove_port` does each).
+    pub fn remove_trunk(&mut self, trunk: PortId) -> Result<(), TableError> {
+        let t = self
+            .trunks
+            .remove(&trunk)
+            .ok_or(TableError::NoSuchPort(trunk))?;
+        for c in &t.circuits {
+            let _ = self.remove_port(c.port);
+        }
+        Ok(())
+    }
+
+    /// The outer TPID and the circuits of trunk `trunk`.
+    pub fn trunk(&self, trunk: PortId) -> Option<(u16, &[Circuit])> {
+        self.trunks
+            .get(&trunk)
+            .map(|t| (t.tpid, t.circuits.as_slice()))
     }
 
     /// Adds (or replaces) a route of an L3 network: `prefix/len` → `remote`.
@@ -340,7 +417,12 @@ impl Pipeline {
                 .iter()
                 .map(|(&v, n)| (v, n.counters))
                 .collect(),
-            ports: self.ports.iter().map(|(&p, q)| (p, q.counters)).collect(),
+            ports: self
+                .ports
+                .iter()
+                .map(|(&p, q)| (p, q.counters))
+                .chain(self.trunks.iter().map(|(&p, t)| (p, t.counters)))
+                .collect(),
             underlay: self.underlay,
             remotes: self.remotes.snapshot(),
         }

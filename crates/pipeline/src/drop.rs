@@ -79,11 +79,16 @@ pub enum DropReason {
     /// `max_learned_per_port` learned entries (port security's "restrict"): a MAC flood from
     /// one port goes no further than its share of the table, on this host or any other.
     PortLearnLimit = 25,
+    /// A frame on a VLAN trunk (or tagged access port) without the trunk's outer tag: there is
+    /// no native VLAN (vlan.rs).
+    VlanUntagged = 26,
+    /// A frame on a VLAN trunk whose VLAN ID the trunk does not map to a network.
+    UnknownVlan = 27,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 27] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -109,6 +114,8 @@ impl DropReason {
         DropReason::SttTooManyHoles,
         DropReason::UnknownRemote,
         DropReason::PortLearnLimit,
+        DropReason::VlanUntagged,
+        DropReason::UnknownVlan,
     ];
 
     /// How many reasons there are.
@@ -157,6 +164,8 @@ impl DropReason {
             DropReason::SttTooManyHoles => "stt_too_many_holes",
             DropReason::UnknownRemote => "unknown_remote",
             DropReason::PortLearnLimit => "port_learn_limit",
+            DropReason::VlanUntagged => "vlan_untagged",
+            DropReason::UnknownVlan => "unknown_vlan",
         }
     }
 }
@@ -185,7 +194,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(26), None);
+        assert_eq!(DropReason::from_code(28), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -195,6 +204,8 @@ mod tests {
         assert_eq!(DropReason::SttTooManyHoles.code(), 23);
         assert_eq!(DropReason::UnknownRemote.code(), 24);
         assert_eq!(DropReason::PortLearnLimit.code(), 25);
+        assert_eq!(DropReason::VlanUntagged.code(), 26);
+        assert_eq!(DropReason::UnknownVlan.code(), 27);
     }
 
     #[test]

@@ -146,4 +146,31 @@ pub enum TableError {
     /// A neighbour (IP → MAC) entry for an address that is not unicast.
     #[error("neighbor address {0} is not a unicast address; a neighbor entry needs one")]
     InvalidNeighbor(IpAddr),
+    /// A trunk TPID other than 802.1Q's or 802.1ad's.
+    #[error("ethertype {0:#06x} is not a vlan tag; use 0x8100 (802.1q) or 0x88a8 (802.1ad)")]
+    InvalidTpid(u16),
+    /// A VLAN ID outside `1..=4094`.
+    #[error("vlan id {0} is out of range; a vlan id is 1..=4094 (0 and 4095 are reserved)")]
+    InvalidVid(u16),
+    /// The same VLAN ID twice in one trunk.
+    #[error("vlan {0} is mapped twice on the trunk; map each vlan id once")]
+    DuplicateVid(u16),
+    /// One network behind two VLANs of one trunk: its frames could not leave under one tag.
+    #[error("network {vni} is mapped to vlans {first} and {second} of one trunk; map each network once per trunk")]
+    VniMappedTwice {
+        /// The network.
+        vni: Vni,
+        /// The first VLAN mapped to it.
+        first: u16,
+        /// The second.
+        second: u16,
+    },
+    /// A trunk with no VLAN or too many.
+    #[error("a trunk maps 1 to {max} vlans, not {vlans}")]
+    TrunkSize {
+        /// How many were asked for.
+        vlans: usize,
+        /// The most a trunk takes.
+        max: usize,
+    },
 }

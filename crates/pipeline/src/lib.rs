@@ -66,6 +66,7 @@ pub mod overlay;
 mod pipeline;
 mod suppress;
 mod types;
+pub mod vlan;
 
 pub use actions::{Action, Actions};
 pub use counters::{

@@ -48,6 +48,7 @@ use crate::icmp;
 use crate::l3;
 use crate::network::Network;
 use crate::suppress;
+use crate::vlan::{self, Trunk};
 use crate::{
     AcceptRemotes, BumMode, DropReason, FdbDest, Limits, Mac, NodeId, PortId, ProfileTag, Vni,
 };
@@ -66,6 +67,8 @@ pub struct Pipeline {
     pub(crate) limits: Limits,
     pub(crate) networks: HashMap<Vni, Network>,
     pub(crate) ports: HashMap<PortId, Port>,
+    /// VLAN trunks by their interface's id (vlan.rs); their circuits are in `ports`.
+    pub(crate) trunks: HashMap<PortId, Trunk>,
     pub(crate) drops: DropCounters,
     pub(crate) underlay: UnderlayCounters,
     /// Tunnel traffic per remote address.
@@ -89,6 +92,7 @@ impl Pipeline {
             limits,
             networks: Default::default(),
             ports: Default::default(),
+            trunks: Default::default(),
             drops: DropCounters::default(),
             underlay: UnderlayCounters::default(),
             remotes: RemoteTable::default(),
@@ -227,6 +231,41 @@ impl Pipeline {
         }
         if let Err(reason) = forward_from_port(net, port, frame, &eth, question.as_ref(), actions) {
             reject(drops, Some(pc), reason, actions);
+        }
+    }
+
+    /// Whether `port` is a VLAN trunk's interface: its frames go to [`Pipeline::from_trunk`].
+    pub fn is_trunk(&self, port: PortId) -> bool {
+        self.trunks.contains_key(&port)
+    }
+
+    /// Reads the outer tag of `frame`, received on trunk `trunk`, and writes the frame without
+    /// it into `out` (at least as long as `frame`): the circuit it came in on and the untagged
+    /// frame's length, for [`Pipeline::from_port`] on that circuit. `None` when it goes nowhere:
+    /// `actions` then hold the drop (`vlan_untagged`, `unknown_vlan`, `malformed_frame`,
+    /// `unknown_port`), counted in the trunk. Clears `actions` first.
+    pub fn from_trunk(
+        &mut self,
+        trunk: PortId,
+        frame: &[u8],
+        out: &mut [u8],
+        actions: &mut Actions,
+    ) -> Option<(PortId, usize)> {
+        actions.clear();
+        let Some(t) = self.trunks.get_mut(&trunk) else {
+            reject(&mut self.drops, None, DropReason::UnknownPort, actions);
+            return None;
+        };
+        t.counters.rx_frames += 1;
+        t.counters.rx_bytes += frame.len() as u64;
+        let popped = vlan::classify(t, frame)
+            .and_then(|c| Ok((c, vlan::pop(frame, out).ok_or(DropReason::MalformedFrame)?)));
+        match popped {
+            Ok(done) => Some(done),
+            Err(reason) => {
+                reject(&mut self.drops, Some(&mut t.counters), reason, actions);
+                None
+            }
         }
     }
 

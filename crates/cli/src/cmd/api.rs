@@ -191,8 +191,9 @@ pub enum KindArg {
 /// `nvo port ...`
 #[derive(Debug, Subcommand)]
 pub enum PortCmd {
-    /// List the ports: interface, network, kind, and whether nvod has the interface open.
-    #[command(after_help = "Example:\n  nvo port list")]
+    /// List the ports: interface, network, kind, whether nvod has the interface open, and a
+    /// tagged port's VLAN mapping.
+    #[command(visible_alias = "show", after_help = "Example:\n  nvo port list")]
     List,
     /// Attach an interface to a network as a port.
     ///
@@ -201,14 +202,32 @@ pub enum PortCmd {
     /// interface is missing, the port is kept and nvod opens it when it appears.
     #[command(
         after_help = "Example:\n  nvo port add c-red1 --vni 100\n  nvo port add vm1 --vni 100 --kind tap\n  \
-                      nvo port add c-red1 --vni 100 --no-large-frames --tso off --gro off"
+                      nvo port add c-red1 --vni 100 --no-large-frames --tso off --gro off\n  \
+                      nvo port add eth1 --access-vlan 10 --vni 100\n  \
+                      nvo port add eth1 --trunk 10=100,20=200\n  \
+                      nvo port add eth1 --trunk 10=100 --ethertype 0x88a8\n\n\
+                      A tagged port (VLAN gateway): nvod pops the tag of each frame from it and \
+                      pushes it onto each frame to it. An access port's frames carry its VLAN ID; a \
+                      trunk's VLAN IDs map to networks. Untagged frames and unmapped VLANs are \
+                      dropped (vlan_untagged, unknown_vlan); there is no native VLAN.",
+        group(clap::ArgGroup::new("tagged").args(["access_vlan", "trunk"]))
     )]
     Add {
         /// Interface name (at most 15 bytes).
         name: String,
-        /// The network the port belongs to.
-        #[arg(long, value_parser = vni_parser())]
-        vni: u32,
+        /// The network the port belongs to (not for a trunk).
+        #[arg(long, value_parser = vni_parser(), required_unless_present = "trunk", conflicts_with = "trunk")]
+        vni: Option<u32>,
+        /// An access port: frames on the wire carry this VLAN ID (1-4094).
+        #[arg(long, value_name = "VID", conflicts_with = "trunk")]
+        access_vlan: Option<u16>,
+        /// A trunk: VLAN ID=VNI pairs, comma-separated, e.g. 10=100,20=200.
+        #[arg(long, value_name = "VID=VNI,...", value_parser = trunk_parser)]
+        trunk: Option<nvo_api::TrunkMap>,
+        /// The outer tag of a tagged port: 0x8100 (802.1Q, default) or 0x88a8 (802.1ad; the
+        /// customer's inner 802.1Q tag is carried through).
+        #[arg(long, value_name = "0x8100|0x88a8", requires = "tagged")]
+        ethertype: Option<nvo_api::Ethertype>,
         /// Interface kind.
         #[arg(long, value_enum, default_value_t = KindArg::Veth)]
         kind: KindArg,
@@ -452,6 +471,9 @@ pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliErro
         PortCmd::Add {
             name,
             vni,
+            access_vlan,
+            trunk,
+            ethertype,
             kind,
             no_large_frames,
             tso,
@@ -471,11 +493,17 @@ pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliErro
                 gro: on(gro),
                 tx_checksum: on(tx_checksum),
             };
+            let tagged = access_vlan.is_some() || trunk.is_some();
             let spec = PortSpec {
                 name,
-                vni,
+                vni: vni.unwrap_or(0),
                 kind,
                 offloads: (offloads != PortOffloads::default()).then_some(offloads),
+                vlan: tagged.then_some(nvo_api::PortVlan {
+                    access: access_vlan,
+                    trunk,
+                    ethertype,
+                }),
             };
             let answer = client.post("/v1/ports", &spec)?;
             show(format, answer, |p: &Port| {
@@ -487,6 +515,29 @@ pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliErro
             done(format, Value::Null, format!("deleted port {name}"))
         }
     }
+}
+
+/// Parses `--trunk 10=100,20=200`.
+fn trunk_parser(s: &str) -> Result<nvo_api::TrunkMap, String> {
+    let mut pairs = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (vid, vni) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{item:?} is not VID=VNI (e.g. 10=100)"))?;
+        let vid = vid
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| format!("vlan id {vid:?} is not a number 1-4094"))?;
+        let vni = vni
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("vni {vni:?} is not a number 1-16777215"))?;
+        pairs.push((vid, vni));
+    }
+    if pairs.is_empty() {
+        return Err("a trunk needs at least one VID=VNI pair".to_owned());
+    }
+    Ok(nvo_api::TrunkMap(pairs))
 }
 
 /// `nvo fdb ...`.

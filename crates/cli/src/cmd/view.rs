@@ -319,9 +319,13 @@ pub fn ports(ports: &[Port]) -> Table {
     let any_offloads = ports
         .iter()
         .any(|p| p.offloads.is_some_and(|o| o != PortOffloads::default()));
+    let any_vlan = ports.iter().any(|p| p.vlan.is_some());
     let mut header = vec!["NAME", "VNI", "KIND", "UP"];
     if any_offloads {
         header.push("OFFLOADS");
+    }
+    if any_vlan {
+        header.push("VLAN");
     }
     let mut t = Table::new(&header).right(1);
     for p in ports {
@@ -329,18 +333,40 @@ pub fn ports(ports: &[Port]) -> Table {
             PortKind::Veth => "veth",
             PortKind::Tap => "tap",
         };
-        let mut row = vec![
-            p.name.clone(),
-            p.vni.to_string(),
-            kind.to_owned(),
-            yes_no(p.up),
-        ];
+        let vni = if p.vni == 0 {
+            "-".to_owned()
+        } else {
+            p.vni.to_string()
+        };
+        let mut row = vec![p.name.clone(), vni, kind.to_owned(), yes_no(p.up)];
         if any_offloads {
             row.push(offloads(p.offloads.as_ref()));
+        }
+        if any_vlan {
+            row.push(p.vlan.as_ref().map_or_else(|| "-".to_owned(), vlan));
         }
         t.row(row);
     }
     t
+}
+
+/// A port's VLAN column: `access 10`, or `trunk 10=100,20=200`, with `(0x88a8)` for 802.1ad.
+fn vlan(v: &nvo_api::PortVlan) -> String {
+    let mut out = match (&v.access, &v.trunk) {
+        (Some(vid), _) => format!("access {vid}"),
+        (None, Some(t)) => {
+            let pairs: Vec<String> =
+                t.0.iter()
+                    .map(|(vid, vni)| format!("{vid}={vni}"))
+                    .collect();
+            format!("trunk {}", pairs.join(","))
+        }
+        (None, None) => "-".to_owned(),
+    };
+    if let Some(e) = v.ethertype.filter(|e| e.0 != 0x8100) {
+        out.push_str(&format!(" ({e})"));
+    }
+    out
 }
 
 /// `nvo fdb show`: local entries name their port, remote ones the VTEP.

@@ -490,6 +490,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
                 vni: c.vni,
                 kind: PortKind::Veth,
                 offloads: None,
+                vlan: None,
             };
             Client::new(&host.socket)
                 .post::<_, serde_json::Value>("/v1/ports", &spec)

@@ -70,6 +70,9 @@ pub struct Fixture {
     pub ul_mac: [u8; 6],
     pub now: Instant,
     actions: Actions,
+    /// Frames the kernel handed to nvod to deliver to a port it serves itself (a TAP, a VLAN
+    /// circuit), as (port, frame), in order.
+    pub delivered: Vec<(u32, Vec<u8>)>,
 }
 
 fn ip(ns: &NamedNetns, args: &[&str]) {
@@ -164,6 +167,7 @@ impl Fixture {
             ul_mac,
             now: Instant::now(),
             actions: Actions::new(),
+            delivered: Vec::new(),
         }
     }
 
@@ -248,7 +252,8 @@ impl Fixture {
                     );
                     assert!(actions.is_empty(), "an answered request is not forwarded");
                 }
-                k => panic!("only frames from ports are punted here, not kind {k}"),
+                layout::PUNT_DELIVER => self.delivered.push((hdr.port_id, frame.clone())),
+                k => panic!("only frames from and to ports are punted here, not kind {k}"),
             }
         }
         self.sync();

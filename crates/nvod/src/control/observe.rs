@@ -128,13 +128,22 @@ impl Control {
             .unwrap_or_default()
     }
 
-    /// Each port's network.
+    /// Each port's network; a trunk's circuits (`eth1.10`) each with theirs.
     pub(super) fn port_networks(&self) -> BTreeMap<String, u32> {
-        self.state
-            .ports
-            .iter()
-            .map(|(name, port)| (name.clone(), port.vni))
-            .collect()
+        let mut out = BTreeMap::new();
+        for (name, port) in &self.state.ports {
+            match &port.vlan {
+                Some(v) if !v.access => {
+                    for (&vid, &vni) in &v.vlans {
+                        out.insert(super::vlan::circuit_name(name, vid), vni);
+                    }
+                }
+                _ => {
+                    out.insert(name.clone(), port.vni);
+                }
+            }
+        }
+        out
     }
 
     /// Gives `GET /v1/monitor` its listeners (set once at start).

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use nvo_api as api;
 use nvo_pipeline::{FdbDest, FlushScope, Origin, PortId, Vni};
 
-use super::{flush_scope, port_check, remote, unexpected, vni_of, Control, Failure, Kind};
+use super::{flush_scope, port_check, remote, unexpected, vlan, vni_of, Control, Failure, Kind};
 use crate::convert;
 use crate::state::{PortState, StaticDest};
 use nvo_datapath::{Command, Reply};
@@ -174,6 +174,7 @@ impl Control {
                     .copied()
                     .unwrap_or(false),
                 offloads: port.offloads,
+                vlan: port.vlan.as_ref().map(vlan::api_vlan),
             })
             .collect())
     }
@@ -181,8 +182,10 @@ impl Control {
     /// `POST /v1/ports`.
     pub async fn add_port(&mut self, spec: api::PortSpec) -> Result<api::Port, Failure> {
         convert::check_ifname(&spec.name)?;
-        let vni = convert::check_vni(spec.vni)?;
-        self.network_exists(vni)?;
+        let (vni, vlan) = self.port_vlan(&spec)?;
+        if vlan.is_none() {
+            self.network_exists(Vni(vni))?;
+        }
         if let Some(existing) = self.state.ports.get(&spec.name) {
             return Err(Failure::new(
                 Kind::Conflict,
@@ -192,41 +195,47 @@ impl Control {
                 ),
             ));
         }
+        if self.port_ids.contains_key(&spec.name) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!("{} names a vlan of a trunk; choose another name", spec.name),
+            ));
+        }
         let kind = convert::port_kind(spec.kind);
         let underlay = self.underlay_addresses();
         if let Some(why) = port_check::refusal(&spec.name, kind, &self.config.port_kinds, &underlay)
         {
             return Err(Failure::bad(why));
         }
-        let mut new = self.state.clone();
-        new.ports.insert(
-            spec.name.clone(),
-            PortState {
-                vni: vni.0,
-                kind,
-                offloads: spec.offloads,
-            },
-        );
-        let id = self.new_port_id(&spec.name);
-        let command = Command::AddPort {
-            id,
+        let port = PortState {
             vni,
-            name: spec.name.clone(),
-            kind: convert::datapath_port_kind(kind),
-            offloads: spec.offloads.unwrap_or_default(),
-            must_open: true,
+            kind,
+            offloads: spec.offloads,
+            vlan,
         };
+        let mut new = self.state.clone();
+        new.ports.insert(spec.name.clone(), port.clone());
+        let command = self.attach_command(&spec.name, &port, true);
         if let Err(e) = self.commit(new, command).await {
-            self.port_ids.remove(&spec.name);
+            self.forget_port_ids(&spec.name, Some(&port));
             return Err(e);
         }
-        log::info!("port {} ({kind}) added to network {vni}", spec.name);
+        match &port.vlan {
+            Some(v) => log::info!(
+                "port {} ({kind}) added: vlan → network {:?}, ethertype {:#06x}",
+                spec.name,
+                v.vlans,
+                v.ethertype
+            ),
+            None => log::info!("port {} ({kind}) added to network {vni}", spec.name),
+        }
         Ok(api::Port {
             name: spec.name,
-            vni: vni.0,
+            vni,
             kind: spec.kind,
             up: true,
             offloads: spec.offloads,
+            vlan: port.vlan.as_ref().map(vlan::api_vlan),
         })
     }
 
@@ -248,8 +257,9 @@ impl Control {
             let kept = &net.fdb;
             net.fdb_ips.retain(|mac, _| kept.contains_key(mac));
         }
+        let stored = port.clone();
         self.commit(new, Command::RemovePort(id)).await?;
-        self.port_ids.remove(name);
+        self.forget_port_ids(name, Some(&stored));
         log::info!("port {name} removed from network {vni}");
         Ok(())
     }
@@ -320,6 +330,12 @@ impl Control {
             }
             (None, None, Some(n)) => (FdbDest::Node(nvo_pipeline::NodeId(n)), StaticDest::Node(n)),
             (Some(name), None, None) => match self.state.ports.get(name) {
+                Some(p) if p.vlan.is_some() => {
+                    return Err(Failure::bad(format!(
+                        "port {name} is vlan-tagged; a static fdb entry cannot point at a \
+                         tagged port yet (its macs are learned)"
+                    )))
+                }
                 Some(p) if p.vni == vni.0 => {
                     let id =
                         self.port_ids.get(name).copied().ok_or_else(|| {

@@ -173,6 +173,7 @@ fn port_offloads_show_only_when_set() {
         kind: PortKind::Veth,
         up: true,
         offloads: Some(PortOffloads::default()),
+        vlan: None,
     };
     assert_eq!(
         ports(std::slice::from_ref(&plain)).to_string(),
@@ -365,10 +366,41 @@ fn node_and_ports() {
         kind: PortKind::Veth,
         up: true,
         offloads: None,
+        vlan: None,
     };
     assert_eq!(
         ports(&[p]).to_string(),
         "NAME    VNI  KIND  UP\nc-red1  100  veth  yes\n"
+    );
+    let trunk = Port {
+        name: "eth1".into(),
+        vni: 0,
+        kind: PortKind::Veth,
+        up: true,
+        offloads: None,
+        vlan: Some(nvo_api::PortVlan {
+            access: None,
+            trunk: Some(nvo_api::TrunkMap(vec![(10, 100), (20, 200)])),
+            ethertype: Some(nvo_api::Ethertype(0x88a8)),
+        }),
+    };
+    let access = Port {
+        name: "eth2".into(),
+        vni: 100,
+        kind: PortKind::Veth,
+        up: false,
+        offloads: None,
+        vlan: Some(nvo_api::PortVlan {
+            access: Some(10),
+            trunk: None,
+            ethertype: Some(nvo_api::Ethertype(0x8100)),
+        }),
+    };
+    assert_eq!(
+        ports(&[trunk, access]).to_string(),
+        "NAME  VNI  KIND  UP   VLAN\n\
+         eth1    -  veth  yes  trunk 10=100,20=200 (0x88a8)\n\
+         eth2  100  veth  no   access 10\n"
     );
     assert_eq!(flood(&[]).to_string(), "REMOTE\n");
 }
