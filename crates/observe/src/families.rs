@@ -187,6 +187,18 @@ const STT_HELP: &[(&str, &str)] = &[
         "too_many_holes",
         "STT frames dropped for having too many holes.",
     ),
+    (
+        "tx_frames_kernel",
+        "STT frames sent whole, cut into segments by the kernel's TCP segmentation (stt_offload).",
+    ),
+    (
+        "tx_frames_software",
+        "STT frames cut into segments by nvod and sent one datagram each.",
+    ),
+    (
+        "tx_kernel_errors",
+        "STT frames the kernel's TUN device refused, then cut by nvod.",
+    ),
 ];
 
 /// STT reassembly's gauges: (key, metric name, HELP).
