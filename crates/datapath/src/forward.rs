@@ -586,7 +586,9 @@ impl Core {
         let local = self.underlays.locator();
         // First, whole to the kernel's TCP segmentation (stt_tx), after any segments still
         // queued on the raw socket, so that frames leave in order.
-        flush_one(&mut self.underlays, &mut self.pipeline, at);
+        if self.stt_tx.may_take(remote) {
+            flush_one(&mut self.underlays, &mut self.pipeline, at);
+        }
         let whole = SttFrame {
             frame: &self.stt_frame,
             local,

@@ -101,6 +101,14 @@ impl SttTx {
         self.counters
     }
 
+    /// Whether a frame to `remote` may go whole to the kernel: not under `off` or after a
+    /// failed setup, not to an IPv6 or multicast remote. (The caller flushes the raw socket's
+    /// queue first only then, so that the software path keeps its batches.)
+    pub fn may_take(&self, remote: IpAddr) -> bool {
+        let ipv4 = matches!(remote, IpAddr::V4(v4) if !v4.is_multicast());
+        ipv4 && !matches!(self.state, State::Software)
+    }
+
     /// Counts a frame cut by nvod's segmenter.
     pub fn count_software(&mut self) {
         self.counters.frames_software += 1;
@@ -211,6 +219,7 @@ mod tests {
             config: Outer::default(),
             inherited: OuterValues::default(),
         };
+        assert!(!tx.may_take(f.remote));
         assert!(!tx.send_whole(&mut segmenter, &f));
         assert!(matches!(tx.state, State::Software));
         // Auto, but IPv6 or multicast: not even tried.
@@ -227,6 +236,8 @@ mod tests {
         };
         assert!(!tx.send_whole(&mut segmenter, &group));
         assert!(matches!(tx.state, State::Untried));
+        assert!(!tx.may_take(v6.remote) && !tx.may_take(group.remote));
+        assert!(tx.may_take(f.remote));
         assert_eq!(segmenter.next_frame_id(), 1, "no frame id spent");
     }
 }
