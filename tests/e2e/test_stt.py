@@ -9,8 +9,8 @@ the wire are STT's, and with TSO on the underlay veth the frames cross it whole.
       [ h1: nvod ]  <------------------  [ h2: nvod ]    network 300, encap stt
         | eth0   nft table inet nvo_stt        | eth0     scapy in h2's namespace crafts
         |        stt_reassembly_bytes 1 MiB    |          segments from h2's address to h1
-        |        stt_reassembly_timeout_s 3    |
-        |        tun nvostt0 (whole frames)    |
+        |        stt_reassembly_timeout_s 3    |          stt_offload off: h2's nvod cuts
+        |        tun nvostt0 (whole frames)    |          its frames itself (raw socket)
         +------------ ul: bridge --------------+          underlay 10.100.0.0/24 (h1 = .1, h2 = .2),
                                                           mtu 1500; tcpdump on both eth0 for RSTs
 
@@ -48,7 +48,7 @@ TOPOLOGY = f"""
 underlay: {{family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}}
 hosts:
   - {{name: h1, nvod: {{stt_reassembly_bytes: {CAP}, stt_reassembly_timeout_s: {TIMEOUT_S}}}}}
-  - {{name: h2}}
+  - {{name: h2, nvod: {{stt_offload: "off"}}}}
 networks: [{{vni: {VNI}, encap: stt, mtu: {MTU}}}]
 containers:
   - {{name: c1, host: h1, vni: {VNI}, ip: {C1}/24}}
@@ -207,6 +207,10 @@ def test_big_frames_ping_and_iperf3(stt_lab):
         print(f"{h}: stt {s}, stt drops {stt_drops}")
         assert s["frames_reassembled"] > before[h] + 6, (h, s)
         assert s["bad_checksum"] == 0 and s["malformed"] == 0 and s["overlaps"] == 0, (h, s)
+    # h1 hands its frames whole to the kernel, h2 (stt_offload off) cuts its own.
+    h1, h2 = counters["h1"]["stt"], counters["h2"]["stt"]
+    assert h1["tx_frames_kernel"] > 0 and h1["tx_frames_software"] == 0, h1
+    assert h2["tx_frames_software"] > 0 and h2["tx_frames_kernel"] == 0, h2
 
 
 def test_reorder_duplicate_loss_and_overlap(stt_lab):
