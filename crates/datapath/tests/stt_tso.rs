@@ -15,6 +15,7 @@
 //!   test 1: va with tso and tx checksumming off: the kernel segments and checksums in software
 //!   test 2: va as created (tso, checksum offload on): whole frames or segments, with
 //!           partial checksums; then va tso off, vb gro on: GRO merges the segments back
+//!   test 3: a namespace with net.ipv4.conf.all.rp_filter = 1: the TUN is refused
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -277,5 +278,34 @@ fn kernel_cut_frames_are_reassembled_with_partial_checksums() {
     assert!(
         partial > 0,
         "no piece came with a partial checksum: the case is not tested"
+    );
+}
+
+/// With `net.ipv4.conf.all.rp_filter` on, the kernel would drop every frame written to the
+/// TUN (an address-less device fails the reverse-path check): the TUN is refused at open, with
+/// the sysctl named, and nothing is left behind; nvod then segments in software.
+#[test]
+fn open_refuses_when_rp_filter_is_on() {
+    let ns = NamedNetns::create(&unique_name("nvsttrp")).expect("root needed");
+    let sysctl = |value: &str| {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns.name(), "sysctl", "-w"])
+            .arg(format!("net.ipv4.conf.all.rp_filter={value}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    sysctl("1");
+    let err = run_in(ns.name(), SttTso::open).unwrap().unwrap_err();
+    assert!(err.to_string().contains("rp_filter is 1"), "{err}");
+    assert!(!ns.ip(&["link", "show"]).unwrap().contains("nvostt"));
+    sysctl("0");
+    let tso = run_in(ns.name(), SttTso::open).unwrap().unwrap();
+    let links = ns.ip(&["link", "show", tso.name()]).unwrap();
+    assert!(links.contains("UP"), "{links}");
+    drop(tso);
+    assert!(
+        !ns.ip(&["link", "show"]).unwrap().contains("nvostt"),
+        "the tun outlived its fd"
     );
 }
