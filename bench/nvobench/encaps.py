@@ -23,7 +23,8 @@ PROFILES = [
     ("usertun", "a profile defined at run time (`profiles:` in the lab topology): an 8-byte "
                 "header on UDP 7777 with a magic, a 24-bit VNI and a byte of flow entropy"),
     ("stt", "STT: TCP-like segments (IP protocol 6, port 7471) carrying frames up to 64 KiB "
-            "whole, segmented by nvod and reassembled by the receiving nvod"),
+            "whole, written whole by nvod to a TUN for the kernel's TCP segmentation "
+            "(`stt_offload = \"auto\"`) and reassembled by the receiving nvod"),
 ]
 PARAMS = {"vxlan-gbp": "{group: 100}"}
 # User-defined profiles: their `profiles:` section in the lab topology.

@@ -1,15 +1,22 @@
 """STT done properly: big frames cross as several segments and are put back together; reassembly
 survives reordering, duplication, loss and overlap; a flood of frames that never complete keeps
-reassembly under its cap while good traffic flows; the kernel's TCP stack sends no RST.
+reassembly under its cap while good traffic flows; the kernel's TCP stack sends no RST; nvod
+hands whole frames to the kernel's TCP segmentation (stt_offload = "auto"), whose segments on
+the wire are STT's, and with TSO on the underlay veth the frames cross it whole.
 
         c1 10.30.0.1/24 (mtu 1500)          c2 10.30.0.2/24
             |                                   |
       [ h1: nvod ]  <------------------  [ h2: nvod ]    network 300, encap stt
         | eth0   nft table inet nvo_stt        | eth0     scapy in h2's namespace crafts
         |        stt_reassembly_bytes 1 MiB    |          segments from h2's address to h1
-        |        stt_reassembly_timeout_s 3    |
+        |        stt_reassembly_timeout_s 3    |          stt_offload off: h2's nvod cuts
+        |        tun nvostt0 (whole frames)    |          its frames itself (raw socket)
         +------------ ul: bridge --------------+          underlay 10.100.0.0/24 (h1 = .1, h2 = .2),
                                                           mtu 1500; tcpdump on both eth0 for RSTs
+
+Both eth0 have TSO off, so the kernel cuts the STT frames nvod hands it before they leave, as a
+NIC's TSO would on a wire; with a veth's TSO on, a frame would cross the veth whole (the last
+part of test_kernel_segments_whole_frames checks that).
 
 The tests share one lab and run in file order: the last one reads the RST captures that ran
 through all of them.
@@ -20,6 +27,8 @@ import os
 import pathlib
 import re
 import signal
+import socket
+import struct
 import subprocess
 import time
 
@@ -39,7 +48,7 @@ TOPOLOGY = f"""
 underlay: {{family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}}
 hosts:
   - {{name: h1, nvod: {{stt_reassembly_bytes: {CAP}, stt_reassembly_timeout_s: {TIMEOUT_S}}}}}
-  - {{name: h2}}
+  - {{name: h2, nvod: {{stt_offload: "off"}}}}
 networks: [{{vni: {VNI}, encap: stt, mtu: {MTU}}}]
 containers:
   - {{name: c1, host: h1, vni: {VNI}, ip: {C1}/24}}
@@ -115,6 +124,8 @@ def stt_lab(tmp_path_factory):
     try:
         run(NVO, "lab", "up", path, "--nvod", BIN / "nvod", timeout=240)
         lab = Lab(name, path)
+        for h in ("h1", "h2"):
+            lab.exec(h, "ethtool", "-K", "eth0", "tso", "off")
         lab.rst_pcaps = {h: tmp / f"rst-{h}.pcap" for h in ("h1", "h2")}
         lab.rst_caps = {h: lab.capture(h, p, RST_FILTER) for h, p in lab.rst_pcaps.items()}
         caps = list(lab.rst_caps.values())
@@ -196,6 +207,10 @@ def test_big_frames_ping_and_iperf3(stt_lab):
         print(f"{h}: stt {s}, stt drops {stt_drops}")
         assert s["frames_reassembled"] > before[h] + 6, (h, s)
         assert s["bad_checksum"] == 0 and s["malformed"] == 0 and s["overlaps"] == 0, (h, s)
+    # h1 hands its frames whole to the kernel, h2 (stt_offload off) cuts its own.
+    h1, h2 = counters["h1"]["stt"], counters["h2"]["stt"]
+    assert h1["tx_frames_kernel"] > 0 and h1["tx_frames_software"] == 0, h1
+    assert h2["tx_frames_software"] > 0 and h2["tx_frames_kernel"] == 0, h2
 
 
 def test_reorder_duplicate_loss_and_overlap(stt_lab):
@@ -276,6 +291,141 @@ def test_flood_of_incomplete_frames_stays_under_the_cap(stt_lab):
     lab.ping("c1", C2, count=3)
     lab.ping("c1", C2, count=2, extra=("-s", "8000"))
     assert nvod_pids(lab) == pids
+
+
+# Runs in c2: receives one TCP connection to the end and prints how many bytes and their SHA-256.
+SINK = r"""
+import hashlib, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5301))
+s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+h, n = hashlib.sha256(), 0
+while True:
+    d = c.recv(1 << 16)
+    if not d:
+        break
+    h.update(d)
+    n += len(d)
+print(n, h.hexdigest(), flush=True)
+"""
+
+# Runs in c1: sends SIZE pseudo-random bytes to c2's sink and prints their SHA-256.
+SOURCE = r"""
+import hashlib, random, socket, sys
+data = random.Random(16).randbytes(int(sys.argv[2]))
+c = socket.create_connection((sys.argv[1], 5301), timeout=20)
+c.sendall(data)
+c.close()
+print(len(data), hashlib.sha256(data).hexdigest())
+"""
+
+
+def stt_segments(pcap, src):
+    """(ip_id, ip_len, seq, ack, payload_len, first 18 payload bytes) of each STT segment from
+    SRC in PCAP (classic pcap of Ethernet frames)."""
+    data = pathlib.Path(pcap).read_bytes()
+    endian = "<" if struct.unpack("<I", data[:4])[0] in (0xa1b2c3d4, 0xa1b23c4d) else ">"
+    at, out = 24, []
+    while at + 16 <= len(data):
+        incl = struct.unpack(endian + "I", data[at + 8:at + 12])[0]
+        frame = data[at + 16:at + 16 + incl]
+        at += 16 + incl
+        if frame[12:14] != b"\x08\x00":
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 15) * 4
+        if ip[9] != 6 or socket.inet_ntoa(ip[12:16]) != src:
+            continue
+        tcp = ip[ihl:]
+        if struct.unpack("!H", tcp[2:4])[0] != 7471:
+            continue
+        ip_len, ip_id = struct.unpack("!HH", ip[2:6])
+        seq, ack = struct.unpack("!II", tcp[4:12])
+        out.append((ip_id, ip_len, seq, ack, ip_len - ihl - (tcp[12] >> 4) * 4, tcp[20:38]))
+    return out
+
+
+def test_kernel_segments_whole_frames(stt_lab, tmp_path):
+    """h1's nvod writes whole STT frames (tx_frames_kernel) and the kernel cuts them: on h1's
+    eth0 every segment fits the MTU, each frame's segments tile it from offset 0 (so the STT
+    header, at offset 0, is in the first only), with IPv4 IDs counting up as the kernel's GSO
+    numbers them; 8 MiB cross intact. With TSO on h1's eth0, frames cross the veth whole."""
+    lab = stt_lab
+    h1_before, h2_before = stt(lab, "h1"), stt(lab, "h2")
+    pcap = tmp_path / "h1-stt.pcap"
+    # Headers only, a large buffer: the capture keeps up with more of the segments.
+    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns("h1"), "tcpdump", "-i", "eth0", "-s", "96", "-B", "32768",
+                            "-U", "-n", "-w", str(pcap), f"tcp dst port 7471 and src host {H1}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert "listening on" in cap.stderr.readline(), "tcpdump did not start"
+    sink = subprocess.Popen(["ip", "netns", "exec", lab.ns("c2"), "/usr/bin/python3", "-c", SINK],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert sink.stdout.readline().strip() == "listening", sink.stderr.read()
+        size = 8 << 20
+        sent = lab.exec("c1", "/usr/bin/python3", "-c", SOURCE, C2, str(size), timeout=120).stdout.split()
+        got, err = sink.communicate(timeout=60)
+        assert got.split() == sent and sent[0] == str(size), (sent, got, err)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=20)
+    h1, h2 = stt(lab, "h1"), stt(lab, "h2")
+    whole = h1["tx_frames_kernel"] - h1_before["tx_frames_kernel"]
+    print(f"h1 stt tx: {whole} frames whole to the kernel, "
+          f"{h1['tx_frames_software'] - h1_before['tx_frames_software']} segmented by nvod; "
+          f"h2 reassembled {h2['frames_reassembled'] - h2_before['frames_reassembled']}")
+    assert whole > 100, (h1_before, h1)  # 8 MiB in frames of up to 64 KiB
+    assert h1["tx_frames_software"] == h1_before["tx_frames_software"], (h1_before, h1)
+    assert h1["tx_kernel_errors"] == 0, h1
+    assert h2["frames_reassembled"] > h2_before["frames_reassembled"] + 100, (h2_before, h2)
+    assert h2["bad_checksum"] == 0 and h2["malformed"] == 0, h2
+
+    segments = stt_segments(pcap, H1)
+    assert segments, "no stt segment captured"
+    assert max(s[1] for s in segments) <= 1500, max(s[1] for s in segments)
+    frames = {}
+    for ip_id, _, seq, ack, length, head in segments:
+        frames.setdefault(ack, []).append((seq & 0xffff, length, seq >> 16, ip_id, head))
+    complete = largest = 0
+    for ack, segs in frames.items():
+        segs.sort()
+        frame_len = segs[0][2]
+        assert all(fl == frame_len for _, _, fl, _, _ in segs), segs
+        for offset, length, _, ip_id, head in segs:
+            # Cut at 1460 bytes (1500 − 20 − 20) from offset 0; only the last is shorter.
+            assert offset % 1460 == 0, (ack, offset)
+            assert length == min(1460, frame_len - offset), (ack, offset, length, frame_len)
+            if offset == 0:
+                # The STT header (version 0) with context ID = VNI, in the first segment.
+                assert head[0] == 0 and int.from_bytes(head[8:16], "big") == VNI, head.hex()
+        if segs[0][0] == 0 and len(segs) == -(-frame_len // 1460):
+            complete += 1
+            largest = max(largest, len(segs))
+            ids = [i for *_, i, _ in segs]
+            # The kernel's GSO numbers the segments of one frame (nvod's raw sends carry 0).
+            assert ids == [(ids[0] + k) & 0xffff for k in range(len(ids))], (ack, ids)
+    print(f"{len(segments)} segments captured, {len(frames)} frames, {complete} complete, "
+          f"largest {largest} segments")
+    assert complete >= 10 and largest >= 10, (complete, largest)
+
+    # TSO on h1's eth0: the veth takes the GSO packets whole and h2 gets each frame in one piece
+    # (c1's 8028-byte pings: 1532-byte STT frames, two segments each when cut).
+    before = stt(lab, "h2")
+    lab.exec("h1", "ethtool", "-K", "eth0", "tso", "on")
+    try:
+        lab.ping("c1", C2, count=3, extra=("-s", "8000"))
+    finally:
+        lab.exec("h1", "ethtool", "-K", "eth0", "tso", "off")
+    after = stt(lab, "h2")
+    assert after["frames_single"] >= before["frames_single"] + 18, (before, after)
+    assert after["frames_reassembled"] == before["frames_reassembled"], (before, after)
+    assert after["bad_checksum"] == 0, after
 
 
 def test_no_rst_on_the_wire(stt_lab):

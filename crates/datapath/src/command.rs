@@ -197,8 +197,14 @@ pub enum Reply {
     Overlay(OverlayCounters),
     /// A probe run's measurements (None: no such run).
     Probe(Option<crate::probes::RunResult>),
-    /// The pipeline's counters, the underlay sockets' own and STT reassembly's.
-    Counters(Box<Counters>, UnderlayStats, ReassemblyCounters),
+    /// The pipeline's counters, the underlay sockets' own, STT reassembly's and STT
+    /// transmit's.
+    Counters(
+        Box<Counters>,
+        UnderlayStats,
+        ReassemblyCounters,
+        crate::SttTxCounters,
+    ),
     /// What an EVPN batch did.
     EvpnApplied(EvpnApplied),
     /// The local hosts (None: unchanged since the generation asked about).

@@ -245,6 +245,7 @@ fn counters(fwd: &Forwarder) -> Reply {
         Box::new(counters),
         core.underlays.stats(),
         fwd.reassembler.counters(),
+        core.stt_tx.counters(),
     )
 }
 

@@ -11,8 +11,9 @@
 //!              merged with the next segments of its flow, and leaves as one GSO frame when
 //!              the receive batch is flushed (nvo_io::Coalescer has the rules)
 //!   Encap    → engine.header(profile, vni, remote, entropy) (a cached template, patched)
-//!              → queued on the profile's underlay socket; STT frames are first cut into
-//!              segments (nvo_encap::stt::Segmenter)
+//!              → queued on the profile's underlay socket; STT frames go whole to the
+//!              kernel's TCP segmentation (stt_tx), or are first cut into segments
+//!              (nvo_encap::stt::Segmenter)
 //!   Reply    → the pipeline's scratch frame out of a port
 //!   Drop     → counted by the pipeline already
 //! ```
@@ -43,7 +44,9 @@ use nvo_wire::ports;
 use super::groups::Groups;
 use super::monitor::{self, Dest, Layer, Monitor, Origin, Record, What};
 use super::ports::Ports;
+use super::settings::SttOffload;
 use super::stt_meta::{segment_len, stt_delivery_meta, stt_drop_reason, stt_meta};
+use super::stt_tx::{segment_lens, SttFrame, SttTx};
 use super::underlays::Underlays;
 
 /// IP protocol 6: STT's segments look like TCP.
@@ -78,6 +81,8 @@ pub struct Core {
     pub probes: super::probes::Probes,
     /// An STT frame (header + inner frame) put together before segmentation.
     stt_frame: Vec<u8>,
+    /// Whether STT frames go whole to the kernel's segmentation or are cut here.
+    pub stt_tx: SttTx,
     /// A packet being relayed, with its hop count decremented.
     pub(super) relay_buf: Vec<u8>,
     /// Where GSO frames are cut into segments for profiles that need them.
@@ -144,6 +149,7 @@ impl Forwarder {
                 probes: Default::default(),
                 overlay,
                 stt_frame: Vec::with_capacity(usize::from(u16::MAX)),
+                stt_tx: SttTx::new(SttOffload::Auto),
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
                 kernel: None,
@@ -602,6 +608,29 @@ impl Core {
         let max_payload = usize::from(self.underlay_mtu).saturating_sub(ip + STT_SEGMENT_HEADER);
         let src_port = ENTROPY_SPORT_BASE | (entropy & 0x3fff);
         let local = self.underlays.locator();
+        // First, whole to the kernel's TCP segmentation (stt_tx), after any segments still
+        // queued on the raw socket, so that frames leave in order.
+        if self.stt_tx.may_take(remote) {
+            flush_one(&mut self.underlays, &mut self.pipeline, at);
+        }
+        let whole = SttFrame {
+            frame: &self.stt_frame,
+            local,
+            remote,
+            src_port,
+            max_payload,
+            config: self.underlays.outer(),
+            inherited: outer,
+        };
+        if self.stt_tx.send_whole(&mut self.segmenter, &whole) {
+            // Counted as the segments the kernel makes of it, as the software path counts.
+            for len in segment_lens(self.stt_frame.len(), max_payload) {
+                let target = TxTarget::Remote(remote);
+                self.pipeline.count_tx(target, len, TxOutcome::Sent);
+            }
+            return;
+        }
+        self.stt_tx.count_software();
         let segments =
             match self
                 .segmenter

@@ -44,6 +44,7 @@ mod probes;
 mod settings;
 mod stt_guard;
 mod stt_meta;
+mod stt_tx;
 mod underlays;
 mod vlan;
 
@@ -67,7 +68,8 @@ use underlays::Underlays;
 pub use command::{Command, Datapath, DatapathError, PortKind, Reply, QUEUE};
 pub use kernel::{Choice, Refused};
 pub use probes::{RunResult, MAX_COUNT as MAX_PROBES};
-pub use settings::{DatapathChoice, Settings, XdpChoice};
+pub use settings::{DatapathChoice, Settings, SttOffload, XdpChoice};
+pub use stt_tx::SttTxCounters;
 pub use underlays::Outer;
 
 /// How often learned entries are aged and down ports retried.
@@ -185,6 +187,7 @@ pub fn start_monitored(
         OverlayTables::new(NodeId(config.node_id), config.overlay_limits),
     );
     fwd.core.monitor = monitor;
+    fwd.core.stt_tx = stt_tx::SttTx::new(config.stt_offload);
     // The kernel path is loaded on the datapath thread, which owns it (its maps and rings are
     // that thread's); the thread says how it went before it starts looping.
     let (chosen, choice) = std::sync::mpsc::sync_channel(1);

@@ -40,6 +40,20 @@ pub struct Settings {
     /// How long the datapath thread keeps polling its sockets without sleeping after the last
     /// packet it handled (zero: it sleeps at once).
     pub busy_poll: std::time::Duration,
+    /// Whether STT frames go whole to the kernel's TCP segmentation (`stt_offload`).
+    pub stt_offload: SttOffload,
+}
+
+/// The `stt_offload` key: who cuts STT frames into segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SttOffload {
+    /// The kernel (a TUN device nvod writes whole frames to, `nvo_io::SttTso`) where it can be
+    /// set up, for IPv4 locators; else, and for frames it cannot take, nvod's segmenter.
+    #[default]
+    Auto,
+    /// nvod's segmenter always, one raw-socket datagram per segment.
+    Off,
 }
 
 /// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.

@@ -248,6 +248,11 @@ impl Underlays {
         self.locator
     }
 
+    /// The node's outer header settings.
+    pub fn outer(&self) -> Outer {
+        self.outer
+    }
+
     /// The outer TOS and TTL a tunnel packet inherits from `inner` (an Ethernet frame, or an L3
     /// network's IP packet), for the values the config says to inherit; none for a frame that
     /// carries no IP packet (ARP): the socket's setting applies.

@@ -11,6 +11,9 @@
 //!  transmit: stt_header(context, meta) ++ inner frame
 //!              → Segmenter::segment(frame, src, dst, entropy, max_payload) → [segment, …]
 //!              → datapath sends each segment as the payload of an IP packet (protocol 6)
+//!        or:   Segmenter::offload_header(frame, …) → one TCP-like header with a partial
+//!              checksum → datapath hands header ++ frame to the kernel, whose TCP segmentation
+//!              (GSO/TSO) cuts the same segments (see `segmenter`)
 //!  receive:  datapath gets (src, dst, IP payload)
 //!              → Reassembler::push(src, dst, segment, now) → Some(STT frame) once complete
 //!              → the engine decapsulates the frame (profile `stt`)
@@ -22,10 +25,12 @@
 mod coverage;
 mod list;
 mod pool;
+mod pseudo;
 mod reassembly;
 mod segmenter;
 
 pub use coverage::MAX_SPANS;
+pub use pseudo::pseudo_header_sum;
 pub use reassembly::{Reassembler, ReassemblyCounters, ReassemblyLimits, SttDrop};
 pub use segmenter::{Segmenter, Segments};
 

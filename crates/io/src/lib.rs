@@ -50,6 +50,7 @@ mod packet;
 pub mod pcap_filter;
 mod poll;
 mod raw;
+mod stt_tso;
 mod sys;
 mod tap;
 pub mod tcp_auth;
@@ -65,6 +66,7 @@ pub use outer::OuterValues;
 pub use packet::PacketPort;
 pub use poll::{EventFd, Poller};
 pub use raw::{RawStats, RawUnderlay, MAX_RAW_PACKET};
+pub use stt_tso::{SttTso, TsoOuter, MAX_TSO_FRAME};
 pub use sys::{trim_heap, MAX_BATCH};
 pub use tap::{TapOffloads, TapPort};
 pub use udp::{

@@ -23,7 +23,10 @@
 //!   so a datagram here is always whole; fragments that never complete are dropped by the
 //!   kernel's reassembly timer, not seen here.
 //! - No checksum is computed on send or checked on receive for the payload: a protocol with one
-//!   (STT's TCP-like header) computes it itself. IPv4 header checksums are the kernel's.
+//!   (STT's TCP-like header) computes it itself. IPv4 header checksums are the kernel's. A
+//!   segment whose checksum the kernel trusts without finishing it (GRO-merged, or a local GSO
+//!   frame across a veth with checksum offload) arrives with the bare pseudo-header sum in the
+//!   field: the bytes are handed over as they are.
 //! - A datagram delivered to a raw socket is not answered with ICMP "protocol unreachable".
 //!
 //! The socket needs CAP_NET_RAW.

@@ -14,7 +14,7 @@ use nvo_encap::spec::ProfileSpec;
 use nvo_encap::stt::ReassemblyLimits;
 use serde::Deserialize;
 
-use nvo_datapath::{DatapathChoice, Outer, XdpChoice};
+use nvo_datapath::{DatapathChoice, Outer, SttOffload, XdpChoice};
 
 mod access;
 mod cluster;
@@ -101,6 +101,8 @@ pub struct Config {
     pub http: Option<HttpSettings>,
     /// How long the datapath polls on after a packet (`busy_poll_us`; zero: off).
     pub busy_poll: Duration,
+    /// Who cuts STT frames into segments (`stt_offload`).
+    pub stt_offload: SttOffload,
     /// Cluster mode, when `[cluster]` is set.
     pub cluster: Option<ClusterSettings>,
 }
@@ -123,6 +125,7 @@ impl Config {
             overlay_limits: self.limits.overlay,
             engine_limits: self.limits.engine,
             busy_poll: self.busy_poll,
+            stt_offload: self.stt_offload,
         }
     }
 }
@@ -165,6 +168,7 @@ struct ConfigFile {
     limits: Option<limits::LimitsFile>,
     learn_port_percent: Option<u8>,
     busy_poll_us: Option<u64>,
+    stt_offload: Option<SttOffload>,
     learn_remote_percent: Option<u8>,
     http_listen: Option<String>,
     http_max_connections: Option<usize>,
@@ -450,6 +454,7 @@ fn resolve(
         http,
         cluster,
         busy_poll: latency::busy_poll(file.busy_poll_us)?,
+        stt_offload: file.stt_offload.unwrap_or_default(),
     })
 }
 
@@ -511,6 +516,18 @@ mod tests {
             let e = resolve_text(bad).unwrap_err().to_string();
             assert!(e.contains("1 to 100"), "{e}");
         }
+    }
+
+    #[test]
+    fn stt_offload_is_auto_or_off() {
+        assert_eq!(resolve_text("").unwrap().stt_offload, SttOffload::Auto);
+        let off = resolve_text("stt_offload = \"off\"").unwrap();
+        assert_eq!(off.stt_offload, SttOffload::Off);
+        assert_eq!(off.datapath_settings().stt_offload, SttOffload::Off);
+        let e = resolve_text("stt_offload = \"on\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("on"), "{e}");
     }
 
     #[test]

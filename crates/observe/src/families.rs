@@ -189,6 +189,22 @@ const STT_HELP: &[(&str, &str)] = &[
     ),
 ];
 
+/// STT transmit's counters, in the same `stt` map (keys `tx_*`), exported as `nvo_stt_tx_*`.
+const STT_TX_HELP: &[(&str, &str)] = &[
+    (
+        "tx_frames_kernel",
+        "STT frames sent whole, cut into segments by the kernel's TCP segmentation (stt_offload).",
+    ),
+    (
+        "tx_frames_software",
+        "STT frames cut into segments by nvod and sent one datagram each.",
+    ),
+    (
+        "tx_kernel_errors",
+        "STT frames the kernel's TUN device refused, then cut by nvod.",
+    ),
+];
+
 /// STT reassembly's gauges: (key, metric name, HELP).
 const STT_GAUGES: &[(&str, &str, &str)] = &[
     (
@@ -280,13 +296,20 @@ pub fn render(snap: &Snapshot) -> Result<String, TextError> {
         &snap.counters.underlay,
         &[],
     )?;
+    let (stt_tx, stt_reassembly): (BTreeMap<_, _>, BTreeMap<_, _>) = snap
+        .counters
+        .stt
+        .iter()
+        .map(|(k, &v)| (k.clone(), v))
+        .partition(|(k, _)| k.starts_with("tx_"));
     plain(
         &mut e,
         "nvo_stt_reassembly",
         STT_HELP,
-        &snap.counters.stt,
+        &stt_reassembly,
         STT_GAUGES,
     )?;
+    plain(&mut e, "nvo_stt", STT_TX_HELP, &stt_tx, &[])?;
     e.family(
         "nvo_stt_reassembly_limit_bytes",
         Kind::Gauge,

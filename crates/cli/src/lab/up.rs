@@ -285,6 +285,7 @@ fn nvod_extras(x: &NvodExtras, locator: std::net::IpAddr) -> String {
         x.udp_gro.map(|v| format!("udp_gro = {v}")),
         x.udp_gso.map(|v| format!("udp_gso = {v}")),
         x.busy_poll_us.map(|v| format!("busy_poll_us = {v}")),
+        x.stt_offload.map(|v| format!("stt_offload = \"{v}\"")),
         x.datapath.as_ref().map(|v| format!("datapath = \"{v}\"")),
         x.xdp.as_ref().map(|v| format!("xdp = \"{v}\"")),
         http_listen.map(|v| format!("http_listen = \"{v}\"")),
@@ -521,7 +522,7 @@ mod tests {
              api_socket = \"/run/nvo/lab/demo6/h2.sock\"\nstate_dir = \"/run/nvo/lab/demo6/h2.state\"\n\
              log = \"info\"\n"
         );
-        let yaml = "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 9, outer_df: false, stt_reassembly_timeout_s: 5, busy_poll_us: 50}}]\n";
+        let yaml = "name: t\nhosts: [{name: h1, nvod: {outer_ttl: 9, outer_df: false, stt_reassembly_timeout_s: 5, busy_poll_us: 50, stt_offload: off}}]\n";
         let plan = Plan::new(
             &Topology::parse("t.yaml", yaml).unwrap(),
             Path::new("/run/nvo/lab"),
@@ -531,7 +532,8 @@ mod tests {
         assert!(
             config.ends_with(
                 "log = \"info\"\nouter_ttl = 9\nouter_df = false\nstt_reassembly_timeout_s = 5\n\
-                 busy_poll_us = 50\n"
+                 busy_poll_us = 50\n\
+                 stt_offload = \"off\"\n"
             ),
             "{config}"
         );

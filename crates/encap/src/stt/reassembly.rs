@@ -11,7 +11,14 @@
 //!   in OVS and Wireshark;
 //! - destination port 7471, else `not_stt` (a raw TCP socket also sees the host's own TCP);
 //! - a correct TCP checksum over the outer pseudo-header, else `bad_checksum` (OVS
-//!   `validate_checksum`, before reassembly);
+//!   `validate_checksum`, before reassembly). A checksum field holding the bare pseudo-header
+//!   sum for the segment's length ([`super::pseudo_header_sum`]) is taken as correct too: that
+//!   is what the kernel leaves in a segment whose checksum it verified or trusts and did not
+//!   finish — one GRO merged from several (`tcp4_gro_complete`), or one its GSO cut from a
+//!   local sender's frame that crossed a veth with checksum offload (nvod's own offloaded STT,
+//!   `SttTso`). OVS, in the kernel, reads the same from `skb->ip_summed`; a raw socket has
+//!   only the bytes. A segment corrupted on a wire into exactly that value is let through,
+//!   as one corrupted into any other valid checksum would be;
 //! - frame length ≥ 18, offset + data ≤ frame length, and the same frame length as the
 //!   frame's earlier segments, else `malformed` (the segment is dropped, the frame kept).
 //!
@@ -31,6 +38,7 @@
 use super::coverage::{Coverage, Place};
 use super::list::{Links, List};
 use super::pool::Pool;
+use super::pseudo::pseudo_header_sum;
 use nvo_wire::ports;
 use nvo_wire::std_wire::IpAddress;
 use nvo_wire::stt::{SttSegmentPacket, STT_HEADER_LEN, TCP_HEADER_LEN};
@@ -414,7 +422,10 @@ fn check(src: IpAddr, dst: IpAddr, bytes: &[u8]) -> Result<Segment<'_>, SttDrop>
     if packet.dst_port() != ports::STT {
         return Err(SttDrop::NotStt);
     }
-    if !packet.verify_checksum(&IpAddress::from(src), &IpAddress::from(dst)) {
+    let partial = pseudo_header_sum(src, dst, bytes.len() as u32);
+    if partial != Some(packet.checksum())
+        && !packet.verify_checksum(&IpAddress::from(src), &IpAddress::from(dst))
+    {
         return Err(SttDrop::BadChecksum);
     }
     let data = packet.payload();

@@ -8,6 +8,7 @@
 //! ID, and a full TCP checksum over the outer pseudo-header (the datapath has no checksum
 //! offload for raw sockets, so it is computed here).
 
+use super::pseudo::pseudo_header_sum;
 use super::{SttError, MAX_FRAME_LEN};
 use nvo_wire::ports;
 use nvo_wire::std_wire::IpAddress;
@@ -109,6 +110,55 @@ impl Segmenter {
     }
 }
 
+impl Segmenter {
+    /// The TCP-like header for handing `stt_frame` whole to the kernel's TCP segmentation
+    /// (TSO/GSO) instead of [`Segmenter::segment`]: the header of the first segment (offset 0,
+    /// ACK|PSH), with the partial checksum a `NEEDS_CSUM` frame carries (the pseudo-header sum
+    /// over the whole frame, [`pseudo_header_sum`]). The frame gets the next frame ID.
+    ///
+    /// Why the kernel then cuts exactly what [`Segmenter::segment`] cuts, given a segment size
+    /// of `max_payload` (Linux `tcp_gso_segment`): every segment gets a copy of this header with
+    /// the sequence number advanced by the payload before it, which adds the offset to the
+    /// lower 16 bits (the frame length stays in the upper ones, as offsets stay below it); the
+    /// acknowledgement number (frame ID), ports and window are copied; PSH is cleared on all
+    /// but the last segment; each checksum is finished over its own segment. The STT header is
+    /// payload, so it is in the first segment only.
+    pub fn offload_header(
+        &mut self,
+        stt_frame: &[u8],
+        src: IpAddr,
+        dst: IpAddr,
+        src_port: u16,
+    ) -> Result<[u8; TCP_HEADER_LEN], SttError> {
+        let len = stt_frame.len();
+        if len < STT_HEADER_LEN {
+            return Err(SttError::FrameTooShort { len });
+        }
+        // The whole segment (header + frame) must fit the 16-bit IP and pseudo-header lengths.
+        let (Ok(frame_len), true) = (u16::try_from(len), len <= MAX_CHUNK) else {
+            return Err(SttError::FrameTooLong { len });
+        };
+        let tcp_len = (TCP_HEADER_LEN + len) as u32;
+        let Some(partial) = pseudo_header_sum(src, dst, tcp_len) else {
+            return Err(SttError::AddressFamilies { src, dst });
+        };
+        let frame_id = self.next_frame_id;
+        self.next_frame_id = frame_id.wrapping_add(1);
+        let repr = SttSegmentRepr {
+            src_port,
+            dst_port: ports::STT,
+            frame_len,
+            fragment_offset: 0,
+            frame_id,
+        };
+        let mut header = [0u8; TCP_HEADER_LEN];
+        let mut packet = SttSegmentPacket::new_unchecked(&mut header[..]);
+        repr.emit(&mut packet)?;
+        packet.set_checksum(partial);
+        Ok(header)
+    }
+}
+
 /// The segments of one frame, in order; each is a TCP-like header and its slice of the frame.
 #[derive(Debug, Clone)]
 pub struct Segments<'a> {
@@ -199,5 +249,44 @@ mod tests {
             Err(SttError::AddressFamilies { .. })
         ));
         assert_eq!(s.next_frame_id(), 0, "refused frames use no id");
+        assert_eq!(
+            s.offload_header(&vec![0; 65516], A, B, 1).err(),
+            Some(SttError::FrameTooLong { len: 65516 })
+        );
+        assert_eq!(s.next_frame_id(), 0, "refused frames use no id");
+    }
+
+    /// The offload header is the first software segment's header but for the checksum, which
+    /// holds the pseudo-header sum over the whole frame; finishing it over the header and the
+    /// whole frame gives a checksum that verifies.
+    #[test]
+    fn offload_header_is_the_first_segments_header_with_a_partial_checksum() {
+        let frame: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+        let mut s = Segmenter::new(9);
+        let header = s.offload_header(&frame, A, B, 50001).unwrap();
+        let first = s
+            .segment(&frame, A, B, 50001, 1460)
+            .unwrap()
+            .next()
+            .unwrap()
+            .to_vec();
+        let mut expected = first[..TCP_HEADER_LEN].to_vec();
+        // Same fields, frame IDs 9 and 10, and ACK|PSH (the kernel clears PSH but on the last).
+        expected[11] = 9;
+        expected[13] = (tcp_flags::ACK | tcp_flags::PSH) as u8;
+        assert_eq!(header[..16], expected[..16]);
+        assert_eq!(header[18..], expected[18..]);
+        let partial = pseudo_header_sum(A, B, (TCP_HEADER_LEN + frame.len()) as u32).unwrap();
+        assert_eq!(u16::from_be_bytes([header[16], header[17]]), partial);
+        let mut whole = header.to_vec();
+        whole.extend_from_slice(&frame);
+        let mut packet = SttSegmentPacket::new_unchecked(&mut whole[..]);
+        let (sa, sb) = (IpAddress::from(A), IpAddress::from(B));
+        assert!(
+            !packet.verify_checksum(&sa, &sb),
+            "a partial checksum does not verify"
+        );
+        packet.fill_checksum(&sa, &sb).unwrap();
+        assert!(packet.verify_checksum(&sa, &sb));
     }
 }

@@ -70,6 +70,13 @@ Configuration file (TOML, every key optional):
   stt_reassembly_bytes = 16777216  most bytes of STT frames held in reassembly, 65536 to
                                    1073741824; the least recently used frame is evicted first
   stt_reassembly_timeout_s = 30    seconds an incomplete STT frame is kept, 1 to 3600
+  stt_offload = \"auto\"             who cuts STT frames into segments: \"auto\" hands each
+                                   frame whole to the kernel's TCP segmentation through a
+                                   TUN device nvod makes (nvostt0; IPv4 locators; needs
+                                   net.ipv4.conf.all.rp_filter = 0), falling back to nvod's
+                                   own segmenter with one warning when it cannot; \"off\"
+                                   always segments in nvod (counters: stt tx_frames_kernel,
+                                   tx_frames_software)
   busy_poll_us = 0                 microseconds the userspace datapath polls on after a
                                    packet before it sleeps again, 0 (off) to 1000: lower
                                    latency for CPU time spent while traffic flows

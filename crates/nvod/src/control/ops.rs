@@ -534,8 +534,8 @@ impl Control {
 
     /// `GET /v1/counters`.
     pub async fn counters(&self) -> Result<api::Counters, Failure> {
-        let (counters, sockets, stt) = match self.query(Command::Counters).await? {
-            Reply::Counters(c, s, t) => (c, s, t),
+        let (counters, sockets, stt, stt_tx) = match self.query(Command::Counters).await? {
+            Reply::Counters(c, s, t, x) => (c, s, t, x),
             other => return Err(unexpected(other)),
         };
         let overlay = match self.query(Command::OverlayCounters).await? {
@@ -566,7 +566,15 @@ impl Control {
                 })
                 .collect(),
             underlay,
-            stt: convert::counter_map(&stt),
+            stt: {
+                let mut map = convert::counter_map(&stt);
+                map.extend([
+                    ("tx_frames_kernel".to_owned(), stt_tx.frames_kernel),
+                    ("tx_frames_software".to_owned(), stt_tx.frames_software),
+                    ("tx_kernel_errors".to_owned(), stt_tx.kernel_errors),
+                ]);
+                map
+            },
             overlay,
             remotes: counters
                 .remotes

@@ -51,6 +51,8 @@ fn snapshot() -> Snapshot {
                 ("segments", 3),
                 ("in_progress", 1),
                 ("bytes_buffered", 9000),
+                ("tx_frames_kernel", 11),
+                ("tx_frames_software", 2),
             ]),
             overlay: map(&[("relayed", 0)]),
             remotes: Default::default(),
@@ -156,6 +158,9 @@ fn the_required_series_are_there() {
         "nvo_stt_reassembly_segments_total 3\n",
         "nvo_stt_reassembly_frames_in_progress 1\n",
         "nvo_stt_reassembly_buffered_bytes 9000\n",
+        // STT transmit's counters, from the same map, under their own prefix.
+        "nvo_stt_tx_frames_kernel_total 11\n",
+        "nvo_stt_tx_frames_software_total 2\n",
         "nvo_table_entries{table=\"networks\"} 1\n",
         "nvo_table_limit{table=\"networks\"} 4096\n",
         "nvo_network_table_entries{vni=\"100\",table=\"learned_fdb\"} 2\n",

@@ -131,6 +131,8 @@ pub struct NvodExtras {
     pub udp_gso: Option<bool>,
     /// Microseconds the userspace datapath polls on after a packet, 0 (off) to 1000.
     pub busy_poll_us: Option<u64>,
+    /// Who cuts STT frames into segments: the kernel (auto) or nvod (off).
+    pub stt_offload: Option<SttOffload>,
     /// The datapath: auto, ebpf or userspace.
     pub datapath: Option<String>,
     /// Where the kernel path relays overlay packets: auto, driver, generic or off (tc).
@@ -146,6 +148,25 @@ pub struct NvodExtras {
     /// Cluster mode: nvod's `[cluster]` table (etcd endpoints, prefix, name, lease_ttl_s, TLS
     /// and auth files), written as given.
     pub cluster: Option<ClusterExtras>,
+}
+
+/// The values of `nvod.stt_offload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SttOffload {
+    /// The kernel's TCP segmentation where nvod can set it up.
+    Auto,
+    /// nvod's own segmenter.
+    Off,
+}
+
+impl std::fmt::Display for SttOffload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SttOffload::Auto => "auto",
+            SttOffload::Off => "off",
+        })
+    }
 }
 
 /// The values of `nvod.datapath` (and `nvo lab up --datapath`).
