@@ -114,7 +114,7 @@ fn remove_network(core: &mut Core, vni: Vni) -> Result<(), DatapathError> {
     pipeline.remove_network(vni)?;
     core.engine
         .unbind_local(ProfileId(view.profile.0), view.vni.0);
-    if let BumMode::Multicast(group) = view.bum {
+    if let (BumMode::Multicast(group), 0) = (view.bum, core.worker) {
         if let Some(vxlan) = core.underlays.vxlan() {
             core.groups.remove(vxlan, group);
         }
@@ -312,7 +312,8 @@ fn add_network(
         let _ = pipeline.remove_network(spec.vni);
         return Err(e.into());
     }
-    if let BumMode::Multicast(group) = spec.bum {
+    // Only worker 0 joins: its group sockets receive the group's floods.
+    if let (BumMode::Multicast(group), 0) = (spec.bum, core.worker) {
         let joined = match core.underlays.vxlan() {
             Some(vxlan) => core.groups.add(vxlan, group),
             None => Ok(()),
@@ -342,7 +343,8 @@ fn add_port(
                 .network(vni)
                 .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
         });
-    let io = match ports::open(&name, kind, &offloads, kernel) {
+    let fanout = (fwd.workers > 1 && !kernel).then(|| ports::fanout_group(id));
+    let io = match ports::open(&name, kind, &offloads, kernel, fanout) {
         Ok(io) => Some(io),
         Err(e) if must_open => return Err(open_error(name, kind, e)),
         Err(e) => {
@@ -361,6 +363,7 @@ fn add_port(
         kernel,
         io,
         taps: 0,
+        fanout,
     });
     Ok(())
 }

@@ -89,6 +89,11 @@ pub struct Core {
     coalescer: Coalescer,
     /// `nvo monitor`'s ring and whether anyone listens.
     pub monitor: Monitor,
+    /// Which datapath worker this is (0: the one that receives raw IP, multicast groups and
+    /// the overlay's probes; see `workers`).
+    pub worker: usize,
+    /// How many workers forward (ports are spread over them when more than one).
+    pub workers: usize,
     /// Where the packet being handled came from (for the monitor).
     pub(super) seen: Seen,
     /// The network of the packet being handled, once known (for the monitor).
@@ -147,6 +152,8 @@ impl Forwarder {
                 kernel: None,
                 coalescer: Coalescer::new(COALESCED_FLOWS),
                 monitor: Monitor::off(),
+                worker: 0,
+                workers: 1,
                 seen: Seen::Port(PortId(0)),
                 seen_vni: None,
             },

@@ -35,6 +35,17 @@ pub struct Port {
     pub io: Option<Box<dyn FramePort + Send>>,
     /// Captures tapping its interface now ([`Ports::tap`]).
     pub taps: u32,
+    /// With several workers: the fanout group its packet sockets share (a TAP device gets a
+    /// queue per worker instead).
+    pub fanout: Option<u16>,
+}
+
+/// The PACKET_FANOUT group of a port's sockets: from the port's id (unique within nvod) and
+/// the process (so that two nvods sharing a namespace are unlikely to pick the same group
+/// for different interfaces, which the kernel refuses).
+pub fn fanout_group(id: PortId) -> u16 {
+    let salt = (std::process::id() as u16).rotate_left(7);
+    (id.0 as u16) ^ salt
 }
 
 /// Every port, in a dense list (polled in order) with an index by id.
@@ -63,11 +74,18 @@ pub fn open(
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     kernel: bool,
+    fanout: Option<u16>,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
         PortKind::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
-        PortKind::Veth => Box::new(PacketPort::open(name)?),
-        PortKind::Tap => Box::new(TapPort::create(name, true)?),
+        PortKind::Veth => {
+            let p = PacketPort::open(name)?;
+            if let Some(group) = fanout {
+                p.join_fanout(group)?;
+            }
+            Box::new(p)
+        }
+        PortKind::Tap => Box::new(TapPort::create_queue(name, true, fanout.is_some())?),
     };
     let knobs = [
         (Offload::Tso, offloads.tso),
@@ -226,7 +244,8 @@ impl Ports {
     pub fn retry(&mut self) {
         let mut changed = false;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
-            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel) {
+            let fanout = port.fanout;
+            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel, fanout) {
                 log::info!("port {} (network {}) is up", port.name, port.vni);
                 port.io = Some(io);
                 changed = true;

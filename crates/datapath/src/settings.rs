@@ -40,6 +40,9 @@ pub struct Settings {
     /// How long the datapath thread keeps polling its sockets without sleeping after the last
     /// packet it handled (zero: it sleeps at once).
     pub busy_poll: std::time::Duration,
+    /// How many userspace datapath workers forward (1..=`MAX_WORKERS`; with the kernel path
+    /// running, one: see `workers`).
+    pub workers: usize,
 }
 
 /// The `xdp` key: how the kernel path's overlay relay runs on the locator's interface.

@@ -134,6 +134,10 @@ pub struct Underlays {
     generation: u64,
     /// While an STT socket is open: the kernel's resets to STT segments are dropped.
     stt_guard: Option<RstGuard>,
+    /// Which datapath worker these sockets are (0: the one raw and group sockets receive on).
+    worker: usize,
+    /// Whether other workers bind the same UDP ports (SO_REUSEPORT).
+    shared: bool,
 }
 
 impl Underlays {
@@ -156,7 +160,17 @@ impl Underlays {
             outer,
             generation: 0,
             stt_guard: None,
+            worker: 0,
+            shared: false,
         }
+    }
+
+    /// Says which worker these sockets are, and whether other workers share their UDP ports:
+    /// sockets opened later follow (see nvo_io's `spread`). Worker 0 receives every raw
+    /// protocol and the overlay's UDP port; the others only send on those.
+    pub fn set_worker(&mut self, worker: usize, shared: bool) {
+        self.worker = worker;
+        self.shared = shared;
     }
 
     /// The VXLAN socket (multicast groups are joined on it). Index 0 is made a UDP socket in
@@ -198,17 +212,24 @@ impl Underlays {
                 } else {
                     self.locator
                 };
-                let mut u = UdpUnderlay::bind(local, port, self.entropy_ports)?;
+                let mut u = UdpUnderlay::bind_shared(local, port, self.entropy_ports, self.shared)?;
+                if self.worker > 0 && port == ports::OVERLAY {
+                    // Probes in flight are worker 0's: their answers go there.
+                    u.steer_to_first()?;
+                }
                 u.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
                 apply_offloads(&mut u, &self.outer)?;
                 (port, Socket::Udp(u))
             }
             Transport::Ip(protocol) => {
-                if protocol == 6 && self.stt_guard.is_none() {
+                if protocol == 6 && self.stt_guard.is_none() && self.worker == 0 {
                     self.stt_guard = Some(RstGuard::install()?);
                 }
                 let r = RawUnderlay::bind(self.locator, protocol)?;
                 r.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
+                if self.worker > 0 {
+                    r.receive_nothing()?;
+                }
                 (0, Socket::Raw(r))
             }
         };

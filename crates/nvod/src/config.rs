@@ -32,6 +32,7 @@ mod limits;
 pub use limits::{key_of as limit_key, reached as limit_reached, Limits};
 mod latency;
 mod learn;
+mod workers;
 
 pub use learn::LearnShare;
 
@@ -101,6 +102,8 @@ pub struct Config {
     pub http: Option<HttpSettings>,
     /// How long the datapath polls on after a packet (`busy_poll_us`; zero: off).
     pub busy_poll: Duration,
+    /// How many userspace datapath workers forward (`workers`; default one per CPU).
+    pub workers: usize,
     /// Cluster mode, when `[cluster]` is set.
     pub cluster: Option<ClusterSettings>,
 }
@@ -123,6 +126,7 @@ impl Config {
             overlay_limits: self.limits.overlay,
             engine_limits: self.limits.engine,
             busy_poll: self.busy_poll,
+            workers: self.workers,
         }
     }
 }
@@ -165,6 +169,7 @@ struct ConfigFile {
     limits: Option<limits::LimitsFile>,
     learn_port_percent: Option<u8>,
     busy_poll_us: Option<u64>,
+    workers: Option<u64>,
     learn_remote_percent: Option<u8>,
     http_listen: Option<String>,
     http_max_connections: Option<usize>,
@@ -450,6 +455,7 @@ fn resolve(
         http,
         cluster,
         busy_poll: latency::busy_poll(file.busy_poll_us)?,
+        workers: workers::workers(file.workers)?,
     })
 }
 

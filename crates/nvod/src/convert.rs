@@ -618,6 +618,7 @@ mod tests {
             learn_share: Default::default(),
             http: None,
             busy_poll: Default::default(),
+            workers: 1,
             cluster: None,
         }
     }

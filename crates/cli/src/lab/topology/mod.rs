@@ -132,6 +132,8 @@ pub struct NvodExtras {
     pub udp_gso: Option<bool>,
     /// Microseconds the userspace datapath polls on after a packet, 0 (off) to 1000.
     pub busy_poll_us: Option<u64>,
+    /// Userspace datapath threads, 1 to 64 (nvod's default: one per CPU).
+    pub workers: Option<u64>,
     /// The datapath: auto, ebpf or userspace.
     pub datapath: Option<String>,
     /// Where the kernel path relays overlay packets: auto, driver, generic or off (tc).
@@ -200,6 +202,11 @@ impl NvodExtras {
         if let Some(us) = self.busy_poll_us {
             if us > 1000 {
                 return at("busy_poll_us", us, "0..=1000");
+            }
+        }
+        if let Some(n) = self.workers {
+            if !(1..=64).contains(&n) {
+                return at("workers", n, "1..=64");
             }
         }
         if let Some(d) = &self.datapath {
