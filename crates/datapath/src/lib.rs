@@ -412,6 +412,8 @@ impl Loop {
                 return;
             }
             let now = Instant::now();
+            // What the other workers learned, before the packets that may be for it.
+            self.share.import(&mut self.fwd.core.pipeline);
             let mut handled = false;
             for at in 0..self.polled_underlays {
                 if self.poller.is_ready(1 + at) {
@@ -443,7 +445,6 @@ impl Loop {
             }
             // Commands may queue packets too (overlay probes): out now, not at the next wake.
             self.fwd.flush();
-            self.share.import(&mut self.fwd.core.pipeline);
             self.monitor(now);
             if now >= self.next_tick {
                 self.fwd.core.pipeline.age(now);

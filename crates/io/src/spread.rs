@@ -64,10 +64,33 @@ pub(crate) fn reuse_port(fd: BorrowedFd<'_>) -> io::Result<()> {
 /// Joins an AF_PACKET socket (bound to its interface) to fanout group `group`, spread by flow
 /// hash. Every socket of a group must be bound to the same interface; a group ID taken by
 /// another interface's sockets in the namespace is refused (EINVAL).
+///
+/// A socket in a fanout group receives through the group's hook, not its own, so its
+/// `PACKET_IGNORE_OUTGOING` no longer applies: the group asks for the same with
+/// `PACKET_FANOUT_FLAG_IGNORE_OUTGOING` (Linux 5.12), or frames the host itself sends on the
+/// interface would come back to nvod as received. An older kernel refuses the flag; the group
+/// is then joined without it, with one log line.
 pub(crate) fn join_fanout(fd: BorrowedFd<'_>, group: u16) -> io::Result<()> {
-    let arg = libc::c_int::from(group) | ((libc::PACKET_FANOUT_HASH as libc::c_int) << 16);
-    sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+    let mode = libc::PACKET_FANOUT_HASH | libc::PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
+    let arg = libc::c_int::from(group) | ((mode as libc::c_int) << 16);
+    match sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let plain =
+                libc::c_int::from(group) | ((libc::PACKET_FANOUT_HASH as libc::c_int) << 16);
+            sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &plain)?;
+            IGNORE_OUTGOING_MISSING.call_once(|| {
+                log::warn!(
+                    "packet_fanout_flag_ignore_outgoing unavailable: {e}; with several workers \
+                     nvo sees the frames the host sends on its ports"
+                )
+            });
+            Ok(())
+        }
+        other => other,
+    }
 }
+
+static IGNORE_OUTGOING_MISSING: std::sync::Once = std::sync::Once::new();
 
 #[cfg(test)]
 mod tests {
