@@ -268,6 +268,9 @@ fn forwarder(config: &Settings, worker: usize, shared: bool) -> Result<Forwarder
         port: config.vxlan_port,
         source,
     };
+    if worker == 0 && shared {
+        underlays::exclusive(config.locator, config.vxlan_port).map_err(error)?;
+    }
     let mut underlay = UdpUnderlay::bind_shared(
         config.locator,
         config.vxlan_port,

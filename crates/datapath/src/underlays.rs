@@ -212,6 +212,9 @@ impl Underlays {
                 } else {
                     self.locator
                 };
+                if self.worker == 0 && self.shared {
+                    exclusive(local, port)?;
+                }
                 let mut u = UdpUnderlay::bind_shared(local, port, self.entropy_ports, self.shared)?;
                 if self.worker > 0 && port == ports::OVERLAY {
                     // Probes in flight are worker 0's: their answers go there.
@@ -331,6 +334,14 @@ fn ethernet_ip(frame: &[u8]) -> Option<&[u8]> {
         EtherType::Ipv4 | EtherType::Ipv6 => frame.get(at + 2..),
         _ => None,
     }
+}
+
+/// Fails (EADDRINUSE) when another socket holds UDP (`local`, `port`): worker 0 checks this
+/// before its SO_REUSEPORT bind, which would otherwise share the port with another program
+/// (another nvod on the same locator) that set SO_REUSEPORT too, and silently split its
+/// traffic with it. The check's socket is closed before the workers bind.
+pub fn exclusive(local: IpAddr, port: u16) -> io::Result<()> {
+    std::net::UdpSocket::bind((local, port)).map(drop)
 }
 
 /// Turns off the UDP offloads the config turns off.
