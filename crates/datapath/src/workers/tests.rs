@@ -160,3 +160,32 @@ fn command_scopes() {
     assert_eq!(scope(&Command::RemoveNetwork(Vni(1))), Scope::All);
     assert_eq!(scope(&Command::Stop), Scope::All);
 }
+
+/// Re-announcing: a MAC seen recently reaches the other worker with the time it was seen (the
+/// copy ages with the original); one silent for longer than `REANNOUNCE` is not sent again,
+/// so copies cannot keep each other alive.
+#[test]
+fn reannounce_keeps_the_time_seen() {
+    let wakes: Vec<_> = (0..2)
+        .map(|_| Arc::new(EventFd::new().unwrap()))
+        .collect();
+    let lost = Arc::new(AtomicU64::new(0));
+    let shares = Share::mesh(&wakes, &lost);
+    let (mut w0, mut w1) = (pipeline(), pipeline());
+    let now = Instant::now() + Duration::from_secs(60);
+    let mut actions = Actions::with_capacity(8);
+    w0.from_port(PortId(1), &frame(0xa, 0xb), now - Duration::from_secs(3), &mut actions);
+    w0.from_port(PortId(2), &frame(0xc, 0xb), now - REANNOUNCE * 2, &mut actions);
+    shares[0].reannounce(&w0, now);
+    assert_eq!(shares[1].import(&mut w1), 1);
+    let entries = w1.fdb_entries(Vni(10), now).unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].mac, Mac([2, 0, 0, 0, 0, 0xa]));
+    assert_eq!(entries[0].age.as_secs(), 3);
+    // w1 re-announces it with the same time: w0's entry does not get younger.
+    shares[1].reannounce(&w1, now);
+    shares[0].import(&mut w0);
+    let a = w0.fdb_entries(Vni(10), now).unwrap();
+    let a = a.iter().find(|e| e.mac == Mac([2, 0, 0, 0, 0, 0xa])).unwrap();
+    assert_eq!(a.age.as_secs(), 3);
+}
