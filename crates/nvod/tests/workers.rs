@@ -224,4 +224,31 @@ fn two_workers_spread_flows_share_learning_and_merge_counters() {
         let macs: Vec<&str> = fdb.iter().map(|e| e.mac.as_str()).collect();
         assert_eq!(macs, [MAC1, MAC2], "{fdb:?}");
     }
+
+    // A TAP port is one multi-queue device with a queue per worker, and forwards.
+    let p: Port = nvod1.post(
+        "/v1/ports",
+        &json!({"name": "tw0", "vni": 100, "kind": "tap"}),
+    );
+    assert!(p.up);
+    let (ok, queues) = exec(&h1, &["ls", "/sys/class/net/tw0/queues"]);
+    assert!(ok, "{queues}");
+    let mut queues: Vec<&str> = queues.split_whitespace().collect();
+    queues.sort_unstable();
+    assert_eq!(queues, ["rx-0", "rx-1", "tx-0", "tx-1"]);
+    let (ok, out) = exec(&h1, &["sysctl", "-qw", "net.ipv6.conf.tw0.disable_ipv6=1"]);
+    assert!(ok, "{out}");
+    ip(&h1, "addr add 10.0.0.3/24 dev tw0");
+    let (ok, out) = exec(
+        &h1,
+        &["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.0.2"],
+    );
+    assert!(
+        ok && out.contains(" 0% packet loss"),
+        "ping through the tap failed:\n{out}\n{}",
+        nvod1.log_text()
+    );
+    nvod1.delete("/v1/ports/tw0");
+    let (gone, _) = exec(&h1, &["ls", "/sys/class/net/tw0"]);
+    assert!(!gone, "the tap device outlived its port");
 }

@@ -166,16 +166,24 @@ fn command_scopes() {
 /// so copies cannot keep each other alive.
 #[test]
 fn reannounce_keeps_the_time_seen() {
-    let wakes: Vec<_> = (0..2)
-        .map(|_| Arc::new(EventFd::new().unwrap()))
-        .collect();
+    let wakes: Vec<_> = (0..2).map(|_| Arc::new(EventFd::new().unwrap())).collect();
     let lost = Arc::new(AtomicU64::new(0));
     let shares = Share::mesh(&wakes, &lost);
     let (mut w0, mut w1) = (pipeline(), pipeline());
     let now = Instant::now() + Duration::from_secs(60);
     let mut actions = Actions::with_capacity(8);
-    w0.from_port(PortId(1), &frame(0xa, 0xb), now - Duration::from_secs(3), &mut actions);
-    w0.from_port(PortId(2), &frame(0xc, 0xb), now - REANNOUNCE * 2, &mut actions);
+    w0.from_port(
+        PortId(1),
+        &frame(0xa, 0xb),
+        now - Duration::from_secs(3),
+        &mut actions,
+    );
+    w0.from_port(
+        PortId(2),
+        &frame(0xc, 0xb),
+        now - REANNOUNCE * 2,
+        &mut actions,
+    );
     shares[0].reannounce(&w0, now);
     assert_eq!(shares[1].import(&mut w1), 1);
     let entries = w1.fdb_entries(Vni(10), now).unwrap();
@@ -186,6 +194,9 @@ fn reannounce_keeps_the_time_seen() {
     shares[1].reannounce(&w1, now);
     shares[0].import(&mut w0);
     let a = w0.fdb_entries(Vni(10), now).unwrap();
-    let a = a.iter().find(|e| e.mac == Mac([2, 0, 0, 0, 0, 0xa])).unwrap();
+    let a = a
+        .iter()
+        .find(|e| e.mac == Mac([2, 0, 0, 0, 0, 0xa]))
+        .unwrap();
     assert_eq!(a.age.as_secs(), 3);
 }
