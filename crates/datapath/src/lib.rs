@@ -459,6 +459,7 @@ impl Loop {
                 }
                 kernel::sync(&mut self.fwd.core, now);
                 self.next_tick = now + TICK;
+                self.share.announce_neighbours(&self.fwd.core.pipeline);
                 if now >= self.next_reannounce {
                     self.share.reannounce(&self.fwd.core.pipeline, now);
                     self.next_reannounce = now + workers::REANNOUNCE;

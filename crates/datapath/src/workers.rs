@@ -22,11 +22,17 @@
 //! nothing on the hot path. Measured with 4 TCP streams (see docs/performance.md): the copies
 //! scale with the workers; learning traffic between workers is a few messages per new MAC.
 //!
+//! An L3 network's neighbours (container IP → port, MAC) are passed on the same way, once a
+//! second, as changes: a routed packet from the underlay may reach a worker that did not see
+//! the container's ARP.
+//!
 //! A learned entry's age: each worker ages its own copy. A MAC whose frames one worker alone
 //! sees is re-announced to the others every [`REANNOUNCE`] with the time it was last seen
 //! there, so the copies age together with the original, never later than it plus
 //! [`REANNOUNCE`].
 
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -37,7 +43,7 @@ use nvo_io::{EventFd, UnderlayStats};
 use nvo_pipeline::overlay::OverlayCounters;
 use nvo_pipeline::{
     Counters, DropReason, FdbChange, FdbDest, FdbEvent, FdbView, Mac, NetworkCounters, Origin,
-    Pipeline, PortCounters, RemoteCounters, UnderlayCounters, Vni,
+    Pipeline, PortCounters, PortId, RemoteCounters, UnderlayCounters, Vni,
 };
 
 use crate::command::{Command, Reply};
@@ -63,12 +69,23 @@ pub struct Learned {
     pub seen: Instant,
 }
 
+/// What one worker tells the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Told {
+    /// A MAC learned (or moved, or seen again).
+    Mac(Learned),
+    /// An L3 network's neighbour: a container's IP behind a port, with its MAC.
+    Neighbour(Vni, Ipv4Addr, PortId, Mac),
+}
+
 /// A worker's links to the others: where its learned entries go, and where theirs arrive.
 #[derive(Debug)]
 pub struct Share {
-    peers: Vec<(SyncSender<Vec<Learned>>, Arc<EventFd>)>,
-    inbox: Option<Receiver<Vec<Learned>>>,
+    peers: Vec<(SyncSender<Vec<Told>>, Arc<EventFd>)>,
+    inbox: Option<Receiver<Vec<Told>>>,
     lost: Arc<AtomicU64>,
+    /// The L3 neighbours the others know from this worker (told or told by them).
+    neighbours: HashMap<(Vni, Ipv4Addr), (PortId, Mac)>,
 }
 
 impl Share {
@@ -78,6 +95,7 @@ impl Share {
             peers: Vec::new(),
             inbox: None,
             lost: Arc::new(AtomicU64::new(0)),
+            neighbours: HashMap::new(),
         }
     }
 
@@ -101,6 +119,7 @@ impl Share {
                     .collect(),
                 inbox: Some(inbox),
                 lost: lost.clone(),
+                neighbours: HashMap::new(),
             })
             .collect()
     }
@@ -121,14 +140,16 @@ impl Share {
         if !self.active() {
             return;
         }
-        let learned: Vec<Learned> = events
+        let learned: Vec<Told> = events
             .iter()
             .filter(|e| matches!(e.change, FdbChange::Learned | FdbChange::Moved { .. }))
-            .map(|e| Learned {
-                vni: e.vni,
-                mac: e.mac,
-                dest: e.dest,
-                seen: now,
+            .map(|e| {
+                Told::Mac(Learned {
+                    vni: e.vni,
+                    mac: e.mac,
+                    dest: e.dest,
+                    seen: now,
+                })
             })
             .collect();
         self.announce(learned);
@@ -147,19 +168,35 @@ impl Share {
             };
             for e in entries {
                 if e.origin == Origin::Learned && e.age < REANNOUNCE {
-                    learned.push(Learned {
+                    learned.push(Told::Mac(Learned {
                         vni: view.vni,
                         mac: e.mac,
                         dest: e.dest,
                         seen: now.checked_sub(e.age).unwrap_or(now),
-                    });
+                    }));
                 }
             }
         }
         self.announce(learned);
     }
 
-    fn announce(&self, learned: Vec<Learned>) {
+    /// Tells every other worker the L3 neighbours `pipeline` learned (or changed) since the
+    /// last call. An L3 network's routed packets from the underlay reach any worker, which
+    /// needs the container's MAC to deliver them; called once a second.
+    pub fn announce_neighbours(&mut self, pipeline: &Pipeline) {
+        if !self.active() {
+            return;
+        }
+        let mut told = Vec::new();
+        for (vni, ip, port, mac) in pipeline.l3_neighbours() {
+            if self.neighbours.insert((vni, ip), (port, mac)) != Some((port, mac)) {
+                told.push(Told::Neighbour(vni, ip, port, mac));
+            }
+        }
+        self.announce(told);
+    }
+
+    fn announce(&self, learned: Vec<Told>) {
         if learned.is_empty() {
             return;
         }
@@ -178,14 +215,23 @@ impl Share {
     }
 
     /// Imports what the other workers told; returns how many entries.
-    pub fn import(&self, pipeline: &mut Pipeline) -> usize {
+    pub fn import(&mut self, pipeline: &mut Pipeline) -> usize {
         let Some(inbox) = &self.inbox else {
             return 0;
         };
         let mut n = 0;
         while let Ok(batch) = inbox.try_recv() {
-            for l in batch {
-                pipeline.import_learned(l.vni, l.mac, l.dest, l.seen);
+            for told in batch {
+                match told {
+                    Told::Mac(l) => {
+                        pipeline.import_learned(l.vni, l.mac, l.dest, l.seen);
+                    }
+                    Told::Neighbour(vni, ip, port, mac) => {
+                        pipeline.import_l3_neighbour(vni, ip, port, mac);
+                        // Known to the others already: not told back.
+                        self.neighbours.insert((vni, ip), (port, mac));
+                    }
+                }
                 n += 1;
             }
         }

@@ -5,12 +5,17 @@
 //! An import goes through the same FDB rules as learning (bounds, static and EVPN entries win,
 //! a local MAC is not moved behind a tunnel) but counts nothing and notes no event: the worker
 //! that learned it counted and noted it, and the API sums the workers' counters.
+//!
+//! An L3 network's neighbours (container IP → port and MAC, learned from ARP and IPv4 on its
+//! ports) are shared the same way: [`Pipeline::l3_neighbours`] lists them, and
+//! [`Pipeline::import_l3_neighbour`] learns one as a port frame would have taught it.
 
+use std::net::Ipv4Addr;
 use std::time::Instant;
 
 use crate::fdb::Learned;
 use crate::pipeline::bounds;
-use crate::{FdbDest, Mac, Pipeline, Vni};
+use crate::{FdbDest, Mac, Pipeline, PortId, Vni};
 
 impl Pipeline {
     /// Learns `mac` behind `dest` in network `vni` as another copy of the tables did, last
@@ -33,6 +38,34 @@ impl Pipeline {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Every L3 network's neighbours: (network, container IP, port, MAC), in no order.
+    pub fn l3_neighbours(&self) -> Vec<(Vni, Ipv4Addr, PortId, Mac)> {
+        self.networks
+            .values()
+            .flat_map(|net| {
+                let vni = net.spec.vni;
+                net.l3
+                    .neighbours
+                    .iter()
+                    .map(move |(&ip, &(port, mac))| (vni, ip, port, mac))
+            })
+            .collect()
+    }
+
+    /// Learns an L3 neighbour another copy of the tables learned (within the network's
+    /// `max_learned`, as learning from a port does); an unknown network is ignored.
+    pub fn import_l3_neighbour(&mut self, vni: Vni, ip: Ipv4Addr, port: PortId, mac: Mac) {
+        if let Some(net) = self.networks.get_mut(&vni) {
+            // The rule of `L3Tables::learn`: a known address is replaced, a new one taken
+            // while the network holds fewer than `max_learned`.
+            let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
+            let table = &mut net.l3.neighbours;
+            if table.len() < max || table.contains_key(&ip) {
+                table.insert(ip, (port, mac));
+            }
         }
     }
 }

@@ -122,7 +122,7 @@ fn entries_merge_as_a_union() {
 fn learned_mac_crosses_to_the_other_worker() {
     let wakes: Vec<_> = (0..2).map(|_| Arc::new(EventFd::new().unwrap())).collect();
     let lost = Arc::new(AtomicU64::new(0));
-    let shares = Share::mesh(&wakes, &lost);
+    let mut shares = Share::mesh(&wakes, &lost);
     let (mut w0, mut w1) = (pipeline(), pipeline());
     w0.set_fdb_events(true);
     let now = Instant::now();
@@ -168,7 +168,7 @@ fn command_scopes() {
 fn reannounce_keeps_the_time_seen() {
     let wakes: Vec<_> = (0..2).map(|_| Arc::new(EventFd::new().unwrap())).collect();
     let lost = Arc::new(AtomicU64::new(0));
-    let shares = Share::mesh(&wakes, &lost);
+    let mut shares = Share::mesh(&wakes, &lost);
     let (mut w0, mut w1) = (pipeline(), pipeline());
     let now = Instant::now() + Duration::from_secs(60);
     let mut actions = Actions::with_capacity(8);
@@ -199,4 +199,43 @@ fn reannounce_keeps_the_time_seen() {
         .find(|e| e.mac == Mac([2, 0, 0, 0, 0, 0xa]))
         .unwrap();
     assert_eq!(a.age.as_secs(), 3);
+}
+
+/// An L3 network's neighbour one worker learned from a container's ARP reaches the other
+/// once, and is not told back.
+#[test]
+fn l3_neighbours_cross_once() {
+    let wakes: Vec<_> = (0..2)
+        .map(|_| Arc::new(EventFd::new().unwrap()))
+        .collect();
+    let lost = Arc::new(AtomicU64::new(0));
+    let mut shares = Share::mesh(&wakes, &lost);
+    let l3 = |p: &mut Pipeline| {
+        let spec = NetworkSpec {
+            l3_gateway: Some(Mac([2, 0, 0, 0, 0, 0xfe])),
+            ..NetworkSpec::new(Vni(30))
+        };
+        p.add_network(spec).unwrap();
+        p.add_port(PortId(7), Vni(30)).unwrap();
+    };
+    let (mut w0, mut w1) = (Pipeline::new(Limits::default()), Pipeline::new(Limits::default()));
+    l3(&mut w0);
+    l3(&mut w1);
+    // A gratuitous ARP from 10.3.0.5 (02:..:05) on port 7 of worker 0.
+    let mut arp = vec![0xff; 6];
+    arp.extend_from_slice(&[2, 0, 0, 0, 0, 5, 0x08, 0x06]);
+    arp.extend_from_slice(&[0, 1, 0x08, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 5, 10, 3, 0, 5]);
+    arp.extend_from_slice(&[0, 0, 0, 0, 0, 0, 10, 3, 0, 1]);
+    arp.resize(60, 0);
+    let mut actions = Actions::with_capacity(8);
+    w0.from_port(PortId(7), &arp, Instant::now(), &mut actions);
+    let learned = w0.l3_neighbours();
+    assert_eq!(learned.len(), 1, "{learned:?}");
+    shares[0].announce_neighbours(&w0);
+    assert_eq!(shares[1].import(&mut w1), 1);
+    assert_eq!(w1.l3_neighbours(), learned);
+    // Nothing new: nothing told, either way.
+    shares[0].announce_neighbours(&w0);
+    shares[1].announce_neighbours(&w1);
+    assert_eq!(shares[0].import(&mut w0) + shares[1].import(&mut w1), 0);
 }
