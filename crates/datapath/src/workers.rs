@@ -19,8 +19,15 @@
 //! the price is memory (N tables) and a learned MAC reaching the other workers one wake-up
 //! later (a frame to it meanwhile is flooded, as it would be before it was learned). The
 //! control side already sent every change as a [`Command`], so applying it N times costs
-//! nothing on the hot path. Measured with 4 TCP streams (see docs/performance.md): the copies
-//! scale with the workers; learning traffic between workers is a few messages per new MAC.
+//! nothing on the hot path; learning traffic between workers is one message per new or moved
+//! MAC (and per seen MAC every [`REANNOUNCE`]). Shared tables were not built to compare: they
+//! would rewrite the pipeline, and their cost is on every packet where the copies' is on the
+//! rare learned MAC. Measured (bench/run.py --scenarios kernel,nvo --reps 3, release build, on
+//! the 2-CPU development host, loaded by other builds: load average 2-6), medians of 3, the
+//! whole two-host lab and iperf3 on the same 2 CPUs: TCP 4 streams 3.9 → 4.9 Gbit/s and UDP
+//! 64 B 87 → 124 kpps from 1 to 2 workers (CPU per Gbit 0.51 → 0.41 s); mean RTT 143 → 213 µs
+//! (two threads to wake instead of one). Both CPUs were busy in both runs (iperf3's client and
+//! server and both nvods share them), which is what bounds the gain here.
 //!
 //! An L3 network's neighbours (container IP → port, MAC) are passed on the same way, once a
 //! second, as changes: a routed packet from the underlay may reach a worker that did not see
