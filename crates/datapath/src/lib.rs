@@ -459,8 +459,9 @@ impl Loop {
                 }
                 kernel::sync(&mut self.fwd.core, now);
                 self.next_tick = now + TICK;
-                self.share.announce_neighbours(&self.fwd.core.pipeline);
-                if now >= self.next_reannounce {
+                let all = now >= self.next_reannounce;
+                self.share.announce_neighbours(&self.fwd.core.pipeline, all);
+                if all {
                     self.share.reannounce(&self.fwd.core.pipeline, now);
                     self.next_reannounce = now + workers::REANNOUNCE;
                 }

@@ -29,17 +29,18 @@
 //! (two threads to wake instead of one). Both CPUs were busy in both runs (iperf3's client and
 //! server and both nvods share them), which is what bounds the gain here.
 //!
-//! An L3 network's neighbours (container IP → port, MAC) are passed on the same way, once a
-//! second, as changes: a routed packet from the underlay may reach a worker that did not see
-//! the container's ARP.
+//! An L3 network's neighbours (container IP → port, MAC) and the addresses snooped from ARP/ND
+//! on local ports are passed on the same way, once a second, as changes: a routed packet from
+//! the underlay may reach a worker that did not see the container's ARP, and worker 0 answers
+//! for the local hosts (MAC and IPs) EVPN advertises.
 //!
 //! A learned entry's age: each worker ages its own copy. A MAC whose frames one worker alone
 //! sees is re-announced to the others every [`REANNOUNCE`] with the time it was last seen
 //! there, so the copies age together with the original, never later than it plus
 //! [`REANNOUNCE`].
 
-use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -83,6 +84,8 @@ pub enum Told {
     Mac(Learned),
     /// An L3 network's neighbour: a container's IP behind a port, with its MAC.
     Neighbour(Vni, Ipv4Addr, PortId, Mac),
+    /// An address snooped on a local port (ARP suppression, EVPN's MAC/IP routes).
+    Local(Vni, IpAddr, Mac, PortId),
 }
 
 /// A worker's links to the others: where its learned entries go, and where theirs arrive.
@@ -93,6 +96,11 @@ pub struct Share {
     lost: Arc<AtomicU64>,
     /// The L3 neighbours the others know from this worker (told or told by them).
     neighbours: HashMap<(Vni, Ipv4Addr), (PortId, Mac)>,
+    /// The snooped addresses the others know from this worker (told or told by them).
+    locals: HashMap<(Vni, IpAddr), (Mac, PortId)>,
+    /// The snooped addresses the others told: not re-told from here, so that copies cannot
+    /// keep each other from ageing.
+    told_locals: HashSet<(Vni, IpAddr)>,
 }
 
 impl Share {
@@ -103,6 +111,8 @@ impl Share {
             inbox: None,
             lost: Arc::new(AtomicU64::new(0)),
             neighbours: HashMap::new(),
+            locals: HashMap::new(),
+            told_locals: HashSet::new(),
         }
     }
 
@@ -127,6 +137,8 @@ impl Share {
                 inbox: Some(inbox),
                 lost: lost.clone(),
                 neighbours: HashMap::new(),
+                locals: HashMap::new(),
+                told_locals: HashSet::new(),
             })
             .collect()
     }
@@ -187,10 +199,13 @@ impl Share {
         self.announce(learned);
     }
 
-    /// Tells every other worker the L3 neighbours `pipeline` learned (or changed) since the
-    /// last call. An L3 network's routed packets from the underlay reach any worker, which
-    /// needs the container's MAC to deliver them; called once a second.
-    pub fn announce_neighbours(&mut self, pipeline: &Pipeline) {
+    /// Tells every other worker the L3 neighbours and snooped addresses `pipeline` learned
+    /// (or changed) since the last call, and with `all` every address this worker snooped
+    /// itself (so that the others' copies, which age, are refreshed while it sees them; a copy
+    /// outlives the original by at most the ageing time). An L3 network's routed packets from
+    /// the underlay reach any worker, which needs the container's MAC to deliver them; worker
+    /// 0 answers for the local hosts EVPN advertises. Called once a second.
+    pub fn announce_neighbours(&mut self, pipeline: &Pipeline, all: bool) {
         if !self.active() {
             return;
         }
@@ -198,6 +213,12 @@ impl Share {
         for (vni, ip, port, mac) in pipeline.l3_neighbours() {
             if self.neighbours.insert((vni, ip), (port, mac)) != Some((port, mac)) {
                 told.push(Told::Neighbour(vni, ip, port, mac));
+            }
+        }
+        for (vni, ip, mac, port) in pipeline.local_neighbours() {
+            let changed = self.locals.insert((vni, ip), (mac, port)) != Some((mac, port));
+            if changed || (all && !self.told_locals.contains(&(vni, ip))) {
+                told.push(Told::Local(vni, ip, mac, port));
             }
         }
         self.announce(told);
@@ -237,6 +258,11 @@ impl Share {
                         pipeline.import_l3_neighbour(vni, ip, port, mac);
                         // Known to the others already: not told back.
                         self.neighbours.insert((vni, ip), (port, mac));
+                    }
+                    Told::Local(vni, ip, mac, port) => {
+                        pipeline.import_local_neighbour(vni, (ip, mac, port), Instant::now());
+                        self.locals.insert((vni, ip), (mac, port));
+                        self.told_locals.insert((vni, ip));
                     }
                 }
                 n += 1;

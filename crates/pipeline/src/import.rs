@@ -8,12 +8,15 @@
 //!
 //! An L3 network's neighbours (container IP → port and MAC, learned from ARP and IPv4 on its
 //! ports) are shared the same way: [`Pipeline::l3_neighbours`] lists them, and
-//! [`Pipeline::import_l3_neighbour`] learns one as a port frame would have taught it.
+//! [`Pipeline::import_l3_neighbour`] learns one as a port frame would have taught it. So are
+//! the addresses snooped from ARP/ND on local ports (ARP suppression's table, and the IPs of
+//! EVPN's MAC/IP routes): [`Pipeline::local_neighbours`], [`Pipeline::import_local_neighbour`].
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
 use crate::fdb::Learned;
+use crate::neigh::Snooped;
 use crate::pipeline::bounds;
 use crate::{FdbDest, Mac, Pipeline, PortId, Vni};
 
@@ -53,6 +56,39 @@ impl Pipeline {
                     .map(move |(&ip, &(port, mac))| (vni, ip, port, mac))
             })
             .collect()
+    }
+
+    /// Every address snooped on (or pinned to) a local port: (network, IP, MAC, port).
+    pub fn local_neighbours(&self) -> Vec<(Vni, IpAddr, Mac, PortId)> {
+        self.networks
+            .values()
+            .flat_map(|net| {
+                let vni = net.spec.vni;
+                net.neigh
+                    .entries()
+                    .filter_map(move |(ip, mac, port)| Some((vni, ip, mac, port?)))
+            })
+            .collect()
+    }
+
+    /// Snoops `ip` at `mac` behind local `port` as another copy of the tables did, seen
+    /// `now` (the rules of snooping: a static entry stands, a full table takes no new
+    /// address); a change shows in [`Pipeline::local_hosts`]. Returns whether it changed.
+    pub fn import_local_neighbour(
+        &mut self,
+        vni: Vni,
+        (ip, mac, port): (IpAddr, Mac, PortId),
+        now: Instant,
+    ) -> bool {
+        let max = self.limits.max_neighbors;
+        let Some(net) = self.networks.get_mut(&vni) else {
+            return false;
+        };
+        let changed = net.neigh.snoop(ip, mac, port, now, max) == Snooped::Changed;
+        if changed {
+            self.hosts_generation += 1;
+        }
+        changed
     }
 
     /// Learns an L3 neighbour another copy of the tables learned (within the network's

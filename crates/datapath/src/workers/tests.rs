@@ -205,9 +205,7 @@ fn reannounce_keeps_the_time_seen() {
 /// once, and is not told back.
 #[test]
 fn l3_neighbours_cross_once() {
-    let wakes: Vec<_> = (0..2)
-        .map(|_| Arc::new(EventFd::new().unwrap()))
-        .collect();
+    let wakes: Vec<_> = (0..2).map(|_| Arc::new(EventFd::new().unwrap())).collect();
     let lost = Arc::new(AtomicU64::new(0));
     let mut shares = Share::mesh(&wakes, &lost);
     let l3 = |p: &mut Pipeline| {
@@ -218,7 +216,10 @@ fn l3_neighbours_cross_once() {
         p.add_network(spec).unwrap();
         p.add_port(PortId(7), Vni(30)).unwrap();
     };
-    let (mut w0, mut w1) = (Pipeline::new(Limits::default()), Pipeline::new(Limits::default()));
+    let (mut w0, mut w1) = (
+        Pipeline::new(Limits::default()),
+        Pipeline::new(Limits::default()),
+    );
     l3(&mut w0);
     l3(&mut w1);
     // A gratuitous ARP from 10.3.0.5 (02:..:05) on port 7 of worker 0.
@@ -231,11 +232,11 @@ fn l3_neighbours_cross_once() {
     w0.from_port(PortId(7), &arp, Instant::now(), &mut actions);
     let learned = w0.l3_neighbours();
     assert_eq!(learned.len(), 1, "{learned:?}");
-    shares[0].announce_neighbours(&w0);
+    shares[0].announce_neighbours(&w0, false);
     assert_eq!(shares[1].import(&mut w1), 1);
     assert_eq!(w1.l3_neighbours(), learned);
     // Nothing new: nothing told, either way.
-    shares[0].announce_neighbours(&w0);
-    shares[1].announce_neighbours(&w1);
+    shares[0].announce_neighbours(&w0, false);
+    shares[1].announce_neighbours(&w1, false);
     assert_eq!(shares[0].import(&mut w0) + shares[1].import(&mut w1), 0);
 }
