@@ -99,6 +99,12 @@ def parse_args():
                         "<stamp>-relay.*)")
     p.add_argument("--sizes", help="comma-separated UDP payload sizes instead of the mode's")
     p.add_argument("--no-build", action="store_true", help="use target/release as it is")
+    p.add_argument("--bin-dir", metavar="DIR",
+                   help="where the release binaries are (default: target/release, or "
+                        "$CARGO_TARGET_DIR/release when that is set); with --no-build")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="nvod's workers key (userspace datapath threads, 1..64) on every nvo "
+                        "host (default: nvod's, one per CPU); recorded in the results' config")
     p.add_argument("--results", default=str(ROOT / "bench" / "results"),
                    help="directory for the results (default: bench/results)")
     p.add_argument("--render", metavar="JSON",
@@ -369,7 +375,7 @@ def session(cfg, scenarios, work, doc):
     # The OVS daemons carry the work directory in their arguments: anything still carrying
     # it after teardown is a leak (killed by pid, reported).
     inv.watch(workdir)
-    env = {"workdir": workdir, "nvod": RELEASE / "nvod"}
+    env = {"workdir": workdir, "nvod": RELEASE / "nvod", "workers": cfg.get("workers")}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     t0 = time.monotonic()
@@ -419,6 +425,15 @@ def main():
         cfg["udp_sizes"] = list(relay.SIZES)
     if args.sizes:
         cfg["udp_sizes"] = sorted({int(x) for x in args.sizes.split(",")})
+    if args.workers is not None:
+        if not 1 <= args.workers <= 64:
+            sys.exit(f"bench: --workers {args.workers} is outside 1..64")
+        cfg["workers"] = args.workers
+    global RELEASE
+    if args.bin_dir:
+        RELEASE = pathlib.Path(args.bin_dir)
+    elif os.environ.get("CARGO_TARGET_DIR"):
+        RELEASE = pathlib.Path(os.environ["CARGO_TARGET_DIR"]) / "release"
     if not args.no_build:
         build()
     for binary in ("nvo", "nvod", "nvo-blast"):

@@ -158,7 +158,10 @@ class Lab(Scenario):
         path = pathlib.Path(env["workdir"]) / f"{self.name}.yaml"
         encap = f", encap: {self.encap}" if self.encap else ""
         encap += f", params: {self.params}" if self.params else ""
-        nvod = f", nvod: {{datapath: {self.datapath}}}" if self.datapath else ""
+        keys = [f"datapath: {self.datapath}"] if self.datapath else []
+        if self.kind == "nvo" and env.get("workers"):
+            keys.append(f"workers: {env['workers']}")
+        nvod = f", nvod: {{{', '.join(keys)}}}" if keys else ""
         path.write_text(LAB_TOPOLOGY.format(key=self.key, name=self.name, kind=self.kind,
                                             encap=encap, nvod=nvod,
                                             profiles=self.profiles or ""))

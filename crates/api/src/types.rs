@@ -36,6 +36,17 @@ pub struct NodeInfo {
     /// Cluster mode's link to etcd; absent when cluster mode is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<NodeCluster>,
+    /// How many userspace datapath workers forward (nvod's `workers`; 1 while the kernel
+    /// path runs).
+    #[serde(default = "one")]
+    pub workers: usize,
+    /// Packets (tunnel datagrams and port frames) each worker received, worker 0 first.
+    #[serde(default)]
+    pub worker_packets: Vec<u64>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// `cluster` in `GET /v1/node`.

@@ -8,6 +8,7 @@
 //! ```
 //!
 //! The control thread never touches the tables: reading counters or the FDB is a command too.
+//! With several workers the handle (`handle`) holds one such channel ([`Lane`]) per worker.
 //! The channel is bounded so that a stuck datapath shows up as an error (503) rather than as
 //! memory growing without end.
 
@@ -29,8 +30,8 @@ use tokio::sync::oneshot;
 /// How many commands may wait for the datapath.
 pub const QUEUE: usize = 64;
 
-/// One thing the datapath does for the control thread.
-#[derive(Debug)]
+/// One thing the datapath does for the control thread (cloned for each worker it goes to).
+#[derive(Debug, Clone)]
 pub enum Command {
     /// Adds a network with its initial flood list, all or nothing; joins its underlay
     /// multicast group (if it floods to one and is the group's first network).
@@ -294,22 +295,24 @@ pub struct Request {
     pub reply: oneshot::Sender<Result<Reply, DatapathError>>,
 }
 
-/// The control thread's end: sends commands and wakes the datapath.
+/// The channel to one worker.
 #[derive(Debug, Clone)]
-pub struct Datapath {
+pub(crate) struct Lane {
     sender: SyncSender<Request>,
     wake: Arc<EventFd>,
 }
 
-impl Datapath {
-    /// A channel pair: the control end and the datapath's receiving end.
-    pub(crate) fn channel(wake: Arc<EventFd>) -> (Datapath, mpsc::Receiver<Request>) {
+impl Lane {
+    /// A channel pair: the control end and the worker's receiving end.
+    pub(crate) fn channel(wake: Arc<EventFd>) -> (Lane, mpsc::Receiver<Request>) {
         let (sender, receiver) = mpsc::sync_channel(QUEUE);
-        (Datapath { sender, wake }, receiver)
+        (Lane { sender, wake }, receiver)
     }
+}
 
-    /// Runs one command on the datapath thread and waits for its reply.
-    pub async fn call(&self, command: Command) -> Result<Reply, DatapathError> {
+impl Lane {
+    /// Runs one command on this worker and waits for its reply.
+    pub(crate) async fn call(&self, command: Command) -> Result<Reply, DatapathError> {
         let (reply, answer) = oneshot::channel();
         match self.sender.try_send(Request { command, reply }) {
             Ok(()) => {}

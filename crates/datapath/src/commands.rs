@@ -53,7 +53,9 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             must_open,
         } => {
             // A trunk's frames are never the kernel's: nvod reads them on either datapath.
-            let io = open_port(&name, kind, &offloads, (false, true), must_open)?;
+            // With several workers each reads the trunk through one fanout group, as any port.
+            let fanout = (core.workers > 1).then(|| ports::fanout_group(id));
+            let io = open_port(&name, kind, &offloads, (false, true), fanout, must_open)?;
             core.pipeline.add_trunk(id, tpid, &circuits)?;
             let tag =
                 |c: &nvo_pipeline::vlan::Circuit| nvo_pipeline::vlan::VlanTag { tpid, vid: c.vid };
@@ -70,6 +72,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
                 kernel: false,
                 io,
                 taps: 0,
+                fanout,
             });
             Ok(Reply::Done)
         }
@@ -144,7 +147,7 @@ fn remove_network(core: &mut Core, vni: Vni) -> Result<(), DatapathError> {
     pipeline.remove_network(vni)?;
     core.engine
         .unbind_local(ProfileId(view.profile.0), view.vni.0);
-    if let BumMode::Multicast(group) = view.bum {
+    if let (BumMode::Multicast(group), 0) = (view.bum, core.worker) {
         if let Some(vxlan) = core.underlays.vxlan() {
             core.groups.remove(vxlan, group);
         }
@@ -347,7 +350,8 @@ fn add_network(
         let _ = pipeline.remove_network(spec.vni);
         return Err(e.into());
     }
-    if let BumMode::Multicast(group) = spec.bum {
+    // Only worker 0 joins: its group sockets receive the group's floods.
+    if let (BumMode::Multicast(group), 0) = (spec.bum, core.worker) {
         let joined = match core.underlays.vxlan() {
             Some(vxlan) => core.groups.add(vxlan, group),
             None => Ok(()),
@@ -377,7 +381,8 @@ fn add_port(
                 .network(vni)
                 .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
         });
-    let io = open_port(&name, kind, &offloads, (kernel, false), must_open)?;
+    let fanout = (fwd.workers > 1 && !kernel).then(|| ports::fanout_group(id));
+    let io = open_port(&name, kind, &offloads, (kernel, false), fanout, must_open)?;
     fwd.pipeline.add_port(id, vni)?;
     fwd.ports.insert(Port {
         id,
@@ -389,6 +394,7 @@ fn add_port(
         kernel,
         io,
         taps: 0,
+        fanout,
     });
     Ok(())
 }
@@ -400,9 +406,10 @@ fn open_port(
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     (kernel, trunk): (bool, bool),
+    fanout: Option<u16>,
     must_open: bool,
 ) -> Result<Option<Box<dyn nvo_io::FramePort + Send>>, DatapathError> {
-    match ports::open(name, kind, offloads, kernel, trunk) {
+    match ports::open(name, kind, offloads, kernel, trunk, fanout) {
         Ok(io) => Ok(Some(io)),
         Err(e) if must_open => Err(open_error(name.to_owned(), kind, e)),
         Err(e) => {

@@ -42,7 +42,7 @@ use nvo_pipeline::{
 use nvo_wire::ports;
 
 use super::groups::Groups;
-use super::monitor::{self, Dest, Layer, Monitor, Origin, Record, What};
+use super::monitor::{self, Layer, Monitor, Origin};
 use super::ports::Ports;
 use super::settings::SttOffload;
 use super::stt_meta::{segment_len, stt_delivery_meta, stt_drop_reason, stt_meta};
@@ -94,6 +94,11 @@ pub struct Core {
     coalescer: Coalescer,
     /// `nvo monitor`'s ring and whether anyone listens.
     pub monitor: Monitor,
+    /// Which datapath worker this is (0: the one that receives raw IP, multicast groups and
+    /// the overlay's probes; see `workers`).
+    pub worker: usize,
+    /// How many workers forward (ports are spread over them when more than one).
+    pub workers: usize,
     /// Where the packet being handled came from (for the monitor).
     pub(super) seen: Seen,
     /// The network of the packet being handled, once known (for the monitor).
@@ -155,6 +160,8 @@ impl Forwarder {
                 kernel: None,
                 coalescer: Coalescer::new(COALESCED_FLOWS),
                 monitor: Monitor::off(),
+                worker: 0,
+                workers: 1,
                 seen: Seen::Port(PortId(0)),
                 seen_vni: None,
                 untagged: vec![0; nvo_io::MAX_FRAME],
@@ -374,23 +381,6 @@ impl Core {
             &[],
             &self.relay_buf,
         );
-    }
-
-    /// While a listener asked for traces: the packet in `relay_buf`, relayed to `to` without
-    /// being decapsulated, recorded (it belongs to no network here).
-    pub(super) fn trace_relay(&self, to: IpAddr) {
-        if !(self.monitor.on() && self.monitor.tracing()) {
-            return;
-        }
-        if let Seen::Underlay { src, port } = self.seen {
-            let what = What::Trace {
-                to: Dest::Relay(to),
-            };
-            let origin = Origin::Underlay { src, port };
-            let packet = &self.relay_buf;
-            self.monitor
-                .record(|| Record::new(what, origin, None, Layer::Tunnel, packet));
-        }
     }
 
     /// Performs the actions of the last pipeline call on `frame`, which `meta` may say is a

@@ -1,5 +1,8 @@
-//! The datapath thread: owns the pipeline, the underlay sockets and every port, and runs one
-//! poll loop.
+//! The datapath threads (workers): each owns a copy of the pipeline, its own underlay sockets
+//! and its own socket on every port, and runs one poll loop; `workers` says how N of them share
+//! the traffic (flows spread by the kernel's hash: PACKET_FANOUT on ports, SO_REUSEPORT on the
+//! underlay) and keep their tables alike. With one worker (`workers = 1`, or the kernel path
+//! running) this is the single datapath thread of before. Each worker's loop:
 //!
 //! ```text
 //!  poll([command eventfd, underlay socket 1, ..., group 1, ..., port 1, port 2, ...],
@@ -35,6 +38,7 @@ mod commands;
 mod csum;
 mod forward;
 mod groups;
+mod handle;
 mod kernel;
 pub mod monitor;
 mod overlay;
@@ -47,6 +51,7 @@ mod stt_meta;
 mod stt_tx;
 mod underlays;
 mod vlan;
+pub mod workers;
 
 use std::io;
 use std::os::fd::AsFd;
@@ -61,11 +66,13 @@ use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
 use nvo_pipeline::overlay::{NodeId, OverlayTables};
 use nvo_pipeline::Pipeline;
 
-use command::Request;
+use command::{Lane, Request};
 use forward::Forwarder;
 use underlays::Underlays;
+use workers::{Share, WorkerStats};
 
-pub use command::{Command, Datapath, DatapathError, PortKind, Reply, QUEUE};
+pub use command::{Command, DatapathError, PortKind, Reply, QUEUE};
+pub use handle::Datapath;
 pub use kernel::{Choice, Refused};
 pub use probes::{RunResult, MAX_COUNT as MAX_PROBES};
 pub use settings::{DatapathChoice, Settings, SttOffload, XdpChoice};
@@ -115,18 +122,22 @@ pub struct Started {
     pub offloads: nvo_api::Offloads,
     /// Which datapath forwards, and why.
     pub choice: kernel::Choice,
-    thread: JoinHandle<()>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Started {
-    /// Stops the thread and waits for it (its sockets and TAP devices close with it).
+    /// Stops the workers and waits for them (their sockets and TAP devices close with them).
     pub fn stop(self) {
-        let Started { handle, thread, .. } = self;
+        let Started {
+            handle, threads, ..
+        } = self;
         handle.stop();
         // Dropping the last sender also stops the loop, should the stop not fit in the queue.
         drop(handle);
-        if thread.join().is_err() {
-            log::error!("the datapath thread panicked");
+        for thread in threads {
+            if thread.join().is_err() {
+                log::error!("a datapath thread panicked");
+            }
         }
     }
 }
@@ -141,61 +152,39 @@ pub fn start_monitored(
     config: &Settings,
     monitor: monitor::Monitor,
 ) -> Result<Started, StartError> {
-    let mut underlay = UdpUnderlay::bind(config.locator, config.vxlan_port, config.entropy_ports)
-        .map_err(|source| StartError::Underlay {
-        locator: config.locator,
-        port: config.vxlan_port,
-        source,
-    })?;
-    underlay
-        .set_multicast_ttl(config.multicast_ttl)
-        .map_err(|source| StartError::Underlay {
-            locator: config.locator,
-            port: config.vxlan_port,
-            source,
-        })?;
-    underlays::apply_offloads(&mut underlay, &config.outer).map_err(|source| {
-        StartError::Underlay {
-            locator: config.locator,
-            port: config.vxlan_port,
-            source,
-        }
-    })?;
-    let offloads = underlay.offloads();
-    underlay
-        .set_outer(config.outer.ttl, config.outer.tos, config.outer.df)
-        .map_err(|source| StartError::Underlay {
-            locator: config.locator,
-            port: config.vxlan_port,
-            source,
-        })?;
-    let wake = Arc::new(EventFd::new().map_err(StartError::Thread)?);
-    let (handle, commands) = Datapath::channel(wake.clone());
-    let underlays = Underlays::new(
-        underlay,
-        config.locator,
-        config.vxlan_port,
-        config.entropy_ports,
-        config.outer,
-    );
-    let mut fwd = Forwarder::new(
-        Pipeline::new(config.limits),
-        underlays,
-        Engine::new(config.engine_limits),
-        Reassembler::new(config.stt_reassembly),
-        config.underlay_mtu,
-        OverlayTables::new(NodeId(config.node_id), config.overlay_limits),
-    );
-    fwd.core.monitor = monitor;
-    fwd.core.stt_tx = stt_tx::SttTx::new(config.stt_offload);
-    // The kernel path is loaded on the datapath thread, which owns it (its maps and rings are
-    // that thread's); the thread says how it went before it starts looping.
+    let n = config.workers.clamp(1, workers::MAX_WORKERS);
+    let mut fwd = forwarder(config, 0, n > 1)?;
+    let offloads = fwd
+        .core
+        .underlays
+        .vxlan_ref()
+        .map(UdpUnderlay::offloads)
+        .unwrap_or_default();
+    fwd.core.monitor = monitor.clone();
+    let wakes = (0..n)
+        .map(|_| EventFd::new().map(Arc::new))
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(StartError::Thread)?;
+    let (mut lanes, mut receivers): (Vec<Lane>, Vec<_>) =
+        wakes.iter().map(|w| Lane::channel(w.clone())).unzip();
+    let stats = WorkerStats::new(n);
+    let mut shares = if n > 1 {
+        Share::mesh(&wakes, &stats.share_lost)
+    } else {
+        vec![Share::alone()]
+    };
+    let mut share = shares.remove(0);
+    let commands = receivers.remove(0);
+    // The kernel path is loaded on worker 0, which owns it (its maps and rings are that
+    // thread's); the thread says how it went before it starts looping. With the kernel path
+    // running, worker 0 alone handles what reaches userspace.
     let (chosen, choice) = std::sync::mpsc::sync_channel(1);
-    let config = config.clone();
+    let config0 = config.clone();
+    let (wake, loop_stats) = (wakes[0].clone(), stats.clone());
     let thread = std::thread::Builder::new()
         .name("nvod-datapath".to_owned())
         .spawn(move || {
-            let kernel = kernel::start(&config, &fwd.core);
+            let kernel = kernel::start(&config0, &fwd.core);
             let (mirror, made) = match kernel {
                 Ok(k) => k,
                 Err(e) => {
@@ -203,13 +192,19 @@ pub fn start_monitored(
                     return;
                 }
             };
+            let alone = mirror.is_some();
             fwd.core.kernel = mirror;
-            let _ = chosen.send(Ok(made));
-            Loop::new(fwd, commands, wake, config.busy_poll).run()
+            if alone {
+                share.isolate();
+            }
+            fwd.core.workers = if alone { 1 } else { n };
+            let _ = chosen.send(Ok((made, alone)));
+            let busy = config0.busy_poll;
+            Loop::new(fwd, commands, wake, busy, (0, share, loop_stats)).run()
         })
         .map_err(StartError::Thread)?;
-    let choice = match choice.recv() {
-        Ok(Ok(choice)) => choice,
+    let (choice, alone) = match choice.recv() {
+        Ok(Ok(chosen)) => chosen,
         Ok(Err(refused)) => {
             let _ = thread.join();
             return Err(refused.into());
@@ -221,15 +216,98 @@ pub fn start_monitored(
             )));
         }
     };
+    let mut threads = vec![thread];
+    if alone {
+        lanes.truncate(1);
+    } else {
+        let others = receivers
+            .into_iter()
+            .zip(shares)
+            .zip(wakes.into_iter().skip(1));
+        for (at, ((commands, share), wake)) in others.enumerate() {
+            let worker = at + 1;
+            let spawned = forwarder(config, worker, true).and_then(|mut fwd| {
+                fwd.core.monitor = monitor.clone();
+                fwd.core.workers = n;
+                let (busy, stats) = (config.busy_poll, stats.clone());
+                std::thread::Builder::new()
+                    .name(format!("nvod-datapath{worker}"))
+                    .spawn(move || {
+                        Loop::new(fwd, commands, wake, busy, (worker, share, stats)).run()
+                    })
+                    .map_err(StartError::Thread)
+            });
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    Started {
+                        handle: Datapath::new(lanes, stats),
+                        offloads: nvo_api::Offloads::default(),
+                        choice,
+                        threads,
+                    }
+                    .stop();
+                    return Err(e);
+                }
+            }
+        }
+    }
     Ok(Started {
-        handle,
+        handle: Datapath::new(lanes, stats),
         offloads: nvo_api::Offloads {
             gro: offloads.gro,
             gso: offloads.gso,
         },
         choice,
-        thread,
+        threads,
     })
+}
+
+/// Binds worker `worker`'s VXLAN socket (SO_REUSEPORT when `shared` by several workers) and
+/// builds its forwarder with empty tables.
+fn forwarder(config: &Settings, worker: usize, shared: bool) -> Result<Forwarder, StartError> {
+    let error = |source| StartError::Underlay {
+        locator: config.locator,
+        port: config.vxlan_port,
+        source,
+    };
+    if worker == 0 && shared {
+        underlays::exclusive(config.locator, config.vxlan_port).map_err(error)?;
+    }
+    let mut underlay = UdpUnderlay::bind_shared(
+        config.locator,
+        config.vxlan_port,
+        config.entropy_ports,
+        shared,
+    )
+    .map_err(error)?;
+    underlay
+        .set_multicast_ttl(config.multicast_ttl)
+        .map_err(error)?;
+    underlays::apply_offloads(&mut underlay, &config.outer).map_err(error)?;
+    underlay
+        .set_outer(config.outer.ttl, config.outer.tos, config.outer.df)
+        .map_err(error)?;
+    let mut underlays = Underlays::new(
+        underlay,
+        config.locator,
+        config.vxlan_port,
+        config.entropy_ports,
+        config.outer,
+    );
+    underlays.set_worker(worker, shared);
+    let mut fwd = Forwarder::new(
+        Pipeline::new(config.limits),
+        underlays,
+        Engine::new(config.engine_limits),
+        Reassembler::new(config.stt_reassembly),
+        config.underlay_mtu,
+        OverlayTables::new(NodeId(config.node_id), config.overlay_limits),
+    );
+    fwd.core.worker = worker;
+    // Each worker writes its own STT frames (to its own TUN when the kernel segments them).
+    fwd.core.stt_tx = stt_tx::SttTx::new(config.stt_offload);
+    Ok(fwd)
 }
 
 /// The loop's state.
@@ -268,6 +346,14 @@ struct Loop {
     tracing: bool,
     /// The pipeline's FDB events, drained into here.
     fdb_events: Vec<nvo_pipeline::FdbEvent>,
+    /// Which worker this is.
+    index: usize,
+    /// Links to the other workers: learned MACs go out and come in there.
+    share: Share,
+    /// Packets handled, per worker.
+    stats: WorkerStats,
+    /// When this worker next tells the others the MACs it saw.
+    next_reannounce: Instant,
 }
 
 impl Loop {
@@ -276,6 +362,7 @@ impl Loop {
         commands: Receiver<Request>,
         wake: Arc<EventFd>,
         busy_poll: Duration,
+        (index, share, stats): (usize, Share, WorkerStats),
     ) -> Loop {
         // The VXLAN socket's batch fits every socket: GRO-sized buffers when GRO is on, a
         // jumbo frame otherwise; raw sockets never coalesce.
@@ -303,10 +390,18 @@ impl Loop {
             monitoring: false,
             tracing: false,
             fdb_events: Vec::new(),
+            index,
+            share,
+            stats,
+            next_reannounce: Instant::now() + workers::REANNOUNCE,
         }
     }
 
     fn run(mut self) {
+        if self.share.active() {
+            // Learned MACs go to the other workers: the FDB's events are always on.
+            self.fwd.core.pipeline.set_fdb_events(true);
+        }
         loop {
             if self.polled != Some(self.generations()) {
                 self.rebuild_poll_set();
@@ -325,6 +420,8 @@ impl Loop {
                 return;
             }
             let now = Instant::now();
+            // What the other workers learned, before the packets that may be for it.
+            self.share.import(&mut self.fwd.core.pipeline);
             let mut handled = false;
             for at in 0..self.polled_underlays {
                 if self.poller.is_ready(1 + at) {
@@ -367,6 +464,12 @@ impl Loop {
                 }
                 kernel::sync(&mut self.fwd.core, now);
                 self.next_tick = now + TICK;
+                let all = now >= self.next_reannounce;
+                self.share.announce_neighbours(&self.fwd.core.pipeline, all);
+                if all {
+                    self.share.reannounce(&self.fwd.core.pipeline, now);
+                    self.next_reannounce = now + workers::REANNOUNCE;
+                }
             }
         }
     }
@@ -377,9 +480,10 @@ impl Loop {
         let core = &mut self.fwd.core;
         let on = core.monitor.on();
         let tracing = on && core.monitor.tracing();
+        let sharing = self.share.active();
         if on != self.monitoring || tracing != self.tracing {
             if on != self.monitoring {
-                core.pipeline.set_fdb_events(on);
+                core.pipeline.set_fdb_events(on || sharing);
             }
             self.monitoring = on;
             self.tracing = tracing;
@@ -397,11 +501,21 @@ impl Loop {
                 k.set_monitor_bits(events | traces);
             }
         }
+        let mut lost = 0;
+        if sharing {
+            // The events are taken here whether or not anyone monitors: what was learned goes
+            // to the other workers.
+            lost = core.pipeline.take_fdb_events(&mut self.fdb_events);
+            self.share.announce_events(&self.fdb_events, now);
+            if !on {
+                self.fdb_events.clear();
+            }
+        }
         if !on {
             return;
         }
         core.monitor.refill(now);
-        let lost = core.pipeline.take_fdb_events(&mut self.fdb_events);
+        lost += core.pipeline.take_fdb_events(&mut self.fdb_events);
         let counts = core.monitor.lost();
         counts
             .fdb
@@ -505,7 +619,10 @@ impl Loop {
             };
             match received {
                 Ok(0) => return got,
-                Ok(_) => got = true,
+                Ok(n) => {
+                    got = true;
+                    self.stats.count(self.index, n);
+                }
                 Err(e) => {
                     self.log_error(now, format_args!("underlay receive failed: {e}"));
                     return got;
@@ -541,7 +658,7 @@ impl Loop {
         };
         match io.recv_batch(&mut self.frames) {
             Ok(0) => return false,
-            Ok(_) => {}
+            Ok(n) => self.stats.count(self.index, n),
             Err(e)
                 if matches!(
                     e.kind(),

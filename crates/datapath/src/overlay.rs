@@ -23,7 +23,8 @@ use nvo_wire::overlay::OverlayPacket;
 use nvo_wire::overlay::HEADER_LEN;
 use nvo_wire::ports;
 
-use super::forward::{queue, Core};
+use super::forward::{queue, Core, Seen};
+use super::monitor::{Dest, Layer, Origin, Record, What};
 
 /// The overlay's UDP port, as the engine names the transport.
 pub const PORT: u16 = ports::OVERLAY;
@@ -141,6 +142,23 @@ impl Core {
             self.decap_overlay(src, arrival.src, packet, now);
         } else if self.hops.is_empty() {
             self.drop_underlay(packet.len(), DropReason::NoDestination, packet);
+        }
+    }
+
+    /// While a listener asked for traces: the packet in `relay_buf`, relayed to `to` without
+    /// being decapsulated, recorded (it belongs to no network here).
+    pub(super) fn trace_relay(&self, to: IpAddr) {
+        if !(self.monitor.on() && self.monitor.tracing()) {
+            return;
+        }
+        if let Seen::Underlay { src, port } = self.seen {
+            let what = What::Trace {
+                to: Dest::Relay(to),
+            };
+            let origin = Origin::Underlay { src, port };
+            let packet = &self.relay_buf;
+            self.monitor
+                .record(|| Record::new(what, origin, None, Layer::Tunnel, packet));
         }
     }
 

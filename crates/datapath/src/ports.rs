@@ -36,6 +36,17 @@ pub struct Port {
     pub io: Option<Box<dyn FramePort + Send>>,
     /// Captures tapping its interface now ([`Ports::tap`]).
     pub taps: u32,
+    /// With several workers: the fanout group its packet sockets share (a TAP device gets a
+    /// queue per worker instead).
+    pub fanout: Option<u16>,
+}
+
+/// The PACKET_FANOUT group of a port's sockets: from the port's id (unique within nvod) and
+/// the process (so that two nvods sharing a namespace are unlikely to pick the same group
+/// for different interfaces, which the kernel refuses).
+pub fn fanout_group(id: PortId) -> u16 {
+    let salt = (std::process::id() as u16).rotate_left(7);
+    (id.0 as u16) ^ salt
 }
 
 /// Every port, in a dense list (polled in order) with an index by id.
@@ -72,12 +83,22 @@ pub fn open(
     offloads: &nvo_api::PortOffloads,
     kernel: bool,
     tagged: bool,
+    fanout: Option<u16>,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
         PortKind::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
-        PortKind::Veth if tagged => Box::new(PacketPort::open_tagged(name)?),
-        PortKind::Veth => Box::new(PacketPort::open(name)?),
-        PortKind::Tap => Box::new(TapPort::create(name, true)?),
+        PortKind::Veth => {
+            let p = if tagged {
+                PacketPort::open_tagged(name)?
+            } else {
+                PacketPort::open(name)?
+            };
+            if let Some(group) = fanout {
+                p.join_fanout(group)?;
+            }
+            Box::new(p)
+        }
+        PortKind::Tap => Box::new(TapPort::create_queue(name, true, fanout.is_some())?),
     };
     let knobs = [
         (Offload::Tso, offloads.tso),
@@ -288,7 +309,15 @@ impl Ports {
         let circuits = &self.circuits;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
             let tagged = circuits.values().any(|&(trunk, _)| trunk == port.id);
-            if let Ok(io) = open(&port.name, port.kind, &port.offloads, port.kernel, tagged) {
+            let fanout = port.fanout;
+            if let Ok(io) = open(
+                &port.name,
+                port.kind,
+                &port.offloads,
+                port.kernel,
+                tagged,
+                fanout,
+            ) {
                 log::info!("port {} (network {}) is up", port.name, port.vni);
                 port.io = Some(io);
                 changed = true;

@@ -42,6 +42,9 @@ pub struct Settings {
     pub busy_poll: std::time::Duration,
     /// Whether STT frames go whole to the kernel's TCP segmentation (`stt_offload`).
     pub stt_offload: SttOffload,
+    /// How many userspace datapath workers forward (1..=`MAX_WORKERS`; with the kernel path
+    /// running, one: see `workers`).
+    pub workers: usize,
 }
 
 /// The `stt_offload` key: who cuts STT frames into segments.

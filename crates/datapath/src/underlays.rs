@@ -134,6 +134,10 @@ pub struct Underlays {
     generation: u64,
     /// While an STT socket is open: the kernel's resets to STT segments are dropped.
     stt_guard: Option<RstGuard>,
+    /// Which datapath worker these sockets are (0: the one raw and group sockets receive on).
+    worker: usize,
+    /// Whether other workers bind the same UDP ports (SO_REUSEPORT).
+    shared: bool,
 }
 
 impl Underlays {
@@ -156,7 +160,17 @@ impl Underlays {
             outer,
             generation: 0,
             stt_guard: None,
+            worker: 0,
+            shared: false,
         }
+    }
+
+    /// Says which worker these sockets are, and whether other workers share their UDP ports:
+    /// sockets opened later follow (see nvo_io's `spread`). Worker 0 receives every raw
+    /// protocol and the overlay's UDP port; the others only send on those.
+    pub fn set_worker(&mut self, worker: usize, shared: bool) {
+        self.worker = worker;
+        self.shared = shared;
     }
 
     /// The VXLAN socket (multicast groups are joined on it). Index 0 is made a UDP socket in
@@ -198,17 +212,27 @@ impl Underlays {
                 } else {
                     self.locator
                 };
-                let mut u = UdpUnderlay::bind(local, port, self.entropy_ports)?;
+                if self.worker == 0 && self.shared {
+                    exclusive(local, port)?;
+                }
+                let mut u = UdpUnderlay::bind_shared(local, port, self.entropy_ports, self.shared)?;
+                if self.worker > 0 && port == ports::OVERLAY {
+                    // Probes in flight are worker 0's: their answers go there.
+                    u.steer_to_first()?;
+                }
                 u.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
                 apply_offloads(&mut u, &self.outer)?;
                 (port, Socket::Udp(u))
             }
             Transport::Ip(protocol) => {
-                if protocol == 6 && self.stt_guard.is_none() {
+                if protocol == 6 && self.stt_guard.is_none() && self.worker == 0 {
                     self.stt_guard = Some(RstGuard::install()?);
                 }
                 let r = RawUnderlay::bind(self.locator, protocol)?;
                 r.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
+                if self.worker > 0 {
+                    r.receive_nothing()?;
+                }
                 (0, Socket::Raw(r))
             }
         };
@@ -315,6 +339,14 @@ fn ethernet_ip(frame: &[u8]) -> Option<&[u8]> {
         EtherType::Ipv4 | EtherType::Ipv6 => frame.get(at + 2..),
         _ => None,
     }
+}
+
+/// Fails (EADDRINUSE) when another socket holds UDP (`local`, `port`): worker 0 checks this
+/// before its SO_REUSEPORT bind, which would otherwise share the port with another program
+/// (another nvod on the same locator) that set SO_REUSEPORT too, and silently split its
+/// traffic with it. The check's socket is closed before the workers bind.
+pub fn exclusive(local: IpAddr, port: u16) -> io::Result<()> {
+    std::net::UdpSocket::bind((local, port)).map(drop)
 }
 
 /// Turns off the UDP offloads the config turns off.

@@ -20,6 +20,9 @@
 //! - [`CaptureSocket`]: an AF_PACKET tap, both directions, with a kernel filter, opened only
 //!   while `nvo capture` runs; [`pcap_filter`]: tcpdump-language filters compiled by libpcap
 //!   (its FFI, like `capture`'s `recvfrom`, carries its own `// SAFETY:` lines).
+//! - Several datapath workers: [`UdpUnderlay::bind_shared`] (SO_REUSEPORT),
+//!   [`PacketPort::join_fanout`] (PACKET_FANOUT), [`TapPort::create_queue`] (IFF_MULTI_QUEUE),
+//!   [`RawUnderlay::receive_nothing`] (`spread` says which worker receives what).
 //! - [`ethtool`]: per-interface offload switches (TSO, GSO, GRO, TX checksum, scatter-gather).
 //! - [`iface`]: an interface by name or by one of its addresses (index, MAC); the monotonic clock.
 //! - [`Poller`] and [`EventFd`]: the datapath thread's wait, and how other threads wake it.
@@ -50,6 +53,7 @@ mod packet;
 pub mod pcap_filter;
 mod poll;
 mod raw;
+mod spread;
 mod stt_tso;
 mod sys;
 mod tap;

@@ -149,6 +149,19 @@ fn aux_tag(control: &[u8]) -> Option<[u8; 4]> {
     Some([t0, t1, c0, c1])
 }
 
+impl PacketPort {
+    /// Joins fanout group `group` (PACKET_FANOUT_HASH): the interface's frames are spread over
+    /// the group's sockets by flow hash, one socket per datapath worker (see `spread`).
+    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
+        crate::spread::join_fanout(self.fd.as_fd(), group).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("packet port on {}: fanout group {group}: {e}", self.name),
+            )
+        })
+    }
+}
+
 /// An AF_PACKET socket for interface `ifname`, and its ifindex, to set options on before
 /// [`bind_all`]: created with protocol 0, so the kernel queues it nothing until then (a socket
 /// created with `ETH_P_ALL` receives from every interface until bound). Shared with the

@@ -115,6 +115,12 @@ impl RawUnderlay {
         })
     }
 
+    /// Makes the socket send only: it queues nothing it receives (see `spread`), for a worker
+    /// whose packets of this protocol another worker's socket receives.
+    pub fn receive_nothing(&self) -> io::Result<()> {
+        crate::spread::receive_nothing(self.fd.as_fd())
+    }
+
     /// The address the socket is bound to.
     pub fn local_addr(&self) -> IpAddr {
         self.local

@@ -108,6 +108,14 @@ impl TapPort {
     /// network namespace and brings it up. `vnet_hdr` asks for the virtio-net header; without
     /// kernel support the port works without it, with one log line.
     pub fn create(name: &str, vnet_hdr: bool) -> io::Result<Self> {
+        Self::create_queue(name, vnet_hdr, false)
+    }
+
+    /// [`TapPort::create`]; with `multi_queue`, the device is made with `IFF_MULTI_QUEUE` and a
+    /// second call with the same name attaches another queue to it (one per datapath worker:
+    /// the kernel picks the queue of a frame it sends to the device by flow hash). Every queue
+    /// of a device must be opened with the same flags.
+    pub fn create_queue(name: &str, vnet_hdr: bool, multi_queue: bool) -> io::Result<Self> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("tap device {name:?}: {e}"));
         let file = OpenOptions::new()
@@ -127,6 +135,9 @@ impl TapPort {
         }
         let mut ifr = sys::ifreq(name)?;
         let mut flags = libc::IFF_TAP | libc::IFF_NO_PI;
+        if multi_queue {
+            flags |= libc::IFF_MULTI_QUEUE;
+        }
         if vnet {
             flags |= libc::IFF_VNET_HDR;
         }

@@ -108,6 +108,20 @@ impl UdpUnderlay {
     /// skipping ports in use. IPv6 sockets are IPv6-only. With `entropy_ports == 0` the receive
     /// socket sends too. `port` 0 lets the kernel pick (see [`UdpUnderlay::local_addr`]).
     pub fn bind(local: IpAddr, port: u16, entropy_ports: u16) -> io::Result<Self> {
+        Self::bind_shared(local, port, entropy_ports, false)
+    }
+
+    /// [`UdpUnderlay::bind`], with every socket SO_REUSEPORT when `shared`: each datapath worker
+    /// binds its own underlay on the same ports, and the kernel spreads received datagrams
+    /// over the receive sockets by their 4-tuple (the send sockets share their ports too, so
+    /// every worker sends from the same entropy ports).
+    pub fn bind_shared(
+        local: IpAddr,
+        port: u16,
+        entropy_ports: u16,
+        shared: bool,
+    ) -> io::Result<Self> {
+        let udp_socket = |addr| udp_socket(addr, shared);
         let recv = udp_socket(SocketAddr::new(local, port))?;
         let local = sys::local_addr(recv.as_fd())?;
         raise_buffer(recv.as_fd(), libc::SO_RCVBUFFORCE, libc::SO_RCVBUF);
@@ -181,6 +195,12 @@ impl UdpUnderlay {
         };
         underlay.configure_multicast_sends()?;
         Ok(underlay)
+    }
+
+    /// Sends every datagram the port's reuseport group receives to the group's first socket
+    /// (see `spread`): for a socket bound with `bind_shared` after the one that must receive.
+    pub fn steer_to_first(&self) -> io::Result<()> {
+        crate::spread::steer_to_first(self.recv.as_fd())
     }
 
     /// The receive socket's address (with the port the kernel picked if bound to port 0).
@@ -521,7 +541,7 @@ fn plan_messages(
 }
 
 /// A non-blocking UDP socket bound to `addr` (IPv6-only for IPv6).
-fn udp_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
+fn udp_socket(addr: SocketAddr, shared: bool) -> io::Result<OwnedFd> {
     let domain = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -535,6 +555,9 @@ fn udp_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
             libc::IPV6_V6ONLY,
             &1 as &libc::c_int,
         )?;
+    }
+    if shared {
+        crate::spread::reuse_port(fd.as_fd())?;
     }
     sys::bind(fd.as_fd(), &RawAddr::from_socket_addr(addr))?;
     Ok(fd)

@@ -32,6 +32,7 @@ mod limits;
 pub use limits::{key_of as limit_key, reached as limit_reached, Limits};
 mod latency;
 mod learn;
+mod workers;
 
 pub use learn::LearnShare;
 
@@ -103,6 +104,8 @@ pub struct Config {
     pub busy_poll: Duration,
     /// Who cuts STT frames into segments (`stt_offload`).
     pub stt_offload: SttOffload,
+    /// How many userspace datapath workers forward (`workers`; default one per CPU).
+    pub workers: usize,
     /// Cluster mode, when `[cluster]` is set.
     pub cluster: Option<ClusterSettings>,
 }
@@ -126,6 +129,7 @@ impl Config {
             engine_limits: self.limits.engine,
             busy_poll: self.busy_poll,
             stt_offload: self.stt_offload,
+            workers: self.workers,
         }
     }
 }
@@ -169,6 +173,7 @@ struct ConfigFile {
     learn_port_percent: Option<u8>,
     busy_poll_us: Option<u64>,
     stt_offload: Option<SttOffload>,
+    workers: Option<u64>,
     learn_remote_percent: Option<u8>,
     http_listen: Option<String>,
     http_max_connections: Option<usize>,
@@ -455,6 +460,7 @@ fn resolve(
         cluster,
         busy_poll: latency::busy_poll(file.busy_poll_us)?,
         stt_offload: file.stt_offload.unwrap_or_default(),
+        workers: workers::workers(file.workers)?,
     })
 }
 

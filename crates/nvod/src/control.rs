@@ -300,6 +300,8 @@ impl Control {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             http_listen: self.config.http.as_ref().map(|h| h.listen),
             cluster: self.cluster.as_ref().map(|c| c.node()),
+            workers: self.datapath.workers(),
+            worker_packets: self.datapath.worker_packets(),
         }
     }
 

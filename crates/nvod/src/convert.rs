@@ -619,6 +619,7 @@ mod tests {
             http: None,
             busy_poll: Default::default(),
             stt_offload: Default::default(),
+            workers: 1,
             cluster: None,
         }
     }

@@ -38,6 +38,9 @@ pub struct Snapshot {
     pub monitor_lost: crate::monitor::Lost,
     /// Cluster mode, when it is on.
     pub cluster: Option<ClusterMetrics>,
+    /// Packets each userspace datapath worker received, worker 0 first (one entry per
+    /// worker; empty: an nvod that does not say, read as one worker).
+    pub worker_packets: Vec<u64>,
 }
 
 /// Cluster mode's link to etcd and what it skips (issue 19).
@@ -264,6 +267,20 @@ pub fn render(snap: &Snapshot) -> Result<String, TextError> {
         "The datapath forwarding on this node (ebpf or userspace): always 1.",
     )?
     .sample(&[("datapath", &snap.datapath)], 1)?;
+    e.family(
+        "nvo_datapath_workers",
+        Kind::Gauge,
+        "Userspace datapath threads forwarding (nvod's workers; 1 while the kernel path runs).",
+    )?
+    .sample(&[], snap.worker_packets.len().max(1) as u64)?;
+    let mut per_worker = e.family(
+        "nvo_datapath_worker_packets_total",
+        Kind::Counter,
+        "Packets (tunnel datagrams and port frames) each userspace datapath worker received.",
+    )?;
+    for (worker, &n) in snap.worker_packets.iter().enumerate() {
+        per_worker.sample(&[("worker", &worker.to_string())], n)?;
+    }
     let mut drops = e.family(
         "nvo_drops_total",
         Kind::Counter,

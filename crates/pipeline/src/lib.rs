@@ -57,6 +57,7 @@ mod fdb_events;
 mod frame;
 mod hash;
 mod icmp;
+mod import;
 pub mod l3;
 mod mirror;
 mod nd;

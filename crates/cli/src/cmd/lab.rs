@@ -35,7 +35,8 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
       learning: true          # kernel hosts only (default: the network's)
       nvod: {outer_ttl: 64}   # nvo hosts only: extra nvod config keys (outer_ttl, outer_tos,
                               # outer_df, stt_reassembly_bytes, stt_reassembly_timeout_s,
-                              # udp_gro, udp_gso, busy_poll_us, stt_offload, datapath, xdp,
+                              # udp_gro, udp_gso, busy_poll_us, stt_offload, workers,
+                              # datapath, xdp,
                               # http_max_connections, http_header_timeout_s,
                               # http_idle_timeout_s, and http_listen:
                               # ADDRESS:PORT, or :PORT for GET /metrics on the underlay address),

@@ -45,6 +45,15 @@ pub fn node(n: &NodeInfo) -> Table {
         ),
         ("datapath", n.datapath.clone()),
         ("datapath_reason", n.datapath_reason.clone()),
+        (
+            "workers",
+            if n.worker_packets.is_empty() {
+                n.workers.to_string()
+            } else {
+                let packets: Vec<String> = n.worker_packets.iter().map(u64::to_string).collect();
+                format!("{} (packets {})", n.workers, packets.join(" "))
+            },
+        ),
         ("relay", n.relay.clone()),
         ("version", n.version.clone()),
         (

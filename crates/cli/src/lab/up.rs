@@ -286,6 +286,7 @@ fn nvod_extras(x: &NvodExtras, locator: std::net::IpAddr) -> String {
         x.udp_gso.map(|v| format!("udp_gso = {v}")),
         x.busy_poll_us.map(|v| format!("busy_poll_us = {v}")),
         x.stt_offload.map(|v| format!("stt_offload = \"{v}\"")),
+        x.workers.map(|v| format!("workers = {v}")),
         x.datapath.as_ref().map(|v| format!("datapath = \"{v}\"")),
         x.xdp.as_ref().map(|v| format!("xdp = \"{v}\"")),
         http_listen.map(|v| format!("http_listen = \"{v}\"")),

@@ -80,6 +80,12 @@ Configuration file (TOML, every key optional):
   busy_poll_us = 0                 microseconds the userspace datapath polls on after a
                                    packet before it sleeps again, 0 (off) to 1000: lower
                                    latency for CPU time spent while traffic flows
+  workers = <CPUs>                 userspace datapath threads, 1 to 64 (default: one per
+                                   CPU nvod may run on); flows are spread over them by the
+                                   kernel's hash (PACKET_FANOUT on ports, SO_REUSEPORT on
+                                   the underlay), each with its own copy of the tables.
+                                   1 is a single thread. With datapath \"ebpf\" running, one
+                                   handles what reaches userspace
   learn_port_percent = 25          default share of a network's max_learned one local port
                                    may hold (max_learned_per_port of networks created
                                    without one), 1 to 100; beyond it the port's frames

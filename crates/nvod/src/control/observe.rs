@@ -94,6 +94,7 @@ impl Control {
             stt_limit_bytes: count(self.config.stt_reassembly.max_bytes),
             monitor_lost: self.monitor.as_ref().map(|m| m.lost()).unwrap_or_default(),
             cluster: self.cluster.as_ref().map(|c| c.metrics()),
+            worker_packets: self.datapath.worker_packets(),
         })
     }
 

@@ -131,10 +131,16 @@ impl Nvod {
         let socket = dir.join("nvod.sock");
         let state_dir = dir.join("state");
         let config = dir.join("nvod.toml");
+        // NVO_TEST_WORKERS=N runs every test's nvod with N datapath workers (default: nvod's,
+        // one per CPU), unless the test sets `workers` itself.
+        let workers = match std::env::var("NVO_TEST_WORKERS") {
+            Ok(n) if !extra.contains("workers") => format!("workers = {n}\n"),
+            _ => String::new(),
+        };
         fs::write(
             &config,
             format!(
-                "locator = \"{locator}\"\napi_socket = \"{}\"\nstate_dir = \"{}\"\nlog = \"debug\"\n{extra}",
+                "locator = \"{locator}\"\napi_socket = \"{}\"\nstate_dir = \"{}\"\nlog = \"debug\"\n{workers}{extra}",
                 socket.display(),
                 state_dir.display()
             ),

@@ -100,6 +100,7 @@ fn snapshot() -> Snapshot {
             resyncs_total: 1,
             hosts: 3,
         }),
+        worker_packets: Vec::new(),
     }
 }
 
@@ -189,6 +190,23 @@ fn the_required_series_are_there() {
     ] {
         assert!(text.contains(want), "{want:?} missing from\n{text}");
     }
+}
+
+#[test]
+fn workers_gauge_and_per_worker_packets() {
+    let snap = Snapshot {
+        worker_packets: vec![12, 30],
+        ..snapshot()
+    };
+    let text = render(&snap).unwrap();
+    assert!(text.contains("nvo_datapath_workers 2\n"), "{text}");
+    assert!(
+        text.contains("nvo_datapath_worker_packets_total{worker=\"0\"} 12\n")
+            && text.contains("nvo_datapath_worker_packets_total{worker=\"1\"} 30\n"),
+        "{text}"
+    );
+    let old = render(&Snapshot::default()).unwrap();
+    assert!(old.contains("nvo_datapath_workers 1\n"), "{old}");
 }
 
 #[test]

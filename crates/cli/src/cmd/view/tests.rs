@@ -355,8 +355,14 @@ fn node_and_ports() {
         version: "0.1.0".into(),
         http_listen: None,
         cluster: None,
+        workers: 2,
+        worker_packets: vec![10, 7],
     };
     let text = node(&n).to_string();
+    assert!(
+        text.contains("workers          2 (packets 10 7)\n"),
+        "{text}"
+    );
     assert!(text.contains("locator          10.100.0.1\n"), "{text}");
     assert!(text.contains("offloads         gro\n"), "{text}");
     assert!(text.contains("datapath         ebpf\n"), "{text}");

@@ -351,6 +351,10 @@ fn nvod_extras_go_to_nvo_hosts_only_and_within_nvods_bounds() {
             "name: t\nhosts: [{name: h1, nvod: {busy_poll_us: 5000}}]\n",
             "nvod.busy_poll_us 5000 is outside 0..=1000",
         ),
+        (
+            "name: t\nhosts: [{name: h1, nvod: {workers: 0}}]\n",
+            "nvod.workers 0 is outside 1..=64",
+        ),
         ("name: t\nhosts: [{name: h1, nvod: {ttl: 3}}]\n", "ttl"),
     ] {
         let e = error(yaml);

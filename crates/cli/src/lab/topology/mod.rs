@@ -133,6 +133,8 @@ pub struct NvodExtras {
     pub busy_poll_us: Option<u64>,
     /// Who cuts STT frames into segments: the kernel (auto) or nvod (off).
     pub stt_offload: Option<SttOffload>,
+    /// Userspace datapath threads, 1 to 64 (nvod's default: one per CPU).
+    pub workers: Option<u64>,
     /// The datapath: auto, ebpf or userspace.
     pub datapath: Option<String>,
     /// Where the kernel path relays overlay packets: auto, driver, generic or off (tc).
@@ -220,6 +222,11 @@ impl NvodExtras {
         if let Some(us) = self.busy_poll_us {
             if us > 1000 {
                 return at("busy_poll_us", us, "0..=1000");
+            }
+        }
+        if let Some(n) = self.workers {
+            if !(1..=64).contains(&n) {
+                return at("workers", n, "1..=64");
             }
         }
         if let Some(d) = &self.datapath {
