@@ -54,6 +54,17 @@ fn api_changes_and_refusals() {
     let ns = host("api", "10.201.0.1/24");
     ns.ip(&["link", "add", "va", "type", "veth", "peer", "name", "vb"])
         .unwrap();
+    // No IPv6 on the pair: the peer's own router solicitations and MLD reports would reach
+    // the port at any moment, and counters() expects every drop count to be 0.
+    let quiet = std::process::Command::new("ip")
+        .args(["netns", "exec", ns.name(), "sysctl", "-qw"])
+        .args([
+            "net.ipv6.conf.va.disable_ipv6=1",
+            "net.ipv6.conf.vb.disable_ipv6=1",
+        ])
+        .status()
+        .unwrap();
+    assert!(quiet.success(), "sysctl disable_ipv6 on va/vb");
     ns.ip(&["link", "set", "va", "up"]).unwrap();
     ns.ip(&["link", "set", "vb", "up"]).unwrap();
     let nvod = Nvod::start(ns.name(), &scratch.0, "10.201.0.1", "");
