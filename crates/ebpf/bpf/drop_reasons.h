@@ -37,5 +37,7 @@
 /* VLAN trunks run in userspace only (nvod reads their interfaces itself). */
 #define NVO_DROP_VLAN_UNTAGGED 26
 #define NVO_DROP_UNKNOWN_VLAN 27
+/* Flow tables run in userspace only (a port a rule covers is handed to nvod). */
+#define NVO_DROP_FLOW_DROP 28
 
 #endif

@@ -82,6 +82,8 @@ pub struct Pipeline {
     pub(crate) overlay_locators: HashSet<IpAddr>,
     /// Learned, moved and aged MACs for a monitor, when on (fdb_events.rs).
     pub(crate) fdb_events: FdbEvents,
+    /// The flow table every port's frames meet first (flows.rs).
+    pub(crate) flows: crate::flows::Flows,
     scratch: Box<[u8]>,
 }
 
@@ -101,6 +103,7 @@ impl Pipeline {
             fdb_journal: false,
             overlay_locators: HashSet::new(),
             fdb_events: FdbEvents::default(),
+            flows: Default::default(),
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),

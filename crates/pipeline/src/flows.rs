@@ -1,0 +1,351 @@
+//! The flow table (issue 17, items 3 and 5): one match–action table (OpenFlow's table 0) that
+//! every frame a local port sends in meets before normal forwarding.
+//!
+//! ```text
+//!  frame from port P ──► table empty? ── yes ──► normal forwarding (from_port), as before
+//!                              │ no
+//!                              ▼
+//!        Key::extract(in_port = P, frame) ──► classifier (tuple-space search, nvo_flow)
+//!            miss ──────────────────────────► normal forwarding (as the NORMAL flow Open
+//!                                             vSwitch installs on a new bridge)
+//!            rule, actions in order:
+//!              drop (no actions)      → Drop(flow_drop), counted on the port
+//!              mod_dl_src/dst, push/pop/mod_vlan, mod_nw_tos, mod_nw_ttl, dec_ttl
+//!                                     → the frame is rewritten in the caller's buffer
+//!                                       (IPv4 header checksum recomputed)
+//!              output:N / in_port     → Deliver { port: N }
+//!              normal                 → then normal forwarding of the (rewritten) frame
+//! ```
+//!
+//! A rule's `in_port` is a pipeline [`PortId`] (nvod's port id, which is also the OpenFlow
+//! port number); a rule without `in_port` applies to every port. The table is bounded
+//! ([`MAX_FLOWS`]); each rule counts packets and bytes and may carry idle and hard timeouts,
+//! applied by [`Pipeline::expire_flows`] with the `now` the caller passes.
+//!
+//! Not carried out (refused when a rule is installed, [`FlowError::Unsupported`]): `meter`,
+//! `set_tunnel` and `set_field:…->tun_dst` — the encapsulation a network's FDB chooses is not
+//! overridden per rule yet. Modifications apply to the frame before any output of the same
+//! rule (nvo does not keep a copy per output as Open vSwitch does): `output:2,mod_dl_dst:…`
+//! sends the rewritten frame.
+
+use std::time::Instant;
+
+use nvo_flow::key::ethertype;
+use nvo_flow::syntax::Flow;
+use nvo_flow::{Action as FlowAction, Classifier, ClassifierError, Field, Inserted, Key};
+
+use crate::actions::{Action, Actions};
+use crate::{DropReason, Pipeline, PortId};
+
+/// The most rules the table holds.
+pub const MAX_FLOWS: usize = 10_000;
+
+/// The table: rules whose actions are lists of [`nvo_flow::Action`].
+pub type FlowTable = Classifier<Vec<FlowAction>>;
+
+/// Why a rule was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlowError {
+    /// The table holds [`MAX_FLOWS`] rules.
+    #[error("the flow table is full ({0} rules); delete rules first")]
+    Full(usize),
+    /// An action nvo's datapaths do not carry out.
+    #[error("action {0} is not carried out by nvo's datapaths (supported: drop, normal, output, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl)")]
+    Unsupported(String),
+}
+
+/// The table and its lookup counters.
+#[derive(Debug)]
+pub(crate) struct Flows {
+    pub(crate) table: FlowTable,
+    lookups: u64,
+    matched: u64,
+}
+
+impl Default for Flows {
+    fn default() -> Flows {
+        Flows {
+            table: Classifier::new(MAX_FLOWS),
+            lookups: 0,
+            matched: 0,
+        }
+    }
+}
+
+/// What the table decided for a frame; `actions` hold its outputs (and its drop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowVerdict {
+    /// The frame was rewritten into the caller's buffer, this long: outputs and normal
+    /// forwarding use `&out[..len]`, not the frame received.
+    pub rewritten: Option<usize>,
+    /// Normal forwarding follows (`Pipeline::from_port` on the frame, rewritten or not).
+    pub normal: bool,
+}
+
+impl FlowVerdict {
+    const NORMAL: FlowVerdict = FlowVerdict {
+        rewritten: None,
+        normal: true,
+    };
+}
+
+/// Refuses the actions nvo does not carry out.
+pub fn check_actions(actions: &[FlowAction]) -> Result<(), FlowError> {
+    match actions.iter().find(|a| {
+        matches!(
+            a,
+            FlowAction::Meter(_) | FlowAction::SetTunnelKey(_) | FlowAction::SetTunnelDst(_)
+        )
+    }) {
+        Some(a) => Err(FlowError::Unsupported(a.to_string())),
+        None => Ok(()),
+    }
+}
+
+impl Pipeline {
+    /// Whether the table holds any rule (when not, frames skip it).
+    pub fn has_flows(&self) -> bool {
+        !self.flows.table.is_empty()
+    }
+
+    /// Whether some rule may match frames from `port`: one with no `in_port`, or with this
+    /// one. Such a port must be read by the userspace path (the kernel path hands it over).
+    pub fn flows_cover(&self, port: PortId) -> bool {
+        self.flows.table.rules().iter().any(|(_, r, _)| {
+            let (value, mask) = r.pattern.field(Field::InPort);
+            mask == 0 || value == u128::from(port.0)
+        })
+    }
+
+    /// The table, to read rules and counters.
+    pub fn flow_table(&self) -> &FlowTable {
+        &self.flows.table
+    }
+
+    /// The table, to change (OpenFlow's FLOW_MOD semantics: `nvo_openflow::apply_flow_mod`).
+    /// The caller checks new actions with [`check_actions`] first.
+    pub fn flow_table_mut(&mut self) -> &mut FlowTable {
+        &mut self.flows.table
+    }
+
+    /// Installs a rule (replacing one with the same match and priority).
+    pub fn flow_insert(&mut self, rule: Flow, now: Instant) -> Result<Inserted, FlowError> {
+        check_actions(&rule.actions)?;
+        self.flows.table.insert(rule, now).map_err(|e| match e {
+            ClassifierError::Full(n) => FlowError::Full(n),
+        })
+    }
+
+    /// Lookups made and lookups that found a rule.
+    pub fn flow_lookups(&self) -> (u64, u64) {
+        (self.flows.lookups, self.flows.matched)
+    }
+
+    /// Removes the rules whose timeout passed; how many.
+    pub fn expire_flows(&mut self, now: Instant) -> usize {
+        if self.flows.table.is_empty() {
+            return 0;
+        }
+        self.flows.table.expire(now).len()
+    }
+
+    /// Runs `frame`, received on `port`, through the table. Clears `actions`, then holds the
+    /// rule's outputs or its drop; `out` (at least 16 bytes longer than `frame`) receives the
+    /// frame when a rule rewrites it. When the verdict says `normal`, the caller goes on with
+    /// [`Pipeline::from_port`] (which counts the frame on the port); otherwise the frame was
+    /// counted here.
+    pub fn from_port_flows(
+        &mut self,
+        port: PortId,
+        frame: &[u8],
+        out: &mut [u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) -> FlowVerdict {
+        actions.clear();
+        if self.flows.table.is_empty() || !self.ports.contains_key(&port) {
+            return FlowVerdict::NORMAL;
+        }
+        let key = Key::extract(port.0, 0, frame);
+        let flows = &mut self.flows;
+        flows.lookups += 1;
+        let Some((_, rule)) = flows.table.classify(&key, frame.len() as u64, now) else {
+            return FlowVerdict::NORMAL;
+        };
+        flows.matched += 1;
+        let mut v = FlowVerdict {
+            rewritten: None,
+            normal: false,
+        };
+        let mut dropped = rule.is_empty().then_some(DropReason::FlowDrop);
+        for a in rule.iter() {
+            if dropped.is_some() {
+                break;
+            }
+            match a {
+                FlowAction::Normal => v.normal = true,
+                FlowAction::Output(n) => actions.push(Action::Deliver { port: PortId(*n) }),
+                FlowAction::InPort => actions.push(Action::Deliver { port }),
+                edit => {
+                    let len = *v.rewritten.get_or_insert_with(|| {
+                        out[..frame.len()].copy_from_slice(frame);
+                        frame.len()
+                    });
+                    match rewrite(edit, out, len) {
+                        Ok(len) => v.rewritten = Some(len),
+                        Err(reason) => dropped = Some(reason),
+                    }
+                }
+            }
+        }
+        if v.normal && dropped.is_none() {
+            return v;
+        }
+        // The frame ends here: count it on its port, as from_port would have.
+        if let Some(p) = self.ports.get_mut(&port) {
+            p.counters.rx_frames += 1;
+            p.counters.rx_bytes += frame.len() as u64;
+            if dropped.is_some() {
+                p.counters.drops += 1;
+            } else if actions.is_empty() {
+                // Only unsupported or no outputs: nothing to send (a rule of modifications
+                // alone); counted as the rule's drop.
+                p.counters.drops += 1;
+                dropped = Some(DropReason::FlowDrop);
+            }
+        }
+        if let Some(reason) = dropped {
+            self.drops.add(reason);
+            actions.clear();
+            actions.push(Action::Drop(reason));
+        }
+        v.normal = false;
+        v
+    }
+}
+
+/// Where the outermost VLAN tag is, if the frame (of `len` bytes) has one.
+fn tag_at(b: &[u8], len: usize) -> Option<usize> {
+    let t = u16::from_be_bytes([*b.get(12)?, *b.get(13)?]);
+    (len >= 18 && (t == ethertype::VLAN || t == ethertype::QINQ)).then_some(14)
+}
+
+/// The EtherType after the tags and the L3 offset.
+fn l3(b: &[u8], len: usize) -> Option<(u16, usize)> {
+    let mut at = 12;
+    loop {
+        let t = u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]);
+        if (t == ethertype::VLAN || t == ethertype::QINQ) && at + 6 <= len {
+            at += 4;
+            continue;
+        }
+        return Some((t, at + 2)).filter(|(_, l3)| *l3 <= len);
+    }
+}
+
+/// Applies one modification to `b[..len]`; the new length, or why the frame is dropped.
+fn rewrite(a: &FlowAction, b: &mut [u8], len: usize) -> Result<usize, DropReason> {
+    if len < 14 {
+        return Err(DropReason::MalformedFrame);
+    }
+    match a {
+        FlowAction::SetEthDst(m) => b[..6].copy_from_slice(m),
+        FlowAction::SetEthSrc(m) => b[6..12].copy_from_slice(m),
+        FlowAction::PushVlan(tpid) => {
+            // A pushed tag copies the outer tag's TCI, or is VID 0 (OpenFlow 1.3 §5.12.1).
+            let tci = tag_at(b, len).map_or([0, 0], |t| [b[t], b[t + 1]]);
+            return push_tag(b, len, *tpid, tci);
+        }
+        FlowAction::PopVlan if tag_at(b, len).is_some() => {
+            b.copy_within(16..len, 12);
+            return Ok(len - 4);
+        }
+        FlowAction::SetVlanVid(vid) => match tag_at(b, len) {
+            Some(t) => {
+                let tci = (u16::from_be_bytes([b[t], b[t + 1]]) & 0xf000) | (vid & 0x0fff);
+                b[t..t + 2].copy_from_slice(&tci.to_be_bytes());
+            }
+            None => return push_tag(b, len, ethertype::VLAN, (vid & 0x0fff).to_be_bytes()),
+        },
+        FlowAction::SetVlanPcp(pcp) => {
+            let pcp = u16::from(pcp & 7) << 13;
+            match tag_at(b, len) {
+                Some(t) => {
+                    let tci = (u16::from_be_bytes([b[t], b[t + 1]]) & 0x1fff) | pcp;
+                    b[t..t + 2].copy_from_slice(&tci.to_be_bytes());
+                }
+                None => return push_tag(b, len, ethertype::VLAN, pcp.to_be_bytes()),
+            }
+        }
+        FlowAction::SetDscp(d) => ip_edit(b, len, |v4, ip| {
+            if v4 {
+                ip[1] = (d << 2) | (ip[1] & 3);
+            } else {
+                // Traffic class: the low 4 bits of byte 0 and the high 4 of byte 1.
+                let tc = (d << 2) | ((ip[1] >> 4) & 3);
+                ip[0] = (ip[0] & 0xf0) | (tc >> 4);
+                ip[1] = (ip[1] & 0x0f) | (tc << 4);
+            }
+            Ok(())
+        })?,
+        FlowAction::SetTtl(t) => ip_edit(b, len, |v4, ip| {
+            ip[if v4 { 8 } else { 7 }] = *t;
+            Ok(())
+        })?,
+        FlowAction::DecTtl => ip_edit(b, len, |v4, ip| {
+            let at = if v4 { 8 } else { 7 };
+            if ip[at] <= 1 {
+                return Err(DropReason::HopLimit);
+            }
+            ip[at] -= 1;
+            Ok(())
+        })?,
+        // Refused at install (check_actions); outputs are not edits.
+        _ => {}
+    }
+    Ok(len)
+}
+
+fn push_tag(b: &mut [u8], len: usize, tpid: u16, tci: [u8; 2]) -> Result<usize, DropReason> {
+    if len + 4 > b.len() {
+        return Err(DropReason::TooBig);
+    }
+    b.copy_within(12..len, 16);
+    b[12..14].copy_from_slice(&tpid.to_be_bytes());
+    b[14..16].copy_from_slice(&tci);
+    Ok(len + 4)
+}
+
+/// Runs `f` on the IP header (`true` for IPv4), recomputing an IPv4 header's checksum after.
+/// A frame that is not IP is left as it is (the flow syntax's prerequisites keep such rules
+/// on IP frames anyway).
+fn ip_edit(
+    b: &mut [u8],
+    len: usize,
+    f: impl FnOnce(bool, &mut [u8]) -> Result<(), DropReason>,
+) -> Result<(), DropReason> {
+    let Some((et, at)) = l3(b, len) else {
+        return Ok(());
+    };
+    match et {
+        ethertype::IPV4 => {
+            let ihl = usize::from(b.get(at).copied().unwrap_or(0) & 0x0f) * 4;
+            if ihl < 20 || at + ihl > len {
+                return Err(DropReason::MalformedFrame);
+            }
+            let ip = &mut b[at..at + ihl];
+            f(true, ip)?;
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let sum = ip
+                .chunks(2)
+                .fold(0u32, |s, w| s + u32::from(u16::from_be_bytes([w[0], w[1]])));
+            let sum = (sum & 0xffff) + (sum >> 16);
+            let sum = (sum & 0xffff) + (sum >> 16);
+            ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+            Ok(())
+        }
+        ethertype::IPV6 if at + 40 <= len => f(false, &mut b[at..at + 40]),
+        ethertype::IPV6 => Err(DropReason::MalformedFrame),
+        _ => Ok(()),
+    }
+}
