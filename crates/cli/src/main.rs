@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
+//! `port`, `fdb`, `flood`, `flow`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
 //! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
 //! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
@@ -27,6 +27,7 @@ use cmd::bgp::{BgpCmd, EvpnCmd};
 use cmd::cluster::ClusterCmd;
 use cmd::decode::DecodeArgs;
 use cmd::events::EventsArgs;
+use cmd::flow::FlowCmd;
 use cmd::lab::LabCmd;
 use cmd::monitor::MonitorArgs;
 use cmd::overlay::OverlayCmd;
@@ -114,6 +115,9 @@ enum Command {
     /// Show and change a network's forwarding database (MAC -> port or remote VTEP).
     #[command(subcommand)]
     Fdb(FdbCmd),
+    /// Add, delete and show flow-table rules (ovs-ofctl flow syntax) on ports' frames.
+    #[command(subcommand)]
+    Flow(FlowCmd),
     /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).
     #[command(subcommand)]
     Flood(FloodCmd),
@@ -259,6 +263,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
+        Command::Flow(c) => cmd::flow::flow(&client, format, c)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
         Command::Overlay(c) if !cli.etcd.is_empty() => {
             let etcd = cmd::cluster::Etcd {

@@ -168,6 +168,21 @@ pub enum Command {
     /// Switches ARP/ND suppression of a network.
     SetArpSuppression(Vni, bool),
 
+    /// Changes the flow table as an OpenFlow FLOW_MOD does (add, modify, delete; the API's
+    /// `nvo flow add/del` too). Ports a rule now covers are handed to nvod on the kernel path.
+    FlowMod(nvo_openflow::FlowMod),
+    /// The flow table's rules with their counters (summed over the workers).
+    Flows,
+    /// PACKET_OUT: a frame through a list of actions, as if from `in_port` (None: from the
+    /// controller).
+    PacketOut {
+        /// Where it counts as coming from.
+        in_port: Option<PortId>,
+        /// What to do with it.
+        actions: Vec<nvo_flow::Action>,
+        /// The frame.
+        frame: Vec<u8>,
+    },
     /// Stops the datapath thread.
     Stop,
 }
@@ -210,9 +225,24 @@ pub enum Reply {
     EvpnApplied(EvpnApplied),
     /// The local hosts (None: unchanged since the generation asked about).
     LocalHosts(Option<LocalHosts>),
+    /// The flow table (`Command::Flows`).
+    Flows(FlowDump),
 }
 
 /// Why the datapath refused a command.
+/// The flow table as `Command::Flows` reads it.
+#[derive(Debug, Clone, Default)]
+pub struct FlowDump {
+    /// Every rule with its counters, best first.
+    pub rules: Vec<nvo_openflow::FlowStat>,
+    /// Lookups made.
+    pub lookups: u64,
+    /// Lookups that found a rule.
+    pub matched: u64,
+    /// The most rules the table takes.
+    pub capacity: usize,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DatapathError {
     /// The tables refused.
@@ -279,6 +309,8 @@ pub enum DatapathError {
     #[error("too many probe runs in flight ({0} at most); retry in a moment")]
     ProbesBusy(usize),
     /// The datapath thread is gone (it stopped or failed; its log says why).
+    #[error(transparent)]
+    Flow(#[from] nvo_pipeline::FlowError),
     #[error("the datapath thread has stopped; restart nvod (its log says why)")]
     Gone,
     /// Too many commands are waiting.

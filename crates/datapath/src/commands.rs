@@ -42,7 +42,12 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             kind,
             offloads,
             must_open,
-        } => done(add_port(core, id, vni, name, kind, offloads, must_open)),
+        } => {
+            add_port(core, id, vni, name, kind, offloads, must_open)?;
+            // A rule without in_port covers the new port too.
+            super::flows::rehome(core);
+            Ok(Reply::Done)
+        }
         Command::AddTrunk {
             id,
             name,
@@ -128,6 +133,13 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         Command::EvpnApply(changes) => Ok(Reply::EvpnApplied(pipeline.evpn_apply(&changes))),
         Command::LocalHosts { since } => Ok(Reply::LocalHosts(pipeline.local_hosts_since(since))),
         Command::SetArpSuppression(vni, on) => done(pipeline.set_arp_suppression(vni, on)),
+        Command::FlowMod(m) => super::flows::flow_mod(core, m, now),
+        Command::Flows => Ok(super::flows::dump(core, now)),
+        Command::PacketOut {
+            in_port,
+            actions,
+            frame,
+        } => super::flows::packet_out(core, in_port, &actions, &frame, now),
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Ok(Reply::Done),
     }

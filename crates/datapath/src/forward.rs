@@ -105,6 +105,8 @@ pub struct Core {
     pub(super) seen_vni: Option<u32>,
     /// A VLAN trunk's frame without its tag (vlan.rs).
     pub(super) untagged: Vec<u8>,
+    /// A frame a flow rule rewrote (flows.rs).
+    pub(super) flow_frame: Vec<u8>,
 }
 
 /// Where the packet being handled came from.
@@ -165,6 +167,7 @@ impl Forwarder {
                 seen: Seen::Port(PortId(0)),
                 seen_vni: None,
                 untagged: vec![0; nvo_io::MAX_FRAME],
+                flow_frame: Vec::new(),
             },
             reassembler,
         }
@@ -182,9 +185,7 @@ impl Forwarder {
         core.seen = Seen::Port(port);
         core.seen_vni = None;
         let segment_len = segment_len(frame, &meta);
-        core.pipeline
-            .from_port_gso(port, frame, segment_len, now, &mut core.actions);
-        core.perform(frame, &meta);
+        core.ingress(port, frame, &meta, segment_len, now);
     }
 
     /// A packet received on the underlay socket at position `at` from `src`: the bytes after

@@ -36,6 +36,7 @@
 mod command;
 mod commands;
 mod csum;
+mod flows;
 mod forward;
 mod groups;
 mod handle;
@@ -71,7 +72,7 @@ use forward::Forwarder;
 use underlays::Underlays;
 use workers::{Share, WorkerStats};
 
-pub use command::{Command, DatapathError, PortKind, Reply, QUEUE};
+pub use command::{Command, DatapathError, FlowDump, PortKind, Reply, QUEUE};
 pub use handle::Datapath;
 pub use kernel::{Choice, Refused};
 pub use probes::{RunResult, MAX_COUNT as MAX_PROBES};
@@ -459,6 +460,7 @@ impl Loop {
                 self.fwd.reassembler.expire(now);
                 self.fwd.core.probes.expire(now);
                 self.fwd.core.ports.retry();
+                flows::tick(&mut self.fwd.core, now);
                 if let Some(k) = self.fwd.core.kernel.as_mut() {
                     k.refresh_nexthops();
                 }

@@ -245,7 +245,8 @@ impl Ports {
                 vni: p.vni,
                 name: p.name.clone(),
                 ifindex: p.io.as_ref().map(|io| io.ifindex()),
-                veth: p.kind == PortKind::Veth,
+                // A veth nvod reads (flow rules cover it, flows.rs) is the kernel's no more.
+                veth: p.kind == PortKind::Veth && p.kernel,
                 tapped: p.taps > 0,
             });
         let circuits = self.circuits.iter().filter_map(|(&id, &(trunk, _))| {

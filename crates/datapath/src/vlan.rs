@@ -30,9 +30,7 @@ impl Core {
             Some((circuit, len)) => {
                 // The monitor names the trunk's interface as where the frame came from.
                 let untagged = &buf[..len];
-                self.pipeline
-                    .from_port(circuit, untagged, now, &mut self.actions);
-                self.perform(untagged, &FrameMeta::COMPLETE);
+                self.ingress(circuit, untagged, &FrameMeta::COMPLETE, len, now);
             }
             None => self.perform(frame, &FrameMeta::COMPLETE),
         }

@@ -321,12 +321,15 @@ pub enum Scope {
 /// Where `command` goes.
 pub fn scope(command: &Command) -> Scope {
     match command {
-        Command::Counters | Command::FdbEntries(_) | Command::OverlayCounters => Scope::Merged,
+        Command::Counters | Command::FdbEntries(_) | Command::OverlayCounters | Command::Flows => {
+            Scope::Merged
+        }
         Command::Networks
         | Command::PortsUp
         | Command::LocalHosts { .. }
         | Command::OverlayProbeStart { .. }
-        | Command::OverlayProbeResult(_) => Scope::First,
+        | Command::OverlayProbeResult(_)
+        | Command::PacketOut { .. } => Scope::First,
         _ => Scope::All,
     }
 }
@@ -373,6 +376,22 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
         (Reply::Overlay(mut a), Reply::Overlay(b)) => {
             merge_overlay(&mut a, &b);
             Reply::Overlay(a)
+        }
+        (Reply::Flows(mut a), Reply::Flows(b)) => {
+            // The same FLOW_MODs made the same rules in every worker: a rule is its match
+            // and priority.
+            for r in b.rules {
+                let same = a.rules.iter_mut().find(|x| {
+                    x.rule.priority == r.rule.priority && x.rule.pattern == r.rule.pattern
+                });
+                if let Some(x) = same {
+                    x.packets += r.packets;
+                    x.bytes += r.bytes;
+                }
+            }
+            a.lookups += b.lookups;
+            a.matched += b.matched;
+            Reply::Flows(a)
         }
         (into, _) => into,
     }

@@ -28,6 +28,7 @@ pub use capture::Scope;
 mod bgp;
 mod capture;
 mod cluster;
+mod flows;
 mod observe;
 mod ops;
 mod overlay;
@@ -107,7 +108,7 @@ impl From<DatapathError> for Failure {
             DatapathError::Open { .. } | DatapathError::NoInterface(_) => Kind::BadRequest,
             DatapathError::TooManyGroups { .. } => Kind::Conflict,
             DatapathError::Join { .. } | DatapathError::Transport { .. } => Kind::Internal,
-            DatapathError::UnknownProfile(_) => Kind::BadRequest,
+            DatapathError::UnknownProfile(_) | DatapathError::Flow(_) => Kind::BadRequest,
             DatapathError::Engine(e) => engine_kind(e),
             DatapathError::Overlay(e) => match e {
                 nvo_pipeline::overlay::OverlayError::TableFull { .. } => Kind::Conflict,
@@ -283,6 +284,7 @@ impl Control {
                     .map_err(|e| restore_failure(&format!("network {vni} fdb {mac}"), e))?;
             }
         }
+        self.restore_flows().await;
         Ok(())
     }
 

@@ -56,6 +56,10 @@ pub struct State {
     /// BGP was turned off through the API (so the config file's `[bgp]` no longer applies).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bgp_off: bool,
+    /// Flow-table rules without timeouts (control/flows.rs), in the flow syntax with ports by
+    /// name, by their identity (`priority=P,MATCH`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flows: BTreeMap<String, String>,
 }
 
 /// The routed overlay as stored.
@@ -112,6 +116,7 @@ impl Default for State {
             overlay: OverlayState::default(),
             bgp: None,
             bgp_off: false,
+            flows: BTreeMap::new(),
         }
     }
 }

@@ -173,31 +173,7 @@ impl Pipeline {
             return FlowVerdict::NORMAL;
         };
         flows.matched += 1;
-        let mut v = FlowVerdict {
-            rewritten: None,
-            normal: false,
-        };
-        let mut dropped = rule.is_empty().then_some(DropReason::FlowDrop);
-        for a in rule.iter() {
-            if dropped.is_some() {
-                break;
-            }
-            match a {
-                FlowAction::Normal => v.normal = true,
-                FlowAction::Output(n) => actions.push(Action::Deliver { port: PortId(*n) }),
-                FlowAction::InPort => actions.push(Action::Deliver { port }),
-                edit => {
-                    let len = *v.rewritten.get_or_insert_with(|| {
-                        out[..frame.len()].copy_from_slice(frame);
-                        frame.len()
-                    });
-                    match rewrite(edit, out, len) {
-                        Ok(len) => v.rewritten = Some(len),
-                        Err(reason) => dropped = Some(reason),
-                    }
-                }
-            }
-        }
+        let (mut v, mut dropped) = execute(rule, port, frame, out, actions);
         if v.normal && dropped.is_none() {
             return v;
         }
@@ -222,6 +198,67 @@ impl Pipeline {
         v.normal = false;
         v
     }
+
+    /// PACKET_OUT: `frame` through `rule_actions` as if it came in on `in_port` (`None`: from
+    /// the controller), without the table. `actions` then hold its outputs; with `normal` the
+    /// caller goes on with [`Pipeline::from_port`] on `in_port`. Nothing is counted but a
+    /// drop.
+    pub fn packet_out(
+        &mut self,
+        in_port: Option<PortId>,
+        rule_actions: &[FlowAction],
+        frame: &[u8],
+        out: &mut [u8],
+        actions: &mut Actions,
+    ) -> FlowVerdict {
+        actions.clear();
+        let port = in_port.unwrap_or(PortId(u32::MAX));
+        let (mut v, dropped) = execute(rule_actions, port, frame, out, actions);
+        v.normal &= in_port.is_some() && dropped.is_none();
+        if let Some(reason) = dropped {
+            self.drops.add(reason);
+            actions.clear();
+            actions.push(Action::Drop(reason));
+        }
+        v
+    }
+}
+
+/// Carries out a rule's actions on `frame` from `port`: outputs into `actions`, edits into
+/// `out`; the verdict, and why the frame is dropped if it is.
+fn execute(
+    rule: &[FlowAction],
+    port: PortId,
+    frame: &[u8],
+    out: &mut [u8],
+    actions: &mut Actions,
+) -> (FlowVerdict, Option<DropReason>) {
+    let mut v = FlowVerdict {
+        rewritten: None,
+        normal: false,
+    };
+    let mut dropped = rule.is_empty().then_some(DropReason::FlowDrop);
+    for a in rule {
+        if dropped.is_some() {
+            break;
+        }
+        match a {
+            FlowAction::Normal => v.normal = true,
+            FlowAction::Output(n) => actions.push(Action::Deliver { port: PortId(*n) }),
+            FlowAction::InPort => actions.push(Action::Deliver { port }),
+            edit => {
+                let len = *v.rewritten.get_or_insert_with(|| {
+                    out[..frame.len()].copy_from_slice(frame);
+                    frame.len()
+                });
+                match rewrite(edit, out, len) {
+                    Ok(len) => v.rewritten = Some(len),
+                    Err(reason) => dropped = Some(reason),
+                }
+            }
+        }
+    }
+    (v, dropped)
 }
 
 /// Where the outermost VLAN tag is, if the frame (of `len` bytes) has one.

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod cluster_overlay;
 pub mod decode;
 pub mod events;
+pub mod flow;
 pub mod lab;
 pub mod monitor;
 pub mod overlay;

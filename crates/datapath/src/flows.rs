@@ -1,0 +1,208 @@
+//! The flow table on the datapath (nvo_pipeline's flows.rs): frames from ports meet it before
+//! normal forwarding, FLOW_MODs change it, and — on the kernel path — a port some rule covers
+//! is handed to nvod.
+//!
+//! ```text
+//!  port frame ──► table empty? ── yes ──► from_port ──► perform       (no cost but one test)
+//!                     │ no
+//!                     ▼
+//!            from_port_flows ──► perform outputs (on the frame, or its rewritten copy)
+//!                     └─ normal ──► from_port (the same frame) ──► perform
+//! ```
+//!
+//! The hand-over (the project's rule: a feature one datapath lacks is handed to the other,
+//! explicitly): the tables are applied by the userspace pipeline only, so a veth the kernel
+//! path runs is taken back when a rule covers it (a rule with its `in_port`, or with none):
+//! its tc program comes off (the mirror's next sync sees it as a userspace port, like a TAP,
+//! and punts frames for it to nvod) and nvod opens a reading socket on it. When no rule
+//! covers it any more, the send-only socket comes back and the mirror attaches the program
+//! again. Why this and not a per-port "to userspace" flag in an eBPF map: the port's frames
+//! then reach nvod exactly as a userspace port's do (batches, GSO, fanout), with no new path
+//! through the programs, and nothing of the kernel path changes when no rule exists.
+
+use std::time::Instant;
+
+use nvo_io::FrameMeta;
+use nvo_openflow::{
+    apply_flow_mod, flow_stats, Command as OfCommand, FlowFilter, FlowMod, OfError,
+};
+use nvo_pipeline::flows::check_actions;
+use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
+
+use crate::command::{DatapathError, FlowDump, PortKind, Reply};
+
+use super::forward::Core;
+use super::ports;
+
+impl Core {
+    /// A frame from local port `port`: through the flow table, then normal forwarding.
+    pub(super) fn ingress(
+        &mut self,
+        port: PortId,
+        frame: &[u8],
+        meta: &FrameMeta,
+        segment_len: usize,
+        now: Instant,
+    ) {
+        if !self.pipeline.has_flows() {
+            self.pipeline
+                .from_port_gso(port, frame, segment_len, now, &mut self.actions);
+            return self.perform(frame, meta);
+        }
+        let mut buf = std::mem::take(&mut self.flow_frame);
+        if buf.len() < frame.len() + 16 {
+            buf.resize(frame.len() + 16, 0);
+        }
+        let v = self
+            .pipeline
+            .from_port_flows(port, frame, &mut buf, now, &mut self.actions);
+        let (f, meta, segment_len) = match v.rewritten {
+            Some(len) => (
+                &buf[..len],
+                shifted(meta, len, frame.len()),
+                (segment_len + len).saturating_sub(frame.len()),
+            ),
+            None => (frame, *meta, segment_len),
+        };
+        if !self.actions.is_empty() {
+            self.perform(f, &meta);
+        }
+        if v.normal {
+            self.pipeline
+                .from_port_gso(port, f, segment_len, now, &mut self.actions);
+            self.perform(f, &meta);
+        }
+        self.flow_frame = buf;
+    }
+}
+
+/// A rewritten frame's offload state: a partial checksum's start moves with a tag pushed or
+/// popped in front of it.
+fn shifted(meta: &FrameMeta, len: usize, was: usize) -> FrameMeta {
+    let mut m = *meta;
+    m.csum = m.csum.map(|(start, offset)| {
+        let start = (usize::from(start) + len).saturating_sub(was);
+        (u16::try_from(start).unwrap_or(u16::MAX), offset)
+    });
+    m
+}
+
+/// Runs a FLOW_MOD on the table, then hands over (or back) the ports whose coverage changed.
+pub(super) fn flow_mod(core: &mut Core, m: FlowMod, now: Instant) -> Result<Reply, DatapathError> {
+    if !matches!(m.command, OfCommand::Delete { .. }) {
+        check_actions(&m.actions)?;
+    }
+    apply_flow_mod(core.pipeline.flow_table_mut(), m, now).map_err(|e| match e {
+        OfError::FLOW_MOD_TABLE_FULL => FlowError::Full(MAX_FLOWS),
+        other => FlowError::Unsupported(format!("(OpenFlow error {}/{})", other.kind, other.code)),
+    })?;
+    rehome(core);
+    Ok(Reply::Done)
+}
+
+/// The table's rules and counters.
+pub(super) fn dump(core: &Core, now: Instant) -> Reply {
+    let table = core.pipeline.flow_table();
+    let all = FlowFilter {
+        out_port: nvo_openflow::wire::port::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        pattern: nvo_flow::Match::any(),
+    };
+    let (lookups, matched) = core.pipeline.flow_lookups();
+    Reply::Flows(FlowDump {
+        rules: flow_stats(table, &all, now),
+        lookups,
+        matched,
+        capacity: table.capacity(),
+    })
+}
+
+/// PACKET_OUT: the frame through `actions`, sent at once.
+pub(super) fn packet_out(
+    core: &mut Core,
+    in_port: Option<PortId>,
+    actions: &[nvo_flow::Action],
+    frame: &[u8],
+    now: Instant,
+) -> Result<Reply, DatapathError> {
+    check_actions(actions)?;
+    let mut buf = vec![0; frame.len() + 16 + 4 * actions.len()];
+    let v = core
+        .pipeline
+        .packet_out(in_port, actions, frame, &mut buf, &mut core.actions);
+    let f = match v.rewritten {
+        Some(len) => &buf[..len],
+        None => frame,
+    };
+    core.perform(f, &FrameMeta::COMPLETE);
+    if let (true, Some(port)) = (v.normal, in_port) {
+        core.pipeline.from_port(port, f, now, &mut core.actions);
+        core.perform(f, &FrameMeta::COMPLETE);
+    }
+    core.flush();
+    Ok(Reply::Done)
+}
+
+/// Removes the rules whose timeout passed (once a second); hands ports back when that
+/// uncovered them.
+pub(super) fn tick(core: &mut Core, now: Instant) {
+    if core.pipeline.expire_flows(now) > 0 {
+        rehome(core);
+    }
+}
+
+/// On the kernel path: reopens every veth whose coverage by the rules no longer matches how
+/// it is read — for nvod (covered) or for the kernel (not covered, and its network runs in
+/// the kernel). The mirror's next sync attaches or detaches the port's program accordingly.
+pub(super) fn rehome(core: &mut Core) {
+    let Some(kernel) = core.kernel.as_ref() else {
+        return;
+    };
+    let veths: Vec<PortId> = core
+        .ports
+        .iter()
+        .filter(|p| p.kind == PortKind::Veth)
+        .map(|p| p.id)
+        .collect();
+    for id in veths {
+        let capable = core
+            .pipeline
+            .port_network(id)
+            .and_then(|vni| core.pipeline.network(vni).ok())
+            .is_some_and(|view| kernel.mode(&core.engine, &view).is_ok());
+        let want = capable && !core.pipeline.flows_cover(id);
+        if core.ports.get(id).is_none_or(|p| p.kernel == want) {
+            continue;
+        }
+        let Some(mut port) = core.ports.remove(id) else {
+            continue;
+        };
+        // The old socket closes before the new one opens.
+        port.io = None;
+        port.kernel = want;
+        match ports::open(
+            &port.name,
+            port.kind,
+            &port.offloads,
+            want,
+            false,
+            port.fanout,
+        ) {
+            Ok(io) => port.io = Some(io),
+            Err(e) => log::warn!("port {}: {e}; retrying every second", port.name),
+        }
+        if want {
+            log::info!(
+                "port {}: no flow rule covers it any more: the kernel path runs it again",
+                port.name
+            );
+        } else {
+            log::info!(
+                "port {}: flow rules cover it: nvod reads it (the tables run in userspace)",
+                port.name
+            );
+        }
+        core.ports.insert(port);
+    }
+}

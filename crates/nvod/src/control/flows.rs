@@ -1,0 +1,283 @@
+//! The flow table behind `/v1/flows`, `nvo flow …` and the OpenFlow listener: rules in the
+//! flow syntax of `ovs-ofctl`, ports by name or by number (nvod's port id, which is also the
+//! OpenFlow port number), every change an OpenFlow FLOW_MOD.
+//!
+//! A change follows the control order: the new desired state is computed first (the stored
+//! rules in a scratch classifier, the FLOW_MOD applied to it with OpenFlow's semantics),
+//! journaled, then the datapath runs the FLOW_MOD. Only rules without timeouts are stored —
+//! a rule with an idle or hard timeout is transient by its nature and is not restored after a
+//! restart. Stored rules name ports by interface name, since port ids are chosen anew at every
+//! start; a stored rule whose port is gone is skipped at restore, with a warning.
+
+use std::time::{Duration, Instant};
+
+use nvo_api as api;
+use nvo_datapath::{Command, FlowDump, Reply};
+use nvo_flow::show::{format_flow, format_match};
+use nvo_flow::syntax::{parse, Flow, DEFAULT_PRIORITY};
+use nvo_flow::{Action, Classifier, Field, Match};
+use nvo_openflow::wire::port;
+use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod};
+use nvo_pipeline::flows::check_actions;
+use nvo_pipeline::{PortId, MAX_FLOWS};
+
+use super::{unexpected, Control, Failure};
+
+impl Control {
+    /// The port id of interface (or circuit) `name`.
+    pub fn port_number(&self, name: &str) -> Option<u32> {
+        self.port_ids.get(name).map(|id| id.0)
+    }
+
+    /// The interface (or circuit) name of port id `n`.
+    pub fn port_name_of(&self, n: u32) -> Option<String> {
+        self.port_name(PortId(n)).map(str::to_owned)
+    }
+
+    /// Every port as OpenFlow numbers it: (id, name).
+    pub fn port_numbers(&self) -> Vec<(u32, String)> {
+        self.port_ids
+            .iter()
+            .map(|(name, id)| (id.0, name.clone()))
+            .collect()
+    }
+
+    fn parse_flow(&self, text: &str) -> Result<Flow, Failure> {
+        parse(text, &|name| self.port_number(name))
+            .map_err(|e| Failure::bad(format!("flow {text:?}: {e}")))
+    }
+
+    /// `pattern` restricted to port `name` (its `in_port`).
+    fn on_port(&self, name: Option<&str>, pattern: Match) -> Result<Match, Failure> {
+        let Some(name) = name else {
+            return Ok(pattern);
+        };
+        let id = self.port_number(name).ok_or_else(|| {
+            Failure::bad(format!(
+                "no port named {name:?}; GET /v1/ports (nvo port list) shows them"
+            ))
+        })?;
+        let (value, mask) = pattern.field(Field::InPort);
+        if mask != 0 && value != u128::from(id) {
+            return Err(Failure::bad(format!(
+                "the flow's in_port is not port {name}; leave in_port out or name the same port"
+            )));
+        }
+        Ok(pattern.with(Field::InPort, u128::from(id)))
+    }
+
+    /// `POST /v1/flows`.
+    pub async fn flow_add(&mut self, spec: api::FlowSpec) -> Result<(), Failure> {
+        let rule = self.parse_flow(&spec.flow)?;
+        let pattern = self.on_port(spec.port.as_deref(), rule.pattern)?;
+        let secs =
+            |t: Option<Duration>| t.map_or(0, |t| u16::try_from(t.as_secs()).unwrap_or(u16::MAX));
+        self.flow_mod(FlowMod {
+            command: OfCommand::Add,
+            cookie: rule.cookie,
+            cookie_mask: 0,
+            idle_timeout: secs(rule.idle_timeout),
+            hard_timeout: secs(rule.hard_timeout),
+            priority: rule.priority,
+            out_port: port::ANY,
+            reset_counts: false,
+            pattern,
+            actions: rule.actions,
+        })
+        .await
+    }
+
+    /// `POST /v1/flows/delete`: how many rules went.
+    pub async fn flow_delete(&mut self, d: api::FlowDelete) -> Result<api::FlowsDeleted, Failure> {
+        let (pattern, priority) = match d.pattern.as_deref().map(str::trim) {
+            Some(t) if t.contains("actions=") => {
+                return Err(Failure::bad(format!(
+                    "match {t:?} names actions; a delete takes the match alone (e.g. tcp,tp_dst=22)"
+                )))
+            }
+            Some(t) if !t.is_empty() => {
+                let r = self.parse_flow(&format!("{t},actions=drop"))?;
+                (r.pattern, r.priority)
+            }
+            _ => (Match::any(), DEFAULT_PRIORITY),
+        };
+        let pattern = self.on_port(d.port.as_deref(), pattern)?;
+        let before = self.flow_dump().await?.rules.len();
+        self.flow_mod(FlowMod {
+            command: OfCommand::Delete { strict: d.strict },
+            cookie: 0,
+            cookie_mask: 0,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            priority,
+            out_port: port::ANY,
+            reset_counts: false,
+            pattern,
+            actions: Vec::new(),
+        })
+        .await?;
+        let after = self.flow_dump().await?.rules.len();
+        Ok(api::FlowsDeleted {
+            deleted: before.saturating_sub(after),
+        })
+    }
+
+    /// A FLOW_MOD from the API or an OpenFlow controller: stored (rules without timeouts),
+    /// then applied.
+    pub async fn flow_mod(&mut self, m: FlowMod) -> Result<(), Failure> {
+        if !matches!(m.command, OfCommand::Delete { .. }) {
+            check_actions(&m.actions).map_err(|e| Failure::bad(e.to_string()))?;
+        }
+        let now = Instant::now();
+        let mut scratch = Classifier::new(MAX_FLOWS);
+        for text in self.state.flows.values() {
+            if let Ok(rule) = self.parse_flow(text) {
+                let _ = scratch.insert(rule, now);
+            }
+        }
+        // The datapath refuses what does not fit; the stored rules are a subset of its table.
+        let _ = apply_flow_mod(&mut scratch, m.clone(), now);
+        let mut new = self.state.clone();
+        new.flows = scratch
+            .rules()
+            .into_iter()
+            .filter(|(_, r, _)| r.idle_timeout.is_none() && r.hard_timeout.is_none())
+            .map(|(_, r, _)| (self.flow_identity(r), self.flow_text(r)))
+            .collect();
+        self.commit(new, Command::FlowMod(m)).await?;
+        Ok(())
+    }
+
+    /// `priority=P,MATCH`: what makes a rule one rule.
+    fn flow_identity(&self, r: &Flow) -> String {
+        let m = format_match(&r.pattern, &|n| self.port_name_of(n));
+        format!("priority={},{m}", r.priority)
+    }
+
+    /// The rule in the flow syntax, ports by name where known (outputs too).
+    pub fn flow_text(&self, r: &Flow) -> String {
+        let text = format_flow(r, &|n| self.port_name_of(n));
+        let head = text.split(" actions=").next().unwrap_or_default();
+        let actions: Vec<String> = r
+            .actions
+            .iter()
+            .map(|a| match a {
+                Action::Output(n) => format!(
+                    "output:{}",
+                    self.port_name_of(*n).unwrap_or_else(|| n.to_string())
+                ),
+                other => other.to_string(),
+            })
+            .collect();
+        let actions = if actions.is_empty() {
+            "drop".to_owned()
+        } else {
+            actions.join(",")
+        };
+        if head.starts_with("actions=") || head.is_empty() {
+            format!("actions={actions}")
+        } else {
+            format!("{head} actions={actions}")
+        }
+    }
+
+    /// The datapath's table.
+    pub async fn flow_dump(&self) -> Result<FlowDump, Failure> {
+        match self.query(Command::Flows).await? {
+            Reply::Flows(d) => Ok(d),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `GET /v1/flows[?port=NAME]`: every rule, or those that apply to one port (its own and
+    /// those without `in_port`).
+    pub async fn flows(&self, port: Option<&str>) -> Result<api::FlowTable, Failure> {
+        let id = match port {
+            Some(name) => Some(self.port_number(name).ok_or_else(|| {
+                Failure::new(
+                    super::Kind::NotFound,
+                    format!("no port named {name:?}; GET /v1/ports (nvo port list) shows them"),
+                )
+            })?),
+            None => None,
+        };
+        let d = self.flow_dump().await?;
+        let rules = d.rules.len();
+        let flows = d
+            .rules
+            .iter()
+            .filter(|s| {
+                let (v, m) = s.rule.pattern.field(Field::InPort);
+                id.is_none_or(|id| m == 0 || v == u128::from(id))
+            })
+            .map(|s| api::Flow {
+                flow: self.flow_text(&s.rule),
+                priority: s.rule.priority,
+                cookie: s.rule.cookie,
+                n_packets: s.packets,
+                n_bytes: s.bytes,
+                duration_s: s.duration.as_secs_f64(),
+            })
+            .collect();
+        Ok(api::FlowTable {
+            flows,
+            rules,
+            capacity: d.capacity,
+            lookups: d.lookups,
+            matched: d.matched,
+        })
+    }
+
+    /// Applies the stored rules at start (after the ports, whose names they use).
+    pub(super) async fn restore_flows(&mut self) {
+        let stored: Vec<String> = self.state.flows.values().cloned().collect();
+        for text in stored {
+            let rule = match self.parse_flow(&text) {
+                Ok(r) => r,
+                Err(e) => {
+                    log::warn!("stored flow not restored: {}", e.message);
+                    continue;
+                }
+            };
+            let m = FlowMod {
+                command: OfCommand::Add,
+                cookie: rule.cookie,
+                cookie_mask: 0,
+                idle_timeout: 0,
+                hard_timeout: 0,
+                priority: rule.priority,
+                out_port: port::ANY,
+                reset_counts: false,
+                pattern: rule.pattern,
+                actions: rule.actions,
+            };
+            if let Err(e) = self.datapath.call(Command::FlowMod(m)).await {
+                log::warn!("stored flow {text:?} not restored: {e}");
+            }
+        }
+    }
+
+    /// PACKET_OUT.
+    pub async fn packet_out(
+        &self,
+        in_port: Option<PortId>,
+        actions: Vec<Action>,
+        frame: Vec<u8>,
+    ) -> Result<(), Failure> {
+        self.query(Command::PacketOut {
+            in_port,
+            actions,
+            frame,
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Every port's counters, by id (OpenFlow's PORT_STATS).
+    pub async fn port_counters(&self) -> Result<Vec<(u32, nvo_pipeline::PortCounters)>, Failure> {
+        match self.query(Command::Counters).await? {
+            Reply::Counters(c, ..) => Ok(c.ports.iter().map(|(id, pc)| (id.0, *pc)).collect()),
+            other => Err(unexpected(other)),
+        }
+    }
+}
