@@ -108,6 +108,8 @@ pub struct Config {
     pub workers: usize,
     /// Cluster mode, when `[cluster]` is set.
     pub cluster: Option<ClusterSettings>,
+    /// The OpenFlow listener (`openflow_listen`, TCP), when set.
+    pub openflow_listen: Option<std::net::SocketAddr>,
 }
 
 impl Config {
@@ -176,6 +178,7 @@ struct ConfigFile {
     workers: Option<u64>,
     learn_remote_percent: Option<u8>,
     http_listen: Option<String>,
+    openflow_listen: Option<String>,
     http_max_connections: Option<usize>,
     http_header_timeout_s: Option<u64>,
     http_idle_timeout_s: Option<u64>,
@@ -334,6 +337,7 @@ fn resolve(
     }
     let (api, port_kinds) = resolve_access(&file)?;
     let http = http::resolve_http(&file)?;
+    let openflow_listen = http::resolve_openflow(&file)?;
     let cluster = cluster::resolve_cluster(file.cluster.as_ref(), cluster::hostname)?;
     let node_id = file.node_id.unwrap_or_else(|| node_id_from(locator));
     if node_id == 0 {
@@ -458,6 +462,7 @@ fn resolve(
         learn_share,
         http,
         cluster,
+        openflow_listen,
         busy_poll: latency::busy_poll(file.busy_poll_us)?,
         stt_offload: file.stt_offload.unwrap_or_default(),
         workers: workers::workers(file.workers)?,

@@ -621,6 +621,7 @@ mod tests {
             stt_offload: Default::default(),
             workers: 1,
             cluster: None,
+            openflow_listen: None,
         }
     }
 

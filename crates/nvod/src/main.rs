@@ -7,6 +7,7 @@
 //!    ├─ API server (axum on the unix socket) ─► Control (desired state, state.json)
 //!    ├─ metrics listener (http_listen, GET /metrics) ─► Control::snapshot (reads only)
 //!    │    and the status page (GET /, /status.json) ─► Control::status_inputs (reads only)
+//!    ├─ OpenFlow listener (openflow_listen; threads, openflow.rs) ─► Control (flow table)
 //!    ├─ monitor task (monitor::run): datapath's event ring ─► GET /v1/monitor listeners
 //!    │                                             │ Command + eventfd wake, oneshot reply
 //!    │  EVPN speaker task (nvo_evpn::spawn) ──────┤ through control::bgp's DataPlane
@@ -28,6 +29,7 @@ mod control;
 mod convert;
 mod metrics;
 mod monitor;
+mod openflow;
 mod state;
 mod status;
 mod values;
@@ -65,6 +67,14 @@ enum RunError {
     /// The stored state could not be re-applied.
     #[error("{}", .0.message)]
     Restore(Failure),
+    /// The OpenFlow address could not be bound.
+    #[error("cannot listen for OpenFlow on {addr} (openflow_listen): {source}")]
+    OpenFlow {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A signal handler could not be installed.
     #[error("cannot catch {signal}: {source}")]
     Signal {
@@ -196,6 +206,12 @@ async fn serve(
         let _ = stop_tx.send(true);
     };
     let shared = Arc::new(Mutex::new(control));
+    if let Some(addr) = config.openflow_listen {
+        let runtime = tokio::runtime::Handle::current();
+        let dpid = u64::from(config.node_id);
+        openflow::spawn(addr, shared.clone(), runtime, dpid)
+            .map_err(|source| RunError::OpenFlow { addr, source })?;
+    }
     let mut cluster = None;
     if let Some(settings) = &config.cluster {
         let (handle, stopper) = cluster::start(settings, config, shared.clone());

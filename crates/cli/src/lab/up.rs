@@ -290,6 +290,9 @@ fn nvod_extras(x: &NvodExtras, locator: std::net::IpAddr) -> String {
         x.datapath.as_ref().map(|v| format!("datapath = \"{v}\"")),
         x.xdp.as_ref().map(|v| format!("xdp = \"{v}\"")),
         http_listen.map(|v| format!("http_listen = \"{v}\"")),
+        x.openflow_listen
+            .as_ref()
+            .map(|v| format!("openflow_listen = \"{v}\"")),
         x.http_max_connections
             .map(|v| format!("http_max_connections = {v}")),
         x.http_header_timeout_s

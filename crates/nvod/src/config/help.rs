@@ -39,6 +39,12 @@ Configuration file (TOML, every key optional):
                                    privileges; bounded by http_max_connections = 64,
                                    http_header_timeout_s = 10 and http_idle_timeout_s = 60
                                    as the api_ keys bound the API; no request body
+  openflow_listen = \"127.0.0.1:6653\"  TCP address of the OpenFlow 1.3 listener a controller
+                                   (or `ovs-ofctl -O OpenFlow13 ... tcp:127.0.0.1:6653`)
+                                   programs the flow table through; off unless set. Plain
+                                   TCP, no authentication: keep it on loopback or a
+                                   management network. OpenFlow port numbers are nvod's
+                                   port ids (docs/openflow.md)
   port_kinds = [\"veth\", \"tap\"]     kinds of interface that may be ports: link kinds as
                                    `ethtool -i` names the driver (\"veth\", \"macvlan\",
                                    \"ipvlan\", \"dummy\", ...) and \"tap\" (a TAP device).

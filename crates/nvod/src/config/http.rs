@@ -69,6 +69,22 @@ pub(super) fn resolve_http(file: &ConfigFile) -> Result<Option<HttpSettings>, Co
     }))
 }
 
+/// The OpenFlow listener's address (`openflow_listen`, off unless set): TCP, plaintext, so
+/// meant for loopback or a management network (docs/openflow.md).
+pub fn resolve_openflow(file: &ConfigFile) -> Result<Option<SocketAddr>, ConfigError> {
+    let Some(text) = &file.openflow_listen else {
+        return Ok(None);
+    };
+    match text.parse::<SocketAddr>() {
+        Ok(a) if a.port() != 0 && !a.ip().is_multicast() => Ok(Some(a)),
+        _ => Err(bad(
+            "openflow_listen",
+            format!("{text:?}"),
+            "must be a unicast (or unspecified) address of this host and a port 1 to 65535, such as \"127.0.0.1:6653\"",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::resolve_text;

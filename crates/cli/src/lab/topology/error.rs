@@ -120,6 +120,16 @@ pub enum ValidationError {
         /// The value.
         xdp: String,
     },
+    /// `nvod.openflow_listen` not ADDRESS:PORT.
+    #[error(
+        "host {host}: nvod.openflow_listen {value:?} is not ADDRESS:PORT (\"127.0.0.1:6653\")"
+    )]
+    NvodOpenflowListen {
+        /// The host.
+        host: String,
+        /// The value.
+        value: String,
+    },
     /// `nvod.http_listen` neither ADDRESS:PORT nor :PORT.
     #[error(
         "host {host}: nvod.http_listen {value:?} is neither ADDRESS:PORT (\"10.100.0.1:9477\") \

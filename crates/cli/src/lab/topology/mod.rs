@@ -141,6 +141,8 @@ pub struct NvodExtras {
     pub xdp: Option<String>,
     /// The metrics listener: "ADDRESS:PORT", or ":PORT" for the host's underlay address.
     pub http_listen: Option<String>,
+    /// nvod's OpenFlow 1.3 listener: "ADDRESS:PORT" in the host's namespace (127.0.0.1:6653).
+    pub openflow_listen: Option<String>,
     /// Metrics connections served at once, 1 to 65536.
     pub http_max_connections: Option<u64>,
     /// Seconds a metrics client has to send a request header, 1 to 3600.
@@ -250,6 +252,14 @@ impl NvodExtras {
                     value: listen.clone(),
                 });
             }
+        }
+        let addr = |v: &String| {
+            v.parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.port() != 0)
+        };
+        if let Some(value) = self.openflow_listen.clone().filter(|v| !addr(v)) {
+            let host = host.to_owned();
+            return Err(ValidationError::NvodOpenflowListen { host, value });
         }
         if let Some(n) = self.http_max_connections {
             if !(1..=65536).contains(&n) {

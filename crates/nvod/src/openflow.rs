@@ -1,0 +1,256 @@
+//! The OpenFlow listener (`openflow_listen`, issue 17 item 5): a controller — or
+//! `ovs-ofctl -O OpenFlow13 … tcp:ADDR` — programs nvod's flow table over OpenFlow 1.3.
+//!
+//! ```text
+//!  thread "openflow": accept ──► at most MAX_CONNECTIONS at once (more: closed at once)
+//!  thread per connection: read ≤ 64 KiB ──► nvo_openflow::Session::input(bytes, switch)
+//!                         ◄── write Session::output() (10 s write timeout; idle 60 s: closed)
+//!  switch (NvodSwitch): each FLOW_MOD, stats read or PACKET_OUT is one Control call, made on
+//!                       the control thread's runtime (block_on), as the API's are
+//! ```
+//!
+//! Each connection is a sans-IO session on a blocking socket of its own thread, so a slow or
+//! hostile peer holds its thread and nothing else. The session bounds what it buffers (a
+//! message is at most 65,535 bytes) and answers every malformed message with an OFPT_ERROR;
+//! a header it cannot follow (length below 8), an incompatible HELLO, a read or write error or
+//! timeout closes the connection. OpenFlow port numbers are nvod's port ids (`nvo port list`
+//! shows the names; PORT_DESC lists both).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nvo_flow::Action;
+use nvo_openflow::switch::outputs_to;
+use nvo_openflow::wire::port;
+use nvo_openflow::{FlowFilter, FlowMod, FlowStat, OfError, PortDesc, PortStats, Session, Switch};
+use nvo_pipeline::flows::check_actions;
+use nvo_pipeline::{PortId, MAX_FLOWS};
+
+use crate::api::Shared;
+
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 16;
+/// A connection silent this long is closed (controllers send ECHO_REQUEST every few seconds).
+const IDLE: Duration = Duration::from_secs(60);
+/// A peer that does not read its answers for this long is closed.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Binds `addr` and serves OpenFlow on it from a thread of its own.
+pub fn spawn(
+    addr: SocketAddr,
+    control: Shared,
+    runtime: tokio::runtime::Handle,
+    datapath_id: u64,
+) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr)?;
+    log::info!("OpenFlow 1.3 on tcp:{addr} (datapath id {datapath_id:#x})");
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new()
+        .name("openflow".to_owned())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                    log::warn!(
+                        "OpenFlow: {MAX_CONNECTIONS} connections served already; closing one from {:?}",
+                        stream.peer_addr().ok()
+                    );
+                    continue;
+                }
+                active.fetch_add(1, Ordering::Relaxed);
+                let switch = NvodSwitch {
+                    control: control.clone(),
+                    runtime: runtime.clone(),
+                    datapath_id,
+                };
+                let done = active.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("openflow-conn".to_owned())
+                    .spawn(move || {
+                        serve(stream, switch);
+                        done.fetch_sub(1, Ordering::Relaxed);
+                    });
+                if spawned.is_err() {
+                    active.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// Serves one connection until it closes or misbehaves.
+fn serve(mut stream: TcpStream, mut switch: NvodSwitch) {
+    let peer = stream.peer_addr().ok();
+    if stream.set_read_timeout(Some(IDLE)).is_err()
+        || stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
+    {
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let mut session = Session::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let out = session.output();
+        if !out.is_empty() && stream.write_all(&out).is_err() {
+            break;
+        }
+        if let Some(why) = session.closed() {
+            log::info!("OpenFlow: closing {peer:?}: {why:?}");
+            break;
+        }
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        session.input(&buf[..n], &mut switch);
+    }
+    log::debug!("OpenFlow: {peer:?} gone");
+}
+
+/// The switch a session speaks for: nvod's flow table and ports, through Control.
+struct NvodSwitch {
+    control: Shared,
+    runtime: tokio::runtime::Handle,
+    datapath_id: u64,
+}
+
+impl NvodSwitch {
+    fn dump(&self) -> Option<nvo_datapath::FlowDump> {
+        self.runtime
+            .block_on(async { self.control.lock().await.flow_dump().await })
+            .map_err(|e| log::warn!("OpenFlow: cannot read the flow table: {}", e.message))
+            .ok()
+    }
+}
+
+impl Switch for NvodSwitch {
+    fn datapath_id(&self) -> u64 {
+        self.datapath_id
+    }
+
+    fn ports(&self) -> Vec<PortDesc> {
+        let ports = self
+            .runtime
+            .block_on(async { self.control.lock().await.port_numbers() });
+        ports
+            .into_iter()
+            .map(|(port_no, name)| PortDesc {
+                mac: mac_of(&name),
+                port_no,
+                name,
+                up: true,
+            })
+            .collect()
+    }
+
+    fn port_stats(&self, port_no: u32) -> Result<Vec<PortStats>, OfError> {
+        let counters = self
+            .runtime
+            .block_on(async { self.control.lock().await.port_counters().await })
+            .map_err(|_| OfError::BAD_PORT)?;
+        let stats: Vec<PortStats> = counters
+            .into_iter()
+            .filter(|(id, _)| port_no == port::ANY || *id == port_no)
+            .map(|(id, c)| PortStats {
+                port_no: id,
+                rx_packets: c.rx_frames,
+                tx_packets: c.tx_frames,
+                rx_bytes: c.rx_bytes,
+                tx_bytes: c.tx_bytes,
+                rx_dropped: c.drops,
+                tx_dropped: 0,
+                duration: Duration::ZERO,
+            })
+            .collect();
+        if stats.is_empty() && port_no != port::ANY {
+            return Err(OfError::BAD_PORT);
+        }
+        Ok(stats)
+    }
+
+    fn flow_mod(&mut self, m: FlowMod) -> Result<(), OfError> {
+        if !matches!(m.command, nvo_openflow::Command::Delete { .. }) {
+            check_actions(&m.actions).map_err(|_| OfError::ACTION_BAD_TYPE)?;
+        }
+        let result = self
+            .runtime
+            .block_on(async { self.control.lock().await.flow_mod(m).await });
+        result.map_err(|e| {
+            log::info!("OpenFlow: FLOW_MOD refused: {}", e.message);
+            if e.message.contains("full") {
+                OfError::FLOW_MOD_TABLE_FULL
+            } else {
+                OfError::FLOW_MOD_UNKNOWN
+            }
+        })
+    }
+
+    fn flows(&self, filter: &FlowFilter) -> Vec<FlowStat> {
+        let Some(d) = self.dump() else {
+            return Vec::new();
+        };
+        d.rules
+            .into_iter()
+            .filter(|s| {
+                let r = &s.rule;
+                r.cookie & filter.cookie_mask == filter.cookie & filter.cookie_mask
+                    && outputs_to(&r.actions, filter.out_port)
+                    && r.pattern.within(&filter.pattern)
+            })
+            .collect()
+    }
+
+    fn table_stats(&self) -> (u32, u64, u64) {
+        self.dump().map_or((0, 0, 0), |d| {
+            let n = u32::try_from(d.rules.len()).unwrap_or(u32::MAX);
+            (n, d.lookups, d.matched)
+        })
+    }
+
+    fn table_capacity(&self) -> u32 {
+        u32::try_from(MAX_FLOWS).unwrap_or(u32::MAX)
+    }
+
+    fn packet_out(
+        &mut self,
+        in_port: u32,
+        actions: &[Action],
+        frame: &[u8],
+    ) -> Result<(), OfError> {
+        check_actions(actions).map_err(|_| OfError::ACTION_BAD_TYPE)?;
+        let in_port =
+            (in_port != port::CONTROLLER && in_port != port::ANY).then_some(PortId(in_port));
+        let (actions, frame) = (actions.to_vec(), frame.to_vec());
+        let started = Instant::now();
+        self.runtime
+            .block_on(async {
+                self.control
+                    .lock()
+                    .await
+                    .packet_out(in_port, actions, frame)
+                    .await
+            })
+            .map_err(|e| {
+                log::info!(
+                    "OpenFlow: PACKET_OUT refused after {:?}: {}",
+                    started.elapsed(),
+                    e.message
+                );
+                OfError::BAD_PACKET
+            })
+    }
+}
+
+/// An interface's MAC from sysfs (zeros when it cannot be read: a circuit, or a port down).
+fn mac_of(name: &str) -> [u8; 6] {
+    let text =
+        std::fs::read_to_string(format!("/sys/class/net/{name}/address")).unwrap_or_default();
+    let mut mac = [0u8; 6];
+    for (i, part) in text.trim().split(':').take(6).enumerate() {
+        mac[i] = u8::from_str_radix(part, 16).unwrap_or(0);
+    }
+    mac
+}
