@@ -1,0 +1,109 @@
+//! `/v1/flows`: rules added by port name, shown with their text and counters, refused with one
+//! clear line when wrong, and kept across a `kill -9` (those without timeouts), by port name.
+//!
+//! ```text
+//!   ns nvo-flo-PID
+//!  ┌────────────────────────────────────────────┐
+//!  │ nvod (locator 10.203.0.1 on u0)             │
+//!  │ u0 ─veth─ u1   pa ─veth─ pb   qa ─veth─ qb  │
+//!  │                (port, vni 10) (port, vni 10)│
+//!  └────────────────────────────────────────────┘
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{host, Nvod, Scratch};
+use nvo_api::{FlowTable, FlowsDeleted, Network, Port};
+use serde_json::json;
+
+fn texts(t: &FlowTable) -> Vec<String> {
+    let mut v: Vec<String> = t.flows.iter().map(|f| f.flow.clone()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn flows_are_added_refused_shown_and_restored_by_port_name() {
+    let scratch = Scratch::new("flo");
+    let ns = host("flo", "10.203.0.1/24");
+    for (a, b) in [("pa", "pb"), ("qa", "qb")] {
+        ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
+            .unwrap();
+        ns.ip(&["link", "set", a, "up"]).unwrap();
+    }
+    let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.203.0.1", "");
+    let _: Network = nvod.post("/v1/networks", &json!({"vni": 10}));
+    let _: Port = nvod.post("/v1/ports", &json!({"name": "pa", "vni": 10}));
+    let _: Port = nvod.post("/v1/ports", &json!({"name": "qa", "vni": 10}));
+
+    let add = |body: serde_json::Value| {
+        let (status, message) = nvod.raw("POST", "/v1/flows", Some(body.to_string().as_bytes()));
+        assert_eq!(status, 201, "{body}: {message}");
+    };
+    add(json!({"port": "pa", "flow": "priority=100,tcp,tp_dst=22,actions=drop"}));
+    add(json!({"flow": "priority=5,udp,actions=output:qa"}));
+    add(json!({"port": "qa", "flow": "hard_timeout=300,icmp,actions=normal"}));
+    let table: FlowTable = nvod.get("/v1/flows");
+    assert_eq!(table.rules, 3);
+    assert_eq!(
+        texts(&table),
+        [
+            "hard_timeout=300,in_port=qa,icmp actions=NORMAL",
+            "priority=100,in_port=pa,tcp,tp_dst=22 actions=drop",
+            "priority=5,udp actions=output:qa",
+        ]
+    );
+    // pa's view: its own rule and the one for every port.
+    let pa: FlowTable = nvod.get("/v1/flows?port=pa");
+    assert_eq!(pa.flows.len(), 2, "{pa:?}");
+
+    for (body, want) in [
+        (r#"{"flow": "tcp,tp_dst=22"}"#, "actions="),
+        (
+            r#"{"flow": "tcp,nw_dst=10.0.0.300,actions=drop"}"#,
+            "nw_dst",
+        ),
+        (
+            r#"{"port": "nosuch", "flow": "tcp,actions=drop"}"#,
+            "no port named \"nosuch\"",
+        ),
+        (
+            r#"{"port": "pa", "flow": "in_port=qa,tcp,actions=drop"}"#,
+            "in_port is not port pa",
+        ),
+        (r#"{"flow": "tcp,actions=meter:3"}"#, "not carried out"),
+        (r#"{"flow": "tp_dst=22,actions=drop"}"#, "needs"),
+    ] {
+        let message = nvod.expect_error("POST", "/v1/flows", Some(body), 400);
+        assert!(message.contains(want), "{body}: {message}");
+    }
+    nvod.expect_error("GET", "/v1/flows?port=nosuch", None, 404);
+    nvod.expect_error("GET", "/v1/flows?vni=10", None, 400);
+    assert_eq!(
+        nvod.get::<FlowTable>("/v1/flows").rules,
+        3,
+        "refusals changed nothing"
+    );
+
+    // kill -9: the rules without timeouts come back, ports still named.
+    nvod.kill();
+    nvod.spawn();
+    let table: FlowTable = nvod.get("/v1/flows");
+    assert_eq!(
+        texts(&table),
+        [
+            "priority=100,in_port=pa,tcp,tp_dst=22 actions=drop",
+            "priority=5,udp actions=output:qa",
+        ]
+    );
+    let gone: FlowsDeleted = nvod.post("/v1/flows/delete", &json!({"port": "pa"}));
+    assert_eq!(gone.deleted, 1);
+    nvod.kill();
+    nvod.spawn();
+    let table: FlowTable = nvod.get("/v1/flows");
+    assert_eq!(texts(&table), ["priority=5,udp actions=output:qa"]);
+    let gone: FlowsDeleted = nvod.post("/v1/flows/delete", &json!({}));
+    assert_eq!(gone.deleted, 1);
+    assert_eq!(nvod.get::<FlowTable>("/v1/flows").rules, 0);
+}
