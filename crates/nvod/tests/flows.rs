@@ -106,4 +106,22 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
     let gone: FlowsDeleted = nvod.post("/v1/flows/delete", &json!({}));
     assert_eq!(gone.deleted, 1);
     assert_eq!(nvod.get::<FlowTable>("/v1/flows").rules, 0);
+
+    // A removed port's rules go with it; the other port's stay.
+    for (port, flow) in [
+        ("qa", "priority=7,arp,actions=drop"),
+        ("pa", "arp,actions=drop"),
+    ] {
+        let body = json!({"port": port, "flow": flow}).to_string();
+        assert_eq!(nvod.raw("POST", "/v1/flows", Some(body.as_bytes())).0, 201);
+    }
+    nvod.delete("/v1/ports/qa");
+    let table: FlowTable = nvod.get("/v1/flows");
+    assert_eq!(texts(&table), ["in_port=pa,arp actions=drop"]);
+    nvod.kill();
+    nvod.spawn();
+    assert_eq!(
+        texts(&nvod.get("/v1/flows")),
+        ["in_port=pa,arp actions=drop"]
+    );
 }

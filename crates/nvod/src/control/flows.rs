@@ -228,6 +228,43 @@ impl Control {
         })
     }
 
+    /// Deletes the rules whose in_port is port `name` or one of its VLAN circuits (the port
+    /// was removed). A failure is logged: the port is gone either way.
+    pub(super) async fn forget_port_flows(&mut self, name: &str) {
+        let circuit = format!("{name}.");
+        let ids: Vec<u32> = self
+            .port_ids
+            .iter()
+            .filter(|(n, _)| *n == name || n.starts_with(&circuit))
+            .map(|(_, id)| id.0)
+            .collect();
+        for id in ids {
+            let covered = self.flow_dump().await.is_ok_and(|d| {
+                d.rules.iter().any(|s| {
+                    s.rule.pattern.field(Field::InPort) == (u128::from(id), u128::from(u32::MAX))
+                })
+            });
+            if !covered {
+                continue;
+            }
+            let m = FlowMod {
+                command: OfCommand::Delete { strict: false },
+                cookie: 0,
+                cookie_mask: 0,
+                idle_timeout: 0,
+                hard_timeout: 0,
+                priority: DEFAULT_PRIORITY,
+                out_port: port::ANY,
+                reset_counts: false,
+                pattern: Match::any().with(Field::InPort, u128::from(id)),
+                actions: Vec::new(),
+            };
+            if let Err(e) = self.flow_mod(m).await {
+                log::warn!("the flow rules of removed port {name} stay: {}", e.message);
+            }
+        }
+    }
+
     /// Applies the stored rules at start (after the ports, whose names they use).
     pub(super) async fn restore_flows(&mut self) {
         let stored: Vec<String> = self.state.flows.values().cloned().collect();

@@ -259,6 +259,8 @@ impl Control {
         }
         let stored = port.clone();
         self.commit(new, Command::RemovePort(id)).await?;
+        // Flow rules of the port (its in_port) go with it too.
+        self.forget_port_flows(name).await;
         self.forget_port_ids(name, Some(&stored));
         log::info!("port {name} removed from network {vni}");
         Ok(())
