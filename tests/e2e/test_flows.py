@@ -131,7 +131,12 @@ def test_nvo_flow_drops_tcp_22_only_and_counts_it(flow_lab):
     assert n_packets(after, "tp_dst=22") >= 1, after
     drops = lab.counters("h1")["drops"]["flow_drop"]
     assert drops >= 1
-    # Everything else passes: ping, another TCP port, and bulk TCP (iperf3).
+    # nvo trace names the rule without sending anything.
+    trace = lab.nvo("h1", "trace", port, "tcp,nw_dst=10.91.0.2,tp_dst=22")
+    assert trace["result"] == "drop" and "tp_dst=22" in trace["rule"]["flow"], trace
+    trace = lab.nvo("h1", "trace", port, f"dl_dst={lab.mac('c2')},tcp,nw_dst=10.91.0.2,tp_dst=5201")
+    assert "rule" not in trace and "remote 10.100.0." in trace["result"], trace
+    # Everything else passes: ping and another TCP port.
     lab.ping("c1", "10.91.0.2")
     assert connects(lab, 5201)
     text = run(NVO, "--socket", lab.socket("h1"), "flow", "show").stdout

@@ -74,3 +74,30 @@ pub struct FlowTable {
     /// Lookups that found a rule.
     pub matched: u64,
 }
+
+/// `POST /v1/trace`: what the flow table and normal forwarding would do with a frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The port it comes in on (interface name).
+    pub port: String,
+    /// The frame's fields in the flow syntax without actions, e.g.
+    /// `tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=22`; fields left out are zero.
+    pub flow: String,
+}
+
+/// A trace's answer (nothing is sent, nothing counted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// The port.
+    pub port: String,
+    /// Its id (the OpenFlow port number).
+    pub port_id: u32,
+    /// The rule that matched, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Flow>,
+    /// What happens, step by step.
+    pub steps: Vec<String>,
+    /// The outcome in one line: `drop`, `output:PORT…`, `normal: …`.
+    pub result: String,
+}

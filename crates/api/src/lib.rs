@@ -18,7 +18,7 @@ mod vlan;
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
 pub use evpn::*;
-pub use flow::{Flow, FlowDelete, FlowSpec, FlowTable, FlowsDeleted};
+pub use flow::{Flow, FlowDelete, FlowSpec, FlowTable, FlowsDeleted, Trace, TraceSpec};
 pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;

@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `flow`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
+//! `port`, `fdb`, `flood`, `flow`, `trace`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
 //! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
 //! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
@@ -118,6 +118,14 @@ enum Command {
     /// Add, delete and show flow-table rules (ovs-ofctl flow syntax) on ports' frames.
     #[command(subcommand)]
     Flow(FlowCmd),
+    /// Trace a frame from a port through the flow table and normal forwarding, without
+    /// sending it (as ovs-appctl ofproto/trace): the rule that matches, its actions, where
+    /// the frame would go.
+    #[command(
+        after_help = "Example:\n  nvo trace veth1 'tcp,nw_src=10.91.0.1,nw_dst=10.91.0.2,tp_dst=22'\n  \
+                      nvo trace veth1 'dl_dst=02:00:00:00:00:02,udp,tp_dst=53'"
+    )]
+    Trace(cmd::flow::TraceArgs),
     /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).
     #[command(subcommand)]
     Flood(FloodCmd),
@@ -264,6 +272,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Flow(c) => cmd::flow::flow(&client, format, c)?,
+        Command::Trace(a) => cmd::flow::trace(&client, format, a)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,
         Command::Overlay(c) if !cli.etcd.is_empty() => {
             let etcd = cmd::cluster::Etcd {

@@ -173,6 +173,8 @@ pub enum Command {
     FlowMod(nvo_openflow::FlowMod),
     /// The flow table's rules with their counters (summed over the workers).
     Flows,
+    /// The rule the table would pick for a key (no counting): `nvo trace`.
+    FlowLookup(nvo_flow::Key),
     /// PACKET_OUT: a frame through a list of actions, as if from `in_port` (None: from the
     /// controller).
     PacketOut {
@@ -227,6 +229,8 @@ pub enum Reply {
     LocalHosts(Option<LocalHosts>),
     /// The flow table (`Command::Flows`).
     Flows(FlowDump),
+    /// The rule `Command::FlowLookup` found.
+    FlowMatch(Option<nvo_openflow::FlowStat>),
 }
 
 /// Why the datapath refused a command.

@@ -135,6 +135,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         Command::SetArpSuppression(vni, on) => done(pipeline.set_arp_suppression(vni, on)),
         Command::FlowMod(m) => super::flows::flow_mod(core, m, now),
         Command::Flows => Ok(super::flows::dump(core, now)),
+        Command::FlowLookup(key) => Ok(super::flows::lookup(core, &key, now)),
         Command::PacketOut {
             in_port,
             actions,

@@ -118,6 +118,18 @@ pub(super) fn dump(core: &Core, now: Instant) -> Reply {
     })
 }
 
+/// The rule the table picks for `key`, without counting (`nvo trace`).
+pub(super) fn lookup(core: &Core, key: &nvo_flow::Key, now: Instant) -> Reply {
+    let table = core.pipeline.flow_table();
+    let found = table.lookup(key).and_then(|id| table.get(id));
+    Reply::FlowMatch(found.map(|(rule, s)| nvo_openflow::FlowStat {
+        rule: rule.clone(),
+        packets: s.packets,
+        bytes: s.bytes,
+        duration: now.saturating_duration_since(s.installed),
+    }))
+}
+
 /// PACKET_OUT: the frame through `actions`, sent at once.
 pub(super) fn packet_out(
     core: &mut Core,

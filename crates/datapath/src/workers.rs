@@ -329,7 +329,8 @@ pub fn scope(command: &Command) -> Scope {
         | Command::LocalHosts { .. }
         | Command::OverlayProbeStart { .. }
         | Command::OverlayProbeResult(_)
-        | Command::PacketOut { .. } => Scope::First,
+        | Command::PacketOut { .. }
+        | Command::FlowLookup(_) => Scope::First,
         _ => Scope::All,
     }
 }

@@ -14,7 +14,7 @@
 mod common;
 
 use common::{host, Nvod, Scratch};
-use nvo_api::{FlowTable, FlowsDeleted, Network, Port};
+use nvo_api::{FlowTable, FlowsDeleted, Network, Port, Trace};
 use serde_json::json;
 
 fn texts(t: &FlowTable) -> Vec<String> {
@@ -96,6 +96,39 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
             "priority=100,in_port=pa,tcp,tp_dst=22 actions=drop",
             "priority=5,udp actions=output:qa",
         ]
+    );
+    // Traces: read only, the rule named, where the frame goes.
+    let t: Trace = nvod.post(
+        "/v1/trace",
+        &json!({"port": "pa", "flow": "tcp,nw_dst=10.0.0.2,tp_dst=22"}),
+    );
+    assert_eq!(t.result, "drop", "{t:?}");
+    assert!(t
+        .rule
+        .as_ref()
+        .is_some_and(|r| r.priority == 100 && r.n_packets == 0));
+    let t: Trace = nvod.post("/v1/trace", &json!({"port": "pa", "flow": "udp,tp_dst=53"}));
+    assert_eq!(t.result, "output:qa", "{t:?}");
+    let t: Trace = nvod.post(
+        "/v1/trace",
+        &json!({"port": "qa", "flow": "dl_dst=ff:ff:ff:ff:ff:ff,tcp"}),
+    );
+    assert!(t.rule.is_none(), "{t:?}");
+    assert!(
+        t.result.starts_with("normal: network 10") && t.result.contains("[\"pa\"]"),
+        "{t:?}"
+    );
+    nvod.expect_error(
+        "POST",
+        "/v1/trace",
+        Some(r#"{"port": "underlay", "flow": "tcp"}"#),
+        400,
+    );
+    nvod.expect_error(
+        "POST",
+        "/v1/trace",
+        Some(r#"{"port": "pa", "flow": "tcp,actions=drop"}"#),
+        400,
     );
     let gone: FlowsDeleted = nvod.post("/v1/flows/delete", &json!({"port": "pa"}));
     assert_eq!(gone.deleted, 1);

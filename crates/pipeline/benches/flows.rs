@@ -12,6 +12,7 @@
 // Setup runs on constant input; a failure there is a broken benchmark and should stop it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[allow(unused_imports)] // the shared bed has more than this bench uses
 mod common;
 
 use std::hint::black_box;

@@ -5,7 +5,7 @@
 //! to every port (no `in_port`). nvod parses the flow, so its errors name the item at fault.
 
 use clap::Subcommand;
-use nvo_api::{Client, FlowDelete, FlowSpec, FlowTable, FlowsDeleted};
+use nvo_api::{Client, FlowDelete, FlowSpec, FlowTable, FlowsDeleted, Trace, TraceSpec};
 use serde_json::Value;
 
 use super::api::{done, show};
@@ -126,4 +126,29 @@ pub fn dump(t: &FlowTable) -> String {
         t.rules, t.capacity, t.lookups, t.matched
     ));
     out
+}
+
+/// `nvo trace PORT FRAME-SPEC`: what the flow table and normal forwarding would do with a
+/// frame from PORT, without sending it (as `ovs-appctl ofproto/trace`).
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The port the frame comes in on (interface name).
+    pub port: String,
+    /// The frame's fields in the flow syntax without actions (fields left out are zero).
+    #[arg(value_name = "FRAME-SPEC")]
+    pub flow: String,
+}
+
+/// Runs `nvo trace`.
+pub fn trace(client: &Client, format: Format, args: TraceArgs) -> Result<(), CliError> {
+    let body = TraceSpec {
+        port: args.port,
+        flow: args.flow,
+    };
+    let answer: Value = client.post("/v1/trace", &body)?;
+    show(format, answer, |t: &Trace| {
+        let mut out: String = t.steps.iter().map(|s| format!("{s}\n")).collect();
+        out.push_str(&format!("Final: {}\n", t.result));
+        out
+    })
 }

@@ -18,6 +18,7 @@ pub fn routes(router: Router<Shared>) -> Router<Shared> {
     router
         .route("/v1/flows", get(list).post(add))
         .route("/v1/flows/delete", post(delete))
+        .route("/v1/trace", post(trace))
 }
 
 async fn list(State(c): State<Shared>, RawQuery(query): RawQuery) -> Answer<Json<api::FlowTable>> {
@@ -35,6 +36,13 @@ async fn delete(
     Body(d): Body<api::FlowDelete>,
 ) -> Answer<Json<api::FlowsDeleted>> {
     Ok(Json(c.lock().await.flow_delete(d).await?))
+}
+
+async fn trace(
+    State(c): State<Shared>,
+    Body(spec): Body<api::TraceSpec>,
+) -> Answer<Json<api::Trace>> {
+    Ok(Json(c.lock().await.trace(spec).await?))
 }
 
 /// `port=NAME`, optional; anything else is refused by name.

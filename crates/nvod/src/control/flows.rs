@@ -294,6 +294,166 @@ impl Control {
         }
     }
 
+    /// `POST /v1/trace` (`nvo trace`): the rule the table picks for a frame described in the
+    /// flow syntax, its actions, and where normal forwarding would send it — read only.
+    pub async fn trace(&self, spec: api::TraceSpec) -> Result<api::Trace, Failure> {
+        if spec.port == "underlay" {
+            return Err(Failure::bad(
+                "frames from the underlay do not meet the flow table (it acts on what ports send in); trace a port",
+            ));
+        }
+        let id = self.port_number(&spec.port).ok_or_else(|| {
+            Failure::bad(format!(
+                "no port named {:?}; GET /v1/ports (nvo port list) shows them",
+                spec.port
+            ))
+        })?;
+        if spec.flow.contains("actions=") {
+            return Err(Failure::bad(
+                "a trace takes the frame's fields alone, without actions=",
+            ));
+        }
+        let text = if spec.flow.trim().is_empty() {
+            String::new()
+        } else {
+            format!("{},", spec.flow)
+        };
+        let pattern = self.parse_flow(&format!("{text}actions=drop"))?.pattern;
+        let mut key = *pattern.value();
+        key.set(Field::InPort, u128::from(id));
+        let rule = match self.query(Command::FlowLookup(key)).await? {
+            Reply::FlowMatch(r) => r,
+            other => return Err(unexpected(other)),
+        };
+        let mut steps = vec![format!(
+            "frame: {} from port {} (id {id})",
+            format_match(&pattern, &|n| self.port_name_of(n)),
+            spec.port
+        )];
+        let actions = match &rule {
+            Some(s) => {
+                steps.push(format!("table 0: rule {}", self.flow_text(&s.rule)));
+                s.rule.actions.clone()
+            }
+            None => {
+                steps.push("table 0: no rule matches: normal forwarding".to_owned());
+                vec![Action::Normal]
+            }
+        };
+        let mut result = Vec::new();
+        if actions.is_empty() {
+            steps.push("drop: counted as flow_drop".to_owned());
+            result.push("drop".to_owned());
+        }
+        for a in &actions {
+            match a {
+                Action::Output(n) => {
+                    let name = self
+                        .port_name_of(*n)
+                        .unwrap_or_else(|| format!("{n} (no such port)"));
+                    steps.push(format!("output to port {name}"));
+                    result.push(format!("output:{name}"));
+                }
+                Action::InPort => {
+                    steps.push(format!("output back to port {}", spec.port));
+                    result.push(format!("output:{}", spec.port));
+                }
+                Action::Normal => {
+                    let normal = self.normal_trace(&spec.port, &key).await?;
+                    steps.push(format!("normal forwarding: {normal}"));
+                    result.push(format!("normal: {normal}"));
+                }
+                edit => steps.push(format!("rewrite: {edit}")),
+            }
+        }
+        if result.is_empty() {
+            result.push(
+                "drop (a rule of rewrites alone sends nothing; counted as flow_drop)".to_owned(),
+            );
+        }
+        Ok(api::Trace {
+            port: spec.port,
+            port_id: id,
+            rule: rule.map(|s| api::Flow {
+                flow: self.flow_text(&s.rule),
+                priority: s.rule.priority,
+                cookie: s.rule.cookie,
+                n_packets: s.packets,
+                n_bytes: s.bytes,
+                duration_s: s.duration.as_secs_f64(),
+            }),
+            steps,
+            result: result.join(", "),
+        })
+    }
+
+    /// Where normal forwarding sends a frame with `key`'s destination MAC from port `name`.
+    async fn normal_trace(&self, name: &str, key: &nvo_flow::Key) -> Result<String, Failure> {
+        // A VLAN circuit (TRUNK.VID) is in its trunk's map.
+        let vni = self
+            .state
+            .ports
+            .get(name)
+            .map(|p| p.vni)
+            .filter(|v| *v != 0)
+            .or_else(|| {
+                let (trunk, vid) = name.rsplit_once('.')?;
+                let v = self.state.ports.get(trunk)?.vlan.as_ref()?;
+                v.vlans.get(&vid.parse().ok()?).copied()
+            });
+        let Some(vni) = vni else {
+            return Ok("the port's network is unknown".to_owned());
+        };
+        let dst = key.get(Field::EthDst);
+        let mac: Vec<String> = (0..6)
+            .rev()
+            .map(|i| format!("{:02x}", (dst >> (8 * i)) & 0xff))
+            .collect();
+        let mac = mac.join(":");
+        if dst & (1 << 40) == 0 && dst != 0 {
+            if let Some(e) = self
+                .fdb(&vni.to_string())
+                .await?
+                .into_iter()
+                .find(|e| e.mac == mac)
+            {
+                let to = match (&e.port, e.remote, e.node) {
+                    (Some(p), _, _) => format!("port {p}"),
+                    (_, Some(r), _) => format!("remote {r} (tunnel, vni {vni})"),
+                    (_, _, Some(n)) => format!("overlay node {n} (vni {vni})"),
+                    _ => "nowhere".to_owned(),
+                };
+                let origin = format!("{:?}", e.origin).to_lowercase();
+                return Ok(format!(
+                    "network {vni}, {mac} is {origin} in the FDB: to {to}"
+                ));
+            }
+        }
+        let ports: Vec<&str> = self
+            .state
+            .ports
+            .iter()
+            .filter(|(n, p)| p.vni == vni && n.as_str() != name)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let remotes = self
+            .state
+            .networks
+            .get(&vni)
+            .map(|n| n.flood.clone())
+            .unwrap_or_default();
+        let why = if dst == 0 {
+            "no dl_dst given"
+        } else if dst & (1 << 40) != 0 {
+            "broadcast/multicast"
+        } else {
+            "not in the FDB"
+        };
+        Ok(format!(
+            "network {vni}, {mac}: {why}: flooded to ports {ports:?} and remotes {remotes:?}"
+        ))
+    }
+
     /// PACKET_OUT.
     pub async fn packet_out(
         &self,
