@@ -239,6 +239,9 @@ pub enum Reply {
 pub struct FlowDump {
     /// Every rule with its counters, best first.
     pub rules: Vec<nvo_openflow::FlowStat>,
+    /// How long each rule (same order) has had no packet: with several workers, the least
+    /// of theirs (nvod expires idle rules from it, the same in every worker).
+    pub idle: Vec<std::time::Duration>,
     /// Lookups made.
     pub lookups: u64,
     /// Lookups that found a rule.

@@ -23,9 +23,7 @@
 use std::time::Instant;
 
 use nvo_io::FrameMeta;
-use nvo_openflow::{
-    apply_flow_mod, flow_stats, Command as OfCommand, FlowFilter, FlowMod, OfError,
-};
+use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, OfError};
 use nvo_pipeline::flows::check_actions;
 use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
 
@@ -103,15 +101,23 @@ pub(super) fn flow_mod(core: &mut Core, m: FlowMod, now: Instant) -> Result<Repl
 /// The table's rules and counters.
 pub(super) fn dump(core: &Core, now: Instant) -> Reply {
     let table = core.pipeline.flow_table();
-    let all = FlowFilter {
-        out_port: nvo_openflow::wire::port::ANY,
-        cookie: 0,
-        cookie_mask: 0,
-        pattern: nvo_flow::Match::any(),
-    };
     let (lookups, matched) = core.pipeline.flow_lookups();
+    let (rules, idle) = table
+        .rules()
+        .into_iter()
+        .map(|(_, r, s)| {
+            let stat = nvo_openflow::FlowStat {
+                rule: r.clone(),
+                packets: s.packets,
+                bytes: s.bytes,
+                duration: now.saturating_duration_since(s.installed),
+            };
+            (stat, now.saturating_duration_since(s.last_used))
+        })
+        .unzip();
     Reply::Flows(FlowDump {
-        rules: flow_stats(table, &all, now),
+        rules,
+        idle,
         lookups,
         matched,
         capacity: table.capacity(),
@@ -154,14 +160,6 @@ pub(super) fn packet_out(
     }
     core.flush();
     Ok(Reply::Done)
-}
-
-/// Removes the rules whose timeout passed (once a second); hands ports back when that
-/// uncovered them.
-pub(super) fn tick(core: &mut Core, now: Instant) {
-    if core.pipeline.expire_flows(now) > 0 {
-        rehome(core);
-    }
 }
 
 /// On the kernel path: reopens every veth whose coverage by the rules no longer matches how

@@ -460,7 +460,6 @@ impl Loop {
                 self.fwd.reassembler.expire(now);
                 self.fwd.core.probes.expire(now);
                 self.fwd.core.ports.retry();
-                flows::tick(&mut self.fwd.core, now);
                 if let Some(k) = self.fwd.core.kernel.as_mut() {
                     k.refresh_nexthops();
                 }

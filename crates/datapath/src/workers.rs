@@ -381,13 +381,16 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
         (Reply::Flows(mut a), Reply::Flows(b)) => {
             // The same FLOW_MODs made the same rules in every worker: a rule is its match
             // and priority.
-            for r in b.rules {
-                let same = a.rules.iter_mut().find(|x| {
+            for (r, idle) in b.rules.into_iter().zip(b.idle) {
+                let same = a.rules.iter().position(|x| {
                     x.rule.priority == r.rule.priority && x.rule.pattern == r.rule.pattern
                 });
-                if let Some(x) = same {
-                    x.packets += r.packets;
-                    x.bytes += r.bytes;
+                if let Some(at) = same {
+                    a.rules[at].packets += r.packets;
+                    a.rules[at].bytes += r.bytes;
+                    if let Some(i) = a.idle.get_mut(at) {
+                        *i = (*i).min(idle);
+                    }
                 }
             }
             a.lookups += b.lookups;

@@ -177,6 +177,8 @@ pub struct Control {
     monitor: Option<crate::monitor::Handle>,
     /// Cluster mode's view, when it is on ([`Control::set_cluster`]).
     cluster: Option<crate::cluster::Handle>,
+    /// Whether flow rules with timeouts may be installed (flows.rs expires them).
+    timed_flows: bool,
 }
 
 impl Control {
@@ -209,6 +211,7 @@ impl Control {
             },
             monitor: None,
             cluster: None,
+            timed_flows: false,
         }
     }
 

@@ -234,7 +234,26 @@ async fn serve(
         shared.clone(),
         stopped(),
     );
-    tokio::join!(signals, api, metrics);
+    // Flow rules with timeouts expire once a second, for every datapath worker at once.
+    let expiry = {
+        let shared = shared.clone();
+        let stop = stopped();
+        async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            tokio::pin!(stop);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        if let Err(e) = shared.lock().await.expire_flows().await {
+                            log::warn!("flow rules with timeouts not expired: {}", e.message);
+                        }
+                    }
+                    _ = &mut stop => break,
+                }
+            }
+        }
+    };
+    tokio::join!(signals, api, metrics, expiry);
     if let Some(cluster) = cluster {
         cluster.stop().await;
     }

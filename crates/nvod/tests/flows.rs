@@ -140,6 +140,24 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
     assert_eq!(gone.deleted, 1);
     assert_eq!(nvod.get::<FlowTable>("/v1/flows").rules, 0);
 
+    // Timeouts: nvod expires the rules (hard: since installed; idle: since the last packet).
+    for flow in [
+        "hard_timeout=1,icmp,actions=drop",
+        "idle_timeout=2,arp,actions=drop",
+    ] {
+        let body = json!({"flow": flow}).to_string();
+        assert_eq!(nvod.raw("POST", "/v1/flows", Some(body.as_bytes())).0, 201);
+    }
+    assert_eq!(nvod.get::<FlowTable>("/v1/flows").rules, 2);
+    let gone = common::wait_for(std::time::Duration::from_secs(8), || {
+        nvod.get::<FlowTable>("/v1/flows").rules == 0
+    });
+    assert!(
+        gone,
+        "rules with timeouts did not expire: {:?}",
+        nvod.get::<FlowTable>("/v1/flows")
+    );
+
     // A removed port's rules go with it; the other port's stay.
     for (port, flow) in [
         ("qa", "priority=7,arp,actions=drop"),

@@ -19,8 +19,10 @@
 //!
 //! A rule's `in_port` is a pipeline [`PortId`] (nvod's port id, which is also the OpenFlow
 //! port number); a rule without `in_port` applies to every port. The table is bounded
-//! ([`MAX_FLOWS`]); each rule counts packets and bytes and may carry idle and hard timeouts,
-//! applied by [`Pipeline::expire_flows`] with the `now` the caller passes.
+//! ([`MAX_FLOWS`]); each rule counts packets and bytes, its last use, and may carry idle and
+//! hard timeouts: [`Pipeline::expire_flows`] applies them with the `now` the caller passes
+//! (nvod, which runs several copies of the pipeline, expires from their merged counters
+//! instead, so that the copies keep or drop a rule together).
 //!
 //! Not carried out (refused when a rule is installed, [`FlowError::Unsupported`]): `meter`,
 //! `set_tunnel` and `set_field:…->tun_dst` — the encapsulation a network's FDB chooses is not

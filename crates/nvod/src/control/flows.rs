@@ -144,8 +144,49 @@ impl Control {
             .filter(|(_, r, _)| r.idle_timeout.is_none() && r.hard_timeout.is_none())
             .map(|(_, r, _)| (self.flow_identity(r), self.flow_text(r)))
             .collect();
+        let timed = m.idle_timeout > 0 || m.hard_timeout > 0;
         self.commit(new, Command::FlowMod(m)).await?;
+        self.timed_flows |= timed;
         Ok(())
+    }
+
+    /// Removes the rules whose idle or hard timeout passed (called once a second). nvod does
+    /// it, not each datapath worker on its own: a rule idle on one worker may be busy on
+    /// another, and every worker must keep or drop it together (the datapath's `idle` is the
+    /// least over the workers).
+    pub async fn expire_flows(&mut self) -> Result<usize, Failure> {
+        if !self.timed_flows {
+            return Ok(0);
+        }
+        let d = self.flow_dump().await?;
+        let timed = |r: &Flow| r.idle_timeout.is_some() || r.hard_timeout.is_some();
+        self.timed_flows = d.rules.iter().any(|s| timed(&s.rule));
+        let due: Vec<FlowMod> = d
+            .rules
+            .iter()
+            .zip(&d.idle)
+            .filter(|(s, idle)| {
+                s.rule.hard_timeout.is_some_and(|t| s.duration >= t)
+                    || s.rule.idle_timeout.is_some_and(|t| **idle >= t)
+            })
+            .map(|(s, _)| FlowMod {
+                command: OfCommand::Delete { strict: true },
+                cookie: 0,
+                cookie_mask: 0,
+                idle_timeout: 0,
+                hard_timeout: 0,
+                priority: s.rule.priority,
+                out_port: port::ANY,
+                reset_counts: false,
+                pattern: s.rule.pattern.clone(),
+                actions: Vec::new(),
+            })
+            .collect();
+        let n = due.len();
+        for m in due {
+            self.flow_mod(m).await?;
+        }
+        Ok(n)
     }
 
     /// `priority=P,MATCH`: what makes a rule one rule.
