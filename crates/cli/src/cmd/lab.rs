@@ -41,7 +41,7 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
                               # http_idle_timeout_s, and http_listen:
                               # ADDRESS:PORT, or :PORT for GET /metrics on the underlay address),
                               # openflow_listen: ADDRESS:PORT (OpenFlow 1.3 for ovs-ofctl, in
-                              # the host's namespace, e.g. "127.0.0.1:6653"; docs/openflow.md),
+                              # the host's namespace, e.g. 127.0.0.1:6653; docs/openflow.md),
                               # and cluster: {etcd: [http://IP:2379], name: h1, prefix: /nvo/,
                               # lease_ttl_s: 10, ca_file, cert_file, key_file, username,
                               # password_file}: nvod's [cluster] table, as given (docs/cluster.md)

@@ -178,7 +178,7 @@ impl Control {
                 priority: s.rule.priority,
                 out_port: port::ANY,
                 reset_counts: false,
-                pattern: s.rule.pattern.clone(),
+                pattern: s.rule.pattern,
                 actions: Vec::new(),
             })
             .collect();
