@@ -136,9 +136,14 @@ def test_nvo_flow_drops_tcp_22_only_and_counts_it(flow_lab):
     assert trace["result"] == "drop" and "tp_dst=22" in trace["rule"]["flow"], trace
     trace = lab.nvo("h1", "trace", port, f"dl_dst={lab.mac('c2')},tcp,nw_dst=10.91.0.2,tp_dst=5201")
     assert "rule" not in trace and "remote 10.100.0." in trace["result"], trace
-    # Everything else passes: ping and another TCP port.
+    # Everything else passes: ping, another TCP port, and bulk TCP (iperf3).
     lab.ping("c1", "10.91.0.2")
     assert connects(lab, 5201)
+    lab.exec("c2", "iperf3", "-s", "-1", "-D", "-p", "5301", "--logfile", "/dev/null")
+    out = lab.exec("c1", "iperf3", "-c", "10.91.0.2", "-p", "5301", "-t", "2", "-J",
+                   "--connect-timeout", "3000", timeout=30)
+    bps = json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
+    assert bps > 1e6, f"iperf3 past a tcp/22 drop rule moved only {bps} bit/s"
     text = run(NVO, "--socket", lab.socket("h1"), "flow", "show").stdout
     assert "n_packets=" in text and "priority=100" in text and "actions=drop" in text, text
     # Bad input: clear 400s, nothing changed.
@@ -238,3 +243,32 @@ print(__import__("json").dumps(out))
     assert "priority=300" in dump and "tp_dst=22" in dump, dump
     assert not connects(lab, 22)
     assert connects(lab, 5201)
+
+
+def test_a_rewrite_rule_marks_dscp_on_the_wire(flow_lab):
+    """mod_nw_tos on c1's UDP: c2 receives the datagrams with DSCP 46 (TOS 0xb8), checksums
+    valid (the kernel drops a datagram whose IPv4 header checksum is wrong)."""
+    lab = flow_lab
+    port = c1_port(lab)
+    lab.nvo("h1", "flow", "add", port, "priority=50,udp,tp_dst=7777,actions=mod_nw_tos:184,normal")
+    recv = r"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+s.bind(("0.0.0.0", 7777))
+s.settimeout(5)
+data, anc, _, _ = s.recvmsg(64, 64)
+print(data.decode(), [c[2][0] for c in anc if c[1] == socket.IP_TOS])
+"""
+    import subprocess
+    server = subprocess.Popen(["ip", "netns", "exec", lab.ns("c2"), "/usr/bin/python3", "-c", recv],
+                              stdout=subprocess.PIPE, text=True)
+    send = "import socket,time\nfor _ in range(20):\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'hi', ('10.91.0.2', 7777)); time.sleep(0.1)"
+    try:
+        time.sleep(0.5)
+        lab.exec("c1", "/usr/bin/python3", "-c", send, timeout=30)
+        out, _ = server.communicate(timeout=10)
+    finally:
+        server.kill()
+    assert out.strip() == "hi [184]", out
+    assert n_packets(lab.nvo("h1", "flow", "show"), "tp_dst=7777") >= 1
