@@ -15,7 +15,7 @@ use nvo_api as api;
 use nvo_datapath::{Command, FlowDump, Reply};
 use nvo_flow::show::{format_flow, format_match};
 use nvo_flow::syntax::{parse, Flow, DEFAULT_PRIORITY};
-use nvo_flow::{Action, Classifier, Field, Match};
+use nvo_flow::{Action, Classifier, Field, Match, Rule};
 use nvo_openflow::wire::port;
 use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod};
 use nvo_pipeline::flows::check_actions;
@@ -128,6 +128,31 @@ impl Control {
         if !matches!(m.command, OfCommand::Delete { .. }) {
             check_actions(&m.actions).map_err(|e| Failure::bad(e.to_string()))?;
         }
+        let mut new = self.state.clone();
+        let timed = m.idle_timeout > 0 || m.hard_timeout > 0;
+        let mut rule = Rule::new(m.priority, m.pattern, m.actions.clone());
+        rule.cookie = m.cookie;
+        match m.command {
+            // An add replaces the rule of the same match and priority: one stored entry changes
+            // (a rule with timeouts is not stored, and replaces a stored one).
+            OfCommand::Add if timed => drop(new.flows.remove(&self.flow_identity(&rule))),
+            OfCommand::Add => drop(
+                new.flows
+                    .insert(self.flow_identity(&rule), self.flow_text(&rule)),
+            ),
+            OfCommand::Delete { strict: true } => {
+                drop(new.flows.remove(&self.flow_identity(&rule)))
+            }
+            // Loose deletes and modifies: the stored rules through the FLOW_MOD's semantics.
+            _ => new.flows = self.stored_after(&m),
+        }
+        self.commit(new, Command::FlowMod(m)).await?;
+        self.timed_flows |= timed;
+        Ok(())
+    }
+
+    /// The stored rules after FLOW_MOD `m` (OpenFlow's semantics on a scratch classifier).
+    fn stored_after(&self, m: &FlowMod) -> std::collections::BTreeMap<String, String> {
         let now = Instant::now();
         let mut scratch = Classifier::new(MAX_FLOWS);
         for text in self.state.flows.values() {
@@ -137,17 +162,12 @@ impl Control {
         }
         // The datapath refuses what does not fit; the stored rules are a subset of its table.
         let _ = apply_flow_mod(&mut scratch, m.clone(), now);
-        let mut new = self.state.clone();
-        new.flows = scratch
+        scratch
             .rules()
             .into_iter()
             .filter(|(_, r, _)| r.idle_timeout.is_none() && r.hard_timeout.is_none())
             .map(|(_, r, _)| (self.flow_identity(r), self.flow_text(r)))
-            .collect();
-        let timed = m.idle_timeout > 0 || m.hard_timeout > 0;
-        self.commit(new, Command::FlowMod(m)).await?;
-        self.timed_flows |= timed;
-        Ok(())
+            .collect()
     }
 
     /// Removes the rules whose idle or hard timeout passed (called once a second). nvod does
