@@ -249,10 +249,16 @@ fn execute(
             FlowAction::Output(n) => actions.push(Action::Deliver { port: PortId(*n) }),
             FlowAction::InPort => actions.push(Action::Deliver { port }),
             edit => {
-                let len = *v.rewritten.get_or_insert_with(|| {
-                    out[..frame.len()].copy_from_slice(frame);
-                    frame.len()
-                });
+                if v.rewritten.is_none() {
+                    // A caller's buffer shorter than the frame: nowhere to rewrite it.
+                    let Some(copy) = out.get_mut(..frame.len()) else {
+                        dropped = Some(DropReason::TooBig);
+                        break;
+                    };
+                    copy.copy_from_slice(frame);
+                    v.rewritten = Some(frame.len());
+                }
+                let len = v.rewritten.unwrap_or(frame.len());
                 match rewrite(edit, out, len) {
                     Ok(len) => v.rewritten = Some(len),
                     Err(reason) => dropped = Some(reason),

@@ -232,6 +232,17 @@ fn the_table_is_bounded_and_unsupported_actions_are_refused() {
 }
 
 #[test]
+fn a_rewrite_into_a_buffer_too_short_is_a_drop_not_a_panic() {
+    let mut p = with(&["udp,actions=mod_nw_ttl:9,normal"]);
+    let f = frame(mac(2), mac(1));
+    let mut a = Actions::new();
+    let mut out = vec![0; 10];
+    let v = p.from_port_flows(P1, &f, &mut out, Instant::now(), &mut a);
+    assert!(!v.normal);
+    assert_eq!(a.as_slice(), [Action::Drop(DropReason::TooBig)]);
+}
+
+#[test]
 fn a_frame_from_an_unknown_port_is_left_to_normal_forwarding() {
     let mut p = with(&["actions=drop"]);
     let (v, a, _) = run(&mut p, nvo_pipeline::PortId(99), &frame(mac(2), mac(1)));
