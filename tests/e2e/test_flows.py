@@ -181,6 +181,14 @@ def test_ovs_ofctl_adds_dumps_and_deletes_flows_traffic_follows(flow_lab):
     assert n >= 1, dump
     # The API sees the controller's rule too.
     assert n_packets(lab.nvo("h1", "flow", "show"), "tp_dst=5201") == n
+    # OpenFlow port numbers are nvod's port ids: PORT_DESC names c1's port under its id.
+    port = c1_port(lab)
+    port_id = lab.nvo("h1", "trace", port, "ip")["port_id"]
+    show = ofctl(lab, "show", OF).stdout
+    line = [l for l in show.splitlines() if f" {port_id}({port}):" in l]
+    assert line, show
+    state = show.split(line[0], 1)[1].split("state:", 1)[1].splitlines()[0]
+    assert "LINK_DOWN" not in state, show
     ofctl(lab, "del-flows", OF)
     assert ofctl(lab, "dump-flows", OF).stdout.count("actions=") == 0
     assert connects(lab, 5201), "del-flows did not restore the traffic"

@@ -132,16 +132,25 @@ impl Switch for NvodSwitch {
     }
 
     fn ports(&self) -> Vec<PortDesc> {
-        let ports = self
-            .runtime
-            .block_on(async { self.control.lock().await.port_numbers() });
-        ports
+        let (numbers, ports) = self.runtime.block_on(async {
+            let c = self.control.lock().await;
+            (c.port_numbers(), c.ports().await.unwrap_or_default())
+        });
+        // A VLAN circuit (TRUNK.VID) is up when its trunk is.
+        let up = |name: &str| {
+            let iface = ports.iter().find(|p| p.name == name).or_else(|| {
+                let trunk = name.rsplit_once('.')?.0;
+                ports.iter().find(|p| p.name == trunk)
+            });
+            iface.is_some_and(|p| p.up)
+        };
+        numbers
             .into_iter()
             .map(|(port_no, name)| PortDesc {
                 mac: mac_of(&name),
+                up: up(&name),
                 port_no,
                 name,
-                up: true,
             })
             .collect()
     }
