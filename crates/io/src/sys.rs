@@ -324,22 +324,8 @@ pub(crate) fn cmsg_find(control: &[u8], level: c_int, ty: c_int) -> Option<&[u8]
 /// Finds the first control message of (level, type) carrying an int, e.g. `UDP_GRO`.
 /// Parses bytes, so it never reads past `control`, whatever the kernel wrote.
 pub(crate) fn cmsg_find_int(control: &[u8], level: c_int, ty: c_int) -> Option<c_int> {
-    let word = mem::size_of::<usize>();
-    let mut off = 0;
-    while off + CMSG_HDR <= control.len() {
-        let len = usize::from_ne_bytes(control[off..off + word].try_into().ok()?);
-        let lvl = c_int::from_ne_bytes(control[off + word..off + word + 4].try_into().ok()?);
-        let t = c_int::from_ne_bytes(control[off + word + 4..off + word + 8].try_into().ok()?);
-        if len < CMSG_HDR || off + len > control.len() {
-            return None;
-        }
-        if lvl == level && t == ty && len >= CMSG_HDR + 4 {
-            let data = &control[off + CMSG_HDR..off + CMSG_HDR + 4];
-            return Some(c_int::from_ne_bytes(data.try_into().ok()?));
-        }
-        off += cmsg_align(len);
-    }
-    None
+    let data = cmsg_find(control, level, ty)?;
+    Some(c_int::from_ne_bytes(data.get(..4)?.try_into().ok()?))
 }
 
 /// Where the kernel writes one received message.
