@@ -333,25 +333,11 @@ pub fn scope(command: &Command) -> Scope {
 
 /// The copy of a change for a worker other than worker 0: a port's interface that worker 0
 /// opened but this one cannot (yet) is retried every second rather than refused.
-pub fn for_peer(command: Command) -> Command {
-    match command {
-        Command::AddPort {
-            id,
-            vni,
-            name,
-            kind,
-            offloads,
-            ..
-        } => Command::AddPort {
-            id,
-            vni,
-            name,
-            kind,
-            offloads,
-            must_open: false,
-        },
-        other => other,
+pub fn for_peer(mut command: Command) -> Command {
+    if let Command::AddPort { must_open, .. } = &mut command {
+        *must_open = false;
     }
+    command
 }
 
 /// Merges another worker's answer to a [`Scope::Merged`] read into worker 0's.
