@@ -593,7 +593,6 @@ impl Core {
                 }
             }
         }
-        self.stt_frame.extend_from_slice(frame);
         let ip = if remote.is_ipv4() { 20 } else { 40 };
         let max_payload = usize::from(self.underlay_mtu).saturating_sub(ip + STT_SEGMENT_HEADER);
         let src_port = ENTROPY_SPORT_BASE | (entropy & 0x3fff);
@@ -604,7 +603,7 @@ impl Core {
             flush_one(&mut self.underlays, &mut self.pipeline, at);
         }
         let whole = SttFrame {
-            frame: &self.stt_frame,
+            frame: [&self.stt_frame, frame],
             local,
             remote,
             src_port,
@@ -614,13 +613,15 @@ impl Core {
         };
         if self.stt_tx.send_whole(&mut self.segmenter, &whole) {
             // Counted as the segments the kernel makes of it, as the software path counts.
-            for len in segment_lens(self.stt_frame.len(), max_payload) {
+            for len in segment_lens(self.stt_frame.len() + frame.len(), max_payload) {
                 let target = TxTarget::Remote(remote);
                 self.pipeline.count_tx(target, len, TxOutcome::Sent);
             }
             return;
         }
         self.stt_tx.count_software();
+        // nvod's segmenter cuts one buffer: only this path joins header and frame.
+        self.stt_frame.extend_from_slice(frame);
         let segments =
             match self
                 .segmenter

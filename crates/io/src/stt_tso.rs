@@ -150,7 +150,9 @@ impl SttTso {
     }
 
     /// Writes one STT frame: `tcp` is its TCP-like header with the partial checksum, `frame`
-    /// the STT frame (at most [`MAX_TSO_FRAME`] bytes), `mss` the frame bytes per segment.
+    /// the STT frame in two pieces, its STT header and the inner frame (written with one
+    /// writev, never joined; at most [`MAX_TSO_FRAME`] bytes together), `mss` the frame bytes
+    /// per segment.
     /// A frame of at most `mss` bytes goes as one packet whose checksum the kernel finishes.
     /// Fails with `InvalidInput` for a frame too long, an `mss` of 0 or a TTL of 255; the
     /// kernel's refusals (EAGAIN, EINVAL, EIO) come back as they are.
@@ -158,16 +160,18 @@ impl SttTso {
         &self,
         outer: &TsoOuter,
         tcp: &[u8; TCP_HEADER_LEN],
-        frame: &[u8],
+        frame: [&[u8]; 2],
         mss: u16,
     ) -> io::Result<()> {
-        let head = head(outer, tcp, frame.len(), mss)?;
-        let n = sys::writev2(self.fd.as_fd(), &head, frame)?;
-        if n != head.len() + frame.len() {
+        let [stt, inner] = frame;
+        let len = stt.len() + inner.len();
+        let head = head(outer, tcp, len, mss)?;
+        let n = sys::writev(self.fd.as_fd(), &[&head, stt, inner])?;
+        if n != head.len() + len {
             return Err(io::Error::other(format!(
                 "tun {} took {n} of {} bytes",
                 self.name,
-                head.len() + frame.len()
+                head.len() + len
             )));
         }
         Ok(())
