@@ -613,10 +613,10 @@ impl Core {
         };
         if self.stt_tx.send_whole(&mut self.segmenter, &whole) {
             // Counted as the segments the kernel makes of it, as the software path counts.
-            for len in segment_lens(self.stt_frame.len() + frame.len(), max_payload) {
-                let target = TxTarget::Remote(remote);
-                self.pipeline.count_tx(target, len, TxOutcome::Sent);
-            }
+            let (packets, bytes) = segment_lens(self.stt_frame.len() + frame.len(), max_payload)
+                .fold((0, 0), |(n, b), len| (n + 1, b + len as u64));
+            self.pipeline
+                .count_sent(TxTarget::Remote(remote), packets, bytes);
             return;
         }
         self.stt_tx.count_software();

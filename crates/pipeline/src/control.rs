@@ -436,38 +436,42 @@ impl Pipeline {
     /// meantime only counts in the totals.
     pub fn count_tx(&mut self, target: TxTarget, len: usize, outcome: TxOutcome) {
         let reason = match outcome {
-            TxOutcome::Sent => None,
-            TxOutcome::Failed => Some(DropReason::TxError),
-            TxOutcome::QueueFull => Some(DropReason::QueueFull),
+            TxOutcome::Sent => return self.count_sent(target, 1, len as u64),
+            TxOutcome::Failed => DropReason::TxError,
+            TxOutcome::QueueFull => DropReason::QueueFull,
         };
         match target {
             TxTarget::Port(id) => {
                 let port = self.ports.get_mut(&id).map(|p| &mut p.counters);
-                match (reason, port) {
-                    (Some(reason), port) => count_drop(&mut self.drops, port, reason),
-                    (None, Some(p)) => {
-                        p.tx_frames += 1;
-                        p.tx_bytes += len as u64;
-                    }
-                    (None, None) => {}
+                count_drop(&mut self.drops, port, reason);
+            }
+            TxTarget::Underlay | TxTarget::Remote(_) => {
+                self.underlay.tx_errors += 1;
+                count_drop(&mut self.drops, None, reason);
+            }
+        }
+    }
+
+    /// [`Self::count_tx`] for `packets` sent packets of `bytes` bytes in all at once (the
+    /// segments the kernel cuts one large frame into), with one table lookup.
+    pub fn count_sent(&mut self, target: TxTarget, packets: u64, bytes: u64) {
+        match target {
+            TxTarget::Port(id) => {
+                if let Some(p) = self.ports.get_mut(&id) {
+                    p.counters.tx_frames += packets;
+                    p.counters.tx_bytes += bytes;
                 }
             }
-            TxTarget::Underlay | TxTarget::Remote(_) => match reason {
-                Some(reason) => {
-                    self.underlay.tx_errors += 1;
-                    count_drop(&mut self.drops, None, reason);
-                }
-                None => {
-                    self.underlay.tx_packets += 1;
-                    self.underlay.tx_bytes += len as u64;
-                    if let TxTarget::Remote(remote) = target {
-                        if let Some(c) = self.remotes.get(remote) {
-                            c.tx_packets += 1;
-                            c.tx_bytes += len as u64;
-                        }
+            TxTarget::Underlay | TxTarget::Remote(_) => {
+                self.underlay.tx_packets += packets;
+                self.underlay.tx_bytes += bytes;
+                if let TxTarget::Remote(remote) = target {
+                    if let Some(c) = self.remotes.get(remote) {
+                        c.tx_packets += packets;
+                        c.tx_bytes += bytes;
                     }
                 }
-            },
+            }
         }
     }
 
