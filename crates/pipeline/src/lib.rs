@@ -65,9 +65,11 @@ mod neigh;
 mod network;
 pub mod overlay;
 mod pipeline;
+mod shared_port;
 mod suppress;
 mod types;
 pub mod vlan;
+pub mod vport;
 
 pub use actions::{Action, Actions};
 pub use counters::{
