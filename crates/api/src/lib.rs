@@ -13,6 +13,7 @@ mod monitor;
 pub mod query;
 mod types;
 mod vlan;
+mod vport;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
@@ -22,3 +23,4 @@ pub use monitor::{MonitorEvent, MonitorType};
 pub use nvo_wire::VNI_MAX;
 pub use types::*;
 pub use vlan::{Ethertype, PortVlan, TrunkMap};
+pub use vport::{SharedPort, Vport, VportSpec};

@@ -51,6 +51,7 @@ mod stt_meta;
 mod stt_tx;
 mod underlays;
 mod vlan;
+mod vport;
 pub mod workers;
 
 use std::io;

@@ -36,6 +36,7 @@ mod profiles;
 mod routes;
 mod status;
 mod vlan;
+mod vport;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

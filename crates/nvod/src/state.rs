@@ -239,6 +239,33 @@ pub struct PortState {
     /// Its VLAN mode; absent for an untagged port (and in state files written before VLANs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<VlanState>,
+    /// Its virtual ports per MAC, if it is a shared port (`vni` 0); absent otherwise (and in
+    /// state files written before shared ports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedState>,
+}
+
+/// A shared port as stored (nvo_pipeline::vport).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedState {
+    /// The network of untagged frames from MACs no virtual port names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_vni: Option<u32>,
+    /// MAC (as written by nvod, lowercase) → its virtual port.
+    #[serde(default)]
+    pub vports: BTreeMap<String, VportState>,
+}
+
+/// A virtual port as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VportState {
+    /// Its network.
+    pub vni: u32,
+    /// Its 802.1Q VLAN ID, if tagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
 }
 
 /// A tagged port as stored: an access port is `vni` with one VLAN mapped to it, a trunk has
@@ -256,11 +283,19 @@ pub struct VlanState {
 }
 
 impl PortState {
-    /// The networks the port carries: its `vni`, or a trunk's mapped VNIs.
+    /// The networks the port carries: its `vni`, a trunk's mapped VNIs, or a shared port's
+    /// virtual ports' (and default) networks.
     pub fn vnis(&self) -> Vec<u32> {
-        match &self.vlan {
-            Some(v) => v.vlans.values().copied().collect(),
-            None => vec![self.vni],
+        match (&self.vlan, &self.shared) {
+            (Some(v), _) => v.vlans.values().copied().collect(),
+            (None, Some(s)) => {
+                let mut vnis: Vec<u32> = s.vports.values().map(|v| v.vni).collect();
+                vnis.extend(s.default_vni);
+                vnis.sort_unstable();
+                vnis.dedup();
+                vnis
+            }
+            (None, None) => vec![self.vni],
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod route;
 pub mod sse;
 pub mod ui;
 mod view;
+pub mod vport;
 
 use std::path::PathBuf;
 

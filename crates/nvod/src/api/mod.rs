@@ -13,6 +13,7 @@ mod error;
 mod routes;
 pub mod server;
 mod socket;
+mod vport;
 
 use std::future::Future;
 use std::path::Path;
