@@ -2,7 +2,8 @@
 is a shared port of h1's nvod. VM1 and VM2 belong to VNI 100 and VM3 to VNI 200 by their MACs;
 each reaches the container of its own network behind h2 and no other; a fourth VM whose MAC no
 virtual port names is dropped and counted (unknown_vport) — or, with a default network on the
-shared port, lands in that network until a virtual port names it.
+shared port, lands in that network until a virtual port names it. A VM that tags its own frames
+(VLAN 20) has a tagged virtual port: its tag is popped towards the network and pushed back.
 
     vm1 10.0.0.11   vm2 10.0.0.12   vm3 10.0.0.13   vm4 10.0.0.14 (no virtual port)
       | eth0          | eth0          | eth0          | eth0
@@ -262,3 +263,63 @@ def test_a_default_network_takes_unknown_macs_until_a_virtual_port_names_one(hyp
     lab.nvo("h1", "port", "del", "hv0")
     assert lab.nvo("h1", "vport", "show") == []
     assert VMS[3][0] not in {e["mac"] for e in lab.fdb("h1", BLUE)}
+
+
+# A VM that tags its own frames (VLAN 20): sends a tagged ARP request for blue1 from VM_T_MAC
+# and waits for the answer, which must come back tagged VLAN 20 (the kernel moves a received
+# tag into PACKET_AUXDATA). Then the same request untagged, which nvod must drop.
+TAGGED_VM = r"""
+import socket, struct, sys, time
+SOL_PACKET, PACKET_AUXDATA = 263, 8
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("eth0", 0))
+s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+s.settimeout(0.2)
+mac = bytes.fromhex(sys.argv[1].replace(":", ""))
+arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac, socket.inet_aton("10.0.0.23"),
+                  bytes(6), socket.inet_aton("10.0.0.2")) + bytes(18)
+tag = b"\x81\x00\x00\x14"
+if sys.argv[2] == "untagged":
+    for _ in range(5):
+        s.send(b"\xff" * 6 + mac + b"\x08\x06" + arp)
+    sys.exit(0)
+deadline = time.time() + 10
+while time.time() < deadline:
+    s.send(b"\xff" * 6 + mac + tag + b"\x08\x06" + arp)
+    end = time.time() + 0.5
+    while time.time() < end:
+        try:
+            data, anc, _, _ = s.recvmsg(2048, 64)
+        except socket.timeout:
+            break
+        if data[:6] != mac or data[12:14] != b"\x08\x06":
+            continue
+        for level, kind, aux in anc:
+            if level == SOL_PACKET and kind == PACKET_AUXDATA:
+                status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", aux[:20])
+                print("reply", hex(tpid), tci & 0xfff, socket.inet_ntoa(data[28:32]))
+                sys.exit(0)
+        print("reply untagged", socket.inet_ntoa(data[28:32]))
+        sys.exit(1)
+print("no reply")
+sys.exit(1)
+"""
+
+
+def test_a_tagged_virtual_port_pops_and_pushes_its_vlan(hypervisor):
+    lab, hv = hypervisor
+    lab.nvo("h1", "port", "add", "hv0", "--shared")
+    vm_t = VMS[3][0]
+    lab.nvo("h1", "vport", "add", "hv0", vm_t, "--vni", str(BLUE), "--vlan", "20")
+    p = run(*in_ns(hv.vms[3], "/usr/bin/python3", "-c", TAGGED_VM, vm_t, "tagged"),
+            check=False, timeout=30)
+    assert p.returncode == 0 and "reply 0x8100 20 10.0.0.2" in p.stdout, (p.stdout, p.stderr)
+    # In the network the frame arrives untagged: blue1 learned the VM's MAC for its address.
+    assert lab.neigh_mac("blue1", "10.0.0.23") in (vm_t, None)
+    shown = vports(lab)[vm_t]
+    assert shown["vlan"] == 20 and shown["rx_frames"] >= 1 and shown["tx_frames"] >= 1, shown
+    # The VM's MAC without its VLAN belongs to no one (not even a default network).
+    before = lab.counters("h1")["drops"]["unknown_vport"]
+    run(*in_ns(hv.vms[3], "/usr/bin/python3", "-c", TAGGED_VM, vm_t, "untagged"), timeout=30)
+    wait_for(lambda: lab.counters("h1")["drops"]["unknown_vport"] >= before + 5, timeout=10,
+             what="unknown_vport drops for the untagged frames")
