@@ -87,6 +87,7 @@ impl Pipeline {
             t.by_vid.retain(|_, &mut q| q != port);
             t.circuits.retain(|c| c.port != port);
         }
+        self.policers.remove(&port);
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);

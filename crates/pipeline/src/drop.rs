@@ -87,11 +87,13 @@ pub enum DropReason {
     /// A frame on a shared port whose source MAC (with its VLAN) no virtual port names, and
     /// that no default network takes (vport.rs).
     UnknownVport = 28,
+    /// A frame from a port beyond its QoS profile's rate and burst (qos.rs).
+    QosPoliced = 29,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 28] = [
+    pub const ALL: [DropReason; 29] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -120,6 +122,7 @@ impl DropReason {
         DropReason::VlanUntagged,
         DropReason::UnknownVlan,
         DropReason::UnknownVport,
+        DropReason::QosPoliced,
     ];
 
     /// How many reasons there are.
@@ -171,6 +174,7 @@ impl DropReason {
             DropReason::VlanUntagged => "vlan_untagged",
             DropReason::UnknownVlan => "unknown_vlan",
             DropReason::UnknownVport => "unknown_vport",
+            DropReason::QosPoliced => "qos_policed",
         }
     }
 }
@@ -199,7 +203,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(29), None);
+        assert_eq!(DropReason::from_code(30), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -212,6 +216,7 @@ mod tests {
         assert_eq!(DropReason::VlanUntagged.code(), 26);
         assert_eq!(DropReason::UnknownVlan.code(), 27);
         assert_eq!(DropReason::UnknownVport.code(), 28);
+        assert_eq!(DropReason::QosPoliced.code(), 29);
     }
 
     #[test]

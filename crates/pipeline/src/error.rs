@@ -192,4 +192,7 @@ pub enum TableError {
         /// The MAC.
         mac: Mac,
     },
+    /// A QoS profile with values out of range.
+    #[error(transparent)]
+    Qos(#[from] crate::qos::QosError),
 }

@@ -65,6 +65,8 @@ mod neigh;
 mod network;
 pub mod overlay;
 mod pipeline;
+mod policing;
+pub mod qos;
 mod shared_port;
 mod suppress;
 mod types;

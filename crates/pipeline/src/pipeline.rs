@@ -47,6 +47,7 @@ use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::l3;
 use crate::network::Network;
+use crate::qos::Policer;
 use crate::suppress;
 use crate::vlan::{self, Trunk};
 use crate::vport::SharedPorts;
@@ -72,6 +73,8 @@ pub struct Pipeline {
     pub(crate) trunks: HashMap<PortId, Trunk>,
     /// Shared ports and their virtual ports per MAC (vport.rs); virtual ports are in `ports`.
     pub(crate) vports: SharedPorts,
+    /// QoS policers of ports (qos.rs, policing.rs).
+    pub(crate) policers: HashMap<PortId, Policer>,
     pub(crate) drops: DropCounters,
     pub(crate) underlay: UnderlayCounters,
     /// Tunnel traffic per remote address.
@@ -97,6 +100,7 @@ impl Pipeline {
             ports: Default::default(),
             trunks: Default::default(),
             vports: Default::default(),
+            policers: Default::default(),
             drops: DropCounters::default(),
             underlay: UnderlayCounters::default(),
             remotes: RemoteTable::default(),
@@ -139,6 +143,9 @@ impl Pipeline {
         now: Instant,
         actions: &mut Actions,
     ) {
+        if !self.policers.is_empty() && self.police(port, frame.len(), now, actions) {
+            return;
+        }
         self.port_frame(port, frame, segment_len, now, actions, false);
         if self.vports.any() {
             self.horizon(port, actions);
