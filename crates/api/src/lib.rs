@@ -10,6 +10,7 @@ mod client;
 mod events;
 mod evpn;
 mod monitor;
+mod qos;
 pub mod query;
 mod types;
 mod vlan;
@@ -21,6 +22,7 @@ pub use evpn::*;
 pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;
+pub use qos::{Qos, QosAttach, QosSpec};
 pub use types::*;
 pub use vlan::{Ethertype, PortVlan, TrunkMap};
 pub use vport::{SharedPort, Vport, VportSpec};

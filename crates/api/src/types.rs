@@ -407,6 +407,9 @@ pub struct Port {
     /// `/v1/ports/{name}/vports`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<crate::SharedPort>,
+    /// The QoS profile attached to it (`PUT /v1/ports/{name}/qos`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// Where an FDB entry was learned or set.

@@ -50,6 +50,9 @@ pub struct Vport {
     /// Its VLAN ID on the wire, if tagged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<u16>,
+    /// The QoS profile attached to it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
     /// Frames received from it.
     #[serde(default)]
     pub rx_frames: u64,

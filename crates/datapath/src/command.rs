@@ -106,6 +106,12 @@ pub enum Command {
     AddVport(PortId, nvo_pipeline::vport::Vport),
     /// Removes the virtual port of a MAC from a shared port.
     RemoveVport(PortId, Mac),
+    /// Attaches a QoS profile to a port or virtual port (`None`: detaches it). The port's
+    /// interface (a virtual port's shared port) is then read by worker 0 alone, on either
+    /// datapath (qos.rs).
+    SetQos(PortId, Option<nvo_pipeline::qos::QosProfile>),
+    /// Every policer's profile and counters.
+    QosCounters,
     /// Detaches a port (or a trunk with its circuits, a shared port with its virtual ports)
     /// and closes its interface.
     RemovePort(PortId),
@@ -222,6 +228,14 @@ pub enum Reply {
     Overlay(OverlayCounters),
     /// A probe run's measurements (None: no such run).
     Probe(Option<crate::probes::RunResult>),
+    /// Every policed port with its profile and counters (summed over the workers).
+    Qos(
+        Vec<(
+            PortId,
+            nvo_pipeline::qos::QosProfile,
+            nvo_pipeline::qos::PolicerCounters,
+        )>,
+    ),
     /// The pipeline's counters, the underlay sockets' own, STT reassembly's and STT
     /// transmit's.
     Counters(

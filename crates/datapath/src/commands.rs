@@ -102,6 +102,8 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             core.ports.remove_circuit(vport);
             Ok(Reply::Done)
         }
+        Command::SetQos(port, profile) => done(set_qos(core, port, profile)),
+        Command::QosCounters => Ok(Reply::Qos(pipeline.qos_counters())),
         Command::RemovePort(id) => done(remove_port(core, id)),
         Command::TapPort(id, on) => {
             core.ports.tap(id, on);
@@ -230,6 +232,35 @@ fn add_shared(
         taps: 0,
         fanout,
     });
+    Ok(())
+}
+
+/// Attaches or detaches a port's QoS profile, and hands the interface it is read on to worker
+/// 0 alone while any port read there is policed (qos.rs).
+fn set_qos(
+    core: &mut Core,
+    port: PortId,
+    profile: Option<nvo_pipeline::qos::QosProfile>,
+) -> Result<(), DatapathError> {
+    core.pipeline.set_qos(port, profile)?;
+    let reader = core.ports.reader(port);
+    let policed = core
+        .pipeline
+        .qos_counters()
+        .iter()
+        .any(|&(p, ..)| core.ports.reader(p) == reader);
+    let (worker, workers) = (core.worker, core.workers);
+    if let Err(source) = core.ports.set_policed(reader, policed, worker, workers) {
+        let name = core
+            .ports
+            .get(reader)
+            .map_or_else(|| reader.to_string(), |p| p.name.clone());
+        // Back to what it was: a policer on a port nvod cannot read would police nothing.
+        if profile.is_some() {
+            let _ = core.pipeline.set_qos(port, None);
+        }
+        return Err(DatapathError::Open { name, source });
+    }
     Ok(())
 }
 

@@ -182,6 +182,9 @@ impl Forwarder {
         if core.pipeline.is_shared(port) {
             return core.shared_frame(port, frame, now);
         }
+        if let Some(q) = core.tos_rule(port) {
+            return core.qos_frame(port, q, frame, meta, now);
+        }
         core.seen = Seen::Port(port);
         core.seen_vni = None;
         let segment_len = segment_len(frame, &meta);

@@ -45,6 +45,7 @@ mod overlay;
 mod ports;
 mod probe;
 mod probes;
+mod qos;
 mod settings;
 mod stt_guard;
 mod stt_meta;

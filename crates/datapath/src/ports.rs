@@ -62,6 +62,9 @@ pub struct Ports {
     circuits: HashMap<PortId, (PortId, Option<VlanTag>)>,
     /// Shared ports: nvod reads them on either datapath, even with no virtual port yet.
     shared: HashSet<PortId>,
+    /// Interfaces read by worker 0 alone because a port read there is policed (qos.rs), with
+    /// whether the kernel path ran them and whether they kept large frames before.
+    policed: HashMap<PortId, (bool, bool)>,
 }
 
 /// The largest frame a circuit takes (a jumbo frame); a longer one fails to send (tx_error).
@@ -149,6 +152,69 @@ impl Ports {
         self.shared.insert(id);
     }
 
+    /// The interface port `id`'s frames are read on: its trunk or shared port, or itself.
+    pub fn reader(&self, id: PortId) -> PortId {
+        self.circuits.get(&id).map_or(id, |&(reader, _)| reader)
+    }
+
+    /// Makes interface `id` read by worker 0 alone, by nvod on either datapath (`on`: a port
+    /// read there is policed, and a policer must see all its frames), or gives it back to the
+    /// kernel path or to every worker as it was. Refused when the interface cannot be opened
+    /// anew; a TAP port (a queue per worker) is left as it is, a port that is down opens so
+    /// when it comes up.
+    pub fn set_policed(
+        &mut self,
+        id: PortId,
+        on: bool,
+        worker: usize,
+        workers: usize,
+    ) -> io::Result<()> {
+        let tagged = self.shared.contains(&id) || self.circuits.values().any(|&(t, _)| t == id);
+        let Some(&at) = self.index.get(&id) else {
+            return Ok(());
+        };
+        let Some(port) = self.list.get_mut(at) else {
+            return Ok(());
+        };
+        if port.kind == PortKind::Tap {
+            return Ok(());
+        }
+        let (kernel, fanout, large) = if on {
+            self.policed.entry(id).or_insert((port.kernel, port.large));
+            // Worker 0 reads it alone (no fanout group); the others only send on it. Its
+            // frames are segmented at receive: the policer drops segments, not 64 KiB frames
+            // (a whole GSO frame lost at once stalls TCP far below the rate).
+            (worker != 0, None, false)
+        } else {
+            let Some((kernel, large)) = self.policed.remove(&id) else {
+                return Ok(());
+            };
+            (
+                kernel,
+                (workers > 1 && !kernel).then(|| fanout_group(id)),
+                large,
+            )
+        };
+        port.large = large;
+        if port.kernel == kernel && port.fanout == fanout {
+            return Ok(());
+        }
+        if port.io.is_some() {
+            port.io = Some(open(
+                &port.name,
+                port.kind,
+                &port.offloads,
+                kernel,
+                tagged,
+                fanout,
+            )?);
+            self.generation += 1;
+        }
+        port.kernel = kernel;
+        port.fanout = fanout;
+        Ok(())
+    }
+
     /// Removes one circuit or virtual port.
     pub fn remove_circuit(&mut self, id: PortId) {
         self.circuits.remove(&id);
@@ -159,6 +225,7 @@ impl Ports {
     pub fn remove(&mut self, id: PortId) -> Option<Port> {
         self.circuits.retain(|_, (trunk, _)| *trunk != id);
         self.shared.remove(&id);
+        self.policed.remove(&id);
         let at = self.index.remove(&id)?;
         let port = self.list.swap_remove(at);
         if let Some(moved) = self.list.get(at) {
@@ -265,7 +332,8 @@ impl Ports {
                 vni: p.vni,
                 name: p.name.clone(),
                 ifindex: p.io.as_ref().map(|io| io.ifindex()),
-                veth: p.kind == PortKind::Veth,
+                // A policed veth is nvod's: no program on it, deliveries to it punted.
+                veth: p.kind == PortKind::Veth && !self.policed.contains_key(&p.id),
                 tapped: p.taps > 0,
             });
         let circuits = self.circuits.iter().filter_map(|(&id, &(trunk, _))| {

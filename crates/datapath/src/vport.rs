@@ -31,12 +31,23 @@ impl Core {
         {
             Some(c) => {
                 // The monitor names the shared port's interface as where the frame came from.
-                let f = match c.popped {
-                    Some(len) => &buf[..len],
-                    None => frame,
+                let rule = self.tos_rule(c.vport);
+                let len = match (c.popped, rule) {
+                    (Some(len), _) => Some(len),
+                    (None, Some(_)) => {
+                        buf[..frame.len()].copy_from_slice(frame);
+                        Some(frame.len())
+                    }
+                    (None, None) => None,
                 };
+                if let (Some(q), Some(len)) = (rule, len) {
+                    let tos = self.marked(q, &mut buf[..len]);
+                    self.underlays.set_tos_override(tos);
+                }
+                let f = len.map_or(frame, |len| &buf[..len]);
                 self.pipeline.from_port(c.vport, f, now, &mut self.actions);
                 self.perform(f, &FrameMeta::COMPLETE);
+                self.underlays.set_tos_override(None);
             }
             None => self.perform(frame, &FrameMeta::COMPLETE),
         }

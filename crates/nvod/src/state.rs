@@ -56,6 +56,9 @@ pub struct State {
     /// BGP was turned off through the API (so the config file's `[bgp]` no longer applies).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bgp_off: bool,
+    /// QoS profiles by name (attached by name from ports and virtual ports).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub qos: BTreeMap<String, QosState>,
 }
 
 /// The routed overlay as stored.
@@ -112,6 +115,7 @@ impl Default for State {
             overlay: OverlayState::default(),
             bgp: None,
             bgp_off: false,
+            qos: BTreeMap::new(),
         }
     }
 }
@@ -243,6 +247,25 @@ pub struct PortState {
     /// state files written before shared ports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<SharedState>,
+    /// The QoS profile attached to it, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+}
+
+/// A QoS profile as stored (nvo_pipeline::qos).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QosState {
+    /// Rate in bit/s.
+    pub rate: u64,
+    /// Burst in bytes.
+    pub burst: u64,
+    /// DSCP mark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
+    /// DSCP trust.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust: bool,
 }
 
 /// A shared port as stored (nvo_pipeline::vport).
@@ -258,7 +281,7 @@ pub struct SharedState {
 }
 
 /// A virtual port as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VportState {
     /// Its network.
@@ -266,6 +289,9 @@ pub struct VportState {
     /// Its 802.1Q VLAN ID, if tagged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<u16>,
+    /// The QoS profile attached to it, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// A tagged port as stored: an access port is `vni` with one VLAN mapped to it, a trunk has

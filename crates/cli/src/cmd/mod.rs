@@ -14,6 +14,7 @@ pub mod monitor;
 pub mod overlay;
 pub mod prober;
 pub mod profile;
+pub mod qos;
 pub mod route;
 pub mod sse;
 pub mod ui;

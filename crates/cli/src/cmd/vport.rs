@@ -147,6 +147,7 @@ mod tests {
             mac: mac.map(str::to_owned),
             vni,
             vlan,
+            qos: None,
             rx_frames: rx,
             rx_bytes: rx * 100,
             tx_frames: 1,

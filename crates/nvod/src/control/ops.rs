@@ -178,6 +178,7 @@ impl Control {
                 offloads: port.offloads,
                 vlan: port.vlan.as_ref().map(vlan::api_vlan),
                 shared: port.shared.as_ref().map(vport::api_shared),
+                qos: port.qos.clone(),
             })
             .collect())
     }
@@ -220,6 +221,7 @@ impl Control {
             offloads: spec.offloads,
             vlan,
             shared,
+            qos: None,
         };
         let mut new = self.state.clone();
         new.ports.insert(spec.name.clone(), port.clone());
@@ -248,6 +250,7 @@ impl Control {
             offloads: spec.offloads,
             vlan: port.vlan.as_ref().map(vlan::api_vlan),
             shared: port.shared.as_ref().map(vport::api_shared),
+            qos: None,
         })
     }
 

@@ -129,7 +129,9 @@ impl Control {
             .map(|(mac, v)| {
                 let name_ = vport_name(name, mac);
                 let c = count(&name_);
-                shown(name, name_, Some(mac.clone()), v.vni, v.vlan, &c)
+                let mut vp = shown(name, name_, Some(mac.clone()), v.vni, v.vlan, &c);
+                vp.qos.clone_from(&v.qos);
+                vp
             })
             .collect();
         if let Some(vni) = shared.default_vni {
@@ -189,6 +191,7 @@ impl Control {
                 VportState {
                     vni: vni.0,
                     vlan: spec.vlan,
+                    qos: None,
                 },
             );
         }
@@ -268,6 +271,7 @@ fn shown(
         mac,
         vni,
         vlan,
+        qos: None,
         rx_frames: c.rx_frames,
         rx_bytes: c.rx_bytes,
         tx_frames: c.tx_frames,

@@ -175,6 +175,7 @@ fn port_offloads_show_only_when_set() {
         offloads: Some(PortOffloads::default()),
         vlan: None,
         shared: None,
+        qos: None,
     };
     assert_eq!(
         ports(std::slice::from_ref(&plain)).to_string(),
@@ -375,6 +376,7 @@ fn node_and_ports() {
         offloads: None,
         vlan: None,
         shared: None,
+        qos: None,
     };
     assert_eq!(
         ports(&[p]).to_string(),
@@ -392,6 +394,7 @@ fn node_and_ports() {
             ethertype: Some(nvo_api::Ethertype(0x88a8)),
         }),
         shared: None,
+        qos: None,
     };
     let access = Port {
         name: "eth2".into(),
@@ -405,6 +408,7 @@ fn node_and_ports() {
             ethertype: Some(nvo_api::Ethertype(0x8100)),
         }),
         shared: None,
+        qos: None,
     };
     assert_eq!(
         ports(&[trunk, access]).to_string(),
