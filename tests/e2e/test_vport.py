@@ -323,3 +323,30 @@ def test_a_tagged_virtual_port_pops_and_pushes_its_vlan(hypervisor):
     run(*in_ns(hv.vms[3], "/usr/bin/python3", "-c", TAGGED_VM, vm_t, "untagged"), timeout=30)
     wait_for(lambda: lab.counters("h1")["drops"]["unknown_vport"] >= before + 5, timeout=10,
              what="unknown_vport drops for the untagged frames")
+
+
+def test_a_virtual_port_is_policed_on_its_own(hypervisor):
+    """A QoS profile on VM1's virtual port: VM1's flood of pings beyond 1 Mbit/s is dropped
+    (qos_policed, counted in the profile and the virtual port); VM2 on the same shared port is
+    not policed."""
+    lab, hv = hypervisor
+    lab.nvo("h1", "port", "add", "hv0", "--shared")
+    for n in (1, 2):
+        lab.nvo("h1", "vport", "add", "hv0", VMS[n][0], "--vni", str(RED))
+    reachable(lambda c: hv.ping(1, RED1_IP, count=c), "vm1 → red1")
+    lab.nvo("h1", "qos", "add", "slow", "--rate", "1mbit", "--burst", "4k")
+    lab.nvo("h1", "qos", "attach", "hv0", VMS[1][0], "slow")
+    before = lab.counters("h1")["drops"]["qos_policed"]
+    # 100 pings of 1400 bytes 2 ms apart (they take about 0.6 s: 2 Mbit/s offered) into a
+    # bucket of 4 KiB at 1 Mbit/s: about half pass (53 in the runs here).
+    flood = run(*in_ns(hv.vms[1], "ping", "-c", 100, "-i", "0.002", "-s", 1400, "-W", "1",
+                       RED1_IP), check=False, timeout=60)
+    assert "100 packets transmitted" in flood.stdout, flood.stdout
+    after = lab.counters("h1")["drops"]["qos_policed"]
+    assert after - before >= 20, (before, after)
+    (slow,) = lab.nvo("h1", "qos", "show")
+    assert slow["attached"] == [f"hv0/{VMS[1][0]}"] and slow["policed_frames"] >= 20, slow
+    assert vports(lab)[VMS[1][0]]["drops"] >= 20
+    # VM2, same shared port, no profile: every ping of a slower flood answered.
+    assert hv.ping(2, RED1_IP, count=20).returncode == 0
+    assert vports(lab)[VMS[2][0]]["drops"] == 0
