@@ -408,6 +408,23 @@ impl State {
                     vni,
                 });
             }
+            for mac in port.shared.iter().flat_map(|s| s.vports.keys()) {
+                values::parse_mac(mac).map_err(|source| Corruption::Port {
+                    name: name.clone(),
+                    source,
+                })?;
+            }
+            let vport_qos = port.shared.iter().flat_map(|s| s.vports.values());
+            let profiles = port
+                .qos
+                .iter()
+                .chain(vport_qos.filter_map(|v| v.qos.as_ref()));
+            if let Some(profile) = profiles.into_iter().find(|q| !self.qos.contains_key(*q)) {
+                return Err(Corruption::PortQos {
+                    name: name.clone(),
+                    profile: profile.clone(),
+                });
+            }
         }
         Ok(())
     }
@@ -515,4 +532,81 @@ pub enum Corruption {
         /// Its network.
         vni: u32,
     },
+    /// A port (or one of its virtual ports) with a QoS profile that is not defined.
+    #[error("port {name:?} has qos profile {profile:?}, which is not defined")]
+    PortQos {
+        /// The port.
+        name: String,
+        /// The profile it names.
+        profile: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_port(mac: &str, qos: Option<&str>) -> State {
+        let mut s = State::default();
+        let net: NetworkState = serde_json::from_value(serde_json::json!({
+            "mtu": 1450, "learning": true, "bum": {"mode": "head_end"}, "max_learned": 1024,
+            "ageing_s": 300, "encap": "vxlan", "flood": [], "fdb": {}, "fdb_ips": {},
+            "params": {}, "l3": false, "routes": {}
+        }))
+        .unwrap();
+        s.networks.insert(100, net);
+        let mut vports = BTreeMap::new();
+        vports.insert(
+            mac.to_owned(),
+            VportState {
+                vni: 100,
+                vlan: None,
+                qos: qos.map(str::to_owned),
+            },
+        );
+        s.ports.insert(
+            "hv0".into(),
+            PortState {
+                vni: 0,
+                kind: PortKindState::Veth,
+                offloads: None,
+                vlan: None,
+                shared: Some(SharedState {
+                    default_vni: None,
+                    vports,
+                }),
+                qos: None,
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn virtual_ports_with_bad_macs_or_unknown_qos_profiles_are_corruption() {
+        assert!(shared_port("02:00:00:00:01:01", None).check().is_ok());
+        let bad_mac = shared_port("nope", None).check().unwrap_err();
+        assert!(bad_mac.to_string().contains("hv0"), "{bad_mac}");
+        let dangling = shared_port("02:00:00:00:01:01", Some("gold"))
+            .check()
+            .unwrap_err();
+        assert_eq!(
+            dangling.to_string(),
+            "port \"hv0\" has qos profile \"gold\", which is not defined"
+        );
+        let mut fine = shared_port("02:00:00:00:01:01", Some("gold"));
+        fine.qos.insert(
+            "gold".into(),
+            QosState {
+                rate: 1_000_000,
+                burst: 65536,
+                dscp: None,
+                trust: false,
+            },
+        );
+        assert!(fine.check().is_ok());
+        // No network for a virtual port: refused as any port's.
+        let mut orphan = shared_port("02:00:00:00:01:01", None);
+        orphan.networks.clear();
+        assert!(orphan.check().is_err());
+    }
 }
