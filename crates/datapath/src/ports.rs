@@ -179,27 +179,30 @@ impl Ports {
         if port.kind == PortKind::Tap {
             return Ok(());
         }
+        let before = self
+            .policed
+            .get(&id)
+            .copied()
+            .unwrap_or((port.kernel, port.large));
         let (kernel, fanout, large) = if on {
-            self.policed.entry(id).or_insert((port.kernel, port.large));
             // Worker 0 reads it alone (no fanout group); the others only send on it. Its
             // frames are segmented at receive: the policer drops segments, not 64 KiB frames
             // (a whole GSO frame lost at once stalls TCP far below the rate).
             (worker != 0, None, false)
         } else {
-            let Some((kernel, large)) = self.policed.remove(&id) else {
+            if !self.policed.contains_key(&id) {
                 return Ok(());
-            };
+            }
+            let (kernel, large) = before;
             (
                 kernel,
                 (workers > 1 && !kernel).then(|| fanout_group(id)),
                 large,
             )
         };
-        port.large = large;
-        if port.kernel == kernel && port.fanout == fanout {
-            return Ok(());
-        }
-        if port.io.is_some() {
+        // Only once the interface is open anew does anything change (a refusal leaves it
+        // as it was).
+        if port.io.is_some() && (port.kernel != kernel || port.fanout != fanout) {
             port.io = Some(open(
                 &port.name,
                 port.kind,
@@ -212,6 +215,12 @@ impl Ports {
         }
         port.kernel = kernel;
         port.fanout = fanout;
+        port.large = large;
+        if on {
+            self.policed.insert(id, before);
+        } else {
+            self.policed.remove(&id);
+        }
         Ok(())
     }
 

@@ -52,11 +52,12 @@ pub enum QosCmd {
     Show,
     /// Attach a QoS profile to a port, or to a shared port's virtual port (PORT MAC NAME).
     #[command(
+        override_usage = "nvo qos attach [OPTIONS] PORT [MAC] NAME",
         after_help = "Example:\n  nvo qos attach c-red1 silver\n  nvo qos attach hv0 02:00:00:00:01:01 gold"
     )]
     Attach {
         /// The port, then the virtual port's MAC if any, then the profile.
-        #[arg(num_args = 2..=3, value_names = ["PORT", "MAC", "NAME"])]
+        #[arg(required = true, num_args = 2..=3, value_name = "PORT [MAC] NAME")]
         args: Vec<String>,
     },
     /// Detach the QoS profile of a port or virtual port.
