@@ -10,9 +10,11 @@ mod client;
 mod events;
 mod evpn;
 mod monitor;
+mod qos;
 pub mod query;
 mod types;
 mod vlan;
+mod vport;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
@@ -20,5 +22,7 @@ pub use evpn::*;
 pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;
+pub use qos::{Qos, QosAttach, QosSpec};
 pub use types::*;
 pub use vlan::{Ethertype, PortVlan, TrunkMap};
+pub use vport::{SharedPort, Vport, VportSpec};

@@ -103,7 +103,7 @@ pub struct Core {
     pub(super) seen: Seen,
     /// The network of the packet being handled, once known (for the monitor).
     pub(super) seen_vni: Option<u32>,
-    /// A VLAN trunk's frame without its tag (vlan.rs).
+    /// A VLAN trunk's (or a shared port's) frame without its tag (vlan.rs, vport.rs).
     pub(super) untagged: Vec<u8>,
 }
 
@@ -178,6 +178,12 @@ impl Forwarder {
         let core = &mut self.core;
         if core.pipeline.is_trunk(port) {
             return core.trunk_frame(port, frame, now);
+        }
+        if core.pipeline.is_shared(port) {
+            return core.shared_frame(port, frame, now);
+        }
+        if let Some(q) = core.tos_rule(port) {
+            return core.qos_frame(port, q, frame, meta, now);
         }
         core.seen = Seen::Port(port);
         core.seen_vni = None;

@@ -321,7 +321,10 @@ pub enum Scope {
 /// Where `command` goes.
 pub fn scope(command: &Command) -> Scope {
     match command {
-        Command::Counters | Command::FdbEntries(_) | Command::OverlayCounters => Scope::Merged,
+        Command::Counters
+        | Command::FdbEntries(_)
+        | Command::OverlayCounters
+        | Command::QosCounters => Scope::Merged,
         Command::Networks
         | Command::PortsUp
         | Command::LocalHosts { .. }
@@ -359,6 +362,17 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
         (Reply::Overlay(mut a), Reply::Overlay(b)) => {
             merge_overlay(&mut a, &b);
             Reply::Overlay(a)
+        }
+        (Reply::Qos(mut a), Reply::Qos(b)) => {
+            for (port, _, c) in b {
+                if let Some((_, _, into)) = a.iter_mut().find(|(p, ..)| *p == port) {
+                    into.conformed_frames += c.conformed_frames;
+                    into.conformed_bytes += c.conformed_bytes;
+                    into.policed_frames += c.policed_frames;
+                    into.policed_bytes += c.policed_bytes;
+                }
+            }
+            Reply::Qos(a)
         }
         (into, _) => into,
     }

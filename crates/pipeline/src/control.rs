@@ -58,6 +58,9 @@ impl Pipeline {
             let vni = t.circuits.first().map_or(vni, |c| c.vni);
             return Err(TableError::PortExists { port, vni });
         }
+        if self.is_shared(port) {
+            return Err(TableError::PortExists { port, vni: Vni(0) });
+        }
         if self.ports.len() >= self.limits.max_ports {
             return Err(full("ports", self.limits.max_ports));
         }
@@ -84,6 +87,7 @@ impl Pipeline {
             t.by_vid.retain(|_, &mut q| q != port);
             t.circuits.retain(|c| c.port != port);
         }
+        self.policers.remove(&port);
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);
@@ -422,6 +426,7 @@ impl Pipeline {
                 .iter()
                 .map(|(&p, q)| (p, q.counters))
                 .chain(self.trunks.iter().map(|(&p, t)| (p, t.counters)))
+                .chain(self.vports.ports.iter().map(|(&p, s)| (p, s.counters)))
                 .collect(),
             underlay: self.underlay,
             remotes: self.remotes.snapshot(),

@@ -10,9 +10,11 @@
 mod bgp;
 mod capture;
 mod error;
+mod qos;
 mod routes;
 pub mod server;
 mod socket;
+mod vport;
 
 use std::future::Future;
 use std::path::Path;
