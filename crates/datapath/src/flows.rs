@@ -30,7 +30,6 @@ use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
 use crate::command::{DatapathError, FlowDump, PortKind, Reply};
 
 use super::forward::Core;
-use super::ports;
 
 impl Core {
     /// A frame from local port `port`: through the flow table, then normal forwarding.
@@ -182,37 +181,20 @@ pub(super) fn rehome(core: &mut Core) {
             .and_then(|vni| core.pipeline.network(vni).ok())
             .is_some_and(|view| kernel.mode(&core.engine, &view).is_ok());
         let want = capable && !core.pipeline.flows_cover(id);
-        if core.ports.get(id).is_none_or(|p| p.kernel == want) {
-            continue;
+        let name = core
+            .ports
+            .get(id)
+            .map(|p| p.name.clone())
+            .unwrap_or_default();
+        match core.ports.set_kernel(id, want) {
+            Ok(false) => {}
+            Ok(true) if want => log::info!(
+                "port {name}: no flow rule covers it any more: the kernel path runs it again"
+            ),
+            Ok(true) => log::info!(
+                "port {name}: flow rules cover it: nvod reads it (the tables run in userspace)"
+            ),
+            Err(e) => log::warn!("port {name}: {e}; it is read as before until it is reopened"),
         }
-        let Some(mut port) = core.ports.remove(id) else {
-            continue;
-        };
-        // The old socket closes before the new one opens.
-        port.io = None;
-        port.kernel = want;
-        match ports::open(
-            &port.name,
-            port.kind,
-            &port.offloads,
-            want,
-            false,
-            port.fanout,
-        ) {
-            Ok(io) => port.io = Some(io),
-            Err(e) => log::warn!("port {}: {e}; retrying every second", port.name),
-        }
-        if want {
-            log::info!(
-                "port {}: no flow rule covers it any more: the kernel path runs it again",
-                port.name
-            );
-        } else {
-            log::info!(
-                "port {}: flow rules cover it: nvod reads it (the tables run in userspace)",
-                port.name
-            );
-        }
-        core.ports.insert(port);
     }
 }

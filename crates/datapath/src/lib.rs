@@ -46,12 +46,14 @@ mod overlay;
 mod ports;
 mod probe;
 mod probes;
+mod qos;
 mod settings;
 mod stt_guard;
 mod stt_meta;
 mod stt_tx;
 mod underlays;
 mod vlan;
+mod vport;
 pub mod workers;
 
 use std::io;
@@ -701,6 +703,8 @@ impl Loop {
                 return false;
             }
             let reply = commands::run(&mut self.fwd, request.command, now);
+            // Ports flow rules cover are nvod's (a QoS change may have given one back).
+            flows::rehome(&mut self.fwd.core);
             // The kernel's maps follow before the requester hears back: once a change is
             // acknowledged, both datapaths forward by it.
             kernel::sync(&mut self.fwd.core, now);

@@ -84,14 +84,19 @@ pub enum DropReason {
     VlanUntagged = 26,
     /// A frame on a VLAN trunk whose VLAN ID the trunk does not map to a network.
     UnknownVlan = 27,
+    /// A frame on a shared port whose source MAC (with its VLAN) no virtual port names, and
+    /// that no default network takes (vport.rs).
+    UnknownVport = 28,
+    /// A frame from a port beyond its QoS profile's rate and burst (qos.rs).
+    QosPoliced = 29,
     /// A frame a flow-table rule drops (a rule without actions, `actions=drop`), or one a
     /// rule only rewrites without saying where it goes (flows.rs).
-    FlowDrop = 28,
+    FlowDrop = 30,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 28] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -119,6 +124,8 @@ impl DropReason {
         DropReason::PortLearnLimit,
         DropReason::VlanUntagged,
         DropReason::UnknownVlan,
+        DropReason::UnknownVport,
+        DropReason::QosPoliced,
         DropReason::FlowDrop,
     ];
 
@@ -170,6 +177,8 @@ impl DropReason {
             DropReason::PortLearnLimit => "port_learn_limit",
             DropReason::VlanUntagged => "vlan_untagged",
             DropReason::UnknownVlan => "unknown_vlan",
+            DropReason::UnknownVport => "unknown_vport",
+            DropReason::QosPoliced => "qos_policed",
             DropReason::FlowDrop => "flow_drop",
         }
     }
@@ -199,7 +208,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(29), None);
+        assert_eq!(DropReason::from_code(31), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -211,7 +220,9 @@ mod tests {
         assert_eq!(DropReason::PortLearnLimit.code(), 25);
         assert_eq!(DropReason::VlanUntagged.code(), 26);
         assert_eq!(DropReason::UnknownVlan.code(), 27);
-        assert_eq!(DropReason::FlowDrop.code(), 28);
+        assert_eq!(DropReason::UnknownVport.code(), 28);
+        assert_eq!(DropReason::QosPoliced.code(), 29);
+        assert_eq!(DropReason::FlowDrop.code(), 30);
     }
 
     #[test]

@@ -496,6 +496,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
                 kind: PortKind::Veth,
                 offloads: None,
                 vlan: None,
+                shared: None,
             };
             Client::new(&host.socket)
                 .post::<_, serde_json::Value>("/v1/ports", &spec)

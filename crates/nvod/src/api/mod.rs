@@ -11,9 +11,11 @@ mod bgp;
 mod capture;
 mod error;
 mod flows;
+mod qos;
 mod routes;
 pub mod server;
 mod socket;
+mod vport;
 
 use std::future::Future;
 use std::path::Path;
