@@ -37,5 +37,7 @@
 /* VLAN trunks run in userspace only (nvod reads their interfaces itself). */
 #define NVO_DROP_VLAN_UNTAGGED 26
 #define NVO_DROP_UNKNOWN_VLAN 27
+/* Identity policy runs in userspace only: networks with a policy are handed to nvod. */
+#define NVO_DROP_POLICY_DENIED 28
 
 #endif

@@ -84,11 +84,15 @@ pub enum DropReason {
     VlanUntagged = 26,
     /// A frame on a VLAN trunk whose VLAN ID the trunk does not map to a network.
     UnknownVlan = 27,
+    /// A packet the network's identity policy denies (issue 18): at the sender (egress from a
+    /// local port) or at the receiver (ingress from a tunnel); `nvo policy show` says which
+    /// rule, or the default deny of a selected destination.
+    PolicyDenied = 28,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 27] = [
+    pub const ALL: [DropReason; 28] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -116,6 +120,7 @@ impl DropReason {
         DropReason::PortLearnLimit,
         DropReason::VlanUntagged,
         DropReason::UnknownVlan,
+        DropReason::PolicyDenied,
     ];
 
     /// How many reasons there are.
@@ -166,6 +171,7 @@ impl DropReason {
             DropReason::PortLearnLimit => "port_learn_limit",
             DropReason::VlanUntagged => "vlan_untagged",
             DropReason::UnknownVlan => "unknown_vlan",
+            DropReason::PolicyDenied => "policy_denied",
         }
     }
 }
@@ -194,7 +200,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(28), None);
+        assert_eq!(DropReason::from_code(29), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -206,6 +212,7 @@ mod tests {
         assert_eq!(DropReason::PortLearnLimit.code(), 25);
         assert_eq!(DropReason::VlanUntagged.code(), 26);
         assert_eq!(DropReason::UnknownVlan.code(), 27);
+        assert_eq!(DropReason::PolicyDenied.code(), 28);
     }
 
     #[test]

@@ -65,6 +65,7 @@ mod neigh;
 mod network;
 pub mod overlay;
 mod pipeline;
+pub mod policy;
 mod suppress;
 mod types;
 pub mod vlan;
