@@ -167,6 +167,9 @@ pub enum Command {
     },
     /// Switches ARP/ND suppression of a network.
     SetArpSuppression(Vni, bool),
+    /// An identity policy operation (issue 18; nvo_pipeline::policy): a network's policy,
+    /// endpoint labels, counters, a trace.
+    Policy(nvo_pipeline::policy::PolicyCommand),
 
     /// Stops the datapath thread.
     Stop,
@@ -210,6 +213,8 @@ pub enum Reply {
     EvpnApplied(EvpnApplied),
     /// The local hosts (None: unchanged since the generation asked about).
     LocalHosts(Option<LocalHosts>),
+    /// A policy operation's answer.
+    Policy(nvo_pipeline::policy::PolicyReply),
 }
 
 /// Why the datapath refused a command.

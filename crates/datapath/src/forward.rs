@@ -327,8 +327,9 @@ impl Core {
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = decapsulated(&decap, src, vni, None);
+        let tag = super::gbp::read(decap.profile, packet);
         self.pipeline
-            .from_decapsulated(d, outer_len, inner, now, &mut self.actions);
+            .from_decapsulated_tagged(d, tag, outer_len, inner, now, &mut self.actions);
         // STT says what the sender's TSO left undone (MSS, partial checksum): the frame is
         // delivered whole with that, and the port (or its kernel) finishes it.
         let meta = if transport == STT {
@@ -561,6 +562,8 @@ impl Core {
                 .pipeline
                 .count_tx(TxTarget::Underlay, frame.len(), TxOutcome::Failed);
         };
+        let mut tag_buf = [0; nvo_wire::vxlan::HEADER_LEN];
+        let header = super::gbp::tagged(header, profile, self.actions.group(), &mut tag_buf);
         let Some(underlay) = self.underlays.at(at) else {
             return;
         };

@@ -37,6 +37,7 @@ mod command;
 mod commands;
 mod csum;
 mod forward;
+mod gbp;
 mod groups;
 mod handle;
 mod kernel;

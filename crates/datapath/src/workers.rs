@@ -55,6 +55,7 @@ use nvo_pipeline::{
 };
 
 use crate::command::{Command, Reply};
+use nvo_pipeline::policy::PolicyReply;
 
 /// The most workers a node runs.
 pub const MAX_WORKERS: usize = 64;
@@ -322,6 +323,8 @@ pub enum Scope {
 pub fn scope(command: &Command) -> Scope {
     match command {
         Command::Counters | Command::FdbEntries(_) | Command::OverlayCounters => Scope::Merged,
+        Command::Policy(nvo_pipeline::policy::PolicyCommand::Show(_)) => Scope::Merged,
+        Command::Policy(nvo_pipeline::policy::PolicyCommand::Trace(..)) => Scope::First,
         Command::Networks
         | Command::PortsUp
         | Command::LocalHosts { .. }
@@ -373,6 +376,10 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
         (Reply::Overlay(mut a), Reply::Overlay(b)) => {
             merge_overlay(&mut a, &b);
             Reply::Overlay(a)
+        }
+        (Reply::Policy(PolicyReply::Counters(mut a)), Reply::Policy(PolicyReply::Counters(b))) => {
+            a.merge(&b);
+            Reply::Policy(PolicyReply::Counters(a))
         }
         (into, _) => into,
     }
