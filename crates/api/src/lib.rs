@@ -10,6 +10,7 @@ mod client;
 mod events;
 mod evpn;
 mod monitor;
+mod policy;
 pub mod query;
 mod types;
 mod vlan;
@@ -20,5 +21,6 @@ pub use evpn::*;
 pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;
+pub use policy::*;
 pub use types::*;
 pub use vlan::{Ethertype, PortVlan, TrunkMap};

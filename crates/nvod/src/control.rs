@@ -31,6 +31,7 @@ mod cluster;
 mod observe;
 mod ops;
 mod overlay;
+mod policy;
 mod port_check;
 mod profiles;
 mod routes;
@@ -176,6 +177,9 @@ pub struct Control {
     monitor: Option<crate::monitor::Handle>,
     /// Cluster mode's view, when it is on ([`Control::set_cluster`]).
     cluster: Option<crate::cluster::Handle>,
+    /// The connection table of every network's policy, shared by the datapath's workers and
+    /// kept across policy changes (established flows survive them).
+    policy_flows: nvo_pipeline::policy::SharedConntrack,
 }
 
 impl Control {
@@ -208,6 +212,7 @@ impl Control {
             },
             monitor: None,
             cluster: None,
+            policy_flows: Default::default(),
         }
     }
 
@@ -283,7 +288,7 @@ impl Control {
                     .map_err(|e| restore_failure(&format!("network {vni} fdb {mac}"), e))?;
             }
         }
-        Ok(())
+        self.policy_restore().await
     }
 
     /// `GET /v1/node`.

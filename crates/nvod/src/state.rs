@@ -56,6 +56,15 @@ pub struct State {
     /// BGP was turned off through the API (so the config file's `[bgp]` no longer applies).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bgp_off: bool,
+    /// Identity policies by network (issue 18), as resolved from what was applied.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policies: BTreeMap<u32, nvo_policy::PolicySpec>,
+    /// Labels of ports, by port name (removed with the port).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Labels of addresses, by network, then address.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub addr_labels: BTreeMap<u32, BTreeMap<IpAddr, BTreeMap<String, String>>>,
 }
 
 /// The routed overlay as stored.
@@ -112,6 +121,9 @@ impl Default for State {
             overlay: OverlayState::default(),
             bgp: None,
             bgp_off: false,
+            policies: BTreeMap::new(),
+            port_labels: BTreeMap::new(),
+            addr_labels: BTreeMap::new(),
         }
     }
 }

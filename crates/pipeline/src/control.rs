@@ -46,6 +46,7 @@ impl Pipeline {
             });
         }
         self.networks.remove(&vni);
+        self.policy.forget_network(vni);
         Ok(())
     }
 

@@ -369,6 +369,15 @@ impl Policies {
         Ok(PolicyReply::Done)
     }
 
+    /// Forgets a removed network: its policy, flows, labelled and learned addresses.
+    pub(crate) fn forget_network(&mut self, vni: Vni) {
+        if self.nets.remove(&vni).is_some() {
+            self.conntrack.with(|ct| ct.flush(vni.0));
+        }
+        self.addr_labels.retain(|(v, _), _| *v != vni);
+        self.learned.retain(|(v, _), _| *v != vni);
+    }
+
     /// Forgets a removed port.
     pub(crate) fn forget_port(&mut self, port: PortId) {
         if let Some((vni, _)) = self.port_labels.remove(&port) {

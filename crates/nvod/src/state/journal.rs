@@ -111,6 +111,27 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
     )?;
     field(&mut ops, root("bgp"), &old.bgp, &new.bgp)?;
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
+    map(
+        &mut ops,
+        &root("policies"),
+        &old.policies,
+        &new.policies,
+        whole,
+    )?;
+    map(
+        &mut ops,
+        &root("port_labels"),
+        &old.port_labels,
+        &new.port_labels,
+        whole,
+    )?;
+    map(
+        &mut ops,
+        &root("addr_labels"),
+        &old.addr_labels,
+        &new.addr_labels,
+        |ops, p, o, n| map(ops, &p, o, n, whole),
+    )?;
     Ok(ops)
 }
 
