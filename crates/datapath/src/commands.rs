@@ -128,7 +128,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         Command::EvpnApply(changes) => Ok(Reply::EvpnApplied(pipeline.evpn_apply(&changes))),
         Command::LocalHosts { since } => Ok(Reply::LocalHosts(pipeline.local_hosts_since(since))),
         Command::SetArpSuppression(vni, on) => done(pipeline.set_arp_suppression(vni, on)),
-        Command::Policy(c) => Ok(Reply::Policy(pipeline.policy_command(c)?)),
+        Command::Policy(c) => super::handoff::policy(core, c),
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Ok(Reply::Done),
     }

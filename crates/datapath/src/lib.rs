@@ -40,6 +40,7 @@ mod forward;
 mod gbp;
 mod groups;
 mod handle;
+mod handoff;
 mod kernel;
 pub mod monitor;
 mod overlay;

@@ -303,6 +303,29 @@ impl Ports {
         }
     }
 
+    /// Closes every port of network `vni` for which `how` says `(kernel, fanout)`, to be
+    /// reopened (by [`Ports::retry`]) with those: nvod reads it, or the kernel runs it.
+    /// Returns how many.
+    pub fn rehome(
+        &mut self,
+        vni: Vni,
+        how: impl Fn(&Port) -> Option<(bool, Option<u16>)>,
+    ) -> usize {
+        let mut moved = 0;
+        for port in self.list.iter_mut().filter(|p| p.vni == vni) {
+            if let Some((kernel, fanout)) = how(port) {
+                port.kernel = kernel;
+                port.fanout = fanout;
+                port.io = None;
+                moved += 1;
+            }
+        }
+        if moved > 0 {
+            self.generation += 1;
+        }
+        moved
+    }
+
     /// Tries to open every port that is down; logs each one that comes up.
     pub fn retry(&mut self) {
         let mut changed = false;

@@ -432,12 +432,22 @@ impl Pipeline {
 
     /// One network as the API shows it.
     pub fn network(&self, vni: Vni) -> Result<NetworkView, TableError> {
-        Ok(self.network_ref(vni)?.view())
+        let mut view = self.network_ref(vni)?.view();
+        view.policy = self.policy.enforced(vni);
+        Ok(view)
     }
 
     /// Every network, sorted by VNI.
     pub fn networks(&self) -> Vec<NetworkView> {
-        let mut views: Vec<NetworkView> = self.networks.values().map(Network::view).collect();
+        let mut views: Vec<NetworkView> = self
+            .networks
+            .values()
+            .map(|n| {
+                let mut view = n.view();
+                view.policy = self.policy.enforced(view.vni);
+                view
+            })
+            .collect();
         views.sort_unstable_by_key(|v| v.vni);
         views
     }

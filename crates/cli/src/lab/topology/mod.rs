@@ -425,6 +425,10 @@ pub struct ContainerDef {
     /// MAC address of eth0 (default 02:VV:VV:VV:NN:NN: VNI, then the container's ordinal).
     #[serde(default)]
     pub mac: Option<Mac>,
+    /// Labels of its port (issue 18: its identity for the network's policy), set on nvo
+    /// hosts once the port is attached (`nvo endpoint label`).
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// A whole topology file.
