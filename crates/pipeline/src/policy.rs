@@ -13,8 +13,9 @@
 //!     (vni, dst ip); unknown → pass, no A bit     src identity: tag's group, else labelled /
 //!     (the receiver decides)                        learned (vni, src ip), else 0
 //!   decide → deny: policy_denied                  dst identity: labelled address, else the
-//!            allow: tracked, A bit                  port its MAC is on, else 0
-//!                                                 decide → deny: policy_denied; allow: tracked
+//!            allow: tracked; A bit unless the       port its MAC is on, else 0
+//!            identity was only learned from       decide → deny: policy_denied; allow: tracked
+//!            the wire (the receiver decides too)
 //! ```
 //!
 //! An identity is a group ID (0: in no group). Labels belong to ports and to addresses of a
@@ -23,9 +24,9 @@
 //! once per new flow. A policy change takes effect at the next packet; flows the connection
 //! table holds keep passing (established connections survive it).
 //!
-//! The connection table is shared by every worker's pipeline (a packet and its reply may reach
-//! different workers): a [`SharedConntrack`], locked once per packet of a network with a
-//! policy — networks without one never touch it.
+//! The connection table and the learned identities are shared by every worker's pipeline (a
+//! packet and its reply may reach different workers): a [`SharedConntrack`], locked once per
+//! packet of a network with a policy — networks without one never touch it.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -50,20 +51,37 @@ pub const MAX_LEARNED_IDS: usize = 65_536;
 /// Most tracked flows (all networks).
 pub const MAX_FLOWS: usize = 262_144;
 
-/// The connection table every worker's pipeline shares.
+/// What every worker's pipeline shares (a packet and its reply, or the packet that taught an
+/// identity and the one that needs it, may reach different workers): the connection table and
+/// the identities learned from the wire and from local ports.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    ct: Conntrack,
+    /// (network, address) → group, from VXLAN-GBP headers (the ipcache).
+    learned: HashMap<(Vni, IpAddr), u16>,
+    /// (network, address) → port, from local ports' frames (for traces).
+    local: HashMap<(Vni, IpAddr), PortId>,
+}
+
+/// The tables every worker's pipeline shares, behind one lock taken once per packet of a
+/// network with a policy.
 #[derive(Debug, Clone)]
-pub struct SharedConntrack(Arc<Mutex<Conntrack>>);
+pub struct SharedConntrack(Arc<Mutex<Shared>>);
 
 impl Default for SharedConntrack {
     fn default() -> Self {
-        SharedConntrack(Arc::new(Mutex::new(Conntrack::new(MAX_FLOWS))))
+        SharedConntrack(Arc::new(Mutex::new(Shared {
+            ct: Conntrack::new(MAX_FLOWS),
+            learned: HashMap::new(),
+            local: HashMap::new(),
+        })))
     }
 }
 
 impl SharedConntrack {
-    fn with<R>(&self, f: impl FnOnce(&mut Conntrack) -> R) -> R {
-        // A worker that panicked while holding the lock left a table that is still a valid
-        // map: keep using it rather than stop enforcing.
+    fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
+        // A worker that panicked while holding the lock left tables that are still valid
+        // maps: keep using them rather than stop enforcing.
         let mut guard = self
             .0
             .lock()
@@ -206,8 +224,7 @@ pub(crate) struct Policies {
     nets: HashMap<Vni, NetPolicy>,
     port_labels: HashMap<PortId, (Vni, Labels)>,
     addr_labels: HashMap<(Vni, IpAddr), Labels>,
-    learned: HashMap<(Vni, IpAddr), u16>,
-    conntrack: SharedConntrack,
+    shared: SharedConntrack,
 }
 
 /// The facts policy reads from an IP packet.
@@ -313,7 +330,7 @@ impl Policies {
     ) -> Result<PolicyReply, TableError> {
         match command {
             PolicyCommand::Set(vni, policy, conntrack) => {
-                self.conntrack = conntrack;
+                self.shared = conntrack;
                 let rules = policy.spec().rules.len();
                 let net = self.nets.entry(vni).or_insert_with(|| NetPolicy {
                     policy: policy.clone(),
@@ -330,7 +347,7 @@ impl Policies {
             }
             PolicyCommand::Remove(vni) => {
                 self.nets.remove(&vni);
-                self.conntrack.with(|ct| ct.flush(vni.0));
+                self.shared.with(|s| s.ct.flush(vni.0));
             }
             PolicyCommand::LabelPort(port, labels) => {
                 let vni = port_vni(port).ok_or(TableError::NoSuchPort(port))?;
@@ -371,15 +388,18 @@ impl Policies {
 
     /// Forgets a removed network: its policy, flows, labelled and learned addresses.
     pub(crate) fn forget_network(&mut self, vni: Vni) {
-        if self.nets.remove(&vni).is_some() {
-            self.conntrack.with(|ct| ct.flush(vni.0));
-        }
+        self.nets.remove(&vni);
         self.addr_labels.retain(|(v, _), _| *v != vni);
-        self.learned.retain(|(v, _), _| *v != vni);
+        self.shared.with(|s| {
+            s.ct.flush(vni.0);
+            s.learned.retain(|(v, _), _| *v != vni);
+            s.local.retain(|(v, _), _| *v != vni);
+        });
     }
 
     /// Forgets a removed port.
     pub(crate) fn forget_port(&mut self, port: PortId) {
+        self.shared.with(|s| s.local.retain(|_, p| *p != port));
         if let Some((vni, _)) = self.port_labels.remove(&port) {
             self.resolve(vni);
         }
@@ -388,7 +408,7 @@ impl Policies {
     /// Expires idle flows (the datapath's timer, through `Pipeline::age`).
     pub(crate) fn expire(&mut self, now: Instant) {
         if !self.nets.is_empty() {
-            self.conntrack.with(|ct| ct.expire(now));
+            self.shared.with(|s| s.ct.expire(now));
         }
     }
 
@@ -420,14 +440,20 @@ impl Policies {
         local_port: impl Fn(Vni, IpAddr) -> Option<PortId>,
     ) -> Result<PolicyReply, TableError> {
         let net = self.nets.get(&vni).ok_or(TableError::NoSuchNetwork(vni))?;
-        let known = |ip: IpAddr| {
-            net.addr_ids
-                .get(&ip)
-                .copied()
-                .or_else(|| local_port(vni, ip).map(|p| net.port_ids.get(&p).copied().unwrap_or(0)))
-                .or_else(|| self.learned.get(&(vni, ip)).copied())
-        };
-        let (src_group, dst_group) = (known(q.src), known(q.dst));
+        let (src_group, dst_group) = self.shared.with(|s| {
+            let known = |ip: IpAddr| {
+                net.addr_ids
+                    .get(&ip)
+                    .copied()
+                    .or_else(|| {
+                        local_port(vni, ip)
+                            .or_else(|| s.local.get(&(vni, ip)).copied())
+                            .map(|p| net.port_ids.get(&p).copied().unwrap_or(0))
+                    })
+                    .or_else(|| s.learned.get(&(vni, ip)).copied())
+            };
+            (known(q.src), known(q.dst))
+        });
         let d = net.policy.decide(
             src_group.unwrap_or(0),
             dst_group.unwrap_or(0),
@@ -464,42 +490,52 @@ impl Policies {
                 applied: false,
             }));
         };
-        let applied = GroupTag {
-            group,
-            applied: true,
-        };
-        if self
-            .conntrack
-            .with(|ct| ct.lookup(&f.key, f.closing, now))
-            .is_some()
-        {
-            p.counters.tracked += 1;
-            return Ok(Some(applied));
-        }
-        let dst = p
-            .addr_ids
-            .get(&f.key.dst)
-            .copied()
-            .or_else(|| match net.fdb.lookup(eth.dst) {
-                Some(FdbDest::Port(out)) => Some(p.port_ids.get(&out).copied().unwrap_or(0)),
-                _ => self.learned.get(&(vni, f.key.dst)).copied(),
-            });
-        let Some(dst) = dst else {
-            p.counters.unknown_destination += 1;
-            return Ok(Some(GroupTag {
+        self.shared.with(|s| {
+            let seen = (vni, f.key.src);
+            if s.local.get(&seen) != Some(&port)
+                && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+            {
+                s.local.insert(seen, port);
+            }
+            if s.ct.lookup(&f.key, f.closing, now).is_some() {
+                p.counters.tracked += 1;
+                return Ok(Some(GroupTag {
+                    group,
+                    applied: true,
+                }));
+            }
+            // Labels and local ports are this host's own knowledge: a decision on them is
+            // final (A bit). An identity learned from the wire only lets the sender drop
+            // early; the receiver decides again.
+            let (dst, authoritative) = match p.addr_ids.get(&f.key.dst) {
+                Some(&id) => (Some(id), true),
+                None => match net.fdb.lookup(eth.dst) {
+                    Some(FdbDest::Port(out)) => {
+                        (Some(p.port_ids.get(&out).copied().unwrap_or(0)), true)
+                    }
+                    _ => (s.learned.get(&(vni, f.key.dst)).copied(), false),
+                },
+            };
+            let Some(dst) = dst else {
+                p.counters.unknown_destination += 1;
+                return Ok(Some(GroupTag {
+                    group,
+                    applied: false,
+                }));
+            };
+            let d = p.policy.decide(group, dst, f.key.proto, f.key.dport);
+            count(&mut p.counters, d.allow, d.reason);
+            if !d.allow {
+                return Err(crate::DropReason::PolicyDenied);
+            }
+            if s.ct.insert(f.key, now).is_err() {
+                p.counters.conntrack_full += 1;
+            }
+            Ok(Some(GroupTag {
                 group,
-                applied: false,
-            }));
-        };
-        let d = p.policy.decide(group, dst, f.key.proto, f.key.dport);
-        count(&mut p.counters, d.allow, d.reason);
-        if !d.allow {
-            return Err(crate::DropReason::PolicyDenied);
-        }
-        if self.conntrack.with(|ct| ct.insert(f.key, now)).is_err() {
-            p.counters.conntrack_full += 1;
-        }
-        Ok(Some(applied))
+                applied: authoritative,
+            }))
+        })
     }
 
     /// After [`Policies::egress`] left a frame to the receiver (its destination's identity
@@ -531,7 +567,7 @@ impl Policies {
             }
             _ => true,
         });
-        if allowed && self.conntrack.with(|ct| ct.insert(f.key, now)).is_err() {
+        if allowed && self.shared.with(|s| s.ct.insert(f.key, now)).is_err() {
             p.counters.conntrack_full += 1;
         }
         !actions.is_empty()
@@ -556,52 +592,50 @@ impl Policies {
             return Ok(());
         };
         let tagged = tag.filter(|t| t.group != 0);
-        if let Some(t) = tagged {
-            // The ipcache: where this address's identity came from the wire, remember it
-            // (bounded; an address labelled here keeps its label's identity).
-            let key = (vni, f.key.src);
-            if self.learned.len() < MAX_LEARNED_IDS || self.learned.contains_key(&key) {
-                self.learned.insert(key, t.group);
+        self.shared.with(|s| {
+            if let Some(t) = tagged {
+                // The ipcache: where this address's identity came from the wire, remember it
+                // (bounded; an address labelled here keeps its label's identity).
+                let key = (vni, f.key.src);
+                if s.learned.get(&key) != Some(&t.group)
+                    && (s.learned.len() < MAX_LEARNED_IDS || s.learned.contains_key(&key))
+                {
+                    s.learned.insert(key, t.group);
+                }
             }
-        }
-        if self
-            .conntrack
-            .with(|ct| ct.lookup(&f.key, f.closing, now))
-            .is_some()
-        {
-            p.counters.tracked += 1;
-            return Ok(());
-        }
-        if tagged.is_some_and(|t| t.applied) {
-            p.counters.sender_applied += 1;
-            if self.conntrack.with(|ct| ct.insert(f.key, now)).is_err() {
-                p.counters.conntrack_full += 1;
+            if s.ct.lookup(&f.key, f.closing, now).is_some() {
+                p.counters.tracked += 1;
+                return Ok(());
             }
-            return Ok(());
-        }
-        let src = tagged.map(|t| t.group).unwrap_or_else(|| {
-            p.addr_ids
-                .get(&f.key.src)
-                .or_else(|| self.learned.get(&(vni, f.key.src)))
-                .copied()
-                .unwrap_or(0)
-        });
-        let dst =
-            p.addr_ids
-                .get(&f.key.dst)
-                .copied()
-                .unwrap_or_else(|| match net.fdb.lookup(eth.dst) {
+            if tagged.is_some_and(|t| t.applied) {
+                p.counters.sender_applied += 1;
+                if s.ct.insert(f.key, now).is_err() {
+                    p.counters.conntrack_full += 1;
+                }
+                return Ok(());
+            }
+            let src = tagged.map(|t| t.group).unwrap_or_else(|| {
+                p.addr_ids
+                    .get(&f.key.src)
+                    .or_else(|| s.learned.get(&(vni, f.key.src)))
+                    .copied()
+                    .unwrap_or(0)
+            });
+            let dst = p.addr_ids.get(&f.key.dst).copied().unwrap_or_else(|| {
+                match net.fdb.lookup(eth.dst) {
                     Some(FdbDest::Port(out)) => p.port_ids.get(&out).copied().unwrap_or(0),
                     _ => 0,
-                });
-        let d = p.policy.decide(src, dst, f.key.proto, f.key.dport);
-        count(&mut p.counters, d.allow, d.reason);
-        if !d.allow {
-            return Err(crate::DropReason::PolicyDenied);
-        }
-        if self.conntrack.with(|ct| ct.insert(f.key, now)).is_err() {
-            p.counters.conntrack_full += 1;
-        }
-        Ok(())
+                }
+            });
+            let d = p.policy.decide(src, dst, f.key.proto, f.key.dport);
+            count(&mut p.counters, d.allow, d.reason);
+            if !d.allow {
+                return Err(crate::DropReason::PolicyDenied);
+            }
+            if s.ct.insert(f.key, now).is_err() {
+                p.counters.conntrack_full += 1;
+            }
+            Ok(())
+        })
     }
 }

@@ -255,7 +255,37 @@ fn the_sender_tags_frames_for_the_wire() {
         t,
         &mut a,
     );
+    // Allowed at the sender on an identity learned from the wire: tagged, but the receiver
+    // decides again (no A bit).
     assert_eq!(plain(&a), [encap(r1(), VNI)]);
+    assert_eq!(
+        a.group(),
+        Some(GroupTag {
+            group: 10,
+            applied: false
+        })
+    );
+    // Denied at the sender on the same knowledge: dropped early.
+    p.from_port(
+        P1,
+        &tcp(mac(7), mac(1), ("10.0.0.1", "10.0.0.7"), (41001, 22)),
+        t,
+        &mut a,
+    );
+    assert_eq!(plain(&a), [Action::Drop(DropReason::PolicyDenied)]);
+    // A labelled destination is this host's own knowledge: the A bit is set.
+    p.policy_command(PolicyCommand::LabelAddr(
+        VNI,
+        ip("10.0.0.7"),
+        labels(&[("app", "db")]),
+    ))
+    .unwrap();
+    p.from_port(
+        P1,
+        &tcp(mac(7), mac(1), ("10.0.0.1", "10.0.0.7"), (41002, 5432)),
+        t,
+        &mut a,
+    );
     assert_eq!(
         a.group(),
         Some(GroupTag {
