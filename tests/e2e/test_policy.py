@@ -166,6 +166,12 @@ def test_web_reaches_db_on_5432_only_per_tenant(pol_lab, tmp_path):
         lab.nvo(h, "endpoint", "label", "10.0.0.1", "--vni", "200", "app=web")
         lab.nvo(h, "endpoint", "label", "10.0.0.3", "--vni", "200", "app=web")
 
+    if lab.nvo("h2", "node")["datapath"] == "ebpf":
+        # The kernel ran both networks; the policy handed their ports and tunnels to nvod.
+        log = (RUN / lab.name / "h2.log").read_text()
+        assert "port(s) now read by nvod (identity policy)" in log, log[-2000:]
+        assert "an identity policy filters it" in log, log[-2000:]
+
     # Tenant 100: web -> db 5432 passes, 5433 and the batch container are denied.
     assert connects(lab, "web1", "10.0.0.2", 5432)
     assert not connects(lab, "web1", "10.0.0.2", 5433)
