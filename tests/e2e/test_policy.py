@@ -289,3 +289,44 @@ def test_bad_policy_files_get_clear_errors(pol_lab, tmp_path):
     assert p.returncode == 1 and "we b" in p.stderr
     # nvod kept running and holds no policy.
     assert lab.nvo("h1", "policy", "show") == []
+
+
+def test_policies_and_labels_survive_a_restart(pol_lab, tmp_path):
+    import pathlib
+    import signal
+
+    lab = pol_lab(TOPOLOGY)
+    start_server(lab, "db1")
+    wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    for h in ("h1", "h2", "h3"):
+        lab.nvo(h, "policy", "apply", str(policy))
+    lab.nvo("h2", "endpoint", "label", "10.0.0.9", "--vni", "200", "app=web")
+    want = (lab.nvo("h2", "policy", "show", "100"), lab.nvo("h2", "endpoint", "list"))
+    pid = next(int(p) for p in run("ip", "netns", "pids", lab.ns("h2")).stdout.split()
+               if pathlib.Path(f"/proc/{p}/comm").read_text().strip() == "nvod")
+    cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not pathlib.Path(f"/proc/{pid}").exists(), what="nvod to die")
+    log = open(RUN / lab.name / "h2.log", "ab")
+    proc = subprocess.Popen(["ip", "netns", "exec", lab.ns("h2")] + [c.decode() for c in cmdline],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    try:
+        wait_for(lambda: lab.nvo("h2", "node", check=False).returncode == 0, what="nvod to answer again")
+        got = (lab.nvo("h2", "policy", "show", "100"), lab.nvo("h2", "endpoint", "list"))
+        assert (got[0]["groups"], [r["name"] for r in got[0]["rules"]]) == \
+            (want[0]["groups"], [r["name"] for r in want[0]["rules"]])
+        assert got[1] == want[1]
+        # Enforced again with no manual step: db1's port is labelled db after the restart.
+        wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5432), timeout=15, what="web1 -> db1:5432")
+        assert not connects(lab, "web1", "10.0.0.2", 5433)
+        assert lab.nvo("h2", "policy", "show", "100")["verdicts"]["default_denied"] >= 1 or \
+            lab.nvo("h1", "policy", "show", "100")["verdicts"]["default_denied"] >= 1
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
