@@ -491,18 +491,20 @@ impl Policies {
             }));
         };
         self.shared.with(|s| {
-            let seen = (vni, f.key.src);
-            if s.local.get(&seen) != Some(&port)
-                && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
-            {
-                s.local.insert(seen, port);
-            }
             if s.ct.lookup(&f.key, f.closing, now).is_some() {
                 p.counters.tracked += 1;
                 return Ok(Some(GroupTag {
                     group,
                     applied: true,
                 }));
+            }
+            // A flow's first packet: where its source lives, for traces (not on the
+            // tracked path, which stays one lookup).
+            let seen = (vni, f.key.src);
+            if s.local.get(&seen) != Some(&port)
+                && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+            {
+                s.local.insert(seen, port);
             }
             // Labels and local ports are this host's own knowledge: a decision on them is
             // final (A bit). An identity learned from the wire only lets the sender drop
@@ -607,6 +609,19 @@ impl Policies {
                 p.counters.tracked += 1;
                 return Ok(());
             }
+            // A flow's first packet: the local port its destination lives on, for traces.
+            let out = match net.fdb.lookup(eth.dst) {
+                Some(FdbDest::Port(out)) => Some(out),
+                _ => None,
+            };
+            if let Some(out) = out {
+                let seen = (vni, f.key.dst);
+                if s.local.get(&seen) != Some(&out)
+                    && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+                {
+                    s.local.insert(seen, out);
+                }
+            }
             if tagged.is_some_and(|t| t.applied) {
                 p.counters.sender_applied += 1;
                 if s.ct.insert(f.key, now).is_err() {
@@ -621,12 +636,10 @@ impl Policies {
                     .copied()
                     .unwrap_or(0)
             });
-            let dst = p.addr_ids.get(&f.key.dst).copied().unwrap_or_else(|| {
-                match net.fdb.lookup(eth.dst) {
-                    Some(FdbDest::Port(out)) => p.port_ids.get(&out).copied().unwrap_or(0),
-                    _ => 0,
-                }
-            });
+            let dst =
+                p.addr_ids.get(&f.key.dst).copied().unwrap_or_else(|| {
+                    out.map_or(0, |out| p.port_ids.get(&out).copied().unwrap_or(0))
+                });
             let d = p.policy.decide(src, dst, f.key.proto, f.key.dport);
             count(&mut p.counters, d.allow, d.reason);
             if !d.allow {
