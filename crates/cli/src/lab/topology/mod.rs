@@ -671,6 +671,13 @@ impl Topology {
                     host: c.host.clone(),
                 });
             }
+            let on_kernel = self
+                .hosts
+                .iter()
+                .any(|h| h.name == c.host && h.kind == HostKind::Kernel);
+            if on_kernel && !c.labels.is_empty() {
+                return Err(ValidationError::LabelsOnKernel(container()));
+            }
             if !self.networks.iter().any(|n| n.vni == c.vni) {
                 return Err(ValidationError::ContainerVni {
                     container: container(),
