@@ -282,6 +282,20 @@ def test_bad_policy_files_get_clear_errors(pol_lab, tmp_path):
         assert p.returncode == 1, (text, p.stdout)
         for w in words:
             assert w in p.stderr, (text, p.stderr)
+    # Large policies: 4096 rules (several hundred KiB of JSON) are taken, one more is refused.
+    def many(n):
+        rules = "\n".join(f"  - {{name: r{i}, from: web, to: web, proto: tcp, ports: [{1 + i % 65535}], action: allow}}"
+                          for i in range(n))
+        return f"network: 100\ngroups: [{{name: web, id: 1, match: {{app: web}}}}]\nrules:\n{rules}\n"
+    f = tmp_path / "many.yaml"
+    f.write_text(many(4096))
+    assert len(run(NVO, "--socket", lab.socket("h1"), "-o", "json", "policy", "show").stdout) > 0
+    run(NVO, "--socket", lab.socket("h1"), "policy", "apply", f)
+    assert len(lab.nvo("h1", "policy", "show", "100")["rules"]) == 4096
+    f.write_text(many(4097))
+    p = run(NVO, "--socket", lab.socket("h1"), "policy", "apply", f, check=False)
+    assert p.returncode == 1 and "4096" in p.stderr, p.stderr
+    lab.nvo("h1", "policy", "del", "100")
     p = run(NVO, "--socket", lab.socket("h1"), "endpoint", "label", "nosuchport", "app=web", check=False)
     assert p.returncode == 1 and "nosuchport" in p.stderr
     p = run(NVO, "--socket", lab.socket("h1"), "endpoint", "label", "10.0.0.9", "app=we b", "--vni", "100",

@@ -203,9 +203,17 @@ pub fn policy(client: &Client, format: Format, cmd: PolicyCmd) -> Result<(), Cli
                 source,
             })?;
             let mut applied = Vec::new();
-            for doc in parse_file(&file, &text)? {
+            for (i, doc) in parse_file(&file, &text)?.into_iter().enumerate() {
                 let vni = doc.network.unwrap_or_default();
-                let view: PolicyView = client.put(&format!("/v1/networks/{vni}/policy"), &doc)?;
+                let view: PolicyView = client
+                    .put(&format!("/v1/networks/{vni}/policy"), &doc)
+                    .map_err(|e| {
+                        CliError::Policy(format!(
+                            "{}: document {} (network {vni}): {e}",
+                            file.display(),
+                            i + 1
+                        ))
+                    })?;
                 if format == Format::Text {
                     println!(
                         "network {vni}: policy applied ({} groups, {} rules)",

@@ -10,7 +10,7 @@
 mod bgp;
 mod capture;
 mod error;
-mod policy;
+pub mod policy;
 mod routes;
 pub mod server;
 mod socket;

@@ -1,7 +1,8 @@
 //! Identity policy's paths (docs/openapi.yaml): labels of ports and addresses, a network's
 //! policy with its counters, and the trace of a made-up packet.
 
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::Method;
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
@@ -11,6 +12,26 @@ use super::error::{ApiFailure, Body, Params};
 use super::Shared;
 
 type Answer<T> = Result<T, ApiFailure>;
+
+/// The largest policy document nvod reads (`PUT /v1/networks/{vni}/policy`): 4096 rules and
+/// 1024 groups take a few hundred KiB of JSON, more than every other request's
+/// [`super::error::MAX_BODY`].
+pub const MAX_POLICY_BODY: usize = 1024 * 1024;
+
+/// The body bound of a request: [`MAX_POLICY_BODY`] for a policy document, else `default`
+/// (a bound of 0, for paths that take no body, stays 0).
+pub fn body_limit(method: &Method, path: &str, default: usize) -> usize {
+    let policy = method == Method::PUT
+        && path
+            .strip_prefix("/v1/networks/")
+            .and_then(|rest| rest.strip_suffix("/policy"))
+            .is_some_and(|vni| !vni.is_empty() && !vni.contains('/'));
+    if policy && default > 0 {
+        MAX_POLICY_BODY
+    } else {
+        default
+    }
+}
 
 /// The policy paths, added to the API's router.
 pub fn routes(router: Router<Shared>) -> Router<Shared> {
@@ -24,7 +45,10 @@ pub fn routes(router: Router<Shared>) -> Router<Shared> {
         .route("/v1/policies", get(policies))
         .route(
             "/v1/networks/{vni}/policy",
-            get(show).put(apply).delete(delete),
+            get(show)
+                .put(apply)
+                .delete(delete)
+                .layer(DefaultBodyLimit::max(MAX_POLICY_BODY)),
         )
         .route("/v1/networks/{vni}/policy/trace", post(trace))
 }
@@ -88,4 +112,30 @@ async fn trace(
     Body(req): Body<api::TraceRequest>,
 ) -> Answer<Json<api::TraceAnswer>> {
     Ok(Json(c.lock().await.policy_trace(&vni, req).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_policy_document_gets_the_larger_bound() {
+        let put = Method::PUT;
+        assert_eq!(
+            body_limit(&put, "/v1/networks/100/policy", 65536),
+            MAX_POLICY_BODY
+        );
+        assert_eq!(body_limit(&put, "/v1/networks/100", 65536), 65536);
+        assert_eq!(
+            body_limit(&put, "/v1/networks/100/policy/trace", 65536),
+            65536
+        );
+        assert_eq!(body_limit(&put, "/v1/networks//policy", 65536), 65536);
+        assert_eq!(body_limit(&put, "/v1/networks/1/2/policy", 65536), 65536);
+        assert_eq!(
+            body_limit(&Method::POST, "/v1/networks/100/policy", 65536),
+            65536
+        );
+        assert_eq!(body_limit(&put, "/v1/networks/100/policy", 0), 0);
+    }
 }
