@@ -105,6 +105,10 @@ def parse_args():
     p.add_argument("--workers", type=int, metavar="N",
                    help="nvod's workers key (userspace datapath threads, 1..64) on every nvo "
                         "host (default: nvod's, one per CPU); recorded in the results' config")
+    p.add_argument("--busy-poll-us", type=int, metavar="US",
+                   help="nvod's busy_poll_us key (poll on for US microseconds after a packet "
+                        "before sleeping, 1..1000) on every nvo host (default: nvod's, off); "
+                        "recorded in the results' config")
     p.add_argument("--results", default=str(ROOT / "bench" / "results"),
                    help="directory for the results (default: bench/results)")
     p.add_argument("--render", metavar="JSON",
@@ -375,7 +379,8 @@ def session(cfg, scenarios, work, doc):
     # The OVS daemons carry the work directory in their arguments: anything still carrying
     # it after teardown is a leak (killed by pid, reported).
     inv.watch(workdir)
-    env = {"workdir": workdir, "nvod": RELEASE / "nvod", "workers": cfg.get("workers")}
+    env = {"workdir": workdir, "nvod": RELEASE / "nvod", "workers": cfg.get("workers"),
+           "busy_poll_us": cfg.get("busy_poll_us")}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     t0 = time.monotonic()
@@ -429,6 +434,10 @@ def main():
         if not 1 <= args.workers <= 64:
             sys.exit(f"bench: --workers {args.workers} is outside 1..64")
         cfg["workers"] = args.workers
+    if args.busy_poll_us is not None:
+        if not 1 <= args.busy_poll_us <= 1000:
+            sys.exit(f"bench: --busy-poll-us {args.busy_poll_us} is outside 1..1000")
+        cfg["busy_poll_us"] = args.busy_poll_us
     global RELEASE
     if args.bin_dir:
         RELEASE = pathlib.Path(args.bin_dir)

@@ -161,6 +161,8 @@ class Lab(Scenario):
         keys = [f"datapath: {self.datapath}"] if self.datapath else []
         if self.kind == "nvo" and env.get("workers"):
             keys.append(f"workers: {env['workers']}")
+        if self.kind == "nvo" and env.get("busy_poll_us"):
+            keys.append(f"busy_poll_us: {env['busy_poll_us']}")
         nvod = f", nvod: {{{', '.join(keys)}}}" if keys else ""
         path.write_text(LAB_TOPOLOGY.format(key=self.key, name=self.name, kind=self.kind,
                                             encap=encap, nvod=nvod,

@@ -72,13 +72,7 @@ class OvsPeer:
                    "peer", "name", "eth0", "netns", self.host))
         run(*in_ns(self.underlay_ns, "ip", "link", "set", self.uplink, "master", "br0", "up"))
         run(*in_ns(self.host, "ip", "link", "set", "eth0", "up"))
-        self.dir.mkdir(parents=True)
-        run("ovsdb-tool", "create", self.dir / "conf.db", SCHEMA)
-        self._daemon("ovsdb-server", self.dir / "conf.db", f"--remote=punix:{self.sock}")
-        self._wait_for_file(self.sock, "ovsdb-server")
-        self.vsctl("--no-wait", "init")
-        self._daemon("ovs-vswitchd", f"unix:{self.sock}")
-        self._wait_for_file(self.dir / "ovs-vswitchd.ctl", "ovs-vswitchd")
+        self.start_daemons()
         self.vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev",
                    "--", "add-port", "br-phy", "eth0", "--", "set", "interface", "eth0", "type=system")
         run(*in_ns(self.host, "ip", "addr", "add", f"{self.ip}/{self.prefix}", "dev", "br-phy"))
@@ -164,6 +158,17 @@ class OvsPeer:
         p = self.dir / "ovs-vswitchd.log"
         text = p.read_text(errors="replace") if p.exists() else ""
         return "ovs-vswitchd.log:\n" + "\n".join(text.splitlines()[-lines:])
+
+    def start_daemons(self):
+        """A fresh database in this peer's directory, ovsdb-server and ovs-vswitchd on it
+        (in namespace `host`, which must exist)."""
+        self.dir.mkdir(parents=True)
+        run("ovsdb-tool", "create", self.dir / "conf.db", SCHEMA)
+        self._daemon("ovsdb-server", self.dir / "conf.db", f"--remote=punix:{self.sock}")
+        self._wait_for_file(self.sock, "ovsdb-server")
+        self.vsctl("--no-wait", "init")
+        self._daemon("ovs-vswitchd", f"unix:{self.sock}")
+        self._wait_for_file(self.dir / "ovs-vswitchd.ctl", "ovs-vswitchd")
 
     # --- internals --------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import subprocess
 import pytest
 
 from conftest import UnixHTTP, run, wait_for
-from ovs_peer import SCHEMA, OvsPeer, in_ns, missing_tools
+from ovs_peer import OvsPeer, in_ns, missing_tools
 
 RED, BLUE = 100, 200
 V10_IP, V20_IP = "10.0.0.10", "10.0.0.20"
@@ -79,13 +79,7 @@ class LegacySwitch(OvsPeer):
             run(*in_ns(ns, "ip", "link", "set", "lo", "up"))
             run(*in_ns(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                        "net.ipv6.conf.default.disable_ipv6=1"))
-        self.dir.mkdir(parents=True)
-        run("ovsdb-tool", "create", self.dir / "conf.db", SCHEMA)
-        self._daemon("ovsdb-server", self.dir / "conf.db", f"--remote=punix:{self.sock}")
-        self._wait_for_file(self.sock, "ovsdb-server")
-        self.vsctl("--no-wait", "init")
-        self._daemon("ovs-vswitchd", f"unix:{self.sock}")
-        self._wait_for_file(self.dir / "ovs-vswitchd.ctl", "ovs-vswitchd")
+        self.start_daemons()
         self.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev")
         # The trunk: tr0 here, trunk_if in h1's namespace.
         run(*in_ns(self.host, "ip", "link", "add", "tr0", "type", "veth", "peer", "name", trunk_if,

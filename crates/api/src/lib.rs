@@ -11,9 +11,11 @@ mod events;
 mod evpn;
 mod monitor;
 mod policy;
+mod qos;
 pub mod query;
 mod types;
 mod vlan;
+mod vport;
 
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
@@ -22,5 +24,7 @@ pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;
 pub use policy::*;
+pub use qos::{Qos, QosAttach, QosSpec};
 pub use types::*;
 pub use vlan::{Ethertype, PortVlan, TrunkMap};
+pub use vport::{SharedPort, Vport, VportSpec};

@@ -358,6 +358,9 @@ pub struct PortSpec {
     /// A VLAN-tagged port: an access port of one VLAN or a trunk (default: untagged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<crate::PortVlan>,
+    /// A shared port, whose frames belong to virtual ports by source MAC (`vni` left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<crate::SharedPort>,
 }
 
 /// Offload knobs of a port, so that their effect can be measured.
@@ -400,6 +403,13 @@ pub struct Port {
     /// Its VLAN mode, if tagged (a trunk's `vni` is 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<crate::PortVlan>,
+    /// Its shared-port settings, if it is one (its `vni` is 0; its virtual ports are at
+    /// `/v1/ports/{name}/vports`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<crate::SharedPort>,
+    /// The QoS profile attached to it (`PUT /v1/ports/{name}/qos`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// Where an FDB entry was learned or set.

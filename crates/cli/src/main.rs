@@ -112,6 +112,14 @@ enum Command {
     /// List, attach and detach ports (interfaces of a network).
     #[command(subcommand)]
     Port(PortCmd),
+    /// Show and change the virtual ports of a shared port: each VM's MAC behind a hypervisor's
+    /// uplink, assigned to a network (VM-VP).
+    #[command(subcommand)]
+    Vport(cmd::vport::VportCmd),
+    /// Show and change QoS profiles (a policer per port or virtual port, DSCP marking) and
+    /// attach them to ports and virtual ports.
+    #[command(subcommand)]
+    Qos(cmd::qos::QosCmd),
     /// Show and change a network's forwarding database (MAC -> port or remote VTEP).
     #[command(subcommand)]
     Fdb(FdbCmd),
@@ -265,6 +273,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Profile(c) => cmd::profile::profile(&client, format, c)?,
         Command::Port(c) => cmd::api::port(&client, format, c)?,
+        Command::Vport(c) => cmd::vport::vport(&client, format, c)?,
+        Command::Qos(c) => cmd::qos::qos(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Counters(a) => cmd::api::counters(&client, format, a)?,

@@ -44,6 +44,7 @@ pub fn add_port(client: &Client, name: &str, vni: u32) -> Result<(), CniError> {
         kind: PortKind::Veth,
         offloads: None,
         vlan: None,
+        shared: None,
     };
     match client.post::<_, Port>("/v1/ports", &spec) {
         Ok(_) => Ok(()),

@@ -83,7 +83,37 @@ pub enum Command {
         /// As for `AddPort`.
         must_open: bool,
     },
-    /// Detaches a port (or a trunk with its circuits) and closes its interface.
+    /// Attaches a shared port (nvo_pipeline::vport, VM-VP): interface `name` under id `id`,
+    /// whose frames belong to virtual ports by source MAC (and VLAN), each a port of its
+    /// network. nvod reads the interface itself on either datapath, as a trunk's.
+    AddShared {
+        /// The interface's id (no port of any network).
+        id: PortId,
+        /// Interface name.
+        name: String,
+        /// Interface kind.
+        kind: PortKind,
+        /// Offload settings (large frames are never kept whole on a shared port).
+        offloads: nvo_api::PortOffloads,
+        /// The virtual port (id, network) of untagged frames from MACs no virtual port names.
+        default: Option<(PortId, Vni)>,
+        /// Its virtual ports.
+        vports: Vec<nvo_pipeline::vport::Vport>,
+        /// As for `AddPort`.
+        must_open: bool,
+    },
+    /// Adds a virtual port to a shared port.
+    AddVport(PortId, nvo_pipeline::vport::Vport),
+    /// Removes the virtual port of a MAC from a shared port.
+    RemoveVport(PortId, Mac),
+    /// Attaches a QoS profile to a port or virtual port (`None`: detaches it). The port's
+    /// interface (a virtual port's shared port) is then read by worker 0 alone, on either
+    /// datapath (qos.rs).
+    SetQos(PortId, Option<nvo_pipeline::qos::QosProfile>),
+    /// Every policer's profile and counters.
+    QosCounters,
+    /// Detaches a port (or a trunk with its circuits, a shared port with its virtual ports)
+    /// and closes its interface.
     RemovePort(PortId),
     /// A capture starts (true) or ends (false) on a port's interface: the kernel datapath
     /// delivers to a tapped veth port through its host end (`bpf_redirect`, seen by the
@@ -201,6 +231,14 @@ pub enum Reply {
     Overlay(OverlayCounters),
     /// A probe run's measurements (None: no such run).
     Probe(Option<crate::probes::RunResult>),
+    /// Every policed port with its profile and counters (summed over the workers).
+    Qos(
+        Vec<(
+            PortId,
+            nvo_pipeline::qos::QosProfile,
+            nvo_pipeline::qos::PolicerCounters,
+        )>,
+    ),
     /// The pipeline's counters, the underlay sockets' own, STT reassembly's and STT
     /// transmit's.
     Counters(

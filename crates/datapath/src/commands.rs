@@ -60,7 +60,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             let tag =
                 |c: &nvo_pipeline::vlan::Circuit| nvo_pipeline::vlan::VlanTag { tpid, vid: c.vid };
             core.ports
-                .insert_circuits(id, circuits.iter().map(|c| (c.port, tag(c))));
+                .insert_circuits(id, circuits.iter().map(|c| (c.port, Some(tag(c)))));
             core.ports.insert(Port {
                 id,
                 name,
@@ -76,6 +76,34 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             });
             Ok(Reply::Done)
         }
+        Command::AddShared {
+            id,
+            name,
+            kind,
+            offloads,
+            default,
+            vports,
+            must_open,
+        } => done(add_shared(
+            core,
+            (id, name, kind, offloads),
+            default,
+            &vports,
+            must_open,
+        )),
+        Command::AddVport(shared, vport) => {
+            core.pipeline.add_vport(shared, vport)?;
+            core.ports
+                .insert_circuits(shared, [(vport.port, vport.tag())].into_iter());
+            Ok(Reply::Done)
+        }
+        Command::RemoveVport(shared, mac) => {
+            let vport = core.pipeline.remove_vport(shared, mac)?;
+            core.ports.remove_circuit(vport);
+            Ok(Reply::Done)
+        }
+        Command::SetQos(port, profile) => done(set_qos(core, port, profile)),
+        Command::QosCounters => Ok(Reply::Qos(pipeline.qos_counters())),
         Command::RemovePort(id) => done(remove_port(core, id)),
         Command::TapPort(id, on) => {
             core.ports.tap(id, on);
@@ -160,10 +188,80 @@ fn remove_network(core: &mut Core, vni: Vni) -> Result<(), DatapathError> {
 fn remove_port(core: &mut Core, id: PortId) -> Result<(), DatapathError> {
     if core.pipeline.is_trunk(id) {
         core.pipeline.remove_trunk(id)?;
+    } else if core.pipeline.is_shared(id) {
+        core.pipeline.remove_shared(id)?;
     } else {
         core.pipeline.remove_port(id)?;
     }
     core.ports.remove(id);
+    Ok(())
+}
+
+/// Attaches a shared port with its virtual ports, all or nothing: a virtual port the tables
+/// refuse takes the shared port away again.
+fn add_shared(
+    core: &mut Core,
+    (id, name, kind, offloads): (PortId, String, PortKind, nvo_api::PortOffloads),
+    default: Option<(PortId, Vni)>,
+    vports: &[nvo_pipeline::vport::Vport],
+    must_open: bool,
+) -> Result<(), DatapathError> {
+    // As a trunk: read by nvod on either datapath, tags restored (PACKET_AUXDATA).
+    let fanout = (core.workers > 1).then(|| ports::fanout_group(id));
+    let io = open_port(&name, kind, &offloads, (false, true), fanout, must_open)?;
+    core.pipeline.add_shared(id, default)?;
+    for v in vports {
+        if let Err(e) = core.pipeline.add_vport(id, *v) {
+            let _ = core.pipeline.remove_shared(id);
+            return Err(e.into());
+        }
+    }
+    let tags = vports.iter().map(|v| (v.port, v.tag()));
+    core.ports
+        .insert_circuits(id, tags.chain(default.map(|(p, _)| (p, None))));
+    core.ports.insert_shared(id);
+    core.ports.insert(Port {
+        id,
+        name,
+        kind,
+        vni: default.map_or(Vni(0), |d| d.1),
+        // Tags go on and off frames one by one: GSO frames are finished at receive.
+        large: false,
+        offloads,
+        kernel: false,
+        io,
+        taps: 0,
+        fanout,
+    });
+    Ok(())
+}
+
+/// Attaches or detaches a port's QoS profile, and hands the interface it is read on to worker
+/// 0 alone while any port read there is policed (qos.rs).
+fn set_qos(
+    core: &mut Core,
+    port: PortId,
+    profile: Option<nvo_pipeline::qos::QosProfile>,
+) -> Result<(), DatapathError> {
+    core.pipeline.set_qos(port, profile)?;
+    let reader = core.ports.reader(port);
+    let policed = core
+        .pipeline
+        .qos_counters()
+        .iter()
+        .any(|&(p, ..)| core.ports.reader(p) == reader);
+    let (worker, workers) = (core.worker, core.workers);
+    if let Err(source) = core.ports.set_policed(reader, policed, worker, workers) {
+        let name = core
+            .ports
+            .get(reader)
+            .map_or_else(|| reader.to_string(), |p| p.name.clone());
+        // Back to what it was: a policer on a port nvod cannot read would police nothing.
+        if profile.is_some() {
+            let _ = core.pipeline.set_qos(port, None);
+        }
+        return Err(DatapathError::Open { name, source });
+    }
     Ok(())
 }
 

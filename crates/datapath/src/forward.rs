@@ -103,7 +103,7 @@ pub struct Core {
     pub(super) seen: Seen,
     /// The network of the packet being handled, once known (for the monitor).
     pub(super) seen_vni: Option<u32>,
-    /// A VLAN trunk's frame without its tag (vlan.rs).
+    /// A VLAN trunk's (or a shared port's) frame without its tag (vlan.rs, vport.rs).
     pub(super) untagged: Vec<u8>,
 }
 
@@ -178,6 +178,12 @@ impl Forwarder {
         let core = &mut self.core;
         if core.pipeline.is_trunk(port) {
             return core.trunk_frame(port, frame, now);
+        }
+        if core.pipeline.is_shared(port) {
+            return core.shared_frame(port, frame, now);
+        }
+        if let Some(q) = core.tos_rule(port) {
+            return core.qos_frame(port, q, frame, meta, now);
         }
         core.seen = Seen::Port(port);
         core.seen_vni = None;
@@ -596,7 +602,6 @@ impl Core {
                 }
             }
         }
-        self.stt_frame.extend_from_slice(frame);
         let ip = if remote.is_ipv4() { 20 } else { 40 };
         let max_payload = usize::from(self.underlay_mtu).saturating_sub(ip + STT_SEGMENT_HEADER);
         let src_port = ENTROPY_SPORT_BASE | (entropy & 0x3fff);
@@ -607,7 +612,7 @@ impl Core {
             flush_one(&mut self.underlays, &mut self.pipeline, at);
         }
         let whole = SttFrame {
-            frame: &self.stt_frame,
+            frame: [&self.stt_frame, frame],
             local,
             remote,
             src_port,
@@ -617,13 +622,15 @@ impl Core {
         };
         if self.stt_tx.send_whole(&mut self.segmenter, &whole) {
             // Counted as the segments the kernel makes of it, as the software path counts.
-            for len in segment_lens(self.stt_frame.len(), max_payload) {
-                let target = TxTarget::Remote(remote);
-                self.pipeline.count_tx(target, len, TxOutcome::Sent);
-            }
+            let (packets, bytes) = segment_lens(self.stt_frame.len() + frame.len(), max_payload)
+                .fold((0, 0), |(n, b), len| (n + 1, b + len as u64));
+            self.pipeline
+                .count_sent(TxTarget::Remote(remote), packets, bytes);
             return;
         }
         self.stt_tx.count_software();
+        // nvod's segmenter cuts one buffer: only this path joins header and frame.
+        self.stt_frame.extend_from_slice(frame);
         let segments =
             match self
                 .segmenter

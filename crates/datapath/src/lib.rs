@@ -47,12 +47,14 @@ mod overlay;
 mod ports;
 mod probe;
 mod probes;
+mod qos;
 mod settings;
 mod stt_guard;
 mod stt_meta;
 mod stt_tx;
 mod underlays;
 mod vlan;
+mod vport;
 pub mod workers;
 
 use std::io;

@@ -5,7 +5,7 @@
 //! tries again (once a second, from the datapath loop): a container's veth may appear after
 //! nvod restarts, and must not need an API call to come back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 
 use nvo_io::ethtool::{self, Offload};
@@ -57,9 +57,14 @@ pub struct Ports {
     /// Bumped whenever the set of open interfaces changes, so the loop knows to rebuild its
     /// poll list.
     generation: u64,
-    /// VLAN circuits (nvo_pipeline::vlan): a frame to one goes out of its trunk's interface
-    /// under its tag.
-    circuits: HashMap<PortId, (PortId, VlanTag)>,
+    /// VLAN circuits (nvo_pipeline::vlan) and virtual ports (nvo_pipeline::vport): a frame to
+    /// one goes out of its trunk's or shared port's interface, under its tag if it has one.
+    circuits: HashMap<PortId, (PortId, Option<VlanTag>)>,
+    /// Shared ports: nvod reads them on either datapath, even with no virtual port yet.
+    shared: HashSet<PortId>,
+    /// Interfaces read by worker 0 alone because a port read there is policed (qos.rs), with
+    /// whether the kernel path ran them and whether they kept large frames before.
+    policed: HashMap<PortId, (bool, bool)>,
 }
 
 /// The largest frame a circuit takes (a jumbo frame); a longer one fails to send (tx_error).
@@ -130,21 +135,106 @@ impl Ports {
         self.generation += 1;
     }
 
-    /// Adds trunk `trunk`'s circuits: frames to each leave through the trunk under its tag.
+    /// Adds trunk `trunk`'s circuits (or a shared port's virtual ports): frames to each leave
+    /// through the trunk under its tag.
     pub fn insert_circuits(
         &mut self,
         trunk: PortId,
-        tags: impl Iterator<Item = (PortId, VlanTag)>,
+        tags: impl Iterator<Item = (PortId, Option<VlanTag>)>,
     ) {
         for (circuit, tag) in tags {
             self.circuits.insert(circuit, (trunk, tag));
         }
     }
 
+    /// Marks port `id` a shared port (nvo_pipeline::vport): read by nvod, no kernel port.
+    pub fn insert_shared(&mut self, id: PortId) {
+        self.shared.insert(id);
+    }
+
+    /// The interface port `id`'s frames are read on: its trunk or shared port, or itself.
+    pub fn reader(&self, id: PortId) -> PortId {
+        self.circuits.get(&id).map_or(id, |&(reader, _)| reader)
+    }
+
+    /// Makes interface `id` read by worker 0 alone, by nvod on either datapath (`on`: a port
+    /// read there is policed, and a policer must see all its frames), or gives it back to the
+    /// kernel path or to every worker as it was. Refused when the interface cannot be opened
+    /// anew; a TAP port (a queue per worker) is left as it is, a port that is down opens so
+    /// when it comes up.
+    pub fn set_policed(
+        &mut self,
+        id: PortId,
+        on: bool,
+        worker: usize,
+        workers: usize,
+    ) -> io::Result<()> {
+        let tagged = self.shared.contains(&id) || self.circuits.values().any(|&(t, _)| t == id);
+        let Some(&at) = self.index.get(&id) else {
+            return Ok(());
+        };
+        let Some(port) = self.list.get_mut(at) else {
+            return Ok(());
+        };
+        if port.kind == PortKind::Tap {
+            return Ok(());
+        }
+        let before = self
+            .policed
+            .get(&id)
+            .copied()
+            .unwrap_or((port.kernel, port.large));
+        let (kernel, fanout, large) = if on {
+            // Worker 0 reads it alone (no fanout group); the others only send on it. Its
+            // frames are segmented at receive: the policer drops segments, not 64 KiB frames
+            // (a whole GSO frame lost at once stalls TCP far below the rate).
+            (worker != 0, None, false)
+        } else {
+            if !self.policed.contains_key(&id) {
+                return Ok(());
+            }
+            let (kernel, large) = before;
+            (
+                kernel,
+                (workers > 1 && !kernel).then(|| fanout_group(id)),
+                large,
+            )
+        };
+        // Only once the interface is open anew does anything change (a refusal leaves it
+        // as it was).
+        if port.io.is_some() && (port.kernel != kernel || port.fanout != fanout) {
+            port.io = Some(open(
+                &port.name,
+                port.kind,
+                &port.offloads,
+                kernel,
+                tagged,
+                fanout,
+            )?);
+            self.generation += 1;
+        }
+        port.kernel = kernel;
+        port.fanout = fanout;
+        port.large = large;
+        if on {
+            self.policed.insert(id, before);
+        } else {
+            self.policed.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Removes one circuit or virtual port.
+    pub fn remove_circuit(&mut self, id: PortId) {
+        self.circuits.remove(&id);
+    }
+
     /// Removes a port, closing its interface (a TAP device nvod created disappears with it),
-    /// and the circuits of a trunk.
+    /// and the circuits of a trunk (the virtual ports of a shared port).
     pub fn remove(&mut self, id: PortId) -> Option<Port> {
         self.circuits.retain(|_, (trunk, _)| *trunk != id);
+        self.shared.remove(&id);
+        self.policed.remove(&id);
         let at = self.index.remove(&id)?;
         let port = self.list.swap_remove(at);
         if let Some(moved) = self.list.get(at) {
@@ -177,8 +267,10 @@ impl Ports {
     /// Sends one frame out of a port; an unknown or down port is an error. A frame to a VLAN
     /// circuit leaves its trunk tagged.
     pub fn send(&self, id: PortId, frame: &[u8]) -> io::Result<()> {
-        if let Some(&(trunk, tag)) = self.circuits.get(&id) {
-            return self.send_tagged(trunk, tag, frame);
+        match self.circuits.get(&id) {
+            Some(&(trunk, Some(tag))) => return self.send_tagged(trunk, tag, frame),
+            Some(&(shared, None)) => return self.send(shared, frame),
+            None => {}
         }
         let port = self
             .index
@@ -206,7 +298,10 @@ impl Ports {
     pub fn send_meta(&self, id: PortId, frame: &[u8], meta: &FrameMeta) -> io::Result<()> {
         if let Some(&(trunk, tag)) = self.circuits.get(&id) {
             return meta
-                .finish_here(frame, &mut |f| self.send_tagged(trunk, tag, f))
+                .finish_here(frame, &mut |f| match tag {
+                    Some(tag) => self.send_tagged(trunk, tag, f),
+                    None => self.send(trunk, f),
+                })
                 .map(drop);
         }
         let port = self
@@ -232,20 +327,22 @@ impl Ports {
             .is_some_and(|p| p.large && p.io.as_ref().is_some_and(|io| io.vnet_hdr()))
     }
 
-    /// What the kernel datapath needs to know of every port. A trunk is none of its ports:
-    /// its circuits are, as ports nvod serves itself (the kernel punts frames for them).
+    /// What the kernel datapath needs to know of every port. A trunk (a shared port) is none
+    /// of its ports: its circuits (virtual ports) are, as ports nvod serves itself (the kernel
+    /// punts frames for them).
     pub fn infos(&self, circuit_vni: impl Fn(PortId) -> Option<Vni>) -> Vec<nvo_ebpf::PortInfo> {
         let trunks: Vec<PortId> = self.circuits.values().map(|&(t, _)| t).collect();
         let plain = self
             .list
             .iter()
-            .filter(|p| !trunks.contains(&p.id))
+            .filter(|p| !trunks.contains(&p.id) && !self.shared.contains(&p.id))
             .map(|p| nvo_ebpf::PortInfo {
                 id: p.id,
                 vni: p.vni,
                 name: p.name.clone(),
                 ifindex: p.io.as_ref().map(|io| io.ifindex()),
-                veth: p.kind == PortKind::Veth,
+                // A policed veth is nvod's: no program on it, deliveries to it punted.
+                veth: p.kind == PortKind::Veth && !self.policed.contains_key(&p.id),
                 tapped: p.taps > 0,
             });
         let circuits = self.circuits.iter().filter_map(|(&id, &(trunk, _))| {
@@ -330,8 +427,10 @@ impl Ports {
     pub fn retry(&mut self) {
         let mut changed = false;
         let circuits = &self.circuits;
+        let shared = &self.shared;
         for port in self.list.iter_mut().filter(|p| p.io.is_none()) {
-            let tagged = circuits.values().any(|&(trunk, _)| trunk == port.id);
+            let tagged =
+                shared.contains(&port.id) || circuits.values().any(|&(trunk, _)| trunk == port.id);
             let fanout = port.fanout;
             if let Ok(io) = open(
                 &port.name,

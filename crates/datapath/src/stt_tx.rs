@@ -67,8 +67,9 @@ pub struct SttTx {
 /// per segment, and the outer values (node config, inherited from the inner packet).
 #[derive(Debug, Clone, Copy)]
 pub struct SttFrame<'a> {
-    /// The STT header and the inner frame.
-    pub frame: &'a [u8],
+    /// The STT header and the inner frame, apart: the kernel path writes them with one
+    /// writev, so the inner frame is never copied.
+    pub frame: [&'a [u8]; 2],
     /// The locator.
     pub local: IpAddr,
     /// The remote VTEP.
@@ -123,7 +124,8 @@ impl SttTx {
         let Ok(mss) = u16::try_from(f.max_payload) else {
             return false;
         };
-        if dst.is_multicast() || f.frame.len() > MAX_TSO_FRAME || mss == 0 {
+        let len = f.frame[0].len() + f.frame[1].len();
+        if dst.is_multicast() || len > MAX_TSO_FRAME || mss == 0 {
             return false;
         }
         self.open_once();
@@ -145,7 +147,7 @@ impl SttTx {
         if outer.ttl == u8::MAX {
             return false;
         }
-        let Ok(header) = segmenter.offload_header(f.frame, f.local, f.remote, f.src_port) else {
+        let Ok(header) = segmenter.offload_header(len, f.local, f.remote, f.src_port) else {
             return false;
         };
         match tso.send(&outer, &header, f.frame, mss) {
@@ -161,7 +163,7 @@ impl SttTx {
                         "stt: tun {} refused a frame of {} bytes for {dst}: {e}; it and any \
                          other refused frame are segmented by nvod (not logged again)",
                         tso.name(),
-                        f.frame.len()
+                        len
                     );
                 }
                 false
@@ -209,9 +211,9 @@ mod tests {
     fn off_never_opens_a_tun_and_refuses_what_the_kernel_cannot_take() {
         let mut tx = SttTx::new(SttOffload::Off);
         let mut segmenter = Segmenter::new(1);
-        let frame = [0u8; 100];
+        let (stt, inner) = ([0u8; 18], [0u8; 82]);
         let f = SttFrame {
-            frame: &frame,
+            frame: [&stt, &inner],
             local: "192.0.2.1".parse().unwrap(),
             remote: "192.0.2.2".parse().unwrap(),
             src_port: 0xc000,

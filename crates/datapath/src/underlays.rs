@@ -138,6 +138,8 @@ pub struct Underlays {
     worker: usize,
     /// Whether other workers bind the same UDP ports (SO_REUSEPORT).
     shared: bool,
+    /// The outer TOS of the frame being sent, when its port's QoS profile sets it (qos.rs).
+    tos_override: Option<u8>,
 }
 
 impl Underlays {
@@ -162,7 +164,14 @@ impl Underlays {
             stt_guard: None,
             worker: 0,
             shared: false,
+            tos_override: None,
         }
+    }
+
+    /// Sets (or clears) the outer TOS of what is sent until it is cleared: a QoS profile's
+    /// marked or trusted DSCP (qos.rs).
+    pub fn set_tos_override(&mut self, tos: Option<u8>) {
+        self.tos_override = tos;
     }
 
     /// Says which worker these sockets are, and whether other workers share their UDP ports:
@@ -279,8 +288,18 @@ impl Underlays {
 
     /// The outer TOS and TTL a tunnel packet inherits from `inner` (an Ethernet frame, or an L3
     /// network's IP packet), for the values the config says to inherit; none for a frame that
-    /// carries no IP packet (ARP): the socket's setting applies.
+    /// carries no IP packet (ARP): the socket's setting applies. A QoS profile's TOS
+    /// (`set_tos_override`) wins over the config's.
     pub fn inherited(&self, inner: &[u8], inner_is_ip: bool) -> OuterValues {
+        if let Some(tos) = self.tos_override {
+            let mut values = self.inherited_values(inner, inner_is_ip);
+            values.tos = Some(tos);
+            return values;
+        }
+        self.inherited_values(inner, inner_is_ip)
+    }
+
+    fn inherited_values(&self, inner: &[u8], inner_is_ip: bool) -> OuterValues {
         if !self.outer.inherit_tos && !self.outer.inherit_ttl {
             return OuterValues::default();
         }

@@ -322,7 +322,10 @@ pub enum Scope {
 /// Where `command` goes.
 pub fn scope(command: &Command) -> Scope {
     match command {
-        Command::Counters | Command::FdbEntries(_) | Command::OverlayCounters => Scope::Merged,
+        Command::Counters
+        | Command::FdbEntries(_)
+        | Command::OverlayCounters
+        | Command::QosCounters => Scope::Merged,
         Command::Policy(nvo_pipeline::policy::PolicyCommand::Show(_)) => Scope::Merged,
         Command::Policy(nvo_pipeline::policy::PolicyCommand::Trace(..)) => Scope::First,
         Command::Networks
@@ -336,25 +339,11 @@ pub fn scope(command: &Command) -> Scope {
 
 /// The copy of a change for a worker other than worker 0: a port's interface that worker 0
 /// opened but this one cannot (yet) is retried every second rather than refused.
-pub fn for_peer(command: Command) -> Command {
-    match command {
-        Command::AddPort {
-            id,
-            vni,
-            name,
-            kind,
-            offloads,
-            ..
-        } => Command::AddPort {
-            id,
-            vni,
-            name,
-            kind,
-            offloads,
-            must_open: false,
-        },
-        other => other,
+pub fn for_peer(mut command: Command) -> Command {
+    if let Command::AddPort { must_open, .. } = &mut command {
+        *must_open = false;
     }
+    command
 }
 
 /// Merges another worker's answer to a [`Scope::Merged`] read into worker 0's.
@@ -376,6 +365,17 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
         (Reply::Overlay(mut a), Reply::Overlay(b)) => {
             merge_overlay(&mut a, &b);
             Reply::Overlay(a)
+        }
+        (Reply::Qos(mut a), Reply::Qos(b)) => {
+            for (port, _, c) in b {
+                if let Some((_, _, into)) = a.iter_mut().find(|(p, ..)| *p == port) {
+                    into.conformed_frames += c.conformed_frames;
+                    into.conformed_bytes += c.conformed_bytes;
+                    into.policed_frames += c.policed_frames;
+                    into.policed_bytes += c.policed_bytes;
+                }
+            }
+            Reply::Qos(a)
         }
         (Reply::Policy(PolicyReply::Counters(mut a)), Reply::Policy(PolicyReply::Counters(b))) => {
             a.merge(&b);

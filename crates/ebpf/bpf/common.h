@@ -104,36 +104,54 @@ static __always_inline int monitor_token(void)
 	return 1;
 }
 
-/* While `nvo monitor` listens (`monitor_on` has the bit `kind` needs) and this CPU has a
- * token, copies the first bytes of the packet with what happened to it to the `monitor` ring;
- * a full ring or no token counts in `monitor_lost`. Nobody listening, it costs the call and
- * one array lookup. A function of its own, verified once: the flag's branch is not explored
- * again at every call site (nvo_port is near the verifier's instruction budget). */
+static __always_inline void monitor_count_lost(__u32 slot)
+{
+	__u64 *lost = bpf_map_lookup_elem(&monitor_lost, &slot);
+
+	if (lost)
+		*lost += 1;
+}
+
+/* The start of every monitor record: while `nvo monitor` listens (`monitor_on` has the bit
+ * `kind` needs) and this CPU has a token, this CPU's scratch with a zeroed record head (else
+ * NULL; no token counts in `monitor_lost`'s rate slot). */
+static __always_inline struct nvo_scratch *monitor_begin(__u32 kind)
+{
+	__u32 zero = 0;
+	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
+	__u32 want = kind == NVO_MONITOR_TRACE ? NVO_MONITOR_ON_TRACES : NVO_MONITOR_ON_EVENTS;
+	struct nvo_scratch *s;
+
+	if (!on || !(*on & want))
+		return NULL;
+	if (!monitor_token()) {
+		monitor_count_lost(NVO_MONITOR_LOST_RATE);
+		return NULL;
+	}
+	s = cpu_scratch();
+	if (!s)
+		return NULL;
+	__builtin_memset(s->head, 0, sizeof(s->head));
+	s->monitor.kind = kind;
+	return s;
+}
+
+/* While `nvo monitor` listens and this CPU has a token (monitor_begin), copies the first
+ * bytes of the packet with what happened to it to the `monitor` ring; a full ring counts in
+ * `monitor_lost`. Nobody listening, it costs the call and one array lookup. A function of its
+ * own, verified once: the flag's branch is not explored again at every call site (nvo_port
+ * is near the verifier's instruction budget). */
 NVO_FUNC_EARLY int nvo_monitor_event(struct __sk_buff *skb, __u32 kind, __u32 arg, __u32 vni,
 				     __u32 target)
 {
-	struct nvo_scratch *s;
-	__u32 zero = 0, len, slot = NVO_MONITOR_LOST_RATE;
-	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
-	__u32 want = kind == NVO_MONITOR_TRACE ? NVO_MONITOR_ON_TRACES : NVO_MONITOR_ON_EVENTS;
-	__u64 *lost;
+	struct nvo_scratch *s = monitor_begin(kind);
+	__u32 len;
 
-	if (!on || !(*on & want))
-		return 0;
-	if (!monitor_token()) {
-		lost = bpf_map_lookup_elem(&monitor_lost, &slot);
-		if (lost)
-			*lost += 1;
-		return 0;
-	}
-	s = cpu_scratch();
 	if (!s)
 		return 0;
 	len = skb->len;
 	if (len > NVO_MONITOR_CAPTURE)
 		len = NVO_MONITOR_CAPTURE;
-	__builtin_memset(s->head, 0, sizeof(s->head));
-	s->monitor.kind = kind;
 	s->monitor.arg = arg;
 	s->monitor.ifindex = skb->ifindex;
 	s->monitor.len = skb->len;
@@ -147,35 +165,19 @@ NVO_FUNC_EARLY int nvo_monitor_event(struct __sk_buff *skb, __u32 kind, __u32 ar
 	if (bpf_skb_load_bytes(skb, 0, s->data, len) == 0 &&
 	    bpf_ringbuf_output(&monitor, s, NVO_RECORD_HEAD + len, 0) == 0)
 		return 0;
-	lost = bpf_map_lookup_elem(&monitor_lost, &zero);
-	if (lost)
-		*lost += 1;
+	monitor_count_lost(NVO_MONITOR_LOST_RING);
 	return 0;
 }
 
 /* nvo_monitor_event for the XDP relay: the same record, the bytes read from the XDP buffer. */
 NVO_FUNC_EARLY int nvo_monitor_xdp(struct xdp_md *ctx, __u32 kind, __u32 arg, __u32 target)
 {
-	struct nvo_scratch *s;
-	__u32 zero = 0, len, slot = NVO_MONITOR_LOST_RATE;
-	__u32 *on = bpf_map_lookup_elem(&monitor_on, &zero);
-	__u32 want = kind == NVO_MONITOR_TRACE ? NVO_MONITOR_ON_TRACES : NVO_MONITOR_ON_EVENTS;
-	__u64 *lost;
+	struct nvo_scratch *s = monitor_begin(kind);
+	__u32 len;
 
-	if (!on || !(*on & want))
-		return 0;
-	if (!monitor_token()) {
-		lost = bpf_map_lookup_elem(&monitor_lost, &slot);
-		if (lost)
-			*lost += 1;
-		return 0;
-	}
-	s = cpu_scratch();
 	if (!s)
 		return 0;
 	len = ctx->data_end - ctx->data;
-	__builtin_memset(s->head, 0, sizeof(s->head));
-	s->monitor.kind = kind;
 	s->monitor.arg = arg;
 	s->monitor.ifindex = ctx->ingress_ifindex;
 	s->monitor.len = len;
@@ -190,9 +192,7 @@ NVO_FUNC_EARLY int nvo_monitor_xdp(struct xdp_md *ctx, __u32 kind, __u32 arg, __
 	if (bpf_xdp_load_bytes(ctx, 0, s->data, len) == 0 &&
 	    bpf_ringbuf_output(&monitor, s, NVO_RECORD_HEAD + len, 0) == 0)
 		return 0;
-	lost = bpf_map_lookup_elem(&monitor_lost, &zero);
-	if (lost)
-		*lost += 1;
+	monitor_count_lost(NVO_MONITOR_LOST_RING);
 	return 0;
 }
 

@@ -37,7 +37,11 @@
 /* VLAN trunks run in userspace only (nvod reads their interfaces itself). */
 #define NVO_DROP_VLAN_UNTAGGED 26
 #define NVO_DROP_UNKNOWN_VLAN 27
+/* Shared ports (virtual ports per MAC) run in userspace only, as trunks do. */
+#define NVO_DROP_UNKNOWN_VPORT 28
+/* Ports with a QoS policer run in userspace only (nvod reads them). */
+#define NVO_DROP_QOS_POLICED 29
 /* Identity policy runs in userspace only: networks with a policy are handed to nvod. */
-#define NVO_DROP_POLICY_DENIED 28
+#define NVO_DROP_POLICY_DENIED 30
 
 #endif

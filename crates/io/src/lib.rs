@@ -58,6 +58,7 @@ mod stt_tso;
 mod sys;
 mod tap;
 pub mod tcp_auth;
+mod tun;
 mod udp;
 mod vnet;
 

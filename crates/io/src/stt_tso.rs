@@ -46,14 +46,12 @@
 //! DF, all carry ID 0 (`ip_select_ident_segs`) — the one byte-level difference on the wire
 //! besides the IP header checksums that follow from it.
 
-use std::fs::OpenOptions;
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 
-use crate::sys;
 use crate::vnet::{F_NEEDS_CSUM, GSO_NONE, GSO_TCPV4, VNET_HDR_LEN};
+use crate::{sys, tun};
 
 /// Length of the IPv4 header nvod writes (no options).
 const IPV4_HEADER_LEN: usize = 20;
@@ -101,15 +99,7 @@ impl SttTso {
                  or stt_offload = \"off\""
             )));
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open("/dev/net/tun")
-            .map_err(|e| io::Error::new(e.kind(), format!("open /dev/net/tun: {e}")))?;
-        let fd = OwnedFd::from(file);
-        let mut features: libc::c_int = 0;
-        sys::ioctl_int_ptr(fd.as_fd(), libc::TUNGETFEATURES, &mut features)?;
+        let (fd, features) = tun::open()?;
         if features & libc::IFF_VNET_HDR == 0 {
             return Err(io::Error::other(
                 "the kernel's tun has no virtio-net header",
@@ -133,10 +123,7 @@ impl SttTso {
             write_sysctl(&format!("net/ipv4/conf/{name}/{key}"), value).map_err(with_name)?;
         }
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
-        let mut ifr = sys::ifreq(&name)?;
-        sys::ioctl_ifreq(ctl.as_fd(), sys::SIOCGIFFLAGS, &mut ifr).map_err(with_name)?;
-        ifr.ifr_ifru.ifru_flags = sys::ifreq_flags(&ifr) | libc::IFF_UP as libc::c_short;
-        sys::ioctl_ifreq(ctl.as_fd(), sys::SIOCSIFFLAGS, &mut ifr).map_err(with_name)?;
+        tun::set_up(ctl.as_fd(), &name).map_err(with_name)?;
         let default_ttl = read_sysctl("net/ipv4/ip_default_ttl").unwrap_or(64);
         let no_pmtu_disc = read_sysctl("net/ipv4/ip_no_pmtu_disc").unwrap_or(0);
         Ok(SttTso {
@@ -163,7 +150,9 @@ impl SttTso {
     }
 
     /// Writes one STT frame: `tcp` is its TCP-like header with the partial checksum, `frame`
-    /// the STT frame (at most [`MAX_TSO_FRAME`] bytes), `mss` the frame bytes per segment.
+    /// the STT frame in two pieces, its STT header and the inner frame (written with one
+    /// writev, never joined; at most [`MAX_TSO_FRAME`] bytes together), `mss` the frame bytes
+    /// per segment.
     /// A frame of at most `mss` bytes goes as one packet whose checksum the kernel finishes.
     /// Fails with `InvalidInput` for a frame too long, an `mss` of 0 or a TTL of 255; the
     /// kernel's refusals (EAGAIN, EINVAL, EIO) come back as they are.
@@ -171,16 +160,18 @@ impl SttTso {
         &self,
         outer: &TsoOuter,
         tcp: &[u8; TCP_HEADER_LEN],
-        frame: &[u8],
+        frame: [&[u8]; 2],
         mss: u16,
     ) -> io::Result<()> {
-        let head = head(outer, tcp, frame.len(), mss)?;
-        let n = sys::writev2(self.fd.as_fd(), &head, frame)?;
-        if n != head.len() + frame.len() {
+        let [stt, inner] = frame;
+        let len = stt.len() + inner.len();
+        let head = head(outer, tcp, len, mss)?;
+        let n = sys::writev(self.fd.as_fd(), &[&head, stt, inner])?;
+        if n != head.len() + len {
             return Err(io::Error::other(format!(
                 "tun {} took {n} of {} bytes",
                 self.name,
-                head.len() + frame.len()
+                head.len() + len
             )));
         }
         Ok(())

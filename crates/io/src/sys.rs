@@ -324,22 +324,8 @@ pub(crate) fn cmsg_find(control: &[u8], level: c_int, ty: c_int) -> Option<&[u8]
 /// Finds the first control message of (level, type) carrying an int, e.g. `UDP_GRO`.
 /// Parses bytes, so it never reads past `control`, whatever the kernel wrote.
 pub(crate) fn cmsg_find_int(control: &[u8], level: c_int, ty: c_int) -> Option<c_int> {
-    let word = mem::size_of::<usize>();
-    let mut off = 0;
-    while off + CMSG_HDR <= control.len() {
-        let len = usize::from_ne_bytes(control[off..off + word].try_into().ok()?);
-        let lvl = c_int::from_ne_bytes(control[off + word..off + word + 4].try_into().ok()?);
-        let t = c_int::from_ne_bytes(control[off + word + 4..off + word + 8].try_into().ok()?);
-        if len < CMSG_HDR || off + len > control.len() {
-            return None;
-        }
-        if lvl == level && t == ty && len >= CMSG_HDR + 4 {
-            let data = &control[off + CMSG_HDR..off + CMSG_HDR + 4];
-            return Some(c_int::from_ne_bytes(data.try_into().ok()?));
-        }
-        off += cmsg_align(len);
-    }
-    None
+    let data = cmsg_find(control, level, ty)?;
+    Some(c_int::from_ne_bytes(data.get(..4)?.try_into().ok()?))
 }
 
 /// Where the kernel writes one received message.
@@ -511,18 +497,29 @@ pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 
 /// `writev(2)` of `head` then `data`, in one call (one frame on a TAP device).
 pub(crate) fn writev2(fd: BorrowedFd<'_>, head: &[u8], data: &[u8]) -> io::Result<usize> {
-    let iov = [
-        libc::iovec {
-            iov_base: head.as_ptr().cast_mut().cast(),
-            iov_len: head.len(),
-        },
-        libc::iovec {
-            iov_base: data.as_ptr().cast_mut().cast(),
-            iov_len: data.len(),
-        },
-    ];
-    // SAFETY: both iovecs describe live slices that the kernel only reads.
-    cvt_size(unsafe { libc::writev(fd.as_raw_fd(), iov.as_ptr(), 2) })
+    writev(fd, &[head, data])
+}
+
+/// `writev(2)` of up to four pieces in one call (one frame on a TUN/TAP device); more pieces
+/// are refused with `InvalidInput`.
+pub(crate) fn writev(fd: BorrowedFd<'_>, pieces: &[&[u8]]) -> io::Result<usize> {
+    const MAX: usize = 4;
+    if pieces.len() > MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("writev of {} pieces (at most {MAX})", pieces.len()),
+        ));
+    }
+    let mut iov = [libc::iovec {
+        iov_base: ptr::null_mut(),
+        iov_len: 0,
+    }; MAX];
+    for (v, piece) in iov.iter_mut().zip(pieces) {
+        v.iov_base = piece.as_ptr().cast_mut().cast();
+        v.iov_len = piece.len();
+    }
+    // SAFETY: the first `pieces.len()` iovecs describe live slices that the kernel only reads.
+    cvt_size(unsafe { libc::writev(fd.as_raw_fd(), iov.as_ptr(), pieces.len() as c_int) })
 }
 
 /// `poll(2)`; `timeout_ms` < 0 waits forever.

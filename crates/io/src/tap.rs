@@ -22,16 +22,15 @@
 //!
 //! A TAP device has no `recvmmsg`: a batch is one `read` per frame until the queue is empty.
 
-use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Once;
 
 use crate::batch::is_transient;
 use crate::frame::{FrameBatch, FramePort};
 use crate::meta::FrameMeta;
 use crate::sys::{self, MAX_BATCH};
+use crate::tun;
 use crate::vnet::{VNET_HDR_LEN, VNET_HDR_NONE};
 
 static VNET_MISSING: Once = Once::new();
@@ -118,15 +117,7 @@ impl TapPort {
     pub fn create_queue(name: &str, vnet_hdr: bool, multi_queue: bool) -> io::Result<Self> {
         let with_name =
             |e: io::Error| io::Error::new(e.kind(), format!("tap device {name:?}: {e}"));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open("/dev/net/tun")
-            .map_err(|e| io::Error::new(e.kind(), format!("open /dev/net/tun: {e}")))?;
-        let fd = OwnedFd::from(file);
-        let mut features: libc::c_int = 0;
-        sys::ioctl_int_ptr(fd.as_fd(), libc::TUNGETFEATURES, &mut features).map_err(with_name)?;
+        let (fd, features) = tun::open().map_err(with_name)?;
         let vnet = vnet_hdr && features & libc::IFF_VNET_HDR != 0;
         if vnet_hdr && !vnet {
             VNET_MISSING.call_once(|| {
@@ -151,10 +142,7 @@ impl TapPort {
             offloads = enable_offloads(fd.as_fd(), &name);
         }
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
-        let mut ifr = sys::ifreq(&name)?;
-        sys::ioctl_ifreq(ctl.as_fd(), sys::SIOCGIFFLAGS, &mut ifr).map_err(with_name)?;
-        ifr.ifr_ifru.ifru_flags = sys::ifreq_flags(&ifr) | libc::IFF_UP as libc::c_short;
-        sys::ioctl_ifreq(ctl.as_fd(), sys::SIOCSIFFLAGS, &mut ifr).map_err(with_name)?;
+        tun::set_up(ctl.as_fd(), &name).map_err(with_name)?;
         let ifindex = sys::if_nametoindex(&name).map_err(with_name)?;
         Ok(TapPort {
             fd,

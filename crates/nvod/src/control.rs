@@ -34,9 +34,11 @@ mod overlay;
 mod policy;
 mod port_check;
 mod profiles;
+mod qos;
 mod routes;
 mod status;
 mod vlan;
+mod vport;
 
 /// What kind of failure a request met; the API turns it into a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,6 +273,12 @@ impl Control {
                 .call(command)
                 .await
                 .map_err(|e| restore_failure(&format!("port {name}"), e))?;
+        }
+        for (target, command) in self.qos_restore() {
+            self.datapath
+                .call(command)
+                .await
+                .map_err(|e| restore_failure(&format!("qos of {target}"), e))?;
         }
         for (&vni, net) in &state.networks {
             for (mac, dest) in &net.fdb {

@@ -56,6 +56,9 @@ pub struct State {
     /// BGP was turned off through the API (so the config file's `[bgp]` no longer applies).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bgp_off: bool,
+    /// QoS profiles by name (attached by name from ports and virtual ports).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub qos: BTreeMap<String, QosState>,
     /// Identity policies by network (issue 18), as resolved from what was applied.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub policies: BTreeMap<u32, nvo_policy::PolicySpec>,
@@ -121,6 +124,7 @@ impl Default for State {
             overlay: OverlayState::default(),
             bgp: None,
             bgp_off: false,
+            qos: BTreeMap::new(),
             policies: BTreeMap::new(),
             port_labels: BTreeMap::new(),
             addr_labels: BTreeMap::new(),
@@ -251,6 +255,55 @@ pub struct PortState {
     /// Its VLAN mode; absent for an untagged port (and in state files written before VLANs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<VlanState>,
+    /// Its virtual ports per MAC, if it is a shared port (`vni` 0); absent otherwise (and in
+    /// state files written before shared ports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedState>,
+    /// The QoS profile attached to it, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+}
+
+/// A QoS profile as stored (nvo_pipeline::qos).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QosState {
+    /// Rate in bit/s.
+    pub rate: u64,
+    /// Burst in bytes.
+    pub burst: u64,
+    /// DSCP mark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
+    /// DSCP trust.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust: bool,
+}
+
+/// A shared port as stored (nvo_pipeline::vport).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedState {
+    /// The network of untagged frames from MACs no virtual port names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_vni: Option<u32>,
+    /// MAC (as written by nvod, lowercase) → its virtual port.
+    #[serde(default)]
+    pub vports: BTreeMap<String, VportState>,
+}
+
+/// A virtual port as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VportState {
+    /// Its network.
+    pub vni: u32,
+    /// Its 802.1Q VLAN ID, if tagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// The QoS profile attached to it, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// A tagged port as stored: an access port is `vni` with one VLAN mapped to it, a trunk has
@@ -268,11 +321,19 @@ pub struct VlanState {
 }
 
 impl PortState {
-    /// The networks the port carries: its `vni`, or a trunk's mapped VNIs.
+    /// The networks the port carries: its `vni`, a trunk's mapped VNIs, or a shared port's
+    /// virtual ports' (and default) networks.
     pub fn vnis(&self) -> Vec<u32> {
-        match &self.vlan {
-            Some(v) => v.vlans.values().copied().collect(),
-            None => vec![self.vni],
+        match (&self.vlan, &self.shared) {
+            (Some(v), _) => v.vlans.values().copied().collect(),
+            (None, Some(s)) => {
+                let mut vnis: Vec<u32> = s.vports.values().map(|v| v.vni).collect();
+                vnis.extend(s.default_vni);
+                vnis.sort_unstable();
+                vnis.dedup();
+                vnis
+            }
+            (None, None) => vec![self.vni],
         }
     }
 }
@@ -357,6 +418,23 @@ impl State {
                 return Err(Corruption::PortNetwork {
                     name: name.clone(),
                     vni,
+                });
+            }
+            for mac in port.shared.iter().flat_map(|s| s.vports.keys()) {
+                values::parse_mac(mac).map_err(|source| Corruption::Port {
+                    name: name.clone(),
+                    source,
+                })?;
+            }
+            let vport_qos = port.shared.iter().flat_map(|s| s.vports.values());
+            let profiles = port
+                .qos
+                .iter()
+                .chain(vport_qos.filter_map(|v| v.qos.as_ref()));
+            if let Some(profile) = profiles.into_iter().find(|q| !self.qos.contains_key(*q)) {
+                return Err(Corruption::PortQos {
+                    name: name.clone(),
+                    profile: profile.clone(),
                 });
             }
         }
@@ -466,4 +544,81 @@ pub enum Corruption {
         /// Its network.
         vni: u32,
     },
+    /// A port (or one of its virtual ports) with a QoS profile that is not defined.
+    #[error("port {name:?} has qos profile {profile:?}, which is not defined")]
+    PortQos {
+        /// The port.
+        name: String,
+        /// The profile it names.
+        profile: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_port(mac: &str, qos: Option<&str>) -> State {
+        let mut s = State::default();
+        let net: NetworkState = serde_json::from_value(serde_json::json!({
+            "mtu": 1450, "learning": true, "bum": {"mode": "head_end"}, "max_learned": 1024,
+            "ageing_s": 300, "encap": "vxlan", "flood": [], "fdb": {}, "fdb_ips": {},
+            "params": {}, "l3": false, "routes": {}
+        }))
+        .unwrap();
+        s.networks.insert(100, net);
+        let mut vports = BTreeMap::new();
+        vports.insert(
+            mac.to_owned(),
+            VportState {
+                vni: 100,
+                vlan: None,
+                qos: qos.map(str::to_owned),
+            },
+        );
+        s.ports.insert(
+            "hv0".into(),
+            PortState {
+                vni: 0,
+                kind: PortKindState::Veth,
+                offloads: None,
+                vlan: None,
+                shared: Some(SharedState {
+                    default_vni: None,
+                    vports,
+                }),
+                qos: None,
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn virtual_ports_with_bad_macs_or_unknown_qos_profiles_are_corruption() {
+        assert!(shared_port("02:00:00:00:01:01", None).check().is_ok());
+        let bad_mac = shared_port("nope", None).check().unwrap_err();
+        assert!(bad_mac.to_string().contains("hv0"), "{bad_mac}");
+        let dangling = shared_port("02:00:00:00:01:01", Some("gold"))
+            .check()
+            .unwrap_err();
+        assert_eq!(
+            dangling.to_string(),
+            "port \"hv0\" has qos profile \"gold\", which is not defined"
+        );
+        let mut fine = shared_port("02:00:00:00:01:01", Some("gold"));
+        fine.qos.insert(
+            "gold".into(),
+            QosState {
+                rate: 1_000_000,
+                burst: 65536,
+                dscp: None,
+                trust: false,
+            },
+        );
+        assert!(fine.check().is_ok());
+        // No network for a virtual port: refused as any port's.
+        let mut orphan = shared_port("02:00:00:00:01:01", None);
+        orphan.networks.clear();
+        assert!(orphan.check().is_err());
+    }
 }

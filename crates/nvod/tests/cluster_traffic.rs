@@ -21,23 +21,13 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::topo::{ip, ns};
 use common::{wait_for, Nvod, Scratch};
 use nvo_api::{ClusterStatus, Network, Port};
-use nvo_io::netns::{unique_name, NamedNetns};
+use nvo_io::netns::NamedNetns;
 use serde_json::json;
 
 const ETCD: &str = "http://10.216.0.1:23871";
-
-fn ns(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&unique_name(tag)).unwrap();
-    ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    ns
-}
-
-fn ip(ns: &NamedNetns, args: &str) {
-    let args: Vec<&str> = args.split(' ').collect();
-    ns.ip(&args).unwrap();
-}
 
 /// A process of the test (etcd, tcpdump), killed on drop.
 struct Killed(Child);

@@ -17,24 +17,13 @@ mod common;
 
 use std::process::Command;
 
+use common::topo::{ip, ns};
 use common::{Nvod, Scratch};
 use nvo_api::{Counters, Network, Port};
-use nvo_io::netns::{unique_name, NamedNetns};
+use nvo_io::netns::NamedNetns;
 use serde_json::json;
 
 const GROUP: &str = "239.1.1.1";
-
-fn ns(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&unique_name(tag)).unwrap();
-    ip(&ns, "link set lo up");
-    ns
-}
-
-/// `ip -n NS ARGS`, the arguments split at spaces.
-fn ip(ns: &NamedNetns, args: &str) {
-    let args: Vec<&str> = args.split(' ').collect();
-    ns.ip(&args).unwrap();
-}
 
 /// Pings from `from` to `to`; panics with the nvod logs when it fails.
 fn ping(from: &NamedNetns, to: &str, logs: &[&Nvod]) {

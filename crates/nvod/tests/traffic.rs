@@ -21,62 +21,14 @@ mod common;
 
 use std::process::Command;
 
+use common::topo::{attach, exec, ip, ns};
 use common::{Nvod, Scratch};
 use nvo_api::{Counters, FdbEntry, Network, Origin, Port};
-use nvo_io::netns::{unique_name, NamedNetns};
+use nvo_io::netns::NamedNetns;
 use serde_json::json;
 
 const MAC1: &str = "02:00:00:00:00:01";
 const MAC2: &str = "02:00:00:00:00:02";
-
-fn ns(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&unique_name(tag)).unwrap();
-    ip(&ns, "link set lo up");
-    ns
-}
-
-/// `ip -n NS ARGS`, the arguments split at spaces.
-fn ip(ns: &NamedNetns, args: &str) {
-    let args: Vec<&str> = args.split(' ').collect();
-    ns.ip(&args).unwrap();
-}
-
-/// Runs a command inside a namespace; returns (success, stdout + stderr).
-fn exec(ns: &NamedNetns, args: &[&str]) -> (bool, String) {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns.name()])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-/// A container namespace attached to `host` by a veth: `port` on the host, `eth0` inside.
-fn attach(
-    host: &NamedNetns,
-    container: &NamedNetns,
-    port: &str,
-    mac: &str,
-    address: &str,
-    mtu: u16,
-) {
-    ip(
-        host,
-        &format!(
-            "link add {port} type veth peer name eth0 netns {}",
-            container.name()
-        ),
-    );
-    ip(host, &format!("link set {port} up"));
-    ip(container, &format!("link set eth0 address {mac} mtu {mtu}"));
-    ip(container, &format!("addr add {address} dev eth0"));
-    ip(container, "link set eth0 up");
-}
 
 fn network_counter(c: &Counters, name: &str) -> u64 {
     c.networks

@@ -18,64 +18,16 @@ mod common;
 
 use std::process::Command;
 
+use common::topo::{attach, exec, ip, ns};
 use common::{Nvod, Scratch};
 use nvo_api::{Counters, FdbEntry, NodeInfo, Port};
-use nvo_io::netns::{unique_name, NamedNetns};
+use nvo_io::netns::NamedNetns;
 use serde_json::json;
 
 const MAC1: &str = "02:00:00:00:00:01";
 const MAC2: &str = "02:00:00:00:00:02";
 const LOCATORS: [&str; 2] = ["10.217.0.1", "10.217.0.2"];
 const CONFIG: &str = "workers = 2\ndatapath = \"userspace\"\n";
-
-fn ns(tag: &str) -> NamedNetns {
-    let ns = NamedNetns::create(&unique_name(tag)).unwrap();
-    ip(&ns, "link set lo up");
-    ns
-}
-
-fn ip(ns: &NamedNetns, args: &str) {
-    let args: Vec<&str> = args.split(' ').collect();
-    ns.ip(&args).unwrap();
-}
-
-fn exec(ns: &NamedNetns, args: &[&str]) -> (bool, String) {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns.name()])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn attach(host: &NamedNetns, container: &NamedNetns, port: &str, mac: &str, address: &str) {
-    let (ok, out) = exec(
-        container,
-        &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-    );
-    assert!(ok, "{out}");
-    let (ok, out) = exec(
-        container,
-        &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-    );
-    assert!(ok, "{out}");
-    ip(
-        host,
-        &format!(
-            "link add {port} type veth peer name eth0 netns {}",
-            container.name()
-        ),
-    );
-    ip(host, &format!("link set {port} up"));
-    ip(container, &format!("link set eth0 address {mac} mtu 1450"));
-    ip(container, &format!("addr add {address} dev eth0"));
-    ip(container, "link set eth0 up");
-}
 
 fn net(c: &Counters, name: &str) -> u64 {
     c.networks
@@ -162,8 +114,8 @@ fn two_workers_spread_flows_share_learning_and_merge_counters() {
     ip(&h2, &format!("addr add {}/24 dev u2", LOCATORS[1]));
     ip(&h1, "link set u1 up");
     ip(&h2, "link set u2 up");
-    attach(&h1, &c1, "p1", MAC1, "10.0.0.1/24");
-    attach(&h2, &c2, "p2", MAC2, "10.0.0.2/24");
+    attach(&h1, &c1, "p1", MAC1, "10.0.0.1/24", 1450);
+    attach(&h2, &c2, "p2", MAC2, "10.0.0.2/24", 1450);
     let nvod1 = Nvod::start(h1.name(), &scratch1.0, LOCATORS[0], CONFIG);
     let nvod2 = Nvod::start(h2.name(), &scratch2.0, LOCATORS[1], CONFIG);
     for (nvod, remote, port) in [(&nvod1, LOCATORS[1], "p1"), (&nvod2, LOCATORS[0], "p2")] {

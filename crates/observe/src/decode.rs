@@ -45,10 +45,14 @@ fn truncated(d: &mut Decoded) {
 }
 
 fn mac(b: &[u8]) -> String {
-    b.iter()
-        .map(|x| format!("{x:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    let mut text = String::with_capacity(3 * b.len());
+    for (i, x) in b.iter().enumerate() {
+        if i > 0 {
+            text.push(':');
+        }
+        let _ = write!(text, "{x:02x}");
+    }
+    text
 }
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {

@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use nvo_flow::Action;
 
-use crate::oxm::{ofb, CLASS_BASIC, CLASS_NXM1, NXM_TUN_IPV4_DST};
+use crate::oxm::{ofb, oxm_header, CLASS_BASIC, CLASS_NXM1, NXM_TUN_IPV4_DST};
 use crate::wire::{pad8, port, OfError, Reader};
 
 /// Most actions in one rule.
@@ -244,9 +244,7 @@ pub fn emit_actions(actions: &[Action], out: &mut Vec<u8>) {
 fn field(out: &mut Vec<u8>, class: u16, f: u8, value: &[u8]) {
     out.extend_from_slice(&kind::SET_FIELD.to_be_bytes());
     out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&class.to_be_bytes());
-    out.push(f << 1);
-    out.push(value.len() as u8);
+    oxm_header(out, class, f, false, value.len() as u8);
     out.extend_from_slice(value);
 }
 

@@ -1,7 +1,7 @@
 //! TABLE_FEATURES (§7.3.5.5): what nvo's one table matches, applies and sets — what Open
 //! vSwitch's ovs-ofctl asks for before it sends a flow.
 
-use crate::oxm::{ofb, CLASS_BASIC, CLASS_EXPERIMENTER, CLASS_NXM1, NXM_TUN_IPV4_DST, ONF};
+use crate::oxm::{ofb, oxm_header, CLASS_BASIC, CLASS_EXPERIMENTER, CLASS_NXM1, NXM_TUN_IPV4_DST};
 use crate::wire::pad8;
 
 /// The matchable fields: (class, field, maskable, value length).
@@ -44,16 +44,6 @@ const SET: [(u16, u8, u8); 7] = [
     (CLASS_BASIC, ofb::TUNNEL_ID, 8),
     (CLASS_NXM1, NXM_TUN_IPV4_DST, 4),
 ];
-
-fn oxm_header(out: &mut Vec<u8>, class: u16, field: u8, mask: bool, len: u8) {
-    out.extend_from_slice(&class.to_be_bytes());
-    out.push(field << 1 | u8::from(mask));
-    let exp = if class == CLASS_EXPERIMENTER { 4 } else { 0 };
-    out.push(if mask { 2 * len + exp } else { len + exp });
-    if class == CLASS_EXPERIMENTER {
-        out.extend_from_slice(&ONF.to_be_bytes());
-    }
-}
 
 fn property(out: &mut Vec<u8>, kind: u16, body: &[u8]) {
     let len = 4 + body.len();

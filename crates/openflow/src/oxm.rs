@@ -143,6 +143,29 @@ const fn spec(
     }
 }
 
+impl Spec {
+    /// All ones over the OXM field's width.
+    fn full(&self) -> u128 {
+        if self.len >= 16 {
+            u128::MAX
+        } else {
+            (1u128 << (8 * self.len)) - 1
+        }
+    }
+}
+
+/// Writes an OXM TLV's header: class, field, has-mask bit, and the length of `len`-byte value
+/// (twice that with a mask), plus the ONF experimenter ID for the experimenter class.
+pub(crate) fn oxm_header(out: &mut Vec<u8>, class: u16, field: u8, mask: bool, len: u8) {
+    out.extend_from_slice(&class.to_be_bytes());
+    out.push(field << 1 | u8::from(mask));
+    let exp = if class == CLASS_EXPERIMENTER { 4 } else { 0 };
+    out.push(if mask { 2 * len + exp } else { len + exp });
+    if class == CLASS_EXPERIMENTER {
+        out.extend_from_slice(&ONF.to_be_bytes());
+    }
+}
+
 fn be(bytes: &[u8]) -> u128 {
     bytes.iter().fold(0, |acc, b| acc << 8 | u128::from(*b))
 }
@@ -190,11 +213,7 @@ pub fn parse_match(r: &mut Reader<'_>) -> Result<Match, OfError> {
             return Err(OfError::MATCH_DUP_FIELD);
         }
         let value = be(payload.bytes(spec.len).ok_or(OfError::MATCH_BAD_LEN)?);
-        let full = if spec.len >= 16 {
-            u128::MAX
-        } else {
-            (1u128 << (8 * spec.len)) - 1
-        };
+        let full = spec.full();
         let mask = if has_mask {
             be(payload.bytes(spec.len).ok_or(OfError::MATCH_BAD_LEN)?)
         } else {
@@ -270,11 +289,6 @@ pub fn emit_match(m: &Match, out: &mut Vec<u8>) {
         if matches!(s.key, Field::IpSrc | Field::IpDst) && (s.len == 16) != v6 {
             continue;
         }
-        let full = if s.len >= 16 {
-            u128::MAX
-        } else {
-            (1u128 << (8 * s.len)) - 1
-        };
         // The whole field: the OXM's width, or the key field's where it is narrower (an
         // ARP opcode is kept in the 8-bit protocol field).
         let key_full = if s.key.bits() >= 128 {
@@ -285,25 +299,15 @@ pub fn emit_match(m: &Match, out: &mut Vec<u8>) {
         let full = if s.key == Field::Vlan {
             0x1fff
         } else {
-            full & key_full
+            s.full() & key_full
         };
         let masked = mask != full;
-        let experimenter = s.field == ofb::TCP_FLAGS;
-        let mut len = if masked { 2 * s.len } else { s.len };
-        if experimenter {
-            len += 4;
-        }
-        let class = if experimenter {
+        let class = if s.field == ofb::TCP_FLAGS {
             CLASS_EXPERIMENTER
         } else {
             CLASS_BASIC
         };
-        out.extend_from_slice(&class.to_be_bytes());
-        out.push(s.field << 1 | u8::from(masked));
-        out.push(len as u8);
-        if experimenter {
-            out.extend_from_slice(&ONF.to_be_bytes());
-        }
+        oxm_header(out, class, s.field, masked, s.len as u8);
         let bytes = |v: u128| v.to_be_bytes()[16 - s.len..].to_vec();
         out.extend_from_slice(&bytes(value));
         if masked {

@@ -173,12 +173,15 @@ impl Actions {
         self.flooded = true;
     }
 
-    pub(crate) fn retain(&mut self, keep: impl FnMut(&Action) -> bool) {
-        self.list.retain(keep);
-    }
-
     pub(crate) fn push(&mut self, action: Action) {
         self.list.push(action);
+    }
+
+    /// Keeps the actions `keep` says yes to; how many went.
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&Action) -> bool) -> usize {
+        let before = self.list.len();
+        self.list.retain(keep);
+        before - self.list.len()
     }
 }
 

@@ -59,6 +59,9 @@ impl Pipeline {
             let vni = t.circuits.first().map_or(vni, |c| c.vni);
             return Err(TableError::PortExists { port, vni });
         }
+        if self.is_shared(port) {
+            return Err(TableError::PortExists { port, vni: Vni(0) });
+        }
         if self.ports.len() >= self.limits.max_ports {
             return Err(full("ports", self.limits.max_ports));
         }
@@ -85,6 +88,7 @@ impl Pipeline {
             t.by_vid.retain(|_, &mut q| q != port);
             t.circuits.retain(|c| c.port != port);
         }
+        self.policers.remove(&port);
         if let Some(net) = self.networks.get_mut(&p.vni) {
             net.ports.retain(|&q| q != port);
             net.fdb.remove_port(port);
@@ -466,6 +470,7 @@ impl Pipeline {
                 .iter()
                 .map(|(&p, q)| (p, q.counters))
                 .chain(self.trunks.iter().map(|(&p, t)| (p, t.counters)))
+                .chain(self.vports.ports.iter().map(|(&p, s)| (p, s.counters)))
                 .collect(),
             underlay: self.underlay,
             remotes: self.remotes.snapshot(),
@@ -480,38 +485,42 @@ impl Pipeline {
     /// meantime only counts in the totals.
     pub fn count_tx(&mut self, target: TxTarget, len: usize, outcome: TxOutcome) {
         let reason = match outcome {
-            TxOutcome::Sent => None,
-            TxOutcome::Failed => Some(DropReason::TxError),
-            TxOutcome::QueueFull => Some(DropReason::QueueFull),
+            TxOutcome::Sent => return self.count_sent(target, 1, len as u64),
+            TxOutcome::Failed => DropReason::TxError,
+            TxOutcome::QueueFull => DropReason::QueueFull,
         };
         match target {
             TxTarget::Port(id) => {
                 let port = self.ports.get_mut(&id).map(|p| &mut p.counters);
-                match (reason, port) {
-                    (Some(reason), port) => count_drop(&mut self.drops, port, reason),
-                    (None, Some(p)) => {
-                        p.tx_frames += 1;
-                        p.tx_bytes += len as u64;
-                    }
-                    (None, None) => {}
+                count_drop(&mut self.drops, port, reason);
+            }
+            TxTarget::Underlay | TxTarget::Remote(_) => {
+                self.underlay.tx_errors += 1;
+                count_drop(&mut self.drops, None, reason);
+            }
+        }
+    }
+
+    /// [`Self::count_tx`] for `packets` sent packets of `bytes` bytes in all at once (the
+    /// segments the kernel cuts one large frame into), with one table lookup.
+    pub fn count_sent(&mut self, target: TxTarget, packets: u64, bytes: u64) {
+        match target {
+            TxTarget::Port(id) => {
+                if let Some(p) = self.ports.get_mut(&id) {
+                    p.counters.tx_frames += packets;
+                    p.counters.tx_bytes += bytes;
                 }
             }
-            TxTarget::Underlay | TxTarget::Remote(_) => match reason {
-                Some(reason) => {
-                    self.underlay.tx_errors += 1;
-                    count_drop(&mut self.drops, None, reason);
-                }
-                None => {
-                    self.underlay.tx_packets += 1;
-                    self.underlay.tx_bytes += len as u64;
-                    if let TxTarget::Remote(remote) = target {
-                        if let Some(c) = self.remotes.get(remote) {
-                            c.tx_packets += 1;
-                            c.tx_bytes += len as u64;
-                        }
+            TxTarget::Underlay | TxTarget::Remote(_) => {
+                self.underlay.tx_packets += packets;
+                self.underlay.tx_bytes += bytes;
+                if let TxTarget::Remote(remote) = target {
+                    if let Some(c) = self.remotes.get(remote) {
+                        c.tx_packets += packets;
+                        c.tx_bytes += bytes;
                     }
                 }
-            },
+            }
         }
     }
 

@@ -84,15 +84,20 @@ pub enum DropReason {
     VlanUntagged = 26,
     /// A frame on a VLAN trunk whose VLAN ID the trunk does not map to a network.
     UnknownVlan = 27,
+    /// A frame on a shared port whose source MAC (with its VLAN) no virtual port names, and
+    /// that no default network takes (vport.rs).
+    UnknownVport = 28,
+    /// A frame from a port beyond its QoS profile's rate and burst (qos.rs).
+    QosPoliced = 29,
     /// A packet the network's identity policy denies (issue 18): at the sender (egress from a
     /// local port) or at the receiver (ingress from a tunnel); `nvo policy show` says which
     /// rule, or the default deny of a selected destination.
-    PolicyDenied = 28,
+    PolicyDenied = 30,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 28] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -120,6 +125,8 @@ impl DropReason {
         DropReason::PortLearnLimit,
         DropReason::VlanUntagged,
         DropReason::UnknownVlan,
+        DropReason::UnknownVport,
+        DropReason::QosPoliced,
         DropReason::PolicyDenied,
     ];
 
@@ -171,6 +178,8 @@ impl DropReason {
             DropReason::PortLearnLimit => "port_learn_limit",
             DropReason::VlanUntagged => "vlan_untagged",
             DropReason::UnknownVlan => "unknown_vlan",
+            DropReason::UnknownVport => "unknown_vport",
+            DropReason::QosPoliced => "qos_policed",
             DropReason::PolicyDenied => "policy_denied",
         }
     }
@@ -200,7 +209,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(29), None);
+        assert_eq!(DropReason::from_code(31), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -212,7 +221,9 @@ mod tests {
         assert_eq!(DropReason::PortLearnLimit.code(), 25);
         assert_eq!(DropReason::VlanUntagged.code(), 26);
         assert_eq!(DropReason::UnknownVlan.code(), 27);
-        assert_eq!(DropReason::PolicyDenied.code(), 28);
+        assert_eq!(DropReason::UnknownVport.code(), 28);
+        assert_eq!(DropReason::QosPoliced.code(), 29);
+        assert_eq!(DropReason::PolicyDenied.code(), 30);
     }
 
     #[test]

@@ -173,4 +173,26 @@ pub enum TableError {
         /// The most a trunk takes.
         max: usize,
     },
+    /// A virtual-port operation on a port that is not a shared port.
+    #[error("port {0} is not a shared port; add it as one (shared) first")]
+    NotShared(PortId),
+    /// A second virtual port for one MAC on a shared port.
+    #[error("shared port {shared} already has a virtual port for {mac}; delete it first")]
+    VportExists {
+        /// The shared port.
+        shared: PortId,
+        /// The MAC.
+        mac: Mac,
+    },
+    /// A virtual port that does not exist.
+    #[error("shared port {shared} has no virtual port for {mac}")]
+    NoSuchVport {
+        /// The shared port.
+        shared: PortId,
+        /// The MAC.
+        mac: Mac,
+    },
+    /// A QoS profile with values out of range.
+    #[error(transparent)]
+    Qos(#[from] crate::qos::QosError),
 }

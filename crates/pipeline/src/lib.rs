@@ -65,10 +65,14 @@ mod neigh;
 mod network;
 pub mod overlay;
 mod pipeline;
+mod policing;
 pub mod policy;
+pub mod qos;
+mod shared_port;
 mod suppress;
 mod types;
 pub mod vlan;
+pub mod vport;
 
 pub use actions::{Action, Actions};
 pub use counters::{

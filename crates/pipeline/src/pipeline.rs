@@ -47,8 +47,10 @@ use crate::frame::{self, Eth};
 use crate::icmp;
 use crate::l3;
 use crate::network::Network;
+use crate::qos::Policer;
 use crate::suppress;
 use crate::vlan::{self, Trunk};
+use crate::vport::SharedPorts;
 use crate::{
     AcceptRemotes, BumMode, DropReason, FdbDest, Limits, Mac, NodeId, PortId, ProfileTag, Vni,
 };
@@ -69,6 +71,10 @@ pub struct Pipeline {
     pub(crate) ports: HashMap<PortId, Port>,
     /// VLAN trunks by their interface's id (vlan.rs); their circuits are in `ports`.
     pub(crate) trunks: HashMap<PortId, Trunk>,
+    /// Shared ports and their virtual ports per MAC (vport.rs); virtual ports are in `ports`.
+    pub(crate) vports: SharedPorts,
+    /// QoS policers of ports (qos.rs, policing.rs).
+    pub(crate) policers: HashMap<PortId, Policer>,
     pub(crate) drops: DropCounters,
     pub(crate) underlay: UnderlayCounters,
     /// Tunnel traffic per remote address.
@@ -95,6 +101,8 @@ impl Pipeline {
             networks: Default::default(),
             ports: Default::default(),
             trunks: Default::default(),
+            vports: Default::default(),
+            policers: Default::default(),
             drops: DropCounters::default(),
             underlay: UnderlayCounters::default(),
             remotes: RemoteTable::default(),
@@ -138,7 +146,13 @@ impl Pipeline {
         now: Instant,
         actions: &mut Actions,
     ) {
+        if !self.policers.is_empty() && self.police(port, frame.len(), now, actions) {
+            return;
+        }
         self.port_frame(port, frame, segment_len, now, actions, false);
+        if self.vports.any() {
+            self.horizon(port, actions);
+        }
     }
 
     /// [`Pipeline::from_port`] for an ARP request that a datapath answered from the neighbour
@@ -154,6 +168,9 @@ impl Pipeline {
         actions: &mut Actions,
     ) {
         self.port_frame(port, frame, frame.len(), now, actions, true);
+        if self.vports.any() {
+            self.horizon(port, actions);
+        }
     }
 
     fn port_frame(

@@ -205,19 +205,32 @@ pub enum PortCmd {
                       nvo port add c-red1 --vni 100 --no-large-frames --tso off --gro off\n  \
                       nvo port add eth1 --access-vlan 10 --vni 100\n  \
                       nvo port add eth1 --trunk 10=100,20=200\n  \
-                      nvo port add eth1 --trunk 10=100 --ethertype 0x88a8\n\n\
+                      nvo port add eth1 --trunk 10=100 --ethertype 0x88a8\n  \
+                      nvo port add hv0 --shared --default-vni 300\n\n\
                       A tagged port (VLAN gateway): nvod pops the tag of each frame from it and \
                       pushes it onto each frame to it. An access port's frames carry its VLAN ID; a \
                       trunk's VLAN IDs map to networks. Untagged frames and unmapped VLANs are \
-                      dropped (vlan_untagged, unknown_vlan); there is no native VLAN.",
+                      dropped (vlan_untagged, unknown_vlan); there is no native VLAN.\n\n\
+                      A shared port (a hypervisor's uplink): its frames belong to networks by \
+                      source MAC (and VLAN), one virtual port per VM (nvo vport add); frames \
+                      from other MACs go to --default-vni if given (untagged only), else are \
+                      dropped (unknown_vport).",
         group(clap::ArgGroup::new("tagged").args(["access_vlan", "trunk"]))
     )]
     Add {
         /// Interface name (at most 15 bytes).
         name: String,
-        /// The network the port belongs to (not for a trunk).
-        #[arg(long, value_parser = vni_parser(), required_unless_present = "trunk", conflicts_with = "trunk")]
+        /// The network the port belongs to (not for a trunk or a shared port).
+        #[arg(long, value_parser = vni_parser(), required_unless_present_any = ["trunk", "shared"], conflicts_with_all = ["trunk", "shared"])]
         vni: Option<u32>,
+        /// A shared port: frames belong to networks by source MAC (and VLAN), one virtual
+        /// port per VM, added with `nvo vport add`.
+        #[arg(long, conflicts_with = "tagged")]
+        shared: bool,
+        /// The network of a shared port's untagged frames from MACs no virtual port names
+        /// (default: dropped as unknown_vport).
+        #[arg(long, value_name = "VNI", value_parser = vni_parser(), requires = "shared")]
+        default_vni: Option<u32>,
         /// An access port: frames on the wire carry this VLAN ID (1-4094).
         #[arg(long, value_name = "VID", conflicts_with = "trunk")]
         access_vlan: Option<u16>,
@@ -474,6 +487,8 @@ pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliErro
             access_vlan,
             trunk,
             ethertype,
+            shared,
+            default_vni,
             kind,
             no_large_frames,
             tso,
@@ -504,6 +519,7 @@ pub fn port(client: &Client, format: Format, cmd: PortCmd) -> Result<(), CliErro
                     trunk,
                     ethertype,
                 }),
+                shared: shared.then_some(nvo_api::SharedPort { default_vni }),
             };
             let answer = client.post("/v1/ports", &spec)?;
             show(format, answer, |p: &Port| {

@@ -15,10 +15,12 @@ pub mod overlay;
 pub mod policy;
 pub mod prober;
 pub mod profile;
+pub mod qos;
 pub mod route;
 pub mod sse;
 pub mod ui;
 mod view;
+pub mod vport;
 
 use std::path::PathBuf;
 

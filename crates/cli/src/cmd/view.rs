@@ -328,7 +328,7 @@ pub fn ports(ports: &[Port]) -> Table {
     let any_offloads = ports
         .iter()
         .any(|p| p.offloads.is_some_and(|o| o != PortOffloads::default()));
-    let any_vlan = ports.iter().any(|p| p.vlan.is_some());
+    let any_vlan = ports.iter().any(|p| p.vlan.is_some() || p.shared.is_some());
     let mut header = vec!["NAME", "VNI", "KIND", "UP"];
     if any_offloads {
         header.push("OFFLOADS");
@@ -352,7 +352,13 @@ pub fn ports(ports: &[Port]) -> Table {
             row.push(offloads(p.offloads.as_ref()));
         }
         if any_vlan {
-            row.push(p.vlan.as_ref().map_or_else(|| "-".to_owned(), vlan));
+            let shared = p.shared.map(|s| match s.default_vni {
+                Some(vni) => format!("shared by mac (default {vni})"),
+                None => "shared by mac".to_owned(),
+            });
+            row.push(
+                shared.unwrap_or_else(|| p.vlan.as_ref().map_or_else(|| "-".to_owned(), vlan)),
+            );
         }
         t.row(row);
     }

@@ -493,6 +493,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
                 kind: PortKind::Veth,
                 offloads: None,
                 vlan: None,
+                shared: None,
             };
             let client = Client::new(&host.socket);
             let api = |source| LabError::Api {

@@ -11,9 +11,11 @@ mod bgp;
 mod capture;
 mod error;
 pub mod policy;
+mod qos;
 mod routes;
 pub mod server;
 mod socket;
+mod vport;
 
 use std::future::Future;
 use std::path::Path;

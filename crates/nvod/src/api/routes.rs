@@ -68,6 +68,8 @@ pub fn router(control: Shared) -> Router {
             axum::routing::delete(unbind_key),
         )
         .merge(super::bgp::routes(Router::new()))
+        .merge(super::vport::routes(Router::new()))
+        .merge(super::qos::routes(Router::new()))
         .merge(super::policy::routes(Router::new()))
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)

@@ -129,10 +129,20 @@ impl Control {
             .unwrap_or_default()
     }
 
-    /// Each port's network; a trunk's circuits (`eth1.10`) each with theirs.
+    /// Each port's network; a trunk's circuits (`eth1.10`) and a shared port's virtual ports
+    /// (`hv0/02:00:00:00:01:01`, `hv0/default`) each with theirs.
     pub(super) fn port_networks(&self) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
         for (name, port) in &self.state.ports {
+            if let Some(s) = &port.shared {
+                for (mac, v) in &s.vports {
+                    out.insert(super::vport::vport_name(name, mac), v.vni);
+                }
+                if let Some(vni) = s.default_vni {
+                    out.insert(super::vport::default_name(name), vni);
+                }
+                continue;
+            }
             match &port.vlan {
                 Some(v) if !v.access => {
                     for (&vid, &vni) in &v.vlans {

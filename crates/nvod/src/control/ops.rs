@@ -8,7 +8,9 @@ use std::net::IpAddr;
 use nvo_api as api;
 use nvo_pipeline::{FdbDest, FlushScope, Origin, PortId, Vni};
 
-use super::{flush_scope, port_check, remote, unexpected, vlan, vni_of, Control, Failure, Kind};
+use super::{
+    flush_scope, port_check, remote, unexpected, vlan, vni_of, vport, Control, Failure, Kind,
+};
 use crate::convert;
 use crate::state::{PortState, StaticDest};
 use nvo_datapath::{Command, Reply};
@@ -182,6 +184,8 @@ impl Control {
                     .unwrap_or(false),
                 offloads: port.offloads,
                 vlan: port.vlan.as_ref().map(vlan::api_vlan),
+                shared: port.shared.as_ref().map(vport::api_shared),
+                qos: port.qos.clone(),
             })
             .collect())
     }
@@ -189,8 +193,12 @@ impl Control {
     /// `POST /v1/ports`.
     pub async fn add_port(&mut self, spec: api::PortSpec) -> Result<api::Port, Failure> {
         convert::check_ifname(&spec.name)?;
-        let (vni, vlan) = self.port_vlan(&spec)?;
-        if vlan.is_none() {
+        let shared = self.port_shared(&spec)?;
+        let (vni, vlan) = match shared {
+            Some(_) => (0, None),
+            None => self.port_vlan(&spec)?,
+        };
+        if vlan.is_none() && shared.is_none() {
             self.network_exists(Vni(vni))?;
         }
         if let Some(existing) = self.state.ports.get(&spec.name) {
@@ -219,6 +227,8 @@ impl Control {
             kind,
             offloads: spec.offloads,
             vlan,
+            shared,
+            qos: None,
         };
         let mut new = self.state.clone();
         new.ports.insert(spec.name.clone(), port.clone());
@@ -228,6 +238,9 @@ impl Control {
             return Err(e);
         }
         match &port.vlan {
+            None if port.shared.is_some() => {
+                log::info!("port {} ({kind}) added: shared, by source mac", spec.name)
+            }
             Some(v) => log::info!(
                 "port {} ({kind}) added: vlan → network {:?}, ethertype {:#06x}",
                 spec.name,
@@ -243,6 +256,8 @@ impl Control {
             up: true,
             offloads: spec.offloads,
             vlan: port.vlan.as_ref().map(vlan::api_vlan),
+            shared: port.shared.as_ref().map(vport::api_shared),
+            qos: None,
         })
     }
 
@@ -338,6 +353,12 @@ impl Control {
             }
             (None, None, Some(n)) => (FdbDest::Node(nvo_pipeline::NodeId(n)), StaticDest::Node(n)),
             (Some(name), None, None) => match self.state.ports.get(name) {
+                Some(p) if p.shared.is_some() => {
+                    return Err(Failure::bad(format!(
+                        "port {name} is a shared port; its macs are its virtual ports' \
+                         (POST /v1/ports/{name}/vports), not static fdb entries"
+                    )))
+                }
                 Some(p) if p.vlan.is_some() => {
                     return Err(Failure::bad(format!(
                         "port {name} is vlan-tagged; a static fdb entry cannot point at a \

@@ -91,6 +91,9 @@ impl Control {
         let id = self.new_port_id(name);
         let kind = convert::datapath_port_kind(port.kind);
         let offloads = port.offloads.unwrap_or_default();
+        if let Some(s) = &port.shared {
+            return self.shared_command(id, name, port, s, must_open);
+        }
         let Some(v) = &port.vlan else {
             return Command::AddPort {
                 id,
@@ -121,9 +124,12 @@ impl Control {
         }
     }
 
-    /// Forgets the ids of port `name` and its circuits.
+    /// Forgets the ids of port `name` and its circuits (or virtual ports).
     pub(super) fn forget_port_ids(&mut self, name: &str, port: Option<&PortState>) {
         self.port_ids.remove(name);
+        if let Some(s) = port.and_then(|p| p.shared.as_ref()) {
+            self.forget_vport_ids(name, s);
+        }
         if let Some(v) = port.and_then(|p| p.vlan.as_ref()) {
             for &vid in v.vlans.keys() {
                 self.port_ids.remove(&circuit_name(name, vid));

@@ -111,6 +111,7 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
     )?;
     field(&mut ops, root("bgp"), &old.bgp, &new.bgp)?;
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
+    map(&mut ops, &root("qos"), &old.qos, &new.qos, whole)?;
     map(
         &mut ops,
         &root("policies"),

@@ -16,6 +16,8 @@ use nvo_io::netns::{run_in, NamedNetns};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+pub mod topo;
+
 /// A scratch directory removed on drop.
 #[derive(Debug)]
 pub struct Scratch(pub PathBuf);

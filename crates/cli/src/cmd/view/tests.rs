@@ -174,6 +174,8 @@ fn port_offloads_show_only_when_set() {
         up: true,
         offloads: Some(PortOffloads::default()),
         vlan: None,
+        shared: None,
+        qos: None,
     };
     assert_eq!(
         ports(std::slice::from_ref(&plain)).to_string(),
@@ -373,6 +375,8 @@ fn node_and_ports() {
         up: true,
         offloads: None,
         vlan: None,
+        shared: None,
+        qos: None,
     };
     assert_eq!(
         ports(&[p]).to_string(),
@@ -389,6 +393,8 @@ fn node_and_ports() {
             trunk: Some(nvo_api::TrunkMap(vec![(10, 100), (20, 200)])),
             ethertype: Some(nvo_api::Ethertype(0x88a8)),
         }),
+        shared: None,
+        qos: None,
     };
     let access = Port {
         name: "eth2".into(),
@@ -401,6 +407,8 @@ fn node_and_ports() {
             trunk: None,
             ethertype: Some(nvo_api::Ethertype(0x8100)),
         }),
+        shared: None,
+        qos: None,
     };
     assert_eq!(
         ports(&[trunk, access]).to_string(),

@@ -1,0 +1,56 @@
+//! Shared ports on the userspace path (nvo_pipeline::vport, VM-VP): a frame from a shared
+//! port's interface is assigned to a virtual port by its source MAC (and VLAN), loses its tag
+//! if it had one (`Pipeline::from_shared`), and goes on as a frame of that virtual port; a
+//! frame to a virtual port leaves the shared port's interface, tagged if the virtual port is
+//! (`Ports::send`, ports.rs).
+//!
+//! Both datapaths take this path, as for VLAN trunks: the kernel path attaches no program to a
+//! shared port's interface (nvod reads it) and punts frames for a virtual port to nvod. A
+//! shared port never keeps GSO frames whole (its port is not `large`), so every frame here is
+//! complete.
+
+use std::time::Instant;
+
+use nvo_io::FrameMeta;
+use nvo_pipeline::PortId;
+
+use super::forward::{Core, Seen};
+
+impl Core {
+    /// A frame received on shared port `shared`.
+    pub(super) fn shared_frame(&mut self, shared: PortId, frame: &[u8], now: Instant) {
+        self.seen = Seen::Port(shared);
+        self.seen_vni = None;
+        let mut buf = std::mem::take(&mut self.untagged);
+        if buf.len() < frame.len() {
+            buf.resize(frame.len(), 0);
+        }
+        match self
+            .pipeline
+            .from_shared(shared, frame, &mut buf, &mut self.actions)
+        {
+            Some(c) => {
+                // The monitor names the shared port's interface as where the frame came from.
+                let rule = self.tos_rule(c.vport);
+                let len = match (c.popped, rule) {
+                    (Some(len), _) => Some(len),
+                    (None, Some(_)) => {
+                        buf[..frame.len()].copy_from_slice(frame);
+                        Some(frame.len())
+                    }
+                    (None, None) => None,
+                };
+                if let (Some(q), Some(len)) = (rule, len) {
+                    let tos = self.marked(q, &mut buf[..len]);
+                    self.underlays.set_tos_override(tos);
+                }
+                let f = len.map_or(frame, |len| &buf[..len]);
+                self.pipeline.from_port(c.vport, f, now, &mut self.actions);
+                self.perform(f, &FrameMeta::COMPLETE);
+                self.underlays.set_tos_override(None);
+            }
+            None => self.perform(frame, &FrameMeta::COMPLETE),
+        }
+        self.untagged = buf;
+    }
+}

@@ -1,0 +1,298 @@
+//! QoS profiles (`/v1/qos`, nvo_pipeline::qos): named token-bucket policers with optional DSCP
+//! marking or trust, attached by name to ports (`PUT /v1/ports/{port}/qos`) and virtual ports
+//! (`PUT /v1/ports/{port}/vports/{mac}/qos`). Each attachment is a policer of its own (its own
+//! bucket); a profile's counters are the sum of its policers'. A profile in use cannot be
+//! deleted; changing one means deleting and adding it again once detached.
+
+use std::collections::BTreeMap;
+
+use nvo_api as api;
+use nvo_datapath::{Command, Reply};
+use nvo_pipeline::qos::{QosProfile, MAX_POLICED};
+use nvo_pipeline::PortId;
+
+use super::vport::vport_name;
+use super::{unexpected, Control, Failure, Kind};
+use crate::convert;
+use crate::state::QosState;
+
+/// The most profiles a node holds.
+pub const MAX_PROFILES: usize = 1024;
+
+impl Control {
+    /// `GET /v1/qos`.
+    pub async fn qos_list(&self) -> Result<Vec<api::Qos>, Failure> {
+        let counters = match self.query(Command::QosCounters).await? {
+            Reply::Qos(list) => list,
+            other => return Err(unexpected(other)),
+        };
+        let by_port: BTreeMap<PortId, _> = counters.into_iter().map(|(p, _, c)| (p, c)).collect();
+        let attached = self.qos_attachments();
+        Ok(self
+            .state
+            .qos
+            .iter()
+            .map(|(name, q)| {
+                let mut shown = api::Qos {
+                    spec: spec_of(name, q),
+                    attached: Vec::new(),
+                    conformed_frames: 0,
+                    conformed_bytes: 0,
+                    policed_frames: 0,
+                    policed_bytes: 0,
+                };
+                for (port, profile) in &attached {
+                    if profile != name {
+                        continue;
+                    }
+                    shown.attached.push(port.clone());
+                    let c = self.port_ids.get(port).and_then(|id| by_port.get(id));
+                    if let Some(c) = c {
+                        shown.conformed_frames += c.conformed_frames;
+                        shown.conformed_bytes += c.conformed_bytes;
+                        shown.policed_frames += c.policed_frames;
+                        shown.policed_bytes += c.policed_bytes;
+                    }
+                }
+                shown
+            })
+            .collect())
+    }
+
+    /// `POST /v1/qos`.
+    pub async fn qos_add(&mut self, spec: api::QosSpec) -> Result<api::Qos, Failure> {
+        check_name(&spec.name)?;
+        if self.state.qos.contains_key(&spec.name) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "qos profile {} already exists; delete it first (DELETE /v1/qos/{})",
+                    spec.name, spec.name
+                ),
+            ));
+        }
+        if self.state.qos.len() >= MAX_PROFILES {
+            return Err(Failure::bad(format!(
+                "{MAX_PROFILES} qos profiles exist, the most a node holds; delete some first"
+            )));
+        }
+        if spec.dscp.is_some() && spec.trust {
+            return Err(Failure::bad(
+                "a qos profile either marks a dscp (dscp) or trusts the packet's (trust), not both",
+            ));
+        }
+        let q = QosState {
+            rate: spec.rate,
+            burst: spec.burst,
+            dscp: spec.dscp,
+            trust: spec.trust,
+        };
+        profile_of(&q)
+            .check()
+            .map_err(|e| Failure::bad(format!("qos profile {}: {e}", spec.name)))?;
+        let mut new = self.state.clone();
+        new.qos.insert(spec.name.clone(), q);
+        // No datapath change: the profile applies once attached.
+        self.store.record(&self.state, &new)?;
+        self.state = new;
+        log::info!(
+            "qos profile {} added: {} bit/s, burst {} bytes",
+            spec.name,
+            q.rate,
+            q.burst
+        );
+        Ok(api::Qos {
+            spec,
+            attached: Vec::new(),
+            conformed_frames: 0,
+            conformed_bytes: 0,
+            policed_frames: 0,
+            policed_bytes: 0,
+        })
+    }
+
+    /// `DELETE /v1/qos/{name}`.
+    pub async fn qos_delete(&mut self, name: &str) -> Result<(), Failure> {
+        if !self.state.qos.contains_key(name) {
+            return Err(no_profile(name));
+        }
+        let users: Vec<String> = self
+            .qos_attachments()
+            .into_iter()
+            .filter(|(_, p)| p == name)
+            .map(|(port, _)| port)
+            .collect();
+        if !users.is_empty() {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!(
+                    "qos profile {name} is attached to {}; detach it first (nvo qos detach)",
+                    users.join(", ")
+                ),
+            ));
+        }
+        let mut new = self.state.clone();
+        new.qos.remove(name);
+        self.store.record(&self.state, &new)?;
+        self.state = new;
+        log::info!("qos profile {name} deleted");
+        Ok(())
+    }
+
+    /// `PUT`/`DELETE /v1/ports/{port}/qos` and `/v1/ports/{port}/vports/{mac}/qos`: attaches
+    /// profile `profile` (`None`: detaches) to port `port`, or to its virtual port of `mac`.
+    pub async fn qos_attach(
+        &mut self,
+        port: &str,
+        mac: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<(), Failure> {
+        let Some(stored) = self.state.ports.get(port) else {
+            return Err(Failure::new(
+                Kind::NotFound,
+                format!("no port {port:?}; GET /v1/ports lists them"),
+            ));
+        };
+        let q = match profile {
+            Some(name) => Some(*self.state.qos.get(name).ok_or_else(|| no_profile(name))?),
+            None => None,
+        };
+        let mut new = self.state.clone();
+        let (target, slot) = match mac {
+            None => {
+                if stored.shared.is_some() || stored.vlan.as_ref().is_some_and(|v| !v.access) {
+                    return Err(Failure::bad(format!(
+                        "port {port} is a shared port or a trunk; attach qos to its virtual \
+                         ports (PORT MAC) — a trunk's vlans take none yet"
+                    )));
+                }
+                if stored.kind == crate::state::PortKindState::Tap
+                    && self.config.workers > 1
+                    && q.is_some()
+                {
+                    return Err(Failure::bad(format!(
+                        "port {port} is a tap port and nvod runs {} workers, each with a queue \
+                         of it: a policer cannot see all its frames; set workers = 1 or use a \
+                         veth port",
+                        self.config.workers
+                    )));
+                }
+                let slot = new.ports.get_mut(port).map(|p| &mut p.qos);
+                (port.to_owned(), slot)
+            }
+            Some(mac) => {
+                let key = convert::parse_mac(mac)?.to_string();
+                let slot = new
+                    .ports
+                    .get_mut(port)
+                    .and_then(|p| p.shared.as_mut())
+                    .and_then(|s| s.vports.get_mut(&key))
+                    .map(|v| &mut v.qos);
+                if slot.is_none() {
+                    return Err(Failure::new(
+                        Kind::NotFound,
+                        format!("port {port} has no virtual port for {key}; GET /v1/ports/{port}/vports lists them"),
+                    ));
+                }
+                (vport_name(port, &key), slot)
+            }
+        };
+        let Some(slot) = slot else {
+            return Err(Failure::new(Kind::NotFound, format!("no port {port:?}")));
+        };
+        if profile.is_none() && slot.is_none() {
+            return Err(Failure::new(
+                Kind::NotFound,
+                format!("{target} has no qos profile attached"),
+            ));
+        }
+        let policed = self.qos_attachments().len();
+        if profile.is_some() && slot.is_none() && policed >= MAX_POLICED {
+            return Err(Failure::bad(format!(
+                "{policed} ports are policed, the most a node holds; detach some first"
+            )));
+        }
+        *slot = profile.map(str::to_owned);
+        let Some(&id) = self.port_ids.get(&target) else {
+            return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
+        };
+        self.commit(new, Command::SetQos(id, q.as_ref().map(profile_of)))
+            .await?;
+        match profile {
+            Some(name) => log::info!("qos profile {name} attached to {target}"),
+            None => log::info!("qos profile detached from {target}"),
+        }
+        Ok(())
+    }
+
+    /// The datapath commands that attach the stored profiles to the ports and virtual ports
+    /// of the state (at start, after the ports).
+    pub(super) fn qos_restore(&self) -> Vec<(String, Command)> {
+        self.qos_attachments()
+            .into_iter()
+            .filter_map(|(port, name)| {
+                let q = self.state.qos.get(&name)?;
+                let id = *self.port_ids.get(&port)?;
+                Some((port, Command::SetQos(id, Some(profile_of(q)))))
+            })
+            .collect()
+    }
+
+    /// Every (port or `PORT/MAC`, profile name) attachment of the state.
+    fn qos_attachments(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, port) in &self.state.ports {
+            if let Some(q) = &port.qos {
+                out.push((name.clone(), q.clone()));
+            }
+            for (mac, v) in port.shared.iter().flat_map(|s| &s.vports) {
+                if let Some(q) = &v.qos {
+                    out.push((vport_name(name, mac), q.clone()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A profile name: 1 to 32 letters, digits, `-`, `_` or `.` (it goes into URL paths).
+fn check_name(name: &str) -> Result<(), Failure> {
+    let ok = (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::bad(format!(
+            "qos profile name {name:?} is not allowed; use 1 to 32 letters, digits, '-', '_' or '.'"
+        )))
+    }
+}
+
+fn no_profile(name: &str) -> Failure {
+    Failure::new(
+        Kind::NotFound,
+        format!("no qos profile {name:?}; GET /v1/qos lists them"),
+    )
+}
+
+/// A stored profile as the pipeline applies it.
+fn profile_of(q: &QosState) -> QosProfile {
+    QosProfile {
+        rate: q.rate,
+        burst: q.burst,
+        dscp: q.dscp,
+        trust: q.trust,
+    }
+}
+
+fn spec_of(name: &str, q: &QosState) -> api::QosSpec {
+    api::QosSpec {
+        name: name.to_owned(),
+        rate: q.rate,
+        burst: q.burst,
+        dscp: q.dscp,
+        trust: q.trust,
+    }
+}
