@@ -11,6 +11,7 @@ mod events;
 mod evpn;
 mod flow;
 mod monitor;
+mod policy;
 mod qos;
 pub mod query;
 mod types;
@@ -24,6 +25,7 @@ pub use flow::{Flow, FlowDelete, FlowSpec, FlowTable, FlowsDeleted, Trace, Trace
 pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;
+pub use policy::*;
 pub use qos::{Qos, QosAttach, QosSpec};
 pub use types::*;
 pub use vlan::{Ethertype, PortVlan, TrunkMap};

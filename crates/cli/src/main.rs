@@ -1,7 +1,7 @@
 //! `nvo`: the command-line interface of the nvo overlay stack.
 //!
 //! Three families of subcommands: the API calls of nvod (`node`, `network`, `route`, `profile`,
-//! `port`, `fdb`, `flood`, `flow`, `trace`, `counters`, `overlay`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
+//! `port`, `fdb`, `flood`, `flow`, `trace`, `counters`, `overlay`, `policy`, `endpoint`, `bgp`, `evpn`, `events`, `monitor`, `ui`; one per call, on the
 //! socket given by `--socket` or `NVO_SOCKET`, as is `prober`, a control plane made of such
 //! calls),
 //! `lab` (a whole overlay of namespaces on this machine), and `decode` (tunnel layers of a
@@ -31,6 +31,7 @@ use cmd::flow::FlowCmd;
 use cmd::lab::LabCmd;
 use cmd::monitor::MonitorArgs;
 use cmd::overlay::OverlayCmd;
+use cmd::policy::{EndpointCmd, PolicyCmd};
 use cmd::prober::ProberArgs;
 use cmd::profile::ProfileCmd;
 use cmd::route::RouteCmd;
@@ -161,6 +162,13 @@ enum Command {
                       nvo --etcd http://10.1.0.1:2379 overlay node list"
     )]
     Overlay(OverlayCmd),
+    /// Apply, show, delete and trace identity policies: groups of labelled endpoints and
+    /// allow/deny rules between them, per network.
+    #[command(subcommand)]
+    Policy(PolicyCmd),
+    /// Label endpoints (ports, addresses of a network): their labels make their policy group.
+    #[command(subcommand)]
+    Endpoint(EndpointCmd),
     /// Configure and watch nvod's BGP/EVPN speaker: its sessions with route reflectors.
     ///
     /// With BGP configured, nvod advertises the MACs/IPs behind its ports and the networks it
@@ -292,6 +300,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             cmd::cluster_overlay::overlay(&etcd, format, c)?
         }
         Command::Overlay(c) => cmd::overlay::overlay(&client, format, c)?,
+        Command::Policy(c) => cmd::policy::policy(&client, format, c)?,
+        Command::Endpoint(c) => cmd::policy::endpoint(&client, format, c)?,
         Command::Bgp(c) => cmd::bgp::bgp(&client, format, c)?,
         Command::Evpn(c) => cmd::bgp::evpn(&client, format, c)?,
         Command::Events(a) => cmd::events::events(&client, format, a)?,

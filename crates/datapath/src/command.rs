@@ -197,6 +197,9 @@ pub enum Command {
     },
     /// Switches ARP/ND suppression of a network.
     SetArpSuppression(Vni, bool),
+    /// An identity policy operation (issue 18; nvo_pipeline::policy): a network's policy,
+    /// endpoint labels, counters, a trace.
+    Policy(nvo_pipeline::policy::PolicyCommand),
 
     /// Changes the flow table as an OpenFlow FLOW_MOD does (add, modify, delete; the API's
     /// `nvo flow add/del` too). Ports a rule now covers are handed to nvod on the kernel path.
@@ -269,6 +272,8 @@ pub enum Reply {
     Flows(FlowDump),
     /// The rule `Command::FlowLookup` found.
     FlowMatch(Option<nvo_openflow::FlowStat>),
+    /// A policy operation's answer.
+    Policy(nvo_pipeline::policy::PolicyReply),
 }
 
 /// Why the datapath refused a command.

@@ -45,7 +45,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         } => {
             add_port(core, id, vni, name, kind, offloads, must_open)?;
             // A rule without in_port covers the new port too.
-            super::flows::rehome(core);
+            super::handoff::rehome(core);
             Ok(Reply::Done)
         }
         Command::AddTrunk {
@@ -169,6 +169,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             actions,
             frame,
         } => super::flows::packet_out(core, in_port, &actions, &frame, now),
+        Command::Policy(c) => super::handoff::policy(core, c),
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Ok(Reply::Done),
     }

@@ -16,7 +16,7 @@
 //! its tc program comes off (the mirror's next sync sees it as a userspace port, like a TAP,
 //! and punts frames for it to nvod) and nvod opens a reading socket on it. When no rule
 //! covers it any more, the send-only socket comes back and the mirror attaches the program
-//! again. Why this and not a per-port "to userspace" flag in an eBPF map: the port's frames
+//! again (the one decision for every reason a veth is nvod's: handoff.rs). Why this and not a per-port "to userspace" flag in an eBPF map: the port's frames
 //! then reach nvod exactly as a userspace port's do (batches, GSO, fanout), with no new path
 //! through the programs, and nothing of the kernel path changes when no rule exists.
 
@@ -27,7 +27,7 @@ use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, OfError};
 use nvo_pipeline::flows::check_actions;
 use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
 
-use crate::command::{DatapathError, FlowDump, PortKind, Reply};
+use crate::command::{DatapathError, FlowDump, Reply};
 
 use super::forward::Core;
 
@@ -93,7 +93,7 @@ pub(super) fn flow_mod(core: &mut Core, m: FlowMod, now: Instant) -> Result<Repl
         OfError::FLOW_MOD_TABLE_FULL => FlowError::Full(MAX_FLOWS),
         other => FlowError::Unsupported(format!("(OpenFlow error {}/{})", other.kind, other.code)),
     })?;
-    rehome(core);
+    super::handoff::rehome(core);
     Ok(Reply::Done)
 }
 
@@ -159,42 +159,4 @@ pub(super) fn packet_out(
     }
     core.flush();
     Ok(Reply::Done)
-}
-
-/// On the kernel path: reopens every veth whose coverage by the rules no longer matches how
-/// it is read — for nvod (covered) or for the kernel (not covered, and its network runs in
-/// the kernel). The mirror's next sync attaches or detaches the port's program accordingly.
-pub(super) fn rehome(core: &mut Core) {
-    let Some(kernel) = core.kernel.as_ref() else {
-        return;
-    };
-    let veths: Vec<PortId> = core
-        .ports
-        .iter()
-        .filter(|p| p.kind == PortKind::Veth)
-        .map(|p| p.id)
-        .collect();
-    for id in veths {
-        let capable = core
-            .pipeline
-            .port_network(id)
-            .and_then(|vni| core.pipeline.network(vni).ok())
-            .is_some_and(|view| kernel.mode(&core.engine, &view).is_ok());
-        let want = capable && !core.pipeline.flows_cover(id);
-        let name = core
-            .ports
-            .get(id)
-            .map(|p| p.name.clone())
-            .unwrap_or_default();
-        match core.ports.set_kernel(id, want) {
-            Ok(false) => {}
-            Ok(true) if want => log::info!(
-                "port {name}: no flow rule covers it any more: the kernel path runs it again"
-            ),
-            Ok(true) => log::info!(
-                "port {name}: flow rules cover it: nvod reads it (the tables run in userspace)"
-            ),
-            Err(e) => log::warn!("port {name}: {e}; it is read as before until it is reopened"),
-        }
-    }
 }

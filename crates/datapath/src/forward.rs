@@ -46,7 +46,7 @@ use super::monitor::{self, Layer, Monitor, Origin};
 use super::ports::Ports;
 use super::settings::SttOffload;
 use super::stt_meta::{segment_len, stt_delivery_meta, stt_drop_reason, stt_meta};
-use super::stt_tx::{segment_lens, SttFrame, SttTx};
+use super::stt_tx::{segment_totals, SttFrame, SttTx};
 use super::underlays::Underlays;
 
 /// IP protocol 6: STT's segments look like TCP.
@@ -334,8 +334,9 @@ impl Core {
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = decapsulated(&decap, src, vni, None);
+        let tag = super::gbp::read(decap.profile, packet);
         self.pipeline
-            .from_decapsulated(d, outer_len, inner, now, &mut self.actions);
+            .from_decapsulated_tagged(d, tag, outer_len, inner, now, &mut self.actions);
         // STT says what the sender's TSO left undone (MSS, partial checksum): the frame is
         // delivered whole with that, and the port (or its kernel) finishes it.
         let meta = if transport == STT {
@@ -568,6 +569,8 @@ impl Core {
                 .pipeline
                 .count_tx(TxTarget::Underlay, frame.len(), TxOutcome::Failed);
         };
+        let mut tag_buf = [0; nvo_wire::vxlan::HEADER_LEN];
+        let header = super::gbp::tagged(header, profile, self.actions.group(), &mut tag_buf);
         let Some(underlay) = self.underlays.at(at) else {
             return;
         };
@@ -620,10 +623,9 @@ impl Core {
         };
         if self.stt_tx.send_whole(&mut self.segmenter, &whole) {
             // Counted as the segments the kernel makes of it, as the software path counts.
-            let (packets, bytes) = segment_lens(self.stt_frame.len() + frame.len(), max_payload)
-                .fold((0, 0), |(n, b), len| (n + 1, b + len as u64));
-            self.pipeline
-                .count_sent(TxTarget::Remote(remote), packets, bytes);
+            let (packets, bytes) = segment_totals(self.stt_frame.len() + frame.len(), max_payload);
+            let target = TxTarget::Remote(remote);
+            self.pipeline.count_sent(target, packets, bytes);
             return;
         }
         self.stt_tx.count_software();

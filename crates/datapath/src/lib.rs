@@ -38,8 +38,10 @@ mod commands;
 mod csum;
 mod flows;
 mod forward;
+mod gbp;
 mod groups;
 mod handle;
+mod handoff;
 mod kernel;
 pub mod monitor;
 mod overlay;
@@ -703,8 +705,8 @@ impl Loop {
                 return false;
             }
             let reply = commands::run(&mut self.fwd, request.command, now);
-            // Ports flow rules cover are nvod's (a QoS change may have given one back).
-            flows::rehome(&mut self.fwd.core);
+            // Which veths nvod reads (handoff.rs): flow rules, policies and QoS change it.
+            handoff::rehome(&mut self.fwd.core);
             // The kernel's maps follow before the requester hears back: once a change is
             // acknowledged, both datapaths forward by it.
             kernel::sync(&mut self.fwd.core, now);

@@ -34,6 +34,11 @@ pub fn segment_lens(frame_len: usize, max_payload: usize) -> impl Iterator<Item 
         .map(move |at| 20 + step.min(frame_len - at))
 }
 
+/// How many segments and bytes ([`segment_lens`] summed) a frame sent whole counts as.
+pub fn segment_totals(frame_len: usize, max_payload: usize) -> (u64, u64) {
+    segment_lens(frame_len, max_payload).fold((0, 0), |(n, b), len| (n + 1, b + len as u64))
+}
+
 /// The STT transmit counters, for the API's `stt` counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SttTxCounters {
@@ -205,6 +210,7 @@ mod tests {
         assert_eq!(lens, [1480, 1480, 100]);
         assert_eq!(segment_lens(1460, 1460).collect::<Vec<_>>(), [1480]);
         assert_eq!(segment_lens(0, 1460).count(), 0);
+        assert_eq!(segment_totals(3000, 1460), (3, 3060));
     }
 
     #[test]

@@ -55,6 +55,7 @@ use nvo_pipeline::{
 };
 
 use crate::command::{Command, Reply};
+use nvo_pipeline::policy::PolicyReply;
 
 /// The most workers a node runs.
 pub const MAX_WORKERS: usize = 64;
@@ -326,6 +327,8 @@ pub fn scope(command: &Command) -> Scope {
         | Command::OverlayCounters
         | Command::QosCounters
         | Command::Flows => Scope::Merged,
+        Command::Policy(nvo_pipeline::policy::PolicyCommand::Show(_)) => Scope::Merged,
+        Command::Policy(nvo_pipeline::policy::PolicyCommand::Trace(..)) => Scope::First,
         Command::Networks
         | Command::PortsUp
         | Command::LocalHosts { .. }
@@ -395,6 +398,10 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
             a.lookups += b.lookups;
             a.matched += b.matched;
             Reply::Flows(a)
+        }
+        (Reply::Policy(PolicyReply::Counters(mut a)), Reply::Policy(PolicyReply::Counters(b))) => {
+            a.merge(&b);
+            Reply::Policy(PolicyReply::Counters(a))
         }
         (into, _) => into,
     }

@@ -40,6 +40,8 @@ pub enum Unsupported {
     FieldBeyond(&'static str),
     /// A multicast group of another family than the underlay's.
     Group(IpAddr),
+    /// An identity policy filters the network (issue 18): the userspace pipeline enforces it.
+    Policy,
 }
 
 impl fmt::Display for Unsupported {
@@ -75,6 +77,7 @@ impl fmt::Display for Unsupported {
                 layout::MAX_TMPL
             ),
             Unsupported::Group(g) => write!(f, "its multicast group {g} is not IPv4"),
+            Unsupported::Policy => f.write_str("an identity policy filters it (nvod enforces it)"),
         }
     }
 }
@@ -257,6 +260,9 @@ pub fn network_supported(
     }
     if view.l3_gateway.is_some() {
         return Err(Unsupported::L3Network);
+    }
+    if view.policy {
+        return Err(Unsupported::Policy);
     }
     let id = ProfileId(view.profile.0);
     let Some(p) = engine.profile(id) else {

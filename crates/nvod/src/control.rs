@@ -32,6 +32,7 @@ mod flows;
 mod observe;
 mod ops;
 mod overlay;
+mod policy;
 mod port_check;
 mod profiles;
 mod qos;
@@ -181,6 +182,9 @@ pub struct Control {
     cluster: Option<crate::cluster::Handle>,
     /// Whether flow rules with timeouts may be installed (flows.rs expires them).
     timed_flows: bool,
+    /// The connection table of every network's policy, shared by the datapath's workers and
+    /// kept across policy changes (established flows survive them).
+    policy_flows: nvo_pipeline::policy::SharedConntrack,
 }
 
 impl Control {
@@ -214,6 +218,7 @@ impl Control {
             monitor: None,
             cluster: None,
             timed_flows: false,
+            policy_flows: Default::default(),
         }
     }
 
@@ -296,7 +301,7 @@ impl Control {
             }
         }
         self.restore_flows().await;
-        Ok(())
+        self.policy_restore().await
     }
 
     /// `GET /v1/node`.

@@ -63,6 +63,15 @@ pub struct State {
     /// name, by their identity (`priority=P,MATCH`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flows: BTreeMap<String, String>,
+    /// Identity policies by network (issue 18), as resolved from what was applied.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policies: BTreeMap<u32, nvo_policy::PolicySpec>,
+    /// Labels of ports, by port name (removed with the port).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// Labels of addresses, by network, then address.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub addr_labels: BTreeMap<u32, BTreeMap<IpAddr, BTreeMap<String, String>>>,
 }
 
 /// The routed overlay as stored.
@@ -121,6 +130,9 @@ impl Default for State {
             bgp_off: false,
             qos: BTreeMap::new(),
             flows: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            port_labels: BTreeMap::new(),
+            addr_labels: BTreeMap::new(),
         }
     }
 }

@@ -77,6 +77,16 @@ pub enum Action {
     Drop(DropReason),
 }
 
+/// The identity a frame carries to the wire (VXLAN-GBP): its source group, and whether the
+/// sender applied policy (GBP's A bit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GroupTag {
+    /// The source endpoint's group ID (0: none).
+    pub group: u16,
+    /// Policy was applied at the sender (draft-smith-vxlan-group-policy §2.1, A bit).
+    pub applied: bool,
+}
+
 /// A reusable list of actions for one frame.
 #[derive(Debug, Default, Clone)]
 pub struct Actions {
@@ -84,6 +94,9 @@ pub struct Actions {
     /// Set when the copies are a flood (broadcast, multicast or unknown unicast), not a
     /// lookup's answer: what `nvo monitor` reports as a `flood` event.
     flooded: bool,
+    /// The identity to put on the wire with the frame's `Encap` actions (VXLAN-GBP), set
+    /// when its network has a policy.
+    group: Option<GroupTag>,
 }
 
 impl Actions {
@@ -97,6 +110,7 @@ impl Actions {
         Actions {
             list: Vec::with_capacity(capacity),
             flooded: false,
+            group: None,
         }
     }
 
@@ -139,9 +153,20 @@ impl Actions {
         self.flooded
     }
 
+    /// The source identity to write into a VXLAN-GBP header for this frame's `Encap` actions,
+    /// with whether policy was applied (the A bit); `None` when its network has no policy.
+    pub fn group(&self) -> Option<GroupTag> {
+        self.group
+    }
+
+    pub(crate) fn set_group(&mut self, tag: Option<GroupTag>) {
+        self.group = tag;
+    }
+
     pub(crate) fn clear(&mut self) {
         self.list.clear();
         self.flooded = false;
+        self.group = None;
     }
 
     pub(crate) fn set_flooded(&mut self) {

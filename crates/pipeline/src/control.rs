@@ -46,6 +46,7 @@ impl Pipeline {
             });
         }
         self.networks.remove(&vni);
+        self.policy.forget_network(vni);
         Ok(())
     }
 
@@ -94,8 +95,40 @@ impl Pipeline {
             net.neigh.remove_port(port);
             net.l3.forget_port(port);
         }
+        self.policy.forget_port(port);
         self.hosts_generation += 1;
         Ok(())
+    }
+
+    /// Whether network `vni` has an identity policy (its traffic must go through this pipeline).
+    pub fn has_policy(&self, vni: Vni) -> bool {
+        self.policy.enforced(vni)
+    }
+
+    /// Runs a policy operation (issue 18; policy.rs): set or remove a network's policy, label
+    /// a port or an address, read counters, trace.
+    pub fn policy_command(
+        &mut self,
+        command: crate::policy::PolicyCommand,
+    ) -> Result<crate::policy::PolicyReply, TableError> {
+        use crate::policy::PolicyCommand as C;
+        match &command {
+            C::Set(vni, ..) | C::LabelAddr(vni, ..) | C::Show(vni) | C::Trace(vni, _) => {
+                self.network_ref(*vni)?;
+            }
+            C::Remove(_) | C::LabelPort(..) => {}
+        }
+        let (ports, networks) = (&self.ports, &self.networks);
+        let port_vni = |p: PortId| ports.get(&p).map(|p| p.vni);
+        let local_port = |vni: Vni, ip: IpAddr| {
+            let net = networks.get(&vni)?;
+            let mac = net.neigh.lookup(ip)?.mac;
+            match net.fdb.lookup(mac) {
+                Some(FdbDest::Port(p)) => Some(p),
+                _ => None,
+            }
+        };
+        self.policy.command(command, port_vni, local_port)
     }
 
     /// Makes interface `trunk` a VLAN trunk of outer tag `tpid` whose circuits (one port per
@@ -373,6 +406,7 @@ impl Pipeline {
     /// longer than the network's ageing time as of `now`; returns how many FDB entries. The
     /// datapath calls this from its timer, about once a second.
     pub fn age(&mut self, now: Instant) -> usize {
+        self.policy.expire(now);
         let mut total = 0;
         let events = &mut self.fdb_events;
         for net in self.networks.values_mut() {
@@ -402,12 +436,22 @@ impl Pipeline {
 
     /// One network as the API shows it.
     pub fn network(&self, vni: Vni) -> Result<NetworkView, TableError> {
-        Ok(self.network_ref(vni)?.view())
+        let mut view = self.network_ref(vni)?.view();
+        view.policy = self.policy.enforced(vni);
+        Ok(view)
     }
 
     /// Every network, sorted by VNI.
     pub fn networks(&self) -> Vec<NetworkView> {
-        let mut views: Vec<NetworkView> = self.networks.values().map(Network::view).collect();
+        let mut views: Vec<NetworkView> = self
+            .networks
+            .values()
+            .map(|n| {
+                let mut view = n.view();
+                view.policy = self.policy.enforced(view.vni);
+                view
+            })
+            .collect();
         views.sort_unstable_by_key(|v| v.vni);
         views
     }

@@ -92,11 +92,15 @@ pub enum DropReason {
     /// A frame a flow-table rule drops (a rule without actions, `actions=drop`), or one a
     /// rule only rewrites without saying where it goes (flows.rs).
     FlowDrop = 30,
+    /// A packet the network's identity policy denies (issue 18): at the sender (egress from a
+    /// local port) or at the receiver (ingress from a tunnel); `nvo policy show` says which
+    /// rule, or the default deny of a selected destination.
+    PolicyDenied = 31,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 30] = [
+    pub const ALL: [DropReason; 31] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -127,6 +131,7 @@ impl DropReason {
         DropReason::UnknownVport,
         DropReason::QosPoliced,
         DropReason::FlowDrop,
+        DropReason::PolicyDenied,
     ];
 
     /// How many reasons there are.
@@ -180,6 +185,7 @@ impl DropReason {
             DropReason::UnknownVport => "unknown_vport",
             DropReason::QosPoliced => "qos_policed",
             DropReason::FlowDrop => "flow_drop",
+            DropReason::PolicyDenied => "policy_denied",
         }
     }
 }
@@ -223,6 +229,7 @@ mod tests {
         assert_eq!(DropReason::UnknownVport.code(), 28);
         assert_eq!(DropReason::QosPoliced.code(), 29);
         assert_eq!(DropReason::FlowDrop.code(), 30);
+        assert_eq!(DropReason::PolicyDenied.code(), 31);
     }
 
     #[test]

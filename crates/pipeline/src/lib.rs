@@ -67,6 +67,7 @@ mod network;
 pub mod overlay;
 mod pipeline;
 mod policing;
+pub mod policy;
 pub mod qos;
 mod shared_port;
 mod suppress;

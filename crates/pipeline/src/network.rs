@@ -69,6 +69,7 @@ impl Network {
             accept_remotes: s.accepts(!self.flood.is_empty()),
             max_learned_per_port: s.max_learned_per_port,
             max_learned_per_remote: s.max_learned_per_remote,
+            policy: false,
         }
     }
 }
@@ -133,6 +134,10 @@ pub struct NetworkView {
     /// The learned-entry bound of one remote VTEP or overlay node, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_learned_per_remote: Option<u32>,
+    /// Whether an identity policy filters the network (issue 18): its traffic must go
+    /// through this pipeline (the kernel path leaves such networks to it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub policy: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -90,6 +90,8 @@ pub struct Pipeline {
     pub(crate) fdb_events: FdbEvents,
     /// The flow table every port's frames meet first (flows.rs).
     pub(crate) flows: crate::flows::Flows,
+    /// Identity policy per network (policy.rs).
+    pub(crate) policy: crate::policy::Policies,
     scratch: Box<[u8]>,
 }
 
@@ -112,6 +114,7 @@ impl Pipeline {
             overlay_locators: HashSet::new(),
             fdb_events: FdbEvents::default(),
             flows: Default::default(),
+            policy: Default::default(),
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
@@ -191,6 +194,7 @@ impl Pipeline {
             scratch,
             hosts_generation,
             fdb_events,
+            policy,
             ..
         } = self;
         let Some(p) = ports.get_mut(&port) else {
@@ -249,8 +253,14 @@ impl Pipeline {
                 return;
             }
         }
+        match policy.egress(net, port, frame, &eth, now) {
+            Ok(tag) => actions.set_group(tag),
+            Err(reason) => return reject(drops, Some(pc), reason, actions),
+        }
         if let Err(reason) = forward_from_port(net, port, frame, &eth, question.as_ref(), actions) {
             reject(drops, Some(pc), reason, actions);
+        } else if !policy.flood_filter(net, frame, &eth, now, actions) {
+            reject(drops, Some(pc), DropReason::PolicyDenied, actions);
         }
     }
 
@@ -318,10 +328,24 @@ impl Pipeline {
         now: Instant,
         actions: &mut Actions,
     ) {
+        self.from_decapsulated_tagged(decap, None, outer_len, inner, now, actions);
+    }
+
+    /// [`Pipeline::from_decapsulated`] for a header that carried the sender's identity
+    /// (VXLAN-GBP's group policy ID and A bit), which the network's policy uses.
+    pub fn from_decapsulated_tagged(
+        &mut self,
+        decap: Decapsulated,
+        tag: Option<crate::policy::GroupTag>,
+        outer_len: usize,
+        inner: &[u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) {
         actions.clear();
         self.underlay.rx_packets += 1;
         self.underlay.rx_bytes += outer_len as u64;
-        self.deliver_inner(decap, outer_len, inner, now, actions);
+        self.deliver_inner(decap, tag, outer_len, inner, now, actions);
     }
 
     /// Decides what happens to `packet`, an IPv4 packet the datapath took out of a tunnel of
@@ -365,6 +389,7 @@ impl Pipeline {
     fn deliver_inner(
         &mut self,
         decap: Decapsulated,
+        tag: Option<crate::policy::GroupTag>,
         outer_len: usize,
         inner: &[u8],
         now: Instant,
@@ -377,6 +402,7 @@ impl Pipeline {
             overlay_locators,
             fdb_events,
             remotes,
+            policy,
             ..
         } = self;
         let Some(net) = networks.get_mut(&decap.vni) else {
@@ -413,6 +439,9 @@ impl Pipeline {
                 (hosts_generation, fdb_events),
                 None,
             );
+        }
+        if let Err(reason) = policy.ingress(net, tag, inner, &eth, now) {
+            return reject(drops, None, reason, actions);
         }
         match net.fdb.lookup(eth.dst) {
             Some(FdbDest::Port(out)) => {

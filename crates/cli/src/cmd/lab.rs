@@ -66,6 +66,7 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
       ip: 10.0.0.1/24         # required
       ipv6: fd10::1/64        # optional
       mac: 02:00:00:64:00:01  # default: 02, the VNI, the container's ordinal
+      labels: {app: web}      # optional: its port's labels (identity policy, nvo policy)
   profiles:                   # user-defined profiles, given to every nvod before the networks
     - name: mytun             # keys as in `nvo profile add --help`
       udp_port: 7777

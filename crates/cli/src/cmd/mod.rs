@@ -13,6 +13,7 @@ pub mod flow;
 pub mod lab;
 pub mod monitor;
 pub mod overlay;
+pub mod policy;
 pub mod prober;
 pub mod profile;
 pub mod qos;
@@ -95,6 +96,9 @@ pub enum CliError {
     /// A cluster object refused before it was written, or one that is not there.
     #[error("{0}")]
     Cluster(String),
+    /// A policy file or labels refused before anything was sent; the message says which.
+    #[error("{0}")]
+    Policy(String),
     /// A capture stream broke or was not pcapng.
     #[error("capture stream from nvod: {0}")]
     Capture(std::io::Error),

@@ -119,6 +119,8 @@ pub struct ContainerPlan {
     pub mac: Mac,
     /// The veth end in the host namespace (the nvod port or the bridge port).
     pub port: String,
+    /// Its port's labels (nvo hosts).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// Everything a lab is made of.
@@ -253,6 +255,7 @@ impl Plan {
                 ipv6: c.ipv6,
                 mac: container_mac(c, i),
                 port: ifname("c-", &c.name, ports.entry(c.host.as_str()).or_default()),
+                labels: c.labels.clone(),
             });
         }
         Ok(Plan {

@@ -498,13 +498,20 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
                 vlan: None,
                 shared: None,
             };
-            Client::new(&host.socket)
+            let client = Client::new(&host.socket);
+            let api = |source| LabError::Api {
+                host: host.name.clone(),
+                source,
+            };
+            client
                 .post::<_, serde_json::Value>("/v1/ports", &spec)
-                .map(|_| ())
-                .map_err(|source| LabError::Api {
-                    host: host.name.clone(),
-                    source,
-                })
+                .map_err(api)?;
+            if !c.labels.is_empty() {
+                client
+                    .put::<_, serde_json::Value>(&format!("/v1/ports/{port}/labels"), &c.labels)
+                    .map_err(api)?;
+            }
+            Ok(())
         }
     }
 }

@@ -11,6 +11,7 @@ mod bgp;
 mod capture;
 mod error;
 mod flows;
+pub mod policy;
 mod qos;
 mod routes;
 pub mod server;

@@ -71,6 +71,7 @@ pub fn router(control: Shared) -> Router {
         .merge(super::vport::routes(Router::new()))
         .merge(super::qos::routes(Router::new()))
         .merge(super::flows::routes(Router::new()))
+        .merge(super::policy::routes(Router::new()))
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .layer(DefaultBodyLimit::max(MAX_BODY))

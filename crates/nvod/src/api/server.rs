@@ -428,6 +428,7 @@ async fn buffer_body(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
+    let max_body = super::policy::body_limit(req.method(), req.uri().path(), max_body);
     if declared.is_some_and(|n| n > max_body as u64) {
         return Err(too_large(declared, max_body));
     }

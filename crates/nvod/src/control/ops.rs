@@ -148,8 +148,15 @@ impl Control {
                 ),
             ));
         }
+        if self.state.policies.contains_key(&vni.0) {
+            return Err(Failure::new(
+                Kind::Conflict,
+                format!("network {vni} has a policy; delete it first (nvo policy del {vni})"),
+            ));
+        }
         let mut new = self.state.clone();
         new.networks.remove(&vni.0);
+        new.addr_labels.remove(&vni.0);
         self.commit(new, Command::RemoveNetwork(vni)).await?;
         log::info!("network {vni} deleted");
         Ok(())
@@ -265,6 +272,7 @@ impl Control {
         let vni = port.vni;
         let mut new = self.state.clone();
         new.ports.remove(name);
+        new.port_labels.remove(name);
         // Static entries pointing at the port go with it, as the tables drop them too.
         if let Some(net) = new.networks.get_mut(&vni) {
             net.fdb

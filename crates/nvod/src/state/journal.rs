@@ -113,6 +113,27 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
     map(&mut ops, &root("qos"), &old.qos, &new.qos, whole)?;
     map(&mut ops, &root("flows"), &old.flows, &new.flows, whole)?;
+    map(
+        &mut ops,
+        &root("policies"),
+        &old.policies,
+        &new.policies,
+        whole,
+    )?;
+    map(
+        &mut ops,
+        &root("port_labels"),
+        &old.port_labels,
+        &new.port_labels,
+        whole,
+    )?;
+    map(
+        &mut ops,
+        &root("addr_labels"),
+        &old.addr_labels,
+        &new.addr_labels,
+        |ops, p, o, n| map(ops, &p, o, n, whole),
+    )?;
     Ok(ops)
 }
 
@@ -355,6 +376,29 @@ mod tests {
             .or_default()
             .insert(5, vec![6]);
         s.bgp_off = true;
+        steps.push(s.clone());
+        // Identity policy (issue 18): a policy, a port's and an address's labels.
+        let spec: nvo_policy::PolicySpec = serde_json::from_str(
+            r#"{"groups": [{"id": 10, "name": "web", "selector": "app=web"}],
+                "rules": [{"name": "r", "from": ["web"], "action": "allow"}]}"#,
+        )
+        .unwrap();
+        s.policies.insert(10, spec);
+        let labels: BTreeMap<String, String> = [("app".to_owned(), "web".to_owned())].into();
+        s.port_labels.insert("veth0".into(), labels.clone());
+        s.addr_labels
+            .entry(10)
+            .or_default()
+            .insert("10.0.0.2".parse().unwrap(), labels.clone());
+        steps.push(s.clone());
+        s.addr_labels
+            .entry(10)
+            .or_default()
+            .insert("fd00::2".parse().unwrap(), labels);
+        s.port_labels.clear();
+        steps.push(s.clone());
+        s.policies.clear();
+        s.addr_labels.clear();
         steps.push(s.clone());
         s.keys.clear();
         s.cluster_profiles.clear();

@@ -406,3 +406,22 @@ fn profiles_and_encaps_are_checked_before_anything_is_made() {
     let ports = "name: t\nhosts: [{name: a}, {name: b, vxlan_port: 8472}]\nnetworks: [{vni: 1, encap: geneve}]\ncontainers: [{name: x, host: a, vni: 1, ip: 10.0.0.1/24}, {name: y, host: b, vni: 1, ip: 10.0.0.2/24}]\n";
     assert!(Topology::parse("t.yaml", ports).is_ok(), "{}", error(ports));
 }
+
+#[test]
+fn container_labels_reach_the_plan_and_are_refused_on_kernel_hosts() {
+    let yaml = "name: t\nhosts: [{name: h1}, {name: k1, kind: kernel}]\nnetworks: [{vni: 100}]\n\
+                containers: [{name: a, host: h1, vni: 100, ip: 10.0.0.1/24, labels: {app: web}}]\n";
+    let p = plan(&Topology::parse("t.yaml", yaml).unwrap());
+    assert_eq!(
+        p.containers[0].labels.get("app").map(String::as_str),
+        Some("web")
+    );
+    let on_kernel = yaml.replace("host: h1, vni", "host: k1, vni");
+    let e = Topology::parse("t.yaml", &on_kernel)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("container a") && e.contains("kernel host"),
+        "{e}"
+    );
+}

@@ -193,6 +193,10 @@ pub enum ValidationError {
     #[error("host {0}: nvod is for kind: nvo hosts; a kernel host runs no nvod")]
     NvodOnKernel(String),
 
+    /// `labels:` on a container of a kernel host, whose bridge knows no identities.
+    #[error("container {0}: labels are for containers on kind: nvo hosts (identity policy); its host is a kernel host")]
+    LabelsOnKernel(String),
+
     /// A VNI out of 1..=[`VNI_MAX`].
     #[error("network vni {0} is outside 1..={VNI_MAX}")]
     VniRange(u32),

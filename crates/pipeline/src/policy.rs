@@ -1,0 +1,654 @@
+//! Identity-based policy in the data path (issue 18): the per-network [`nvo_policy::Policy`]
+//! applied to a local port's frames (egress, at the sender) and to tunnel frames (ingress, at
+//! the receiver), with connection tracking so that replies of allowed flows pass.
+//!
+//! ```text
+//!  egress(port frame)                            ingress(tunnel frame, GBP tag?)
+//!   network without policy → pass                 network without policy → pass
+//!   not IPv4/IPv6, ND, ICMP error → pass          not IPv4/IPv6, ND, ICMP error → pass
+//!   src identity = the port's group               tag's group ≠ 0 → remembered for (vni, src ip)
+//!   tracked flow (either way) → pass, A bit       tracked flow (either way) → pass
+//!   dst identity: labelled address, else the      tag with the A bit → pass (the sender
+//!     port its MAC is on, else learned for          decided), tracked
+//!     (vni, dst ip); unknown → pass, no A bit     src identity: tag's group, else labelled /
+//!     (the receiver decides)                        learned (vni, src ip), else 0
+//!   decide → deny: policy_denied                  dst identity: labelled address, else the
+//!            allow: tracked; A bit unless the       port its MAC is on, else 0
+//!            identity was only learned from       decide → deny: policy_denied; allow: tracked
+//!            the wire (the receiver decides too)
+//! ```
+//!
+//! An identity is a group ID (0: in no group). Labels belong to ports and to addresses of a
+//! network; identities are resolved from them whenever a policy or a label changes, so the
+//! packet path does hash lookups only, and the rule scan ([`nvo_policy::Policy::decide`]) runs
+//! once per new flow. A policy change takes effect at the next packet; flows the connection
+//! table holds keep passing (established connections survive it).
+//!
+//! The connection table and the learned identities are shared by every worker's pipeline (a
+//! packet and its reply may reach different workers): a [`SharedConntrack`], locked once per
+//! packet of a network with a policy — networks without one never touch it.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use nvo_policy::{Conntrack, FlowKey, Labels, Policy, Reason};
+use nvo_wire::std_wire::{IpProtocol, Ipv4Packet, Ipv6Packet};
+use nvo_wire::EtherType;
+use serde::Serialize;
+
+pub use crate::actions::GroupTag;
+use crate::actions::{Action, Actions};
+use crate::frame::Eth;
+use crate::network::Network;
+use crate::{FdbDest, PortId, TableError, Vni};
+
+/// Most labelled addresses over all networks.
+pub const MAX_LABELLED_ADDRS: usize = 65_536;
+/// Most identities remembered from GBP headers over all networks.
+pub const MAX_LEARNED_IDS: usize = 65_536;
+/// Most tracked flows (all networks).
+pub const MAX_FLOWS: usize = 262_144;
+
+/// What every worker's pipeline shares (a packet and its reply, or the packet that taught an
+/// identity and the one that needs it, may reach different workers): the connection table and
+/// the identities learned from the wire and from local ports.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    ct: Conntrack,
+    /// (network, address) → group, from VXLAN-GBP headers (the ipcache).
+    learned: HashMap<(Vni, IpAddr), u16>,
+    /// (network, address) → port, from local ports' frames (for traces).
+    local: HashMap<(Vni, IpAddr), PortId>,
+}
+
+/// The tables every worker's pipeline shares, behind one lock taken once per packet of a
+/// network with a policy.
+#[derive(Debug, Clone)]
+pub struct SharedConntrack(Arc<Mutex<Shared>>);
+
+impl Default for SharedConntrack {
+    fn default() -> Self {
+        SharedConntrack(Arc::new(Mutex::new(Shared {
+            ct: Conntrack::new(MAX_FLOWS),
+            learned: HashMap::new(),
+            local: HashMap::new(),
+        })))
+    }
+}
+
+impl SharedConntrack {
+    fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
+        // A worker that panicked while holding the lock left tables that are still valid
+        // maps: keep using them rather than stop enforcing.
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard)
+    }
+}
+
+/// A control operation on the policy tables (one datapath command).
+#[derive(Debug, Clone)]
+pub enum PolicyCommand {
+    /// Sets (or replaces) network `vni`'s policy; `conntrack` is the table to use.
+    Set(Vni, Arc<Policy>, SharedConntrack),
+    /// Removes network `vni`'s policy and forgets its flows.
+    Remove(Vni),
+    /// Sets a port's labels (empty: none).
+    LabelPort(PortId, Labels),
+    /// Sets the labels of an address in a network (empty: none).
+    LabelAddr(Vni, IpAddr, Labels),
+    /// Reads network `vni`'s counters.
+    Show(Vni),
+    /// Decides a made-up packet in network `vni` without counting it.
+    Trace(Vni, TraceQuery),
+}
+
+impl PolicyCommand {
+    /// Whether it only reads.
+    pub fn is_read(&self) -> bool {
+        matches!(self, PolicyCommand::Show(_) | PolicyCommand::Trace(..))
+    }
+}
+
+/// A packet to trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceQuery {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// IP protocol.
+    pub proto: u8,
+    /// Destination port (0 without one).
+    pub dport: u16,
+}
+
+/// A policy command's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum PolicyReply {
+    /// A change was made.
+    Done,
+    /// A network's counters.
+    Counters(PolicyCounters),
+    /// A trace.
+    Trace(TraceResult),
+}
+
+/// What a trace found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceResult {
+    /// The source's identity, when known.
+    pub src_group: Option<u16>,
+    /// The destination's identity, when known.
+    pub dst_group: Option<u16>,
+    /// Whether the packet passes.
+    pub allow: bool,
+    /// Who decided.
+    pub reason: Reason,
+}
+
+/// A network's policy counters (packets).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PolicyCounters {
+    /// Packets decided by each rule, in rule order.
+    pub rules: Vec<u64>,
+    /// Allowed by a rule.
+    pub allowed: u64,
+    /// Denied by a rule.
+    pub denied: u64,
+    /// Allowed because no policy selects the destination.
+    pub default_allowed: u64,
+    /// Denied because a policy selects the destination and no rule allows.
+    pub default_denied: u64,
+    /// Passed as part of a tracked flow (later packets, replies).
+    pub tracked: u64,
+    /// Passed at ingress because the sender applied policy (GBP A bit).
+    pub sender_applied: u64,
+    /// Passed at egress with the destination's identity unknown (left to the receiver).
+    pub unknown_destination: u64,
+    /// Not IP, or ND / ICMP errors: passed without policy.
+    pub exempt: u64,
+    /// Allowed flows the full connection table could not track.
+    pub conntrack_full: u64,
+}
+
+impl PolicyCounters {
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, other: &PolicyCounters) {
+        if self.rules.len() < other.rules.len() {
+            self.rules.resize(other.rules.len(), 0);
+        }
+        for (a, b) in self.rules.iter_mut().zip(&other.rules) {
+            *a += b;
+        }
+        let PolicyCounters {
+            rules: _,
+            allowed,
+            denied,
+            default_allowed,
+            default_denied,
+            tracked,
+            sender_applied,
+            unknown_destination,
+            exempt,
+            conntrack_full,
+        } = other;
+        self.allowed += allowed;
+        self.denied += denied;
+        self.default_allowed += default_allowed;
+        self.default_denied += default_denied;
+        self.tracked += tracked;
+        self.sender_applied += sender_applied;
+        self.unknown_destination += unknown_destination;
+        self.exempt += exempt;
+        self.conntrack_full += conntrack_full;
+    }
+}
+
+#[derive(Debug)]
+struct NetPolicy {
+    policy: Arc<Policy>,
+    counters: PolicyCounters,
+    /// Identities of the network's labelled ports and addresses, resolved.
+    port_ids: HashMap<PortId, u16>,
+    addr_ids: HashMap<IpAddr, u16>,
+}
+
+/// The policy tables of a pipeline.
+#[derive(Debug, Default)]
+pub(crate) struct Policies {
+    nets: HashMap<Vni, NetPolicy>,
+    port_labels: HashMap<PortId, (Vni, Labels)>,
+    addr_labels: HashMap<(Vni, IpAddr), Labels>,
+    shared: SharedConntrack,
+}
+
+/// The facts policy reads from an IP packet.
+#[derive(Debug, Clone, Copy)]
+struct Flow {
+    key: FlowKey,
+    closing: bool,
+}
+
+/// `None`: not subject to policy (not IP, neighbour discovery, ICMP errors).
+fn flow(vni: Vni, frame: &[u8], eth: &Eth) -> Option<Flow> {
+    let l3 = frame.get(eth.l3..)?;
+    let (src, dst, proto, l4, first) = match eth.ethertype {
+        EtherType::Ipv4 => {
+            let ip = Ipv4Packet::new_checked(l3).ok()?;
+            let first = ip.frag_offset() == 0;
+            let (s, d) = (ip.src_addr(), ip.dst_addr());
+            let proto = u8::from(ip.next_header());
+            let header = usize::from(ip.header_len());
+            let total = usize::from(ip.total_len()).min(l3.len());
+            let l4 = l3.get(header..total).unwrap_or_default();
+            (IpAddr::V4(s), IpAddr::V4(d), proto, l4, first)
+        }
+        EtherType::Ipv6 => {
+            let ip = Ipv6Packet::new_checked(l3).ok()?;
+            let proto = u8::from(ip.next_header());
+            let (s, d) = (ip.src_addr(), ip.dst_addr());
+            (IpAddr::V6(s), IpAddr::V6(d), proto, ip.payload(), true)
+        }
+        _ => return None,
+    };
+    let word = |at: usize| {
+        l4.get(at..at + 2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let (mut sport, mut dport, mut closing) = (0, 0, false);
+    match IpProtocol::from(proto) {
+        IpProtocol::Tcp | IpProtocol::Udp | IpProtocol::Unknown(132) if first => {
+            (sport, dport) = (word(0), word(2));
+            if proto == 6 {
+                // FIN or RST.
+                closing = l4.get(13).is_some_and(|f| f & 0x05 != 0);
+            }
+        }
+        IpProtocol::Icmp => match l4.first()? {
+            // Echo request and reply: one flow, keyed by the identifier both ways.
+            0 | 8 => (sport, dport) = (word(4), word(4)),
+            // Errors (unreachable, source quench, redirect, time exceeded, parameter problem)
+            // travel back to a sender: never held up.
+            3 | 4 | 5 | 11 | 12 => return None,
+            _ => {}
+        },
+        IpProtocol::Icmpv6 => match l4.first()? {
+            128 | 129 => (sport, dport) = (word(4), word(4)),
+            // Errors, and neighbour/router discovery (RFC 4861 types 133-137): always pass.
+            1..=4 | 133..=137 => return None,
+            _ => {}
+        },
+        _ => {}
+    }
+    Some(Flow {
+        key: FlowKey {
+            network: vni.0,
+            proto,
+            src,
+            dst,
+            sport,
+            dport,
+        },
+        closing,
+    })
+}
+
+fn count(c: &mut PolicyCounters, allow: bool, reason: Reason) {
+    match reason {
+        Reason::Rule(i) => {
+            if let Some(n) = c.rules.get_mut(i) {
+                *n += 1;
+            }
+            if allow {
+                c.allowed += 1;
+            } else {
+                c.denied += 1;
+            }
+        }
+        Reason::DefaultAllow => c.default_allowed += 1,
+        Reason::DefaultDeny => c.default_denied += 1,
+    }
+}
+
+impl Policies {
+    /// Whether network `vni` has a policy.
+    pub(crate) fn enforced(&self, vni: Vni) -> bool {
+        self.nets.contains_key(&vni)
+    }
+
+    /// Runs a control operation. `port_vni` finds a port's network.
+    pub(crate) fn command(
+        &mut self,
+        command: PolicyCommand,
+        port_vni: impl Fn(PortId) -> Option<Vni>,
+        local_port: impl Fn(Vni, IpAddr) -> Option<PortId>,
+    ) -> Result<PolicyReply, TableError> {
+        match command {
+            PolicyCommand::Set(vni, policy, conntrack) => {
+                self.shared = conntrack;
+                let rules = policy.spec().rules.len();
+                let net = self.nets.entry(vni).or_insert_with(|| NetPolicy {
+                    policy: policy.clone(),
+                    counters: PolicyCounters::default(),
+                    port_ids: HashMap::new(),
+                    addr_ids: HashMap::new(),
+                });
+                if net.counters.rules.len() != rules || !Arc::ptr_eq(&net.policy, &policy) {
+                    // Rules are counted by position: a new rule list starts from zero.
+                    net.counters.rules = vec![0; rules];
+                }
+                net.policy = policy;
+                self.resolve(vni);
+            }
+            PolicyCommand::Remove(vni) => {
+                self.nets.remove(&vni);
+                self.shared.with(|s| s.ct.flush(vni.0));
+            }
+            PolicyCommand::LabelPort(port, labels) => {
+                let vni = port_vni(port).ok_or(TableError::NoSuchPort(port))?;
+                let old = if labels.iter().next().is_none() {
+                    self.port_labels.remove(&port)
+                } else {
+                    self.port_labels.insert(port, (vni, labels))
+                };
+                if let Some((old_vni, _)) = old {
+                    self.resolve(old_vni);
+                }
+                self.resolve(vni);
+            }
+            PolicyCommand::LabelAddr(vni, ip, labels) => {
+                if labels.iter().next().is_none() {
+                    self.addr_labels.remove(&(vni, ip));
+                } else {
+                    if !self.addr_labels.contains_key(&(vni, ip))
+                        && self.addr_labels.len() >= MAX_LABELLED_ADDRS
+                    {
+                        return Err(TableError::TableFull {
+                            table: "labelled address",
+                            limit: MAX_LABELLED_ADDRS,
+                        });
+                    }
+                    self.addr_labels.insert((vni, ip), labels);
+                }
+                self.resolve(vni);
+            }
+            PolicyCommand::Show(vni) => {
+                let net = self.nets.get(&vni).ok_or(TableError::NoSuchNetwork(vni))?;
+                return Ok(PolicyReply::Counters(net.counters.clone()));
+            }
+            PolicyCommand::Trace(vni, q) => return self.trace(vni, q, local_port),
+        }
+        Ok(PolicyReply::Done)
+    }
+
+    /// Forgets a removed network: its policy, flows, labelled and learned addresses.
+    pub(crate) fn forget_network(&mut self, vni: Vni) {
+        self.nets.remove(&vni);
+        self.addr_labels.retain(|(v, _), _| *v != vni);
+        self.shared.with(|s| {
+            s.ct.flush(vni.0);
+            s.learned.retain(|(v, _), _| *v != vni);
+            s.local.retain(|(v, _), _| *v != vni);
+        });
+    }
+
+    /// Forgets a removed port.
+    pub(crate) fn forget_port(&mut self, port: PortId) {
+        self.shared.with(|s| s.local.retain(|_, p| *p != port));
+        if let Some((vni, _)) = self.port_labels.remove(&port) {
+            self.resolve(vni);
+        }
+    }
+
+    /// Expires idle flows (the datapath's timer, through `Pipeline::age`).
+    pub(crate) fn expire(&mut self, now: Instant) {
+        if !self.nets.is_empty() {
+            self.shared.with(|s| s.ct.expire(now));
+        }
+    }
+
+    fn resolve(&mut self, vni: Vni) {
+        let Some(net) = self.nets.get_mut(&vni) else {
+            return;
+        };
+        let policy = &net.policy;
+        net.port_ids = self
+            .port_labels
+            .iter()
+            .filter(|(_, (v, _))| *v == vni)
+            .map(|(p, (_, l))| (*p, policy.identity(l)))
+            .collect();
+        net.addr_ids = self
+            .addr_labels
+            .iter()
+            .filter(|((v, _), _)| *v == vni)
+            .map(|((_, ip), l)| (*ip, policy.identity(l)))
+            .collect();
+    }
+
+    /// Identities as the packet path finds them: a labelled address, the port a snooped
+    /// address lives behind, an identity learned from the wire.
+    fn trace(
+        &self,
+        vni: Vni,
+        q: TraceQuery,
+        local_port: impl Fn(Vni, IpAddr) -> Option<PortId>,
+    ) -> Result<PolicyReply, TableError> {
+        let net = self.nets.get(&vni).ok_or(TableError::NoSuchNetwork(vni))?;
+        let (src_group, dst_group) = self.shared.with(|s| {
+            let known = |ip: IpAddr| {
+                net.addr_ids
+                    .get(&ip)
+                    .copied()
+                    .or_else(|| {
+                        local_port(vni, ip)
+                            .or_else(|| s.local.get(&(vni, ip)).copied())
+                            .map(|p| net.port_ids.get(&p).copied().unwrap_or(0))
+                    })
+                    .or_else(|| s.learned.get(&(vni, ip)).copied())
+            };
+            (known(q.src), known(q.dst))
+        });
+        let d = net.policy.decide(
+            src_group.unwrap_or(0),
+            dst_group.unwrap_or(0),
+            q.proto,
+            q.dport,
+        );
+        Ok(PolicyReply::Trace(TraceResult {
+            src_group,
+            dst_group,
+            allow: d.allow,
+            reason: d.reason,
+        }))
+    }
+
+    /// Applies network `net`'s policy to `frame` from local port `port`: the tag to send it
+    /// with, or why it is dropped.
+    pub(crate) fn egress(
+        &mut self,
+        net: &Network,
+        port: PortId,
+        frame: &[u8],
+        eth: &Eth,
+        now: Instant,
+    ) -> Result<Option<GroupTag>, crate::DropReason> {
+        let vni = net.spec.vni;
+        let Some(p) = self.nets.get_mut(&vni) else {
+            return Ok(None);
+        };
+        let group = p.port_ids.get(&port).copied().unwrap_or(0);
+        let Some(f) = flow(vni, frame, eth) else {
+            p.counters.exempt += 1;
+            return Ok(Some(GroupTag {
+                group,
+                applied: false,
+            }));
+        };
+        self.shared.with(|s| {
+            if s.ct.lookup(&f.key, f.closing, now).is_some() {
+                p.counters.tracked += 1;
+                return Ok(Some(GroupTag {
+                    group,
+                    applied: true,
+                }));
+            }
+            // A flow's first packet: where its source lives, for traces (not on the
+            // tracked path, which stays one lookup).
+            let seen = (vni, f.key.src);
+            if s.local.get(&seen) != Some(&port)
+                && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+            {
+                s.local.insert(seen, port);
+            }
+            // Labels and local ports are this host's own knowledge: a decision on them is
+            // final (A bit). An identity learned from the wire only lets the sender drop
+            // early; the receiver decides again.
+            let (dst, authoritative) = match p.addr_ids.get(&f.key.dst) {
+                Some(&id) => (Some(id), true),
+                None => match net.fdb.lookup(eth.dst) {
+                    Some(FdbDest::Port(out)) => {
+                        (Some(p.port_ids.get(&out).copied().unwrap_or(0)), true)
+                    }
+                    _ => (s.learned.get(&(vni, f.key.dst)).copied(), false),
+                },
+            };
+            let Some(dst) = dst else {
+                p.counters.unknown_destination += 1;
+                return Ok(Some(GroupTag {
+                    group,
+                    applied: false,
+                }));
+            };
+            let d = p.policy.decide(group, dst, f.key.proto, f.key.dport);
+            count(&mut p.counters, d.allow, d.reason);
+            if !d.allow {
+                return Err(crate::DropReason::PolicyDenied);
+            }
+            if s.ct.insert(f.key, now).is_err() {
+                p.counters.conntrack_full += 1;
+            }
+            Ok(Some(GroupTag {
+                group,
+                applied: authoritative,
+            }))
+        })
+    }
+
+    /// After [`Policies::egress`] left a frame to the receiver (its destination's identity
+    /// unknown) and it was flooded: the local copies are decided here, each with the identity
+    /// of the port it goes to; denied copies are taken out (`false`: none is left).
+    pub(crate) fn flood_filter(
+        &mut self,
+        net: &Network,
+        frame: &[u8],
+        eth: &Eth,
+        now: Instant,
+        actions: &mut Actions,
+    ) -> bool {
+        let vni = net.spec.vni;
+        let (Some(tag), Some(p)) = (actions.group(), self.nets.get_mut(&vni)) else {
+            return true;
+        };
+        let Some(f) = flow(vni, frame, eth).filter(|_| !tag.applied && actions.flooded()) else {
+            return true;
+        };
+        let mut allowed = false;
+        actions.retain(|a| match a {
+            Action::Deliver { port } => {
+                let dst = p.port_ids.get(port).copied().unwrap_or(0);
+                let d = p.policy.decide(tag.group, dst, f.key.proto, f.key.dport);
+                count(&mut p.counters, d.allow, d.reason);
+                allowed |= d.allow;
+                d.allow
+            }
+            _ => true,
+        });
+        if allowed && self.shared.with(|s| s.ct.insert(f.key, now)).is_err() {
+            p.counters.conntrack_full += 1;
+        }
+        !actions.is_empty()
+    }
+
+    /// Applies network `net`'s policy to `inner`, a frame from the underlay carrying `tag`
+    /// (VXLAN-GBP) or not.
+    pub(crate) fn ingress(
+        &mut self,
+        net: &Network,
+        tag: Option<GroupTag>,
+        inner: &[u8],
+        eth: &Eth,
+        now: Instant,
+    ) -> Result<(), crate::DropReason> {
+        let vni = net.spec.vni;
+        let Some(p) = self.nets.get_mut(&vni) else {
+            return Ok(());
+        };
+        let Some(f) = flow(vni, inner, eth) else {
+            p.counters.exempt += 1;
+            return Ok(());
+        };
+        let tagged = tag.filter(|t| t.group != 0);
+        self.shared.with(|s| {
+            if let Some(t) = tagged {
+                // The ipcache: where this address's identity came from the wire, remember it
+                // (bounded; an address labelled here keeps its label's identity).
+                let key = (vni, f.key.src);
+                if s.learned.get(&key) != Some(&t.group)
+                    && (s.learned.len() < MAX_LEARNED_IDS || s.learned.contains_key(&key))
+                {
+                    s.learned.insert(key, t.group);
+                }
+            }
+            if s.ct.lookup(&f.key, f.closing, now).is_some() {
+                p.counters.tracked += 1;
+                return Ok(());
+            }
+            // A flow's first packet: the local port its destination lives on, for traces.
+            let out = match net.fdb.lookup(eth.dst) {
+                Some(FdbDest::Port(out)) => Some(out),
+                _ => None,
+            };
+            if let Some(out) = out {
+                let seen = (vni, f.key.dst);
+                if s.local.get(&seen) != Some(&out)
+                    && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+                {
+                    s.local.insert(seen, out);
+                }
+            }
+            if tagged.is_some_and(|t| t.applied) {
+                p.counters.sender_applied += 1;
+                if s.ct.insert(f.key, now).is_err() {
+                    p.counters.conntrack_full += 1;
+                }
+                return Ok(());
+            }
+            let src = tagged.map(|t| t.group).unwrap_or_else(|| {
+                p.addr_ids
+                    .get(&f.key.src)
+                    .or_else(|| s.learned.get(&(vni, f.key.src)))
+                    .copied()
+                    .unwrap_or(0)
+            });
+            let dst =
+                p.addr_ids.get(&f.key.dst).copied().unwrap_or_else(|| {
+                    out.map_or(0, |out| p.port_ids.get(&out).copied().unwrap_or(0))
+                });
+            let d = p.policy.decide(src, dst, f.key.proto, f.key.dport);
+            count(&mut p.counters, d.allow, d.reason);
+            if !d.allow {
+                return Err(crate::DropReason::PolicyDenied);
+            }
+            if s.ct.insert(f.key, now).is_err() {
+                p.counters.conntrack_full += 1;
+            }
+            Ok(())
+        })
+    }
+}
