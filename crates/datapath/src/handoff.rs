@@ -65,7 +65,10 @@ pub(super) fn rehome(core: &mut Core) {
             .unwrap_or_default();
         match core.ports.set_kernel(id, want) {
             Ok(false) => {}
-            Ok(true) if want => log::info!("port {name}: the kernel path runs it again"),
+            Ok(true) if want => log::info!(
+                "port {name}: no flow rule covers it any more and its network runs in the \
+                 kernel: the kernel path runs it again"
+            ),
             Ok(true) if covered => log::info!(
                 "port {name}: flow rules cover it: nvod reads it (the tables run in userspace)"
             ),
