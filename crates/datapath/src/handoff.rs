@@ -51,12 +51,13 @@ pub(super) fn rehome(core: &mut Core) {
         .filter(|p| p.kind == PortKind::Veth)
         .map(|p| p.id)
         .collect();
+    let cover = core.pipeline.flow_cover();
     for id in veths {
         let network = core.pipeline.port_network(id);
         let capable = network
             .and_then(|vni| core.pipeline.network(vni).ok())
             .is_some_and(|view| kernel.mode(&core.engine, &view).is_ok());
-        let covered = core.pipeline.flows_cover(id);
+        let covered = cover.covers(id);
         let want = capable && !covered;
         let name = core
             .ports

@@ -388,6 +388,11 @@ impl<A> Classifier<A> {
         }
     }
 
+    /// Every rule, in no particular order (no copy, no sort: for scans that need no order).
+    pub fn iter(&self) -> impl Iterator<Item = &Rule<A>> + '_ {
+        self.entries.values().map(|e| &e.rule)
+    }
+
     /// Every rule, best first (priority descending, then installation order).
     pub fn rules(&self) -> Vec<(RuleId, &Rule<A>, &Stats)> {
         let mut all: Vec<_> = self

@@ -30,6 +30,7 @@
 //! rule (nvo does not keep a copy per output as Open vSwitch does): `output:2,mod_dl_dst:…`
 //! sends the rewritten frame.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use nvo_flow::key::ethertype;
@@ -104,6 +105,22 @@ pub fn check_actions(actions: &[FlowAction]) -> Result<(), FlowError> {
     }
 }
 
+/// Which ports the flow table's rules may match frames from ([`Pipeline::flow_cover`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlowCover {
+    /// A rule has no `in_port`: it covers every port.
+    pub all: bool,
+    /// The `in_port`s rules name.
+    pub ports: HashSet<u32>,
+}
+
+impl FlowCover {
+    /// Whether a rule may match frames from `port`.
+    pub fn covers(&self, port: PortId) -> bool {
+        self.all || self.ports.contains(&port.0)
+    }
+}
+
 impl Pipeline {
     /// Whether the table holds any rule (when not, frames skip it).
     pub fn has_flows(&self) -> bool {
@@ -113,10 +130,21 @@ impl Pipeline {
     /// Whether some rule may match frames from `port`: one with no `in_port`, or with this
     /// one. Such a port must be read by the userspace path (the kernel path hands it over).
     pub fn flows_cover(&self, port: PortId) -> bool {
-        self.flows.table.rules().iter().any(|(_, r, _)| {
-            let (value, mask) = r.pattern.field(Field::InPort);
-            mask == 0 || value == u128::from(port.0)
-        })
+        self.flow_cover().covers(port)
+    }
+
+    /// [`Self::flows_cover`] for every port at once: one scan of the rules.
+    pub fn flow_cover(&self) -> FlowCover {
+        let mut cover = FlowCover::default();
+        for rule in self.flows.table.iter() {
+            let (value, mask) = rule.pattern.field(Field::InPort);
+            if mask == 0 {
+                cover.all = true;
+            } else if let Ok(port) = u32::try_from(value) {
+                cover.ports.insert(port);
+            }
+        }
+        cover
     }
 
     /// The table, to read rules and counters.

@@ -85,7 +85,7 @@ pub use error::TableError;
 pub use evpn::{ArpNeighbor, EvpnApplied, EvpnChange, LocalHost, LocalHosts};
 pub use fdb::FdbView;
 pub use fdb_events::{FdbChange, FdbEvent, FDB_EVENTS_CAP};
-pub use flows::{FlowError, FlowTable, FlowVerdict, MAX_FLOWS};
+pub use flows::{FlowCover, FlowError, FlowTable, FlowVerdict, MAX_FLOWS};
 pub use hash::flow_hash16;
 pub use network::NetworkView;
 pub use overlay::NodeId;
