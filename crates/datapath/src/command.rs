@@ -222,6 +222,28 @@ pub enum Command {
     Stop,
 }
 
+impl Command {
+    /// Whether it leaves ports, networks and tables as they were (counters aside): reads,
+    /// traces, PACKET_OUT. Nothing needs re-deciding after one (handoff.rs).
+    pub fn keeps_tables(&self) -> bool {
+        match self {
+            Command::Policy(c) => c.is_read(),
+            Command::FdbEntries(_)
+            | Command::OverlayCounters
+            | Command::OverlayProbeResult(_)
+            | Command::Networks
+            | Command::PortsUp
+            | Command::Counters
+            | Command::QosCounters
+            | Command::LocalHosts { .. }
+            | Command::Flows
+            | Command::FlowLookup(_)
+            | Command::PacketOut { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 /// What kind of interface a port is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortKind {
@@ -419,6 +441,34 @@ impl Lane {
         // side is dropped.
         if self.sender.try_send(request).is_ok() {
             let _ = self.wake.notify();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nvo_pipeline::policy::PolicyCommand;
+
+    #[test]
+    fn reads_keep_the_tables_and_changes_do_not() {
+        let vni = Vni(100);
+        for read in [
+            Command::Counters,
+            Command::QosCounters,
+            Command::Networks,
+            Command::Flows,
+            Command::Policy(PolicyCommand::Show(vni)),
+        ] {
+            assert!(read.keeps_tables(), "{read:?}");
+        }
+        for change in [
+            Command::RemoveNetwork(vni),
+            Command::RemovePort(PortId(1)),
+            Command::SetQos(PortId(1), None),
+            Command::Policy(PolicyCommand::Remove(vni)),
+        ] {
+            assert!(!change.keeps_tables(), "{change:?}");
         }
     }
 }

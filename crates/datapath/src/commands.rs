@@ -42,12 +42,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             kind,
             offloads,
             must_open,
-        } => {
-            add_port(core, id, vni, name, kind, offloads, must_open)?;
-            // A rule without in_port covers the new port too.
-            super::handoff::rehome(core);
-            Ok(Reply::Done)
-        }
+        } => done(add_port(core, id, vni, name, kind, offloads, must_open)),
         Command::AddTrunk {
             id,
             name,
@@ -169,7 +164,7 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             actions,
             frame,
         } => super::flows::packet_out(core, in_port, &actions, &frame, now),
-        Command::Policy(c) => super::handoff::policy(core, c),
+        Command::Policy(c) => Ok(Reply::Policy(pipeline.policy_command(c)?)),
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Ok(Reply::Done),
     }

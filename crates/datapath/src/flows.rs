@@ -84,7 +84,8 @@ fn shifted(meta: &FrameMeta, len: usize, was: usize) -> FrameMeta {
     m
 }
 
-/// Runs a FLOW_MOD on the table, then hands over (or back) the ports whose coverage changed.
+/// Runs a FLOW_MOD on the table (the loop's `handoff::rehome` then hands over, or back, the
+/// ports whose coverage changed).
 pub(super) fn flow_mod(core: &mut Core, m: FlowMod, now: Instant) -> Result<Reply, DatapathError> {
     if !matches!(m.command, OfCommand::Delete { .. }) {
         check_actions(&m.actions)?;
@@ -93,7 +94,6 @@ pub(super) fn flow_mod(core: &mut Core, m: FlowMod, now: Instant) -> Result<Repl
         OfError::FLOW_MOD_TABLE_FULL => FlowError::Full(MAX_FLOWS),
         other => FlowError::Unsupported(format!("(OpenFlow error {}/{})", other.kind, other.code)),
     })?;
-    super::handoff::rehome(core);
     Ok(Reply::Done)
 }
 

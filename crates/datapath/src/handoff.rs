@@ -1,6 +1,6 @@
 //! Which of the kernel datapath's veth ports nvod reads instead (the project's rule: what
 //! one datapath lacks is handed to the other, explicitly). One decision, [`rehome`], made
-//! after every datapath command: the kernel runs a veth port when its network runs in the
+//! after every datapath command that may change it: the kernel runs a veth port when its network runs in the
 //! kernel — not a network with an identity policy (issue 18; compile::network_supported
 //! refuses it as Unsupported::Policy, so its VNI also leaves the kernel's network map and its
 //! tunnel packets reach nvod's underlay socket) — and no flow rule covers the port (flows.rs).
@@ -8,7 +8,8 @@
 //! them alone).
 //!
 //! ```text
-//!  any command (a policy set or removed, a FLOW_MOD, a port added, a QoS change)
+//!  any command that changes tables (a policy set or removed, a FLOW_MOD, a port added, a
+//!  QoS change)
 //!    rehome                           each veth port whose "kernel runs it" flag is no longer
 //!                                     what the decision says is reopened the other way: read
 //!                                     by nvod (a packet socket) or send-only again
@@ -17,26 +18,13 @@
 //!
 //! A policy applied to a network whose ports the kernel already runs thus takes effect within
 //! the tick; removing the policy hands the network back to the kernel the same way (but for
-//! ports a flow rule still covers).
+//! ports a flow rule still covers). Commands that change none of this (reads, traces,
+//! PACKET_OUT: `Command::keeps_tables`) skip the decision.
 
-use nvo_pipeline::policy::PolicyCommand;
 use nvo_pipeline::PortId;
 
 use super::forward::Core;
-use crate::command::{DatapathError, PortKind, Reply};
-
-/// Runs a policy command; a network whose policy came or went is re-homed.
-pub(super) fn policy(core: &mut Core, command: PolicyCommand) -> Result<Reply, DatapathError> {
-    let changed = match &command {
-        PolicyCommand::Set(vni, ..) | PolicyCommand::Remove(vni) => Some(*vni),
-        _ => None,
-    };
-    let reply = core.pipeline.policy_command(command)?;
-    if changed.is_some() {
-        rehome(core);
-    }
-    Ok(Reply::Policy(reply))
-}
+use crate::command::PortKind;
 
 /// On the kernel path: reopens every veth whose reading no longer matches the decision in
 /// the module docs — for nvod, or for the kernel. The mirror's next sync attaches or detaches
@@ -59,12 +47,9 @@ pub(super) fn rehome(core: &mut Core) {
             .is_some_and(|view| kernel.mode(&core.engine, &view).is_ok());
         let covered = cover.covers(id);
         let want = capable && !covered;
-        let name = core
-            .ports
-            .get(id)
-            .map(|p| p.name.clone())
-            .unwrap_or_default();
-        match core.ports.set_kernel(id, want) {
+        let changed = core.ports.set_kernel(id, want);
+        let name = core.ports.get(id).map_or("", |p| p.name.as_str());
+        match changed {
             Ok(false) => {}
             Ok(true) if want => log::info!(
                 "port {name}: no flow rule covers it any more and its network runs in the \

@@ -704,9 +704,13 @@ impl Loop {
                 let _ = request.reply.send(Ok(Reply::Done));
                 return false;
             }
+            let keeps_tables = request.command.keeps_tables();
             let reply = commands::run(&mut self.fwd, request.command, now);
-            // Which veths nvod reads (handoff.rs): flow rules, policies and QoS change it.
-            handoff::rehome(&mut self.fwd.core);
+            // Which veths nvod reads (handoff.rs): ports, flow rules, policies and QoS change
+            // it; reads (a metrics scrape) do not.
+            if !keeps_tables {
+                handoff::rehome(&mut self.fwd.core);
+            }
             // The kernel's maps follow before the requester hears back: once a change is
             // acknowledged, both datapaths forward by it.
             kernel::sync(&mut self.fwd.core, now);
