@@ -552,10 +552,12 @@ impl Policies {
         actions: &mut Actions,
     ) -> bool {
         let vni = net.spec.vni;
-        let (Some(tag), Some(p)) = (actions.group(), self.nets.get_mut(&vni)) else {
+        // A decided frame (tracked, or its destination known) or a unicast: nothing to do,
+        // and no second parse of the packet.
+        let Some(tag) = actions.group().filter(|t| !t.applied && actions.flooded()) else {
             return true;
         };
-        let Some(f) = flow(vni, frame, eth).filter(|_| !tag.applied && actions.flooded()) else {
+        let (Some(p), Some(f)) = (self.nets.get_mut(&vni), flow(vni, frame, eth)) else {
             return true;
         };
         let mut allowed = false;
