@@ -38,30 +38,28 @@ impl Core {
         self.seen = Seen::Port(port);
         self.seen_vni = None;
         let mut buf = std::mem::take(&mut self.untagged);
-        buf.clear();
-        buf.extend_from_slice(frame);
-        let tos = self.marked(q, &mut buf);
-        self.underlays.set_tos_override(tos);
-        let segment_len = segment_len(&buf, &meta);
+        // Only a mark rewrites the frame (a copy); trust reads its TOS where it is.
+        let f = match q.dscp {
+            Some(dscp) => {
+                buf.clear();
+                buf.extend_from_slice(frame);
+                qos::mark(&mut buf, dscp);
+                &buf[..]
+            }
+            None => frame,
+        };
+        self.underlays.set_tos_override(ip_tos(f));
+        let segment_len = segment_len(f, &meta);
         // Through the flow table (flows.rs), then normal forwarding.
-        self.ingress(port, &buf, &meta, segment_len, now);
+        self.ingress(port, f, &meta, segment_len, now);
         self.underlays.set_tos_override(None);
         self.untagged = buf;
-    }
-
-    /// Marks `frame` in place as profile `q` says and returns the outer TOS its tunnel
-    /// packets take: the marked or (trusted) inner TOS; `None` for a frame without IP.
-    pub(super) fn marked(&self, q: QosProfile, frame: &mut [u8]) -> Option<u8> {
-        if let Some(dscp) = q.dscp {
-            qos::mark(frame, dscp);
-        }
-        ip_tos(frame)
     }
 }
 
 /// The TOS (traffic class) of the IPv4 or IPv6 packet in an Ethernet frame (untagged, or with
-/// one 802.1Q tag).
-fn ip_tos(frame: &[u8]) -> Option<u8> {
+/// one 802.1Q tag): the outer TOS of its tunnel packets once the frame is marked (or trusted).
+pub(super) fn ip_tos(frame: &[u8]) -> Option<u8> {
     let mut at = 12;
     let mut ethertype = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
     if ethertype == nvo_pipeline::vlan::TPID_8021Q {
