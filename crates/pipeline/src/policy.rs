@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nvo_policy::{Conntrack, FlowKey, Labels, Policy, Reason};
 use nvo_wire::std_wire::{IpProtocol, Ipv4Packet, Ipv6Packet};
@@ -50,6 +50,10 @@ pub const MAX_LABELLED_ADDRS: usize = 65_536;
 pub const MAX_LEARNED_IDS: usize = 65_536;
 /// Most tracked flows (all networks).
 pub const MAX_FLOWS: usize = 262_144;
+/// The least time between two sweeps of the shared connection table: every worker's timer
+/// asks about once a second, and one sweep serves them all (a lookup already treats an idle
+/// flow as gone; the sweep only frees its room).
+const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// What every worker's pipeline shares (a packet and its reply, or the packet that taught an
 /// identity and the one that needs it, may reach different workers): the connection table and
@@ -61,6 +65,8 @@ pub(crate) struct Shared {
     learned: HashMap<(Vni, IpAddr), u16>,
     /// (network, address) → port, from local ports' frames (for traces).
     local: HashMap<(Vni, IpAddr), PortId>,
+    /// When `ct` was last swept of idle flows.
+    swept: Option<Instant>,
 }
 
 /// The tables every worker's pipeline shares, behind one lock taken once per packet of a
@@ -74,6 +80,7 @@ impl Default for SharedConntrack {
             ct: Conntrack::new(MAX_FLOWS),
             learned: HashMap::new(),
             local: HashMap::new(),
+            swept: None,
         })))
     }
 }
@@ -405,11 +412,21 @@ impl Policies {
         }
     }
 
-    /// Expires idle flows (the datapath's timer, through `Pipeline::age`).
+    /// Expires idle flows (the datapath's timer, through `Pipeline::age`): once per
+    /// [`SWEEP_EVERY`] over all workers, not once per worker.
     pub(crate) fn expire(&mut self, now: Instant) {
-        if !self.nets.is_empty() {
-            self.shared.with(|s| s.ct.expire(now));
+        if self.nets.is_empty() {
+            return;
         }
+        self.shared.with(|s| {
+            if s.swept
+                .is_some_and(|t| now.saturating_duration_since(t) < SWEEP_EVERY)
+            {
+                return;
+            }
+            s.swept = Some(now);
+            s.ct.expire(now);
+        });
     }
 
     fn resolve(&mut self, vni: Vni) {
