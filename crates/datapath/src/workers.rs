@@ -382,12 +382,16 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
         }
         (Reply::Flows(mut a), Reply::Flows(b)) => {
             // The same FLOW_MODs made the same rules in every worker: a rule is its match
-            // and priority.
+            // and priority (one index, not a scan of every rule per rule: the table holds
+            // up to 10 000, and nvod reads it every second while rules have timeouts).
+            let index: HashMap<_, usize> = a
+                .rules
+                .iter()
+                .enumerate()
+                .map(|(at, x)| ((x.rule.priority, x.rule.pattern), at))
+                .collect();
             for (r, idle) in b.rules.into_iter().zip(b.idle) {
-                let same = a.rules.iter().position(|x| {
-                    x.rule.priority == r.rule.priority && x.rule.pattern == r.rule.pattern
-                });
-                if let Some(at) = same {
+                if let Some(&at) = index.get(&(r.rule.priority, r.rule.pattern)) {
                     a.rules[at].packets += r.packets;
                     a.rules[at].bytes += r.bytes;
                     if let Some(i) = a.idle.get_mut(at) {
