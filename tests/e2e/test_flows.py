@@ -187,6 +187,9 @@ def test_ovs_ofctl_adds_dumps_and_deletes_flows_traffic_follows(flow_lab):
     show = ofctl(lab, "show", OF).stdout
     line = [l for l in show.splitlines() if f" {port_id}({port}):" in l]
     assert line, show
+    # PORT_DESC carries the port's own MAC, as h1's kernel has it.
+    mac = lab.exec("h1", "cat", f"/sys/class/net/{port}/address").stdout.strip()
+    assert f"addr:{mac}" in line[0], show
     state = show.split(line[0], 1)[1].split("state:", 1)[1].splitlines()[0]
     assert "LINK_DOWN" not in state, show
     ofctl(lab, "del-flows", OF)

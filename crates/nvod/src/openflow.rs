@@ -253,13 +253,8 @@ impl Switch for NvodSwitch {
     }
 }
 
-/// An interface's MAC from sysfs (zeros when it cannot be read: a circuit, or a port down).
+/// An interface's MAC, asked of the kernel in nvod's namespace (zeros when there is no such
+/// interface: a VLAN circuit, a virtual port).
 fn mac_of(name: &str) -> [u8; 6] {
-    let text =
-        std::fs::read_to_string(format!("/sys/class/net/{name}/address")).unwrap_or_default();
-    let mut mac = [0u8; 6];
-    for (i, part) in text.trim().split(':').take(6).enumerate() {
-        mac[i] = u8::from_str_radix(part, 16).unwrap_or(0);
-    }
-    mac
+    nvo_io::iface::interface(name).map_or([0; 6], |i| i.mac)
 }

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use nvo_api::{Client, FlowDelete, FlowSpec, FlowTable, FlowsDeleted, Trace, TraceSpec};
 use serde_json::Value;
 
-use super::api::{done, show};
+use super::api::{done, segment, show};
 use super::{CliError, Format};
 
 /// The PORT that stands for every port.
@@ -99,7 +99,7 @@ pub fn flow(client: &Client, format: Format, cmd: FlowCmd) -> Result<(), CliErro
         }
         FlowCmd::Show { port } => {
             let path = match port {
-                Some(p) => format!("/v1/flows?port={p}"),
+                Some(p) => format!("/v1/flows?port={}", segment(&p)),
                 None => "/v1/flows".to_owned(),
             };
             show(format, client.get(&path)?, dump)

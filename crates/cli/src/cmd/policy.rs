@@ -16,7 +16,7 @@ use nvo_api::{Client, LabelMap, LabelsView, PolicyDoc, PolicyView, TraceAnswer, 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::api::{done, show, vni_parser};
+use super::api::{done, segment, show, vni_parser};
 use super::{print_json, CliError, Format};
 
 /// `nvo policy ...`
@@ -300,7 +300,7 @@ pub fn endpoint(client: &Client, format: Format, cmd: EndpointCmd) -> Result<(),
                     )))
                 }
                 (Err(_), None) => (
-                    format!("/v1/ports/{target}/labels"),
+                    format!("/v1/ports/{}/labels", segment(&target)),
                     format!("port {target}"),
                 ),
             };

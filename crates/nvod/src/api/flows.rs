@@ -45,12 +45,17 @@ async fn trace(
     Ok(Json(c.lock().await.trace(spec).await?))
 }
 
-/// `port=NAME`, optional; anything else is refused by name.
+/// `port=NAME` (percent-encoded, as `nvo` sends it), optional; anything else is refused by
+/// name.
 fn port_filter(query: &str) -> Result<Option<String>, Failure> {
     let mut port = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
-            Some(("port", name)) if !name.is_empty() => port = Some(name.to_owned()),
+            Some(("port", name)) if !name.is_empty() => {
+                let name = nvo_api::query::decode(name)
+                    .ok_or_else(|| Failure::bad(format!("port {name:?}: bad percent-encoding")))?;
+                port = Some(name);
+            }
             _ => {
                 return Err(Failure::bad(format!(
                     "unknown query {pair:?}; /v1/flows takes port=NAME"
@@ -59,4 +64,19 @@ fn port_filter(query: &str) -> Result<Option<String>, Failure> {
         }
     }
     Ok(port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_port_filter_reads_back_what_nvo_encodes() {
+        let name = "veth a%1";
+        let query = format!("port={}", nvo_api::query::encode(name));
+        assert_eq!(port_filter(&query).unwrap().as_deref(), Some(name));
+        assert_eq!(port_filter("").unwrap(), None);
+        assert!(port_filter("port=a%zz").is_err());
+        assert!(port_filter("table=0").is_err());
+    }
 }

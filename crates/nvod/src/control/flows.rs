@@ -17,7 +17,7 @@ use nvo_flow::show::{format_flow, format_match};
 use nvo_flow::syntax::{parse, Flow, DEFAULT_PRIORITY};
 use nvo_flow::{Action, Classifier, Field, Match, Rule};
 use nvo_openflow::wire::port;
-use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod};
+use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, FlowStat};
 use nvo_pipeline::flows::check_actions;
 use nvo_pipeline::{PortId, MAX_FLOWS};
 
@@ -242,6 +242,18 @@ impl Control {
         }
     }
 
+    /// A rule with its counters as the API shows it.
+    fn flow_view(&self, s: &FlowStat) -> api::Flow {
+        api::Flow {
+            flow: self.flow_text(&s.rule),
+            priority: s.rule.priority,
+            cookie: s.rule.cookie,
+            n_packets: s.packets,
+            n_bytes: s.bytes,
+            duration_s: s.duration.as_secs_f64(),
+        }
+    }
+
     /// The datapath's table.
     pub async fn flow_dump(&self) -> Result<FlowDump, Failure> {
         match self.query(Command::Flows).await? {
@@ -271,14 +283,7 @@ impl Control {
                 let (v, m) = s.rule.pattern.field(Field::InPort);
                 id.is_none_or(|id| m == 0 || v == u128::from(id))
             })
-            .map(|s| api::Flow {
-                flow: self.flow_text(&s.rule),
-                priority: s.rule.priority,
-                cookie: s.rule.cookie,
-                n_packets: s.packets,
-                n_bytes: s.bytes,
-                duration_s: s.duration.as_secs_f64(),
-            })
+            .map(|s| self.flow_view(s))
             .collect();
         Ok(api::FlowTable {
             flows,
@@ -435,14 +440,7 @@ impl Control {
         Ok(api::Trace {
             port: spec.port,
             port_id: id,
-            rule: rule.map(|s| api::Flow {
-                flow: self.flow_text(&s.rule),
-                priority: s.rule.priority,
-                cookie: s.rule.cookie,
-                n_packets: s.packets,
-                n_bytes: s.bytes,
-                duration_s: s.duration.as_secs_f64(),
-            }),
+            rule: rule.map(|s| self.flow_view(&s)),
             steps,
             result: result.join(", "),
         })

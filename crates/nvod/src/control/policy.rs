@@ -278,15 +278,13 @@ impl Control {
             spec.groups.len(),
             spec.rules.len()
         );
-        self.policy_show(&vni.0.to_string()).await
+        self.policy_view(vni).await
     }
 
     /// `DELETE /v1/networks/{vni}/policy`.
     pub async fn policy_delete(&mut self, vni: &str) -> Result<(), Failure> {
         let vni = vni_of(vni)?;
-        if !self.state.policies.contains_key(&vni.0) {
-            return Err(Self::no_policy(vni));
-        }
+        self.policy_spec(vni)?;
         let mut new = self.state.clone();
         new.policies.remove(&vni.0);
         self.commit(new, Command::Policy(PolicyCommand::Remove(vni)))
@@ -295,28 +293,33 @@ impl Control {
         Ok(())
     }
 
-    /// `GET /v1/networks/{vni}/policy`.
-    pub async fn policy_show(&self, vni: &str) -> Result<api::PolicyView, Failure> {
-        let vni = vni_of(vni)?;
-        let spec = self
-            .state
+    /// Network `vni`'s stored policy.
+    fn policy_spec(&self, vni: Vni) -> Result<&PolicySpec, Failure> {
+        self.state
             .policies
             .get(&vni.0)
-            .ok_or_else(|| Self::no_policy(vni))?;
+            .ok_or_else(|| Self::no_policy(vni))
+    }
+
+    /// `GET /v1/networks/{vni}/policy`.
+    pub async fn policy_show(&self, vni: &str) -> Result<api::PolicyView, Failure> {
+        self.policy_view(vni_of(vni)?).await
+    }
+
+    /// Network `vni`'s policy with the datapath's counters.
+    async fn policy_view(&self, vni: Vni) -> Result<api::PolicyView, Failure> {
+        let spec = self.policy_spec(vni)?;
         match self.policy_call(PolicyCommand::Show(vni)).await? {
             PolicyReply::Counters(c) => Ok(view(vni.0, spec, &c)),
-            other => Err(Failure::new(
-                Kind::Internal,
-                format!("the datapath answered {other:?} to a policy read; this is a bug"),
-            )),
+            other => Err(unexpected(Reply::Policy(other))),
         }
     }
 
     /// `GET /v1/policies`.
     pub async fn policies(&self) -> Result<Vec<api::PolicyView>, Failure> {
         let mut all = Vec::new();
-        for vni in self.state.policies.keys() {
-            all.push(self.policy_show(&vni.to_string()).await?);
+        for &vni in self.state.policies.keys() {
+            all.push(self.policy_view(Vni(vni)).await?);
         }
         Ok(all)
     }
@@ -328,11 +331,7 @@ impl Control {
         req: api::TraceRequest,
     ) -> Result<api::TraceAnswer, Failure> {
         let vni = vni_of(vni)?;
-        let spec = self
-            .state
-            .policies
-            .get(&vni.0)
-            .ok_or_else(|| Self::no_policy(vni))?;
+        let spec = self.policy_spec(vni)?;
         let query = TraceQuery {
             src: req.from,
             dst: req.to,

@@ -33,14 +33,7 @@ impl Control {
             .qos
             .iter()
             .map(|(name, q)| {
-                let mut shown = api::Qos {
-                    spec: spec_of(name, q),
-                    attached: Vec::new(),
-                    conformed_frames: 0,
-                    conformed_bytes: 0,
-                    policed_frames: 0,
-                    policed_bytes: 0,
-                };
+                let mut shown = unattached(spec_of(name, q));
                 for (port, profile) in &attached {
                     if profile != name {
                         continue;
@@ -101,14 +94,7 @@ impl Control {
             q.rate,
             q.burst
         );
-        Ok(api::Qos {
-            spec,
-            attached: Vec::new(),
-            conformed_frames: 0,
-            conformed_bytes: 0,
-            policed_frames: 0,
-            policed_bytes: 0,
-        })
+        Ok(unattached(spec))
     }
 
     /// `DELETE /v1/qos/{name}`.
@@ -177,28 +163,26 @@ impl Control {
                         self.config.workers
                     )));
                 }
-                let slot = new.ports.get_mut(port).map(|p| &mut p.qos);
-                (port.to_owned(), slot)
+                let Some(p) = new.ports.get_mut(port) else {
+                    return Err(Failure::new(Kind::NotFound, format!("no port {port:?}")));
+                };
+                (port.to_owned(), &mut p.qos)
             }
             Some(mac) => {
                 let key = convert::parse_mac(mac)?.to_string();
-                let slot = new
+                let Some(vport) = new
                     .ports
                     .get_mut(port)
                     .and_then(|p| p.shared.as_mut())
                     .and_then(|s| s.vports.get_mut(&key))
-                    .map(|v| &mut v.qos);
-                if slot.is_none() {
+                else {
                     return Err(Failure::new(
                         Kind::NotFound,
                         format!("port {port} has no virtual port for {key}; GET /v1/ports/{port}/vports lists them"),
                     ));
-                }
-                (vport_name(port, &key), slot)
+                };
+                (vport_name(port, &key), &mut vport.qos)
             }
-        };
-        let Some(slot) = slot else {
-            return Err(Failure::new(Kind::NotFound, format!("no port {port:?}")));
         };
         if profile.is_none() && slot.is_none() {
             return Err(Failure::new(
@@ -284,6 +268,18 @@ fn profile_of(q: &QosState) -> QosProfile {
         burst: q.burst,
         dscp: q.dscp,
         trust: q.trust,
+    }
+}
+
+/// A profile as shown before it is attached anywhere.
+fn unattached(spec: api::QosSpec) -> api::Qos {
+    api::Qos {
+        spec,
+        attached: Vec::new(),
+        conformed_frames: 0,
+        conformed_bytes: 0,
+        policed_frames: 0,
+        policed_bytes: 0,
     }
 }
 

@@ -400,6 +400,26 @@ mod tests {
         s.policies.clear();
         s.addr_labels.clear();
         steps.push(s.clone());
+        // A QoS profile and a stored flow rule, added, changed, removed.
+        let gold = crate::state::QosState {
+            rate: 100_000_000,
+            burst: 65536,
+            dscp: Some(46),
+            trust: false,
+        };
+        s.qos.insert("gold".into(), gold);
+        let identity = "priority=100,in_port=veth0".to_owned();
+        s.flows
+            .insert(identity.clone(), format!("{identity} actions=drop"));
+        steps.push(s.clone());
+        s.qos
+            .insert("gold".into(), crate::state::QosState { dscp: None, ..gold });
+        s.flows
+            .insert(identity.clone(), format!("{identity} actions=normal"));
+        steps.push(s.clone());
+        s.qos.clear();
+        s.flows.clear();
+        steps.push(s.clone());
         s.keys.clear();
         s.cluster_profiles.clear();
         s.overlay = Default::default();
