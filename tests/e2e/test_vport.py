@@ -31,6 +31,7 @@ import subprocess
 import pytest
 
 from conftest import run, wait_for
+from ovs_peer import in_ns
 
 RED, BLUE = 100, 200
 RED1_IP, BLUE1_IP = "10.0.0.1", "10.0.0.2"
@@ -49,10 +50,6 @@ containers:
   - {name: red1, host: h2, vni: 100, ip: 10.0.0.1/24}
   - {name: blue1, host: h2, vni: 200, ip: 10.0.0.2/24}
 """
-
-
-def in_ns(ns, *cmd):
-    return ["ip", "netns", "exec", ns, *map(str, cmd)]
 
 
 class Hypervisor:
