@@ -17,18 +17,14 @@ same label names in two tenants do not leak across. Runs on the datapath NVO_LAB
 selects (ebpf or userspace); on the eBPF one the policy hands both networks to nvod.
 """
 
-import itertools
 import json
-import os
 import subprocess
 import sys
 import time
 
-import pytest
+from bgp_peers import RestartedNvod
+from conftest import NVO, RUN, run, wait_for
 
-from conftest import BIN, NVO, RUN, Lab, dump_lab, kill_strays, run, wait_for
-
-_serial = itertools.count()
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
@@ -111,29 +107,6 @@ print("again" if c.recv(100) == b"two" else "lost", flush=True)
 """
 
 
-@pytest.fixture
-def pol_lab(tmp_path, request):
-    """One lab named pol…, torn down (namespaces, python servers, nvods) even on failure."""
-    made = []
-
-    def make(topology):
-        name = f"pol{os.getpid() % 1000}{next(_serial)}"
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(f"name: {name}\n" + topology)
-        made.append(name)
-        run(NVO, "lab", "up", path, "--nvod", BIN / "nvod", timeout=180)
-        return Lab(name, path)
-
-    yield make
-    rep = getattr(request.node, "rep_call", None)
-    for name in made:
-        if rep is not None and rep.failed:
-            dump_lab(name)
-        kill_strays(name)
-        run(NVO, "lab", "down", name, check=False, timeout=60)
-    leftover = [n for n in run("ip", "netns", "list").stdout.split() if any(n.startswith(f"nvo-{m}-") for m in made)]
-    assert not leftover, f"namespaces left behind: {leftover}"
-
 
 def connects(lab, node, addr, port, timeout=1.5):
     p = lab.exec(node, sys.executable, "-c", CONNECT, addr, str(port), str(timeout), check=False, timeout=30)
@@ -149,8 +122,8 @@ def rule(view, name):
     return next(r for r in view["rules"] if r["name"] == name)
 
 
-def test_web_reaches_db_on_5432_only_per_tenant(pol_lab, tmp_path):
-    lab = pol_lab(TOPOLOGY)
+def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
     for db in ("db1", "dbB2"):
         start_server(lab, db)
     # Before any policy everything is open (and the servers are up).
@@ -225,8 +198,8 @@ def test_web_reaches_db_on_5432_only_per_tenant(pol_lab, tmp_path):
     assert 10 in groups, groups
 
 
-def test_a_policy_change_applies_at_once_and_an_established_connection_survives(pol_lab, tmp_path):
-    lab = pol_lab(TOPOLOGY)
+def test_a_policy_change_applies_at_once_and_an_established_connection_survives(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
     start_server(lab, "db1")
     wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
     policy = tmp_path / "policy.yaml"
@@ -264,8 +237,8 @@ def test_a_policy_change_applies_at_once_and_an_established_connection_survives(
     assert connects(lab, "web1", "10.0.0.2", 5433)
 
 
-def test_bad_policy_files_get_clear_errors(pol_lab, tmp_path):
-    lab = pol_lab("hosts: [{name: h1}]\nnetworks: [{vni: 100}]\n")
+def test_bad_policy_files_get_clear_errors(lab_factory, tmp_path):
+    lab = lab_factory("hosts: [{name: h1}]\nnetworks: [{vni: 100}]\n")
     for text, words in [
         ("network: 100\ngroups: [{name: web, id: 1, match: {app: web}}]\nrules: [{from: web, to: db, action: allow}]\n",
          ["db", "does not define"]),
@@ -306,11 +279,8 @@ def test_bad_policy_files_get_clear_errors(pol_lab, tmp_path):
     assert lab.nvo("h1", "policy", "show") == []
 
 
-def test_policies_and_labels_survive_a_restart(pol_lab, tmp_path):
-    import pathlib
-    import signal
-
-    lab = pol_lab(TOPOLOGY)
+def test_policies_and_labels_survive_a_restart(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
     start_server(lab, "db1")
     wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
     policy = tmp_path / "policy.yaml"
@@ -319,17 +289,9 @@ def test_policies_and_labels_survive_a_restart(pol_lab, tmp_path):
         lab.nvo(h, "policy", "apply", str(policy))
     lab.nvo("h2", "endpoint", "label", "10.0.0.9", "--vni", "200", "app=web")
     want = (lab.nvo("h2", "policy", "show", "100"), lab.nvo("h2", "endpoint", "list"))
-    pid = next(int(p) for p in run("ip", "netns", "pids", lab.ns("h2")).stdout.split()
-               if pathlib.Path(f"/proc/{p}/comm").read_text().strip() == "nvod")
-    cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
-    os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not pathlib.Path(f"/proc/{pid}").exists(), what="nvod to die")
-    log = open(RUN / lab.name / "h2.log", "ab")
-    proc = subprocess.Popen(["ip", "netns", "exec", lab.ns("h2")] + [c.decode() for c in cmdline],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    log.close()
-    try:
-        wait_for(lambda: lab.nvo("h2", "node", check=False).returncode == 0, what="nvod to answer again")
+    with RestartedNvod(lab, "h2") as nvod:
+        nvod.kill()
+        nvod.start()
         got = (lab.nvo("h2", "policy", "show", "100"), lab.nvo("h2", "endpoint", "list"))
         assert (got[0]["groups"], [r["name"] for r in got[0]["rules"]]) == \
             (want[0]["groups"], [r["name"] for r in want[0]["rules"]])
@@ -339,9 +301,3 @@ def test_policies_and_labels_survive_a_restart(pol_lab, tmp_path):
         assert not connects(lab, "web1", "10.0.0.2", 5433)
         assert lab.nvo("h2", "policy", "show", "100")["verdicts"]["default_denied"] >= 1 or \
             lab.nvo("h1", "policy", "show", "100")["verdicts"]["default_denied"] >= 1
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -20,7 +20,7 @@ ends get static neighbour entries. Runs on the datapath NVO_LAB_DATAPATH selects
 import json
 import subprocess
 
-from test_policy import connects, pol_lab, start_server  # noqa: F401 (pol_lab: the fixture)
+from test_policy import connects, start_server
 from conftest import run, wait_for
 
 TOPOLOGY = """
@@ -60,8 +60,8 @@ table inet g {{
 """)
 
 
-def test_kernel_gbp_groups_meet_nvods_policy(pol_lab, tmp_path):
-    lab = pol_lab(TOPOLOGY)
+def test_kernel_gbp_groups_meet_nvods_policy(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
     lab.nvo("h1", "flood", "add", "100", "10.100.0.2")
     k1 = ("ip", "netns", "exec", lab.ns("k1"))
     for cmd in ("ip link add vx0 type vxlan id 100 dstport 4789 local 10.100.0.2 remote 10.100.0.1 gbp",

@@ -3,7 +3,7 @@
 //! clear line each. Policing itself is tests/e2e/test_qos.py's.
 //!
 //! ```text
-//!   ns vpo-qos-PID
+//!   ns nvo-qos-PID
 //!  ┌──────────────────────────────────────────────────────────┐
 //!  │ nvod (locator 10.205.0.1 on u0, workers = 1)              │
 //!  │ u0 ─veth─ u1    p0 ─veth─ p1 (port of vni 100)            │
@@ -14,31 +14,17 @@
 
 mod common;
 
-use common::{Nvod, Scratch};
+use common::{host, veths, Nvod, Scratch};
 use nvo_api::{Network, Port, Qos, Vport};
-use nvo_io::netns::NamedNetns;
 use serde_json::{json, Value};
 
 const VM1: &str = "02:00:00:00:01:01";
 
-fn namespace() -> NamedNetns {
-    let ns = NamedNetns::create(&format!("vpo-qos-{}", std::process::id())).unwrap();
-    ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    for (a, b) in [("u0", "u1"), ("p0", "p1"), ("s0", "s1")] {
-        ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
-            .unwrap();
-        ns.ip(&["link", "set", a, "up"]).unwrap();
-        ns.ip(&["link", "set", b, "up"]).unwrap();
-    }
-    ns.ip(&["addr", "add", "10.205.0.1/24", "dev", "u0"])
-        .unwrap();
-    ns
-}
-
 #[test]
 fn qos_profiles_are_attached_shown_kept_and_checked() {
     let scratch = Scratch::new("vpo-qos");
-    let ns = namespace();
+    let ns = host("qos", "10.205.0.1/24");
+    veths(&ns, &[("p0", "p1"), ("s0", "s1")]);
     let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.205.0.1", "workers = 1\n");
     let _: Network = nvod.post("/v1/networks", &json!({"vni": 100}));
     let _: Port = nvod.post("/v1/ports", &json!({"name": "p0", "vni": 100}));

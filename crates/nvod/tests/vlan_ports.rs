@@ -3,7 +3,7 @@
 //! refused with one clear line each. Forwarding is tests/e2e/test_vlan_gateway.py's.
 //!
 //! ```text
-//!   ns nvvla-ports-PID
+//!   ns nvo-vlan-ports-PID
 //!  ┌──────────────────────────────────────────────────────────┐
 //!  │ nvod (locator 10.203.0.1 on u0)                           │
 //!  │ u0 ─veth─ u1    t0 ─veth─ t1 (trunk 10→100, 20→200)        │
@@ -14,29 +14,15 @@
 
 mod common;
 
-use common::{Nvod, Scratch};
+use common::{host, veths, Nvod, Scratch};
 use nvo_api::{Network, Port};
-use nvo_io::netns::NamedNetns;
 use serde_json::json;
-
-fn namespace() -> NamedNetns {
-    let ns = NamedNetns::create(&format!("nvvla-ports-{}", std::process::id())).unwrap();
-    ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    for (a, b) in [("u0", "u1"), ("t0", "t1"), ("a0", "a1")] {
-        ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
-            .unwrap();
-        ns.ip(&["link", "set", a, "up"]).unwrap();
-        ns.ip(&["link", "set", b, "up"]).unwrap();
-    }
-    ns.ip(&["addr", "add", "10.203.0.1/24", "dev", "u0"])
-        .unwrap();
-    ns
-}
 
 #[test]
 fn trunk_and_access_ports_are_shown_kept_and_checked() {
     let scratch = Scratch::new("nvvla-ports");
-    let ns = namespace();
+    let ns = host("vlan-ports", "10.203.0.1/24");
+    veths(&ns, &[("t0", "t1"), ("a0", "a1")]);
     let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.203.0.1", "");
     for vni in [100, 200, 300] {
         let _: Network = nvod.post("/v1/networks", &json!({"vni": vni}));

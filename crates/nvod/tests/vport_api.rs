@@ -3,7 +3,7 @@
 //! requests refused with one clear line each. Forwarding is tests/e2e/test_vport.py's.
 //!
 //! ```text
-//!   ns vpo-api-PID
+//!   ns nvo-vport-api-PID
 //!  ┌──────────────────────────────────────────────────────────┐
 //!  │ nvod (locator 10.204.0.1 on u0)                           │
 //!  │ u0 ─veth─ u1    s0 ─veth─ s1 (shared, default vni 300)    │
@@ -14,32 +14,18 @@
 
 mod common;
 
-use common::{Nvod, Scratch};
+use common::{host, veths, Nvod, Scratch};
 use nvo_api::{FdbEntry, Network, Port, Vport};
-use nvo_io::netns::NamedNetns;
 use serde_json::json;
 
 const VM1: &str = "02:00:00:00:01:01";
 const VM3: &str = "02:00:00:00:01:03";
 
-fn namespace() -> NamedNetns {
-    let ns = NamedNetns::create(&format!("vpo-api-{}", std::process::id())).unwrap();
-    ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    for (a, b) in [("u0", "u1"), ("s0", "s1"), ("p0", "p1")] {
-        ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
-            .unwrap();
-        ns.ip(&["link", "set", a, "up"]).unwrap();
-        ns.ip(&["link", "set", b, "up"]).unwrap();
-    }
-    ns.ip(&["addr", "add", "10.204.0.1/24", "dev", "u0"])
-        .unwrap();
-    ns
-}
-
 #[test]
 fn shared_ports_and_virtual_ports_are_shown_kept_and_checked() {
     let scratch = Scratch::new("vpo-api");
-    let ns = namespace();
+    let ns = host("vport-api", "10.204.0.1/24");
+    veths(&ns, &[("s0", "s1"), ("p0", "p1")]);
     let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.204.0.1", "");
     for vni in [100, 200, 300] {
         let _: Network = nvod.post("/v1/networks", &json!({"vni": vni}));

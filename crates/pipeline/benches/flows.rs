@@ -16,18 +16,15 @@
 mod common;
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::*;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nvo_flow::syntax::parse;
-use nvo_pipeline::{Action, Actions, FdbDest, Mac, Pipeline};
+use nvo_pipeline::{Action, Actions, Pipeline};
 
 fn bed_with(rules: usize, last: Option<&str>) -> Pipeline {
-    let mut p = bed();
-    p.fdb_add_static(VNI, Mac([0x02, 0xbb, 0, 0, 0, 1]), FdbDest::Remote(R1))
-        .unwrap();
-    p.fdb_add_static(VNI, LOCAL, FdbDest::Port(P1)).unwrap();
+    let mut p = encap_bed();
     let now = Instant::now();
     for i in 0..rules {
         let r = parse(&format!("udp,tp_dst={},actions=drop", 10_000 + i), &|_| {
@@ -44,7 +41,7 @@ fn bed_with(rules: usize, last: Option<&str>) -> Pipeline {
 
 fn flows(c: &mut Criterion) {
     let now = Instant::now();
-    let frame = udp4(Mac([0x02, 0xbb, 0, 0, 0, 1]), LOCAL, 64);
+    let frame = udp4(REMOTE, LOCAL, 64);
     let mut actions = Actions::with_capacity(8);
     let mut out = vec![0u8; 2048];
     let mut group = c.benchmark_group("flows");
@@ -87,13 +84,6 @@ fn flows(c: &mut Criterion) {
         );
     }
     group.finish();
-}
-
-fn quick() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(50)
 }
 
 criterion_group! {

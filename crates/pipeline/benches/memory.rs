@@ -129,10 +129,9 @@ fn allocations_per_frame(frames: u32, mut send: impl FnMut(u32)) -> f64 {
 /// Allocations per frame on each hot path, in a bed with 100k learned MACs.
 fn hot_path_allocations(now: Instant) -> Vec<(&'static str, f64)> {
     const N: u32 = 100_000;
-    let remote_mac = Mac([0x02, 0xbb, 0, 0, 0, 1]);
     let mut p: Pipeline = bed();
     learn_from_p2(&mut p, N, now);
-    p.fdb_add_static(VNI, remote_mac, FdbDest::Remote(R1))
+    p.fdb_add_static(VNI, REMOTE, FdbDest::Remote(R1))
         .expect("a static entry fits");
     let mut actions = Actions::new();
     let mut frame = udp4(learned_mac(0), LOCAL, 64);
@@ -145,9 +144,9 @@ fn hot_path_allocations(now: Instant) -> Vec<(&'static str, f64)> {
         frame[..6].copy_from_slice(&unknown_mac(i).0);
         p.from_port(P1, &frame, now, &mut actions);
     });
-    let encap_frame = udp4(remote_mac, LOCAL, 1400);
+    let encap_frame = udp4(REMOTE, LOCAL, 1400);
     let encap = allocations_per_frame(N, |_| p.from_port(P1, &encap_frame, now, &mut actions));
-    let payload = vxlan(VNI, &udp4(LOCAL, remote_mac, 1400));
+    let payload = vxlan(VNI, &udp4(LOCAL, REMOTE, 1400));
     let decap = allocations_per_frame(N, |_| p.receive_vxlan(R1, &payload, now, &mut actions));
     let [arp, nd] = suppression_allocations(&mut p, now);
     vec![

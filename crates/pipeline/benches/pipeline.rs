@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use nvo_pipeline::{Action, Actions, FdbDest, FlushScope, Mac, Pipeline};
+use nvo_pipeline::{Action, Actions, FdbDest, FlushScope, Mac};
 
 /// The FDB sizes the issue asks for, with their labels.
 const SIZES: [(u32, &str); 3] = [(1_000, "1k"), (100_000, "100k"), (1_000_000, "1M")];
@@ -74,25 +74,14 @@ fn fdb(c: &mut Criterion) {
     group.finish();
 }
 
-/// The bed with `remote_mac` behind R1 and `LOCAL` behind port 1, both static.
-fn small_bed(remote_mac: Mac) -> Pipeline {
-    let mut p = bed();
-    p.fdb_add_static(VNI, remote_mac, FdbDest::Remote(R1))
-        .expect("a static entry fits");
-    p.fdb_add_static(VNI, LOCAL, FdbDest::Port(P1))
-        .expect("a static entry fits");
-    p
-}
-
 fn encap(c: &mut Criterion) {
     let now = Instant::now();
-    let remote_mac = Mac([0x02, 0xbb, 0, 0, 0, 1]);
-    let mut p = small_bed(remote_mac);
+    let mut p = encap_bed();
     let mut actions = Actions::with_capacity(8);
     let mut group = c.benchmark_group("encap");
     group.throughput(Throughput::Elements(1));
     for len in LENGTHS {
-        let frame = udp4(remote_mac, LOCAL, len);
+        let frame = udp4(REMOTE, LOCAL, len);
         p.from_port(P1, &frame, now, &mut actions);
         assert!(
             matches!(actions.as_slice(), [Action::Encap { remote: R1, .. }]),
@@ -110,7 +99,6 @@ fn encap(c: &mut Criterion) {
 
 fn decap(c: &mut Criterion) {
     let now = Instant::now();
-    let remote_mac = Mac([0x02, 0xbb, 0, 0, 0, 1]);
     let mut p = bed();
     p.fdb_add_static(VNI, LOCAL, FdbDest::Port(P1))
         .expect("a static entry fits");
@@ -118,7 +106,7 @@ fn decap(c: &mut Criterion) {
     let mut group = c.benchmark_group("decap");
     group.throughput(Throughput::Elements(1));
     for len in LENGTHS {
-        let payload = vxlan(VNI, &udp4(LOCAL, remote_mac, len));
+        let payload = vxlan(VNI, &udp4(LOCAL, REMOTE, len));
         p.receive_vxlan(R1, &payload, now, &mut actions);
         assert_eq!(actions.as_slice(), [Action::Deliver { port: P1 }]);
         group.bench_function(BenchmarkId::from_parameter(len), |b| {
@@ -166,13 +154,6 @@ fn learn(c: &mut Criterion) {
         })
     });
     group.finish();
-}
-
-fn quick() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(50)
 }
 
 criterion_group! {

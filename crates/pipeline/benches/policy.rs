@@ -16,15 +16,13 @@ mod common;
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use nvo_pipeline::policy::{PolicyCommand, SharedConntrack};
-use nvo_pipeline::{Action, Actions, FdbDest, Mac, Pipeline};
+use nvo_pipeline::{Action, Actions, Pipeline};
 use nvo_policy::{Action as Verdict, GroupSpec, Labels, Policy, PolicySpec, RuleSpec};
-
-const REMOTE: Mac = Mac([0x02, 0xbb, 0, 0, 0, 1]);
 
 /// `rules` rules from web to db, all for other ports but the last, which allows `port`.
 fn policy(rules: usize, port: u16) -> Policy {
@@ -51,9 +49,7 @@ fn policy(rules: usize, port: u16) -> Policy {
 }
 
 fn bed_with(rules: Option<usize>, port: u16) -> Pipeline {
-    let mut p = bed();
-    p.fdb_add_static(VNI, REMOTE, FdbDest::Remote(R1)).unwrap();
-    p.fdb_add_static(VNI, LOCAL, FdbDest::Port(P1)).unwrap();
+    let mut p = encap_bed();
     if let Some(n) = rules {
         let web = Labels::new([("app", "web")]).unwrap();
         let db = Labels::new([("app", "db")]).unwrap();
@@ -110,13 +106,6 @@ fn first_packet(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-fn quick() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(50)
 }
 
 criterion_group! {

@@ -42,12 +42,19 @@ impl Drop for Scratch {
 pub fn host(tag: &str, address: &str) -> NamedNetns {
     let ns = NamedNetns::create(&nvo_io::netns::unique_name(tag)).unwrap();
     ns.ip(&["link", "set", "lo", "up"]).unwrap();
-    ns.ip(&["link", "add", "u0", "type", "veth", "peer", "name", "u1"])
-        .unwrap();
+    veths(&ns, &[("u0", "u1")]);
     ns.ip(&["addr", "add", address, "dev", "u0"]).unwrap();
-    ns.ip(&["link", "set", "u0", "up"]).unwrap();
-    ns.ip(&["link", "set", "u1", "up"]).unwrap();
     ns
+}
+
+/// Veth pairs `(a, b)` inside `ns`, both ends up.
+pub fn veths(ns: &NamedNetns, pairs: &[(&str, &str)]) {
+    for &(a, b) in pairs {
+        ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
+            .unwrap();
+        ns.ip(&["link", "set", a, "up"]).unwrap();
+        ns.ip(&["link", "set", b, "up"]).unwrap();
+    }
 }
 
 /// Where nvod's HTTP listener (`http_listen`: metrics, status page) answers inside the namespace.
@@ -57,11 +64,8 @@ pub const HTTP: &str = "127.0.0.1:9477";
 /// 10.0.0.1/24), for a test that makes `c0` a port.
 pub fn host_with_port(tag: &str) -> NamedNetns {
     let ns = host(tag, "10.209.0.1/24");
-    ns.ip(&["link", "add", "c0", "type", "veth", "peer", "name", "c1"])
-        .unwrap();
+    veths(&ns, &[("c0", "c1")]);
     ns.ip(&["addr", "add", "10.0.0.1/24", "dev", "c1"]).unwrap();
-    ns.ip(&["link", "set", "c0", "up"]).unwrap();
-    ns.ip(&["link", "set", "c1", "up"]).unwrap();
     ns
 }
 

@@ -1,5 +1,6 @@
-//! The test bed both benchmark binaries share: one network (VNI 100) with ports 1 and 2 and two
-//! remotes in its flood list, filled with `n` learned MACs, and the frames sent through it.
+//! The test bed the benchmark binaries share: one network (VNI 100) with ports 1 and 2 and two
+//! remotes in its flood list, filled with `n` learned MACs, the frames sent through it, and the
+//! criterion settings of the runs.
 //!
 //! Learned MACs are numbered: MAC `i` is `02:00:` followed by `i` in four big-endian bytes, so a
 //! benchmark can name any of them without a table of its own. MACs that start with `06:` are
@@ -7,9 +8,11 @@
 #![allow(dead_code)] // each benchmark binary uses its own part of the bed
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use nvo_pipeline::{Actions, Limits, Mac, NetworkSpec, Pipeline, PortId, Vni};
+use criterion::Criterion;
+
+use nvo_pipeline::{Actions, FdbDest, Limits, Mac, NetworkSpec, Pipeline, PortId, Vni};
 use nvo_wire::vxlan::{VxlanPacket, VxlanRepr, HEADER_LEN};
 
 #[path = "../../tests/common/vxlan_rx.rs"]
@@ -25,6 +28,8 @@ pub const R1: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 11));
 pub const R2: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 12));
 /// The source of the frames sent from port 1 (learned behind it on the first frame).
 pub const LOCAL: Mac = Mac([0x02, 0xaa, 0, 0, 0, 1]);
+/// The MAC behind R1 that the encapsulating benchmarks send to (see [`encap_bed`]).
+pub const REMOTE: Mac = Mac([0x02, 0xbb, 0, 0, 0, 1]);
 
 /// The learned-entry limit of the bed: room for the largest size measured, 1M, plus the few
 /// MACs the benchmarks add.
@@ -92,6 +97,26 @@ pub fn bed() -> Pipeline {
             .expect("two remotes fit the flood list");
     }
     p
+}
+
+/// The bed with [`REMOTE`] behind R1 and [`LOCAL`] behind port 1, both static: a frame from
+/// port 1 to `REMOTE` is one `Encap`.
+pub fn encap_bed() -> Pipeline {
+    let mut p = bed();
+    p.fdb_add_static(VNI, REMOTE, FdbDest::Remote(R1))
+        .expect("a static entry fits");
+    p.fdb_add_static(VNI, LOCAL, FdbDest::Port(P1))
+        .expect("a static entry fits");
+    p
+}
+
+/// Short runs (1 s warm-up, 2 s measurement, 50 samples); criterion's command-line options
+/// lengthen them.
+pub fn quick() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(50)
 }
 
 /// Learns numbered MACs `0..n` behind port 2 the way the data path does: one broadcast frame
