@@ -52,28 +52,15 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             circuits,
             must_open,
         } => {
-            // A trunk's frames are never the kernel's: nvod reads them on either datapath.
-            // With several workers each reads the trunk through one fanout group, as any port.
-            let fanout = (core.workers > 1).then(|| ports::fanout_group(id));
-            let io = open_port(&name, kind, &offloads, (false, true), fanout, must_open)?;
+            let (io, fanout) = open_tagged(core, id, &name, kind, &offloads, must_open)?;
             core.pipeline.add_trunk(id, tpid, &circuits)?;
             let tag =
                 |c: &nvo_pipeline::vlan::Circuit| nvo_pipeline::vlan::VlanTag { tpid, vid: c.vid };
             core.ports
                 .insert_circuits(id, circuits.iter().map(|c| (c.port, Some(tag(c)))));
-            core.ports.insert(Port {
-                id,
-                name,
-                kind,
-                vni: circuits.first().map_or(Vni(0), |c| c.vni),
-                // Tags go on and off frames one by one: GSO frames are finished at receive.
-                large: false,
-                offloads,
-                kernel: false,
-                io,
-                taps: 0,
-                fanout,
-            });
+            let vni = circuits.first().map_or(Vni(0), |c| c.vni);
+            core.ports
+                .insert(tagged_port((id, name, kind, offloads), vni, io, fanout));
             Ok(Reply::Done)
         }
         Command::AddShared {
@@ -214,9 +201,7 @@ fn add_shared(
     vports: &[nvo_pipeline::vport::Vport],
     must_open: bool,
 ) -> Result<(), DatapathError> {
-    // As a trunk: read by nvod on either datapath, tags restored (PACKET_AUXDATA).
-    let fanout = (core.workers > 1).then(|| ports::fanout_group(id));
-    let io = open_port(&name, kind, &offloads, (false, true), fanout, must_open)?;
+    let (io, fanout) = open_tagged(core, id, &name, kind, &offloads, must_open)?;
     core.pipeline.add_shared(id, default)?;
     for v in vports {
         if let Err(e) = core.pipeline.add_vport(id, *v) {
@@ -228,11 +213,40 @@ fn add_shared(
     core.ports
         .insert_circuits(id, tags.chain(default.map(|(p, _)| (p, None))));
     core.ports.insert_shared(id);
-    core.ports.insert(Port {
+    let vni = default.map_or(Vni(0), |d| d.1);
+    core.ports
+        .insert(tagged_port((id, name, kind, offloads), vni, io, fanout));
+    Ok(())
+}
+
+/// Opens a port whose frames carry tags (a trunk, a shared port): never the kernel's, nvod
+/// reads it on either datapath with the tags restored (PACKET_AUXDATA); with several workers
+/// each reads it through one fanout group, as any port. Its I/O and fanout group.
+fn open_tagged(
+    core: &Core,
+    id: PortId,
+    name: &str,
+    kind: PortKind,
+    offloads: &nvo_api::PortOffloads,
+    must_open: bool,
+) -> Result<(PortIo, Option<u16>), DatapathError> {
+    let fanout = (core.workers > 1).then(|| ports::fanout_group(id));
+    let io = open_port(name, kind, offloads, (false, true), fanout, must_open)?;
+    Ok((io, fanout))
+}
+
+/// The record of a port [`open_tagged`] opened, `vni` the network it shows.
+fn tagged_port(
+    (id, name, kind, offloads): (PortId, String, PortKind, nvo_api::PortOffloads),
+    vni: Vni,
+    io: PortIo,
+    fanout: Option<u16>,
+) -> Port {
+    Port {
         id,
         name,
         kind,
-        vni: default.map_or(Vni(0), |d| d.1),
+        vni,
         // Tags go on and off frames one by one: GSO frames are finished at receive.
         large: false,
         offloads,
@@ -240,9 +254,11 @@ fn add_shared(
         io,
         taps: 0,
         fanout,
-    });
-    Ok(())
+    }
 }
+
+/// A port's frame I/O, absent while the interface is down.
+type PortIo = Option<Box<dyn nvo_io::FramePort + Send>>;
 
 /// Attaches or detaches a port's QoS profile, and hands the interface it is read on to worker
 /// 0 alone while any port read there is policed (qos.rs).
@@ -515,7 +531,7 @@ fn open_port(
     (kernel, trunk): (bool, bool),
     fanout: Option<u16>,
     must_open: bool,
-) -> Result<Option<Box<dyn nvo_io::FramePort + Send>>, DatapathError> {
+) -> Result<PortIo, DatapathError> {
     match ports::open(name, kind, offloads, kernel, trunk, fanout) {
         Ok(io) => Ok(Some(io)),
         Err(e) if must_open => Err(open_error(name.to_owned(), kind, e)),

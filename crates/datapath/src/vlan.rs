@@ -19,10 +19,7 @@ impl Core {
     pub(super) fn trunk_frame(&mut self, trunk: PortId, frame: &[u8], now: Instant) {
         self.seen = Seen::Port(trunk);
         self.seen_vni = None;
-        let mut buf = std::mem::take(&mut self.untagged);
-        if buf.len() < frame.len() {
-            buf.resize(frame.len(), 0);
-        }
+        let mut buf = self.take_untagged(frame.len());
         match self
             .pipeline
             .from_trunk(trunk, frame, &mut buf, &mut self.actions)
@@ -35,5 +32,16 @@ impl Core {
             None => self.perform(frame, &FrameMeta::COMPLETE),
         }
         self.untagged = buf;
+    }
+
+    /// The scratch buffer for a frame with its tag taken off (or its DSCP marked), at least
+    /// `len` bytes long, taken out of `self` while the frame goes on; put it back with
+    /// `self.untagged = buf` (it keeps its size: no allocation per frame).
+    pub(super) fn take_untagged(&mut self, len: usize) -> Vec<u8> {
+        let mut buf = std::mem::take(&mut self.untagged);
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        buf
     }
 }

@@ -22,10 +22,7 @@ impl Core {
     pub(super) fn shared_frame(&mut self, shared: PortId, frame: &[u8], now: Instant) {
         self.seen = Seen::Port(shared);
         self.seen_vni = None;
-        let mut buf = std::mem::take(&mut self.untagged);
-        if buf.len() < frame.len() {
-            buf.resize(frame.len(), 0);
-        }
+        let mut buf = self.take_untagged(frame.len());
         match self
             .pipeline
             .from_shared(shared, frame, &mut buf, &mut self.actions)

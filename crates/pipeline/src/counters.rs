@@ -141,6 +141,14 @@ pub struct UnderlayCounters {
     pub relayed: u64,
 }
 
+impl UnderlayCounters {
+    /// One packet of `len` bytes received.
+    pub(crate) fn count_rx(&mut self, len: usize) {
+        self.rx_packets += 1;
+        self.rx_bytes += len as u64;
+    }
+}
+
 /// Tunnel traffic with one remote VTEP (or overlay locator, or multicast group): packets
 /// decapsulated from it, packets the kernel took for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

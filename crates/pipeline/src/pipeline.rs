@@ -303,16 +303,14 @@ impl Pipeline {
     /// (no profile accepted its header): one `reason` drop and one underlay packet.
     pub fn drop_underlay(&mut self, len: usize, reason: DropReason, actions: &mut Actions) {
         actions.clear();
-        self.underlay.rx_packets += 1;
-        self.underlay.rx_bytes += len as u64;
+        self.underlay.count_rx(len);
         reject(&mut self.drops, None, reason, actions);
     }
 
     /// Counts a packet the datapath relays to a next hop as it is (an NSH service path hop):
     /// one underlay packet in, one relayed. The send is reported with `count_tx` as usual.
     pub fn count_relayed(&mut self, len: usize) {
-        self.underlay.rx_packets += 1;
-        self.underlay.rx_bytes += len as u64;
+        self.underlay.count_rx(len);
         self.underlay.relayed += 1;
     }
 
@@ -343,8 +341,7 @@ impl Pipeline {
         actions: &mut Actions,
     ) {
         actions.clear();
-        self.underlay.rx_packets += 1;
-        self.underlay.rx_bytes += outer_len as u64;
+        self.underlay.count_rx(outer_len);
         self.deliver_inner(decap, tag, outer_len, inner, now, actions);
     }
 
@@ -359,8 +356,7 @@ impl Pipeline {
         actions: &mut Actions,
     ) {
         actions.clear();
-        self.underlay.rx_packets += 1;
-        self.underlay.rx_bytes += outer_len as u64;
+        self.underlay.count_rx(outer_len);
         let Pipeline {
             networks,
             drops,
