@@ -122,6 +122,21 @@ def rule(view, name):
     return next(r for r in view["rules"] if r["name"] == name)
 
 
+def apply_everywhere(lab, path, text):
+    """Writes policy `text` to `path` and applies it on every host (the controller's job);
+    what each host answered."""
+    path.write_text(text)
+    return [lab.nvo(h, "policy", "apply", str(path)) for h in ("h1", "h2", "h3")]
+
+
+def lab_with_db1(lab_factory):
+    """The lab with db1's server up (checked before any policy, when everything is open)."""
+    lab = lab_factory(TOPOLOGY)
+    start_server(lab, "db1")
+    wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
+    return lab
+
+
 def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
     lab = lab_factory(TOPOLOGY)
     for db in ("db1", "dbB2"):
@@ -199,13 +214,8 @@ def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
 
 
 def test_a_policy_change_applies_at_once_and_an_established_connection_survives(lab_factory, tmp_path):
-    lab = lab_factory(TOPOLOGY)
-    start_server(lab, "db1")
-    wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY)
-    for h in ("h1", "h2", "h3"):
-        lab.nvo(h, "policy", "apply", str(policy))
+    lab = lab_with_db1(lab_factory)
+    apply_everywhere(lab, tmp_path / "policy.yaml", POLICY)
     go = tmp_path / "go"
     client = subprocess.Popen(
         ["ip", "netns", "exec", lab.ns("web1"), sys.executable, "-c", ESTABLISHED, "10.0.0.2", "5432", str(go)],
@@ -213,11 +223,8 @@ def test_a_policy_change_applies_at_once_and_an_established_connection_survives(
     try:
         assert client.stdout.readline().strip() == "open"
         # The new policy allows web -> db on 6543 only.
-        changed = tmp_path / "changed.yaml"
-        changed.write_text(POLICY.replace("ports: [5432]", "ports: [6543]"))
         started = time.monotonic()
-        for h in ("h1", "h2", "h3"):
-            lab.nvo(h, "policy", "apply", str(changed))
+        apply_everywhere(lab, tmp_path / "changed.yaml", POLICY.replace("ports: [5432]", "ports: [6543]"))
         applied = time.monotonic() - started
         # A new connection to 5432 is refused at once (well within 1 s of the change).
         assert not connects(lab, "web1", "10.0.0.2", 5432, timeout=0.8)
@@ -280,13 +287,8 @@ def test_bad_policy_files_get_clear_errors(lab_factory, tmp_path):
 
 
 def test_policies_and_labels_survive_a_restart(lab_factory, tmp_path):
-    lab = lab_factory(TOPOLOGY)
-    start_server(lab, "db1")
-    wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY)
-    for h in ("h1", "h2", "h3"):
-        lab.nvo(h, "policy", "apply", str(policy))
+    lab = lab_with_db1(lab_factory)
+    apply_everywhere(lab, tmp_path / "policy.yaml", POLICY)
     lab.nvo("h2", "endpoint", "label", "10.0.0.9", "--vni", "200", "app=web")
     want = (lab.nvo("h2", "policy", "show", "100"), lab.nvo("h2", "endpoint", "list"))
     with RestartedNvod(lab, "h2") as nvod:
