@@ -49,6 +49,7 @@ mod actions;
 mod arp;
 mod control;
 mod counters;
+mod ct_cache;
 mod drop;
 mod error;
 mod evpn;

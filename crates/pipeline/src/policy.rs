@@ -26,7 +26,9 @@
 //!
 //! The connection table and the learned identities are shared by every worker's pipeline (a
 //! packet and its reply may reach different workers): a [`SharedConntrack`], locked once per
-//! packet of a network with a policy — networks without one never touch it.
+//! packet of a network with a policy — networks without one never touch it — but for the
+//! packets of a flow the worker passed a moment ago (crate::ct_cache: a busy flow's packets
+//! take the lock about four times a second, not once each).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -40,6 +42,7 @@ use serde::Serialize;
 
 pub use crate::actions::GroupTag;
 use crate::actions::{Action, Actions};
+use crate::ct_cache::CtCache;
 use crate::frame::Eth;
 use crate::network::Network;
 use crate::{FdbDest, PortId, TableError, Vni};
@@ -232,6 +235,8 @@ pub(crate) struct Policies {
     port_labels: HashMap<PortId, (Vni, Labels)>,
     addr_labels: HashMap<(Vni, IpAddr), Labels>,
     shared: SharedConntrack,
+    /// The flows this worker passed a moment ago (crate::ct_cache).
+    cache: CtCache,
 }
 
 /// The facts policy reads from an IP packet.
@@ -335,6 +340,10 @@ impl Policies {
         port_vni: impl Fn(PortId) -> Option<Vni>,
         local_port: impl Fn(Vni, IpAddr) -> Option<PortId>,
     ) -> Result<PolicyReply, TableError> {
+        if !command.is_read() {
+            // Every worker runs a change: none passes a flushed flow from its cache.
+            self.cache.clear();
+        }
         match command {
             PolicyCommand::Set(vni, policy, conntrack) => {
                 self.shared = conntrack;
@@ -395,6 +404,7 @@ impl Policies {
 
     /// Forgets a removed network: its policy, flows, labelled and learned addresses.
     pub(crate) fn forget_network(&mut self, vni: Vni) {
+        self.cache.clear();
         self.nets.remove(&vni);
         self.addr_labels.retain(|(v, _), _| *v != vni);
         self.shared.with(|s| {
@@ -507,13 +517,20 @@ impl Policies {
                 applied: false,
             }));
         };
+        let tracked = GroupTag {
+            group,
+            applied: true,
+        };
+        if !f.closing && self.cache.hit(&f.key, 0, now) {
+            p.counters.tracked += 1;
+            return Ok(Some(tracked));
+        }
+        let cache = &mut self.cache;
         self.shared.with(|s| {
             if s.ct.lookup(&f.key, f.closing, now).is_some() {
                 p.counters.tracked += 1;
-                return Ok(Some(GroupTag {
-                    group,
-                    applied: true,
-                }));
+                cache.confirm(f.key, 0, now);
+                return Ok(Some(tracked));
             }
             // A flow's first packet: where its source lives, for traces (not on the
             // tracked path, which stays one lookup).
@@ -547,8 +564,9 @@ impl Policies {
             if !d.allow {
                 return Err(crate::DropReason::PolicyDenied);
             }
-            if s.ct.insert(f.key, now).is_err() {
-                p.counters.conntrack_full += 1;
+            match s.ct.insert(f.key, now) {
+                Ok(()) => cache.confirm(f.key, 0, now),
+                Err(_) => p.counters.conntrack_full += 1,
             }
             Ok(Some(GroupTag {
                 group,
@@ -613,6 +631,12 @@ impl Policies {
             return Ok(());
         };
         let tagged = tag.filter(|t| t.group != 0);
+        let carried = tagged.map_or(0, |t| t.group);
+        if !f.closing && self.cache.hit(&f.key, carried, now) {
+            p.counters.tracked += 1;
+            return Ok(());
+        }
+        let cache = &mut self.cache;
         self.shared.with(|s| {
             if let Some(t) = tagged {
                 // The ipcache: where this address's identity came from the wire, remember it
@@ -626,6 +650,7 @@ impl Policies {
             }
             if s.ct.lookup(&f.key, f.closing, now).is_some() {
                 p.counters.tracked += 1;
+                cache.confirm(f.key, carried, now);
                 return Ok(());
             }
             // A flow's first packet: the local port its destination lives on, for traces.
@@ -643,8 +668,9 @@ impl Policies {
             }
             if tagged.is_some_and(|t| t.applied) {
                 p.counters.sender_applied += 1;
-                if s.ct.insert(f.key, now).is_err() {
-                    p.counters.conntrack_full += 1;
+                match s.ct.insert(f.key, now) {
+                    Ok(()) => cache.confirm(f.key, carried, now),
+                    Err(_) => p.counters.conntrack_full += 1,
                 }
                 return Ok(());
             }
@@ -664,8 +690,9 @@ impl Policies {
             if !d.allow {
                 return Err(crate::DropReason::PolicyDenied);
             }
-            if s.ct.insert(f.key, now).is_err() {
-                p.counters.conntrack_full += 1;
+            match s.ct.insert(f.key, now) {
+                Ok(()) => cache.confirm(f.key, carried, now),
+                Err(_) => p.counters.conntrack_full += 1,
             }
             Ok(())
         })

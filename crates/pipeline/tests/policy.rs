@@ -342,6 +342,30 @@ fn a_policy_change_applies_at_once_and_established_flows_survive() {
 }
 
 #[test]
+fn a_busy_flow_passes_from_the_cache_but_a_removed_policy_forgets_its_flows_at_once() {
+    let (mut p, ct) = policed();
+    let t = Instant::now();
+    let mut a = Actions::new();
+    p.from_port(P1, &tcp(mac(2), mac(1), WEB, (40000, 5432)), t, &mut a);
+    assert_eq!(plain(&a), [deliver(P2)]);
+    // db's replies: the first through the shared table, the next ones from the worker's
+    // cache (counted as tracked all the same).
+    let reply = tcp(mac(1), mac(2), DB, (5432, 40000));
+    for ms in [0, 1, 2] {
+        p.from_port(P2, &reply, t + Duration::from_millis(ms), &mut a);
+        assert_eq!(plain(&a), [deliver(P1)]);
+    }
+    assert_eq!(counters(&mut p).tracked, 3);
+    // The policy goes and comes back: its flows were flushed, so the reply (an unsolicited
+    // db -> web TCP packet now) is denied even a moment after it was cached.
+    p.policy_command(PolicyCommand::Remove(VNI)).unwrap();
+    p.policy_command(PolicyCommand::Set(VNI, spec(WEB_DB), ct.clone()))
+        .unwrap();
+    p.from_port(P2, &reply, t + Duration::from_millis(3), &mut a);
+    assert_eq!(plain(&a), [Action::Drop(DropReason::PolicyDenied)]);
+}
+
+#[test]
 fn trace_names_the_deciding_rule() {
     let (mut p, _) = policed();
     let t = Instant::now();
