@@ -1,0 +1,150 @@
+"""The identity travels in a Geneve option (issue 18): on a `geneve` network with a policy, each
+frame carries its source group in nvo's option (class 0xFFF0, type 0x01, not critical; group,
+flags with A = 0x08, reserved), and the receiver decides by it. h2 has no label for h1's
+addresses (web1 and batch1 are labelled by their ports on h1 only), so only the option tells it
+who sends: web -> db TCP 5432 passes, batch -> db is denied, and tshark on the underlay decodes
+the option. A `geneve` network without a policy sends no option.
+
+      web1 (.1 web)  batch1 (.3 batch)       db2 (.2 db)       containers of VNI 100, 10.0.0.N/24
+      c1 (20.0.0.1)       |                  c2 (20.0.0.2)     VNI 200: geneve, no policy
+          |    |          |                      |    |
+     +---------------------------+       +-----------------+
+     |          h1: nvod         |       |     h2: nvod    |   tcpdump on h2's eth0, tshark
+     +-------------+-------------+       +--------+--------+   decodes the Geneve options
+                   | eth0                         | eth0
+                   +-------- ul: bridge ----------+            underlay 10.100.0.0/24, mtu 1500
+
+VNI 100 has mtu 1442: the option's 8 bytes need room on a 1500-byte underlay, and nvod refuses
+a policy on a geneve network whose MTU leaves none (VNI 200, at the default 1450). Runs on the
+datapath NVO_LAB_DATAPATH selects; on the eBPF one the policy hands VNI 100 to nvod.
+"""
+
+import signal
+import subprocess
+import sys
+
+from conftest import RUN, wait_for
+from test_policy import connects, rule, start_server
+
+TOPOLOGY = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks:
+  - {vni: 100, encap: geneve, mtu: 1442}
+  - {vni: 200, encap: geneve}
+containers:
+  - {name: web1, host: h1, vni: 100, ip: 10.0.0.1/24, labels: {app: web}}
+  - {name: batch1, host: h1, vni: 100, ip: 10.0.0.3/24, labels: {app: batch}}
+  - {name: db2, host: h2, vni: 100, ip: 10.0.0.2/24, labels: {app: db}}
+  - {name: c1, host: h1, vni: 200, ip: 20.0.0.1/24}
+  - {name: c2, host: h2, vni: 200, ip: 20.0.0.2/24}
+"""
+
+POLICY = """
+network: 100
+groups:
+  - {name: web, id: 10, match: {app: web}}
+  - {name: db, id: 20, match: {app: db}}
+  - {name: batch, id: 30, match: {app: batch}}
+rules:
+  - {name: web-db, from: web, to: db, proto: tcp, ports: [5432], action: allow}
+"""
+
+# Sends argv[3] bytes through the echo server and reads them all back: full-size segments,
+# which the senders batch (UDP GSO) on the underlay.
+BULK = r"""
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+n = int(sys.argv[3])
+c.sendall(b"x" * n)
+got = 0
+while got < n:
+    d = c.recv(65536)
+    if not d:
+        break
+    got += len(d)
+sys.exit(0 if got == n else 1)
+"""
+
+OPTION_CLASS, OPTION_TYPE = 0xFFF0, 0x01
+
+
+def options(pcap):
+    """(outer source, vni, [(class, type, data hex)]) of each Geneve packet in PCAP."""
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", "geneve", "-T", "fields", "-e", "ip.src",
+                          "-e", "geneve.vni", "-e", "geneve.option.class", "-e", "geneve.option.type",
+                          "-e", "geneve.option.unknown.data"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        src, vni, classes, types, data = (line.split("\t") + [""] * 5)[:5]
+        opts = list(zip(classes.split(",") if classes else [], types.split(",") if types else [],
+                        data.split(",") if data else []))
+        rows.append((src.split(",")[0], int(vni, 0),
+                     [(int(c, 0), int(t, 0), d.replace(":", "")) for c, t, d in opts]))
+    return rows
+
+
+def test_the_receiver_decides_by_the_group_the_geneve_option_carries(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
+    start_server(lab, "db2")
+    wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db2's server")
+
+    # No room for the option on VNI 200 (mtu 1450 + 58 > 1500): refused, naming the MTU that fits.
+    other = tmp_path / "other.yaml"
+    other.write_text(POLICY.replace("network: 100", "network: 200"))
+    p = lab.nvo("h1", "policy", "apply", str(other), check=False)
+    assert p.returncode != 0 and "1442" in p.stdout + p.stderr, p.stdout + p.stderr
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    for h in ("h1", "h2"):
+        applied = lab.nvo(h, "policy", "apply", str(policy))
+        assert [v["network"] for v in applied] == [100]
+    if lab.nvo("h2", "node")["datapath"] == "ebpf":
+        log = (RUN / lab.name / "h2.log").read_text()
+        assert "network 100 does not run in the kernel" in log, log[-2000:]
+        assert "an identity policy filters it" in log, log[-2000:]
+
+    pcap = tmp_path / "geneve.pcap"
+    cap = lab.capture("h2", pcap, "udp port 6081")
+    try:
+        # batch1 first: h1 knows nothing of 10.0.0.2 yet, so it sends and h2 decides, by the
+        # carried group (30): denied. Then web1 (10), same destination and port: allowed.
+        assert not connects(lab, "batch1", "10.0.0.2", 5432)
+        assert connects(lab, "web1", "10.0.0.2", 5432)
+        p = lab.exec("web1", sys.executable, "-c", BULK, "10.0.0.2", "5432", "2000000", check=False, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        lab.ping("c1", "20.0.0.2", count=2)
+    finally:
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=20)
+
+    h2 = lab.nvo("h2", "policy", "show", "100")
+    assert rule(h2, "web-db")["packets"] >= 1, h2
+    assert h2["verdicts"]["default_denied"] >= 1, h2
+    h1 = lab.nvo("h1", "policy", "show", "100")
+    assert h1["verdicts"]["unknown_destination"] >= 1, h1
+    assert lab.counters("h2")["drops"].get("policy_denied", 0) >= 1
+    # h2 learned both sources' groups from the option alone.
+    for src, group, verdict in (("10.0.0.1", "web", "allow"), ("10.0.0.3", "batch", "deny")):
+        t = lab.nvo("h2", "policy", "trace", "100", "--from", src, "--to", "10.0.0.2",
+                    "--proto", "tcp", "--dport", "5432")
+        assert (t["verdict"], t["from_group"], t["to_group"]) == (verdict, group, "db"), t
+
+    rows = options(pcap)
+    red = [r for r in rows if r[1] == 100]
+    assert red, rows
+    # Every VNI 100 packet carries exactly the identity option, not critical.
+    assert all([(c, t) for c, t, _ in o] == [(OPTION_CLASS, OPTION_TYPE)] for _, _, o in red), red
+    groups = {(src, o[0][2][:4]) for src, _, o in red}
+    assert ("10.100.0.1", "000a") in groups, groups  # web1's frames: group 10
+    assert ("10.100.0.1", "001e") in groups, groups  # batch1's SYNs: group 30
+    assert ("10.100.0.2", "0014") in groups, groups  # db2's replies: group 20
+    # The flags byte: A only where the sender decided on its own knowledge; reserved bytes 0.
+    assert all(o[0][2][4:6] in ("00", "08") and o[0][2][6:] == "00" for _, _, o in red), red
+    # h2 tracked web1's flow, so its replies say it applied policy.
+    assert any(src == "10.100.0.2" and o[0][2] == "00140800" for src, _, o in red), red
+    # A network without a policy sends Geneve without options, as before.
+    blue = [r for r in rows if r[1] == 200]
+    assert blue and all(o == [] for _, _, o in blue), blue
