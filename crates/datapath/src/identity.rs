@@ -100,24 +100,30 @@ pub(crate) fn read(
 
 /// The identity to send with a frame to network `vni` whose pipeline call left `actions`: the
 /// pipeline's, when the network has a policy (a frame the kernel hands over for encapsulation
-/// did not go through the pipeline, and its network has none).
+/// did not go through the pipeline, and its network has none). The policy lookup runs only for
+/// a frame with a tag.
 pub(crate) fn to_send(actions: &Actions, pipeline: &Pipeline, vni: Vni) -> Option<GroupTag> {
     actions.group().filter(|_| pipeline.has_policy(vni))
 }
 
 /// The identity `packet`, a tunnel packet of `profile` for network `vni` whose header is
-/// `header_len` bytes long, carries when the network has a policy (else `None`: a receiver
-/// without a policy ignores it); `Err` when its Geneve options do not parse (the caller counts
-/// a `malformed_tunnel` drop).
+/// `header_len` bytes long, carries: VXLAN-GBP's fields, or the Geneve option when the network
+/// has a policy (a receiver without one does not look at options); `Err` when those Geneve
+/// options do not parse (the caller counts a `malformed_tunnel` drop).
 pub(crate) fn received(
     pipeline: &Pipeline,
     (profile, vni, header_len): (ProfileId, u32, usize),
     packet: &[u8],
 ) -> Result<Option<GroupTag>, ()> {
-    if !pipeline.has_policy(Vni(vni)) {
-        return Ok(None);
+    match profile {
+        // The GBP fields are always there; the pipeline ignores them without a policy.
+        VXLAN_GBP => read(profile, packet, header_len),
+        // Only a header with options costs the policy lookup (none for most packets).
+        GENEVE if header_len > GENEVE_LEN && pipeline.has_policy(Vni(vni)) => {
+            read(profile, packet, header_len)
+        }
+        _ => Ok(None),
     }
-    read(profile, packet, header_len)
 }
 
 #[cfg(test)]
