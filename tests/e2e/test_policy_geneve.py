@@ -3,7 +3,10 @@ frame carries its source group in nvo's option (class 0xFFF0, type 0x01, not cri
 flags with A = 0x08, reserved), and the receiver decides by it. h2 has no label for h1's
 addresses (web1 and batch1 are labelled by their ports on h1 only), so only the option tells it
 who sends: web -> db TCP 5432 passes, batch -> db is denied, and tshark on the underlay decodes
-the option. A `geneve` network without a policy sends no option.
+the option. A `geneve` network without a policy sends no option, and does not read options:
+scapy, in h1's namespace, sends h2 packets with the identity option and with an option list that
+does not parse; VNI 200 delivers both, VNI 100 (with a policy) drops the broken one as
+`malformed_tunnel`.
 
       web1 (.1 web)  batch1 (.3 batch)       db2 (.2 db)       containers of VNI 100, 10.0.0.N/24
       c1 (20.0.0.1)       |                  c2 (20.0.0.2)     VNI 200: geneve, no policy
@@ -19,6 +22,7 @@ a policy on a geneve network whose MTU leaves none (VNI 200, at the default 1450
 datapath NVO_LAB_DATAPATH selects; on the eBPF one the policy hands VNI 100 to nvod.
 """
 
+import json
 import signal
 import subprocess
 import sys
@@ -148,3 +152,67 @@ def test_the_receiver_decides_by_the_group_the_geneve_option_carries(lab_factory
     # A network without a policy sends Geneve without options, as before.
     blue = [r for r in rows if r[1] == 200]
     assert blue and all(o == [] for _, _, o in blue), blue
+
+
+# Sends, from an underlay host's namespace to h2, Geneve packets scapy builds around a UDP
+# datagram for (vni, inner dst MAC, inner dst IP, options bytes, payload) in argv[1] (JSON).
+CRAFT = r"""
+import json, struct, sys
+from scapy.all import IP, UDP, Ether, Raw, send
+pkts = []
+for vni, mac, dst, options, payload in json.loads(sys.argv[1]):
+    options = bytes.fromhex(options)
+    header = struct.pack("!BBHI", len(options) // 4, 0, 0x6558, vni << 8) + options
+    inner = Ether(src="02:00:00:00:99:01", dst=mac) / IP(src=dst.rsplit(".", 1)[0] + ".9", dst=dst) \
+        / UDP(sport=9998, dport=9999) / Raw(payload.encode())
+    pkts += [IP(dst="10.100.0.2") / UDP(sport=40000, dport=6081) / Raw(header + bytes(inner))] * 5
+send(pkts, verbose=0)
+"""
+
+# Prints each UDP payload received on port 9999 until two seconds pass without one.
+LISTEN = r"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 9999))
+s.settimeout(2)
+print("ready", flush=True)
+try:
+    while True:
+        print(s.recv(100).decode(), flush=True)
+except OSError:
+    pass
+"""
+
+
+def test_options_where_there_is_no_policy_are_ignored_and_broken_ones_dropped_where_there_is(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    for h in ("h1", "h2"):
+        lab.nvo(h, "policy", "apply", str(policy))
+    lab.ping("c1", "20.0.0.2", count=1)
+    # The identity option (group 10); then an option whose length runs past Opt Len.
+    good, broken = "fff00101000a0000", "fff00102000a0000"
+    listeners = {c: subprocess.Popen(["ip", "netns", "exec", lab.ns(c), sys.executable, "-c", LISTEN],
+                                     stdout=subprocess.PIPE, text=True) for c in ("c2", "db2")}
+    try:
+        for p in listeners.values():
+            assert p.stdout.readline().strip() == "ready"
+        before = lab.counters("h2")["drops"].get("malformed_tunnel", 0)
+        packets = [
+            (200, lab.mac("c2"), "20.0.0.2", good, "blue-good"),
+            (200, lab.mac("c2"), "20.0.0.2", broken, "blue-broken"),
+            (100, lab.mac("db2"), "10.0.0.2", broken, "red-broken"),
+        ]
+        lab.exec("h1", "/usr/bin/python3", "-c", CRAFT, json.dumps(packets), timeout=60)
+        got = {c: set(p.communicate(timeout=30)[0].split()) for c, p in listeners.items()}
+    finally:
+        for p in listeners.values():
+            p.kill()
+            p.wait()
+    # VNI 200 has no policy: it does not read options, so neither packet's matters.
+    assert got["c2"] == {"blue-good", "blue-broken"}, got
+    # VNI 100 has one: the option list that does not parse is a counted drop.
+    assert got["db2"] == set(), got
+    after = lab.counters("h2")["drops"].get("malformed_tunnel", 0)
+    assert after - before >= 5, (before, after)
