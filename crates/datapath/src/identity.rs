@@ -8,8 +8,8 @@
 //!
 //! Other profiles carry nothing: their receivers derive the identity from the source address
 //! (nvo_pipeline::policy). Only frames of networks with a policy are tagged, and only those
-//! networks read a tag back, so a network without one sends the same bytes as before and
-//! ignores what a sender puts in its headers. The header is per frame, so a GSO super-datagram's
+//! networks use a tag they receive (Geneve options are not even read without a policy), so a
+//! network without one sends the same bytes as before and ignores what a sender puts there. The header is per frame, so a GSO super-datagram's
 //! segments (each behind its own copy of the header) all carry the same option.
 
 use nvo_encap::builtin::ids::{GENEVE, VXLAN_GBP};
@@ -26,6 +26,11 @@ const TAG_BUF_LEN: usize = 32;
 
 /// Where [`tagged`] writes a tagged copy of a header.
 pub(crate) type TagBuf = [u8; TAG_BUF_LEN];
+
+/// A Geneve option list that does not walk as whole options, or an identity option of another
+/// length: the packet is a `malformed_tunnel` drop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadOptions;
 
 /// `header` with `tag` written into it (a copy in `buf`) when `profile` carries the identity,
 /// else `header` itself.
@@ -78,17 +83,17 @@ fn geneve_tagged<'a>(header: &'a [u8], tag: GroupTag, buf: &'a mut TagBuf) -> &'
 }
 
 /// The identity a received header carries (`packet` starts with the header, `header_len`
-/// bytes long). `Err` when the Geneve option list is malformed: the packet is dropped.
+/// bytes long).
 pub(crate) fn read(
     profile: ProfileId,
     packet: &[u8],
     header_len: usize,
-) -> Result<Option<GroupTag>, ()> {
+) -> Result<Option<GroupTag>, BadOptions> {
     match profile {
         VXLAN_GBP => Ok(super::gbp::read(profile, packet)),
         GENEVE => {
-            let options = packet.get(GENEVE_LEN..header_len).ok_or(())?;
-            let id = Identity::find(options).map_err(drop)?;
+            let options = packet.get(GENEVE_LEN..header_len).ok_or(BadOptions)?;
+            let id = Identity::find(options).map_err(|_| BadOptions)?;
             Ok(id.map(|id| GroupTag {
                 group: id.group,
                 applied: id.applied,
@@ -114,7 +119,7 @@ pub(crate) fn received(
     pipeline: &Pipeline,
     (profile, vni, header_len): (ProfileId, u32, usize),
     packet: &[u8],
-) -> Result<Option<GroupTag>, ()> {
+) -> Result<Option<GroupTag>, BadOptions> {
     match profile {
         // The GBP fields are always there; the pipeline ignores them without a policy.
         VXLAN_GBP => read(profile, packet, header_len),
@@ -213,8 +218,8 @@ mod tests {
         packet[20..].copy_from_slice(&[0xff, 0xf0, 0x01, 0x01, 0, 20, 0, 0]);
         assert_eq!(read(GENEVE, &packet, 28), Ok(tag(20, false)));
         // The identity's data cut off by Opt Len, or the packet shorter than its header.
-        assert_eq!(read(GENEVE, &packet, 24), Err(()));
-        assert_eq!(read(GENEVE, &packet[..26], 28), Err(()));
+        assert_eq!(read(GENEVE, &packet, 24), Err(BadOptions));
+        assert_eq!(read(GENEVE, &packet[..26], 28), Err(BadOptions));
         // Its class and type with the critical bit: not the identity (and not read).
         packet[22] = 0x81;
         assert_eq!(read(GENEVE, &packet, 28), Ok(None));
