@@ -3,7 +3,8 @@ frame carries its source group in nvo's option (class 0xFFF0, type 0x01, not cri
 flags with A = 0x08, reserved), and the receiver decides by it. h2 has no label for h1's
 addresses (web1 and batch1 are labelled by their ports on h1 only), so only the option tells it
 who sends: web -> db TCP 5432 passes, batch -> db is denied, and tshark on the underlay decodes
-the option. A `geneve` network without a policy sends no option, and does not read options:
+the option. Every segment of a UDP GSO send (userspace datapath) has its own header with the option. A
+`geneve` network without a policy sends no option, and does not read options:
 scapy, in h1's namespace, sends h2 packets with the identity option and with an option list that
 does not parse; VNI 200 delivers both, VNI 100 (with a policy) drops the broken one as
 `malformed_tunnel`.
@@ -20,14 +21,22 @@ does not parse; VNI 200 delivers both, VNI 100 (with a policy) drops the broken 
 VNI 100 has mtu 1442: the option's 8 bytes need room on a 1500-byte underlay, and nvod refuses
 a policy on a geneve network whose MTU leaves none (VNI 200, at the default 1450). Runs on the
 datapath NVO_LAB_DATAPATH selects; on the eBPF one the policy hands VNI 100 to nvod.
+
+The GSO test has its own lab, pinned to the userspace datapath: c1 (web, h1) and c2 (db, h2) on
+VNI 100 only, iperf3 from c1 to c2, and a PACKET_VNET_HDR socket on h1's eth0 that cuts each UDP
+GSO super-datagram into its segments to read every segment's Geneve header.
 """
 
 import json
+import os
 import signal
 import subprocess
 import sys
 
+import pytest
+
 from conftest import RUN, wait_for
+from test_gso import iperf
 from test_policy import connects, rule, start_server
 
 TOPOLOGY = """
@@ -216,3 +225,75 @@ def test_options_where_there_is_no_policy_are_ignored_and_broken_ones_dropped_wh
     assert got["db2"] == set(), got
     after = lab.counters("h2")["drops"].get("malformed_tunnel", 0)
     assert after - before >= 5, (before, after)
+
+
+GSO_TOPOLOGY = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
+hosts:
+  - {name: h1, nvod: {datapath: userspace}}
+  - {name: h2, nvod: {datapath: userspace}}
+networks: [{vni: 100, encap: geneve, mtu: 1442}]
+containers:
+  - {name: c1, host: h1, vni: 100, ip: 10.0.0.1/24, labels: {app: web}}
+  - {name: c2, host: h2, vni: 100, ip: 10.0.0.2/24, labels: {app: db}}
+"""
+
+# Reads eth0 with PACKET_VNET_HDR for argv[1] seconds and cuts each outgoing UDP GSO
+# super-datagram to port 6081 at its gso_size, as the kernel will: prints, as JSON, how many
+# super-datagrams and segments it saw and the Geneve option bytes (class to data) each
+# segment's header carries.
+GSO_SNIFFER = r"""
+import json, socket, struct, sys, time
+# ETH_P_ALL: only such sockets see outgoing frames.
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.setsockopt(263, 15, 1)  # SOL_PACKET, PACKET_VNET_HDR
+s.bind(("eth0", 0))
+s.settimeout(0.2)
+seen = {"supers": 0, "segments": 0, "options": {}}
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    try:
+        data, addr = s.recvfrom(70000)
+    except socket.timeout:
+        continue
+    gso_type, gso_size = data[1] & 0x7f, struct.unpack("=H", data[4:6])[0]
+    ip = data[10 + 14:]
+    if addr[2] != socket.PACKET_OUTGOING or gso_type != 5 or data[22:24] != b"\x08\x00" or ip[9] != 17:
+        continue
+    udp = ip[(ip[0] & 0x0f) * 4:]
+    if struct.unpack("!H", udp[2:4])[0] != 6081:
+        continue
+    seen["supers"] += 1
+    payload = udp[8:]
+    for at in range(0, len(payload), gso_size):
+        segment = payload[at:at + gso_size]
+        opts = segment[8:8 + (segment[0] & 0x3f) * 4].hex()
+        seen["segments"] += 1
+        seen["options"][opts] = seen["options"].get(opts, 0) + 1
+print(json.dumps(seen), flush=True)
+"""
+
+
+def test_every_segment_of_a_gso_send_carries_the_option(lab_factory, tmp_path):
+    if os.environ.get("NVO_LAB_DATAPATH") == "ebpf":
+        pytest.skip("UDP GSO sends are the userspace datapath's (this test pins it, so it runs once)")
+    lab = lab_factory(GSO_TOPOLOGY)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY.replace("ports: [5432]", "ports: [5201]"))
+    for h in ("h1", "h2"):
+        lab.nvo(h, "policy", "apply", str(policy))
+    lab.ping("c1", "10.0.0.2", count=1, check=False)
+    sniffer = subprocess.Popen(["ip", "netns", "exec", lab.ns("h1"), sys.executable, "-c", GSO_SNIFFER, "6"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert sniffer.stdout.readline().strip() == "ready", sniffer.stderr.read()
+    received = iperf(lab, 3)
+    out, err = sniffer.communicate(timeout=60)
+    seen = json.loads(out)
+    assert received > 10_000_000, received
+    # h1's nvod sent c1's TCP in UDP GSO super-datagrams; each segment's own Geneve header has
+    # the option with web's group (10) and the A bit (the flow is one h1 tracks).
+    assert seen["supers"] > 10 and seen["segments"] > 2 * seen["supers"], seen
+    assert seen["options"] == {"fff00101000a0800": seen["segments"]}, seen
+    h2 = lab.nvo("h2", "policy", "show", "100")
+    assert rule(h2, "web-db")["packets"] >= 1, h2
