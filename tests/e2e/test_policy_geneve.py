@@ -64,12 +64,13 @@ rules:
 """
 
 # Sends argv[3] bytes through the echo server and reads them all back: full-size segments,
-# which the senders batch (UDP GSO) on the underlay.
+# which the senders batch (UDP GSO) on the underlay. Sent from a thread while the echo is read:
+# neither side's buffers need to hold it all.
 BULK = r"""
-import socket, sys
+import socket, sys, threading
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
 n = int(sys.argv[3])
-c.sendall(b"x" * n)
+threading.Thread(target=c.sendall, args=(b"x" * n,), daemon=True).start()
 got = 0
 while got < n:
     d = c.recv(65536)
