@@ -3,10 +3,10 @@ frame carries its source group in nvo's option (class 0xFFF0, type 0x01, not cri
 flags with A = 0x08, reserved), and the receiver decides by it. h2 has no label for h1's
 addresses (web1 and batch1 are labelled by their ports on h1 only), so only the option tells it
 who sends: web -> db TCP 5432 passes, batch -> db is denied, and tshark on the underlay decodes
-the option. Every segment of a UDP GSO send (userspace datapath) has its own header with the option. A
-`geneve` network without a policy sends no option, and does not read options:
-scapy, in h1's namespace, sends h2 packets with the identity option and with an option list that
-does not parse; VNI 200 delivers both, VNI 100 (with a policy) drops the broken one as
+the option. Every segment of a UDP GSO send (userspace datapath) has its own header with the
+option. A `geneve` network without a policy sends no option, and does not read options: scapy,
+in h1's namespace, sends h2 packets with the identity option and with an option list that does
+not parse; VNI 200 delivers both, VNI 100 (with a policy) drops the broken one as
 `malformed_tunnel`.
 
       web1 (.1 web)  batch1 (.3 batch)       db2 (.2 db)       containers of VNI 100, 10.0.0.N/24
