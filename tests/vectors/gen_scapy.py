@@ -172,6 +172,16 @@ def geneve_vectors():
             {"class": 0x0102, "type": 0x80, "data": "11223344"},
             {"class": 0xFFFF, "type": 0x01, "data": b"abcdefgh".hex()},
             {"class": 0x0000, "type": 0x7F, "data": ""}]}))
+    # nvo's identity option (docs/policy.md): class 0xFFF0, type 0x01, group 10 with the A bit,
+    # after an option nvo does not know.
+    opts = [GeneveOptions(classid=0x0103, type=0x02, data=b"\x01\x02\x03\x04"),
+            GeneveOptions(classid=0xFFF0, type=0x01, data=b"\x00\x0a\x08\x00")]
+    pkt = (outer_v4() / UDP(sport=50024, dport=6081)
+           / GENEVE(vni=100, proto=0x6558, options=opts) / inner_ether())
+    v.append(vector("geneve-nvo-identity", pkt, GENEVE, {
+        "version": 0, "oam": False, "critical": False, "protocol": 0x6558, "vni": 100, "options": [
+            {"class": 0x0103, "type": 0x02, "data": "01020304"},
+            {"class": 0xFFF0, "type": 0x01, "data": "000a0800"}]}))
     pkt = outer_v4() / UDP(sport=50022, dport=6081) / GENEVE(vni=301, proto=0x0800, oam=1) / inner_ipv4()
     v.append(vector("geneve-oam-ipv4", pkt, GENEVE, {
         "version": 0, "oam": True, "critical": False, "protocol": 0x0800, "vni": 301, "options": []}))

@@ -227,56 +227,6 @@ impl Forwarder {
     pub fn flush(&mut self) {
         self.core.flush();
     }
-
-    /// A GRO buffer of the socket at `at` that is one tunnel packet around one large frame (a
-    /// GSO datagram another kernel tunnelled whole) rather than datagrams to split: its header
-    /// decapsulates to a local network and the inner IP packet's length covers the rest of the
-    /// buffer. Such a buffer is decapsulated once and its frame delivered whole with its segment
-    /// size (`segment`, the inner MSS), so the port or its kernel cuts it; returns false, doing
-    /// nothing, for any other buffer (the caller splits it).
-    pub fn underlay_gso(
-        &mut self,
-        at: usize,
-        src: IpAddr,
-        buffer: &[u8],
-        segment: usize,
-        now: Instant,
-    ) -> bool {
-        let Some(transport) = self.core.underlays.at(at).map(|u| u.transport) else {
-            return false;
-        };
-        if transport == STT || transport == Transport::Udp(ports::OVERLAY) {
-            return false;
-        }
-        let core = &mut self.core;
-        let Ok(decap) = core.engine.decap(transport, buffer) else {
-            return false;
-        };
-        let (Target::Local { vni }, Payload::Ethernet) = (decap.target, decap.payload) else {
-            return false;
-        };
-        let inner = buffer.get(decap.header_len..).unwrap_or_default();
-        let ip_len = match inner.get(12..14) {
-            Some([0x08, 0x00]) => inner
-                .get(16..18)
-                .map(|l| 14 + usize::from(u16::from_be_bytes([l[0], l[1]]))),
-            Some([0x86, 0xdd]) => inner
-                .get(18..20)
-                .map(|l| 54 + usize::from(u16::from_be_bytes([l[0], l[1]]))),
-            _ => None,
-        };
-        if ip_len != Some(inner.len()) {
-            return false;
-        }
-        core.seen = seen_underlay(src, transport);
-        core.seen_vni = Some(vni);
-        let d = decapsulated(&decap, src, vni, None);
-        core.pipeline
-            .from_decapsulated(d, buffer.len(), inner, now, &mut core.actions);
-        let meta = super::csum::punted_meta(inner, u16::try_from(segment).unwrap_or(u16::MAX));
-        core.perform(inner, &meta);
-        true
-    }
 }
 
 /// The pipeline's view of a packet `decap` took the header off: from underlay address `src`
@@ -332,9 +282,12 @@ impl Core {
             // header was well formed but there is nothing to do with what it carries.
             _ => return self.drop_underlay(outer_len, DropReason::ProfileMismatch, packet),
         };
+        let id = (decap.profile, vni, decap.header_len);
+        let Ok(tag) = super::identity::received(&self.pipeline, id, packet) else {
+            return self.drop_underlay(outer_len, DropReason::MalformedTunnel, packet);
+        };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = decapsulated(&decap, src, vni, None);
-        let tag = super::gbp::read(decap.profile, packet);
         self.pipeline
             .from_decapsulated_tagged(d, tag, outer_len, inner, now, &mut self.actions);
         // STT says what the sender's TSO left undone (MSS, partial checksum): the frame is
@@ -561,6 +514,7 @@ impl Core {
             .engine
             .profile(profile)
             .and_then(|p| self.underlays.find(p.transport));
+        let tag = super::identity::to_send(&self.actions, &self.pipeline, vni);
         let header = self
             .engine
             .header(profile, vni.0, remote, entropy, frame.len());
@@ -569,8 +523,8 @@ impl Core {
                 .pipeline
                 .count_tx(TxTarget::Underlay, frame.len(), TxOutcome::Failed);
         };
-        let mut tag_buf = [0; nvo_wire::vxlan::HEADER_LEN];
-        let header = super::gbp::tagged(header, profile, self.actions.group(), &mut tag_buf);
+        let mut tag_buf = super::identity::TagBuf::default();
+        let header = super::identity::tagged(header, profile, tag, &mut tag_buf);
         let Some(underlay) = self.underlays.at(at) else {
             return;
         };
@@ -674,7 +628,7 @@ impl Core {
 }
 
 /// What the monitor says a packet from `src` on `transport` came from.
-fn seen_underlay(src: IpAddr, transport: Transport) -> Seen {
+pub(super) fn seen_underlay(src: IpAddr, transport: Transport) -> Seen {
     let port = match transport {
         Transport::Udp(p) => p,
         Transport::Ip(proto) => u16::from(proto),

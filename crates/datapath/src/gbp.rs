@@ -13,10 +13,9 @@
 //!  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //! ```
 //!
-//! Only the built-in `vxlan-gbp` profile carries it; the per-network `group` parameter is what
-//! a network without a policy sends (the template), a network with one sends its endpoints'
-//! groups instead. Other profiles carry no identity: their receivers derive it from the
-//! source address (nvo_pipeline::policy).
+//! On `vxlan-gbp`, the per-network `group` parameter is what a network without a policy sends
+//! (the template), a network with one sends its endpoints' groups instead. `geneve` carries the
+//! same in an option, other profiles carry none (identity.rs chooses per profile).
 
 use nvo_encap::builtin::ids::VXLAN_GBP;
 use nvo_encap::profile::ProfileId;

@@ -77,8 +77,8 @@ pub enum Action {
     Drop(DropReason),
 }
 
-/// The identity a frame carries to the wire (VXLAN-GBP): its source group, and whether the
-/// sender applied policy (GBP's A bit).
+/// The identity a frame carries to the wire (VXLAN-GBP, or nvo's Geneve option): its source
+/// group, and whether the sender applied policy (GBP's A bit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GroupTag {
     /// The source endpoint's group ID (0: none).
@@ -94,7 +94,7 @@ pub struct Actions {
     /// Set when the copies are a flood (broadcast, multicast or unknown unicast), not a
     /// lookup's answer: what `nvo monitor` reports as a `flood` event.
     flooded: bool,
-    /// The identity to put on the wire with the frame's `Encap` actions (VXLAN-GBP), set
+    /// The identity to put on the wire with the frame's `Encap` actions (VXLAN-GBP, Geneve), set
     /// when its network has a policy.
     group: Option<GroupTag>,
 }
@@ -153,8 +153,9 @@ impl Actions {
         self.flooded
     }
 
-    /// The source identity to write into a VXLAN-GBP header for this frame's `Encap` actions,
-    /// with whether policy was applied (the A bit); `None` when its network has no policy.
+    /// The source identity to write into a VXLAN-GBP header (or a Geneve option) for this
+    /// frame's `Encap` actions, with whether policy was applied (the A bit); `None` when its
+    /// network has no policy.
     pub fn group(&self) -> Option<GroupTag> {
         self.group
     }

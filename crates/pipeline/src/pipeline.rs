@@ -330,7 +330,8 @@ impl Pipeline {
     }
 
     /// [`Pipeline::from_decapsulated`] for a header that carried the sender's identity
-    /// (VXLAN-GBP's group policy ID and A bit), which the network's policy uses.
+    /// (VXLAN-GBP's group policy ID and A bit, or nvo's Geneve identity option), which the
+    /// network's policy uses.
     pub fn from_decapsulated_tagged(
         &mut self,
         decap: Decapsulated,

@@ -3,7 +3,7 @@
 //! the receiver), with connection tracking so that replies of allowed flows pass.
 //!
 //! ```text
-//!  egress(port frame)                            ingress(tunnel frame, GBP tag?)
+//!  egress(port frame)                            ingress(tunnel frame, GBP/Geneve tag?)
 //!   network without policy → pass                 network without policy → pass
 //!   not IPv4/IPv6, ND, ICMP error → pass          not IPv4/IPv6, ND, ICMP error → pass
 //!   src identity = the port's group               tag's group ≠ 0 → remembered for (vni, src ip)
@@ -64,7 +64,7 @@ const SWEEP_EVERY: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub(crate) struct Shared {
     ct: Conntrack,
-    /// (network, address) → group, from VXLAN-GBP headers (the ipcache).
+    /// (network, address) → group, from VXLAN-GBP headers and Geneve options (the ipcache).
     learned: HashMap<(Vni, IpAddr), u16>,
     /// (network, address) → port, from local ports' frames (for traces).
     local: HashMap<(Vni, IpAddr), PortId>,
@@ -613,7 +613,7 @@ impl Policies {
     }
 
     /// Applies network `net`'s policy to `inner`, a frame from the underlay carrying `tag`
-    /// (VXLAN-GBP) or not.
+    /// (VXLAN-GBP, Geneve option) or not.
     pub(crate) fn ingress(
         &mut self,
         net: &Network,

@@ -1,6 +1,8 @@
 //! parse → emit → parse on arbitrary bytes: never panics, and what parses re-emits to bytes that
-//! parse to the same value, options included.
+//! parse to the same value, options included; nvo's identity option, when there, re-emits to
+//! the same identity.
 
+use nvo_wire::geneve::identity::{self, Identity};
 use nvo_wire::geneve::{GenevePacket, GeneveRepr};
 
 /// Runs the check on one input; panics when the header code misbehaves.
@@ -32,4 +34,9 @@ pub fn check(data: &[u8]) {
             .expect("emitted header parses");
     assert_eq!(repr, again);
     assert!(repr.option_iter().eq(again.option_iter()));
+    if let Ok(Some(id)) = Identity::find(repr.options) {
+        let mut option = [0u8; identity::LEN];
+        id.emit(&mut option).expect("emit into LEN bytes");
+        assert_eq!(Identity::find(&option), Ok(Some(id)));
+    }
 }

@@ -74,6 +74,92 @@ pub mod protocol {
     pub const IPV6: u16 = EtherType::Ipv6.value();
 }
 
+/// nvo's identity option (issue 18, docs/policy.md): the source group of the frame and whether
+/// the sender applied policy, sent by networks with an identity policy. Its class is one of the
+/// experimental range of the IANA "Geneve Option Class" registry (0xFFF0–0xFFFF, Experimental
+/// Use; RFC 8926 §7), and its type has the critical bit clear (§3.5), so that a receiver that
+/// does not know it skips it. The flags byte has A ("policy applied") where VXLAN-GBP has it
+/// (draft-smith-vxlan-group-policy-05 §2.1); the other bits are reserved, zero on send.
+///
+/// ```text
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |    Option Class = 0xFFF0      | Type = 0x01   |R|R|R|Len = 1  |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |           Group ID            |R|R|R|R|A|R|R|R|   Reserved    |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+pub mod identity {
+    use super::{GeneveOption, GeneveOptions, OPTION_HEADER_LEN};
+    use crate::{Error, Result};
+
+    /// Option Class: the first of the experimental range.
+    pub const CLASS: u16 = 0xfff0;
+    /// Type, critical bit (0x80) clear.
+    pub const TYPE: u8 = 0x01;
+    /// Length of the option data.
+    pub const DATA_LEN: usize = 4;
+    /// Length of the whole option on the wire (header and data): what it adds to a header.
+    pub const LEN: usize = OPTION_HEADER_LEN + DATA_LEN;
+    /// A ("policy applied"), in the flags byte (the third of the data).
+    pub const APPLIED: u8 = 0x08;
+
+    /// The identity an option carries.
+    #[derive(Debug, PartialEq, Eq, Clone, Copy)]
+    pub struct Identity {
+        /// The source endpoint's group ID (0: in no group).
+        pub group: u16,
+        /// The sender applied policy (A).
+        pub applied: bool,
+    }
+
+    impl Identity {
+        /// Reads `option`: `None` when it is another option (another class, or another type,
+        /// including this type with the critical bit set), an error when it is this option with
+        /// data of another length.
+        pub fn parse(option: &GeneveOption<'_>) -> Result<Option<Identity>> {
+            if option.class != CLASS || option.kind != TYPE {
+                return Ok(None);
+            }
+            let [g0, g1, flags, _] = *option.data else {
+                return Err(Error::invalid(
+                    "geneve identity option length",
+                    option.data.len() as u64,
+                ));
+            };
+            Ok(Some(Identity {
+                group: u16::from_be_bytes([g0, g1]),
+                applied: flags & APPLIED != 0,
+            }))
+        }
+
+        /// The first identity option in a run of option bytes (reserved bits ignored, other
+        /// options skipped), or `None`. Fails when the bytes do not walk as whole options or
+        /// the identity option is malformed.
+        pub fn find(options: &[u8]) -> Result<Option<Identity>> {
+            for option in GeneveOptions::new(options) {
+                if let Some(id) = Identity::parse(&option?)? {
+                    return Ok(Some(id));
+                }
+            }
+            Ok(None)
+        }
+
+        /// Writes the option into the first [`LEN`] bytes of `buf`, reserved bits zero.
+        pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+            let [g0, g1] = self.group.to_be_bytes();
+            let flags = if self.applied { APPLIED } else { 0 };
+            GeneveOption {
+                class: CLASS,
+                kind: TYPE,
+                data: &[g0, g1, flags, 0],
+            }
+            .emit(buf)
+        }
+    }
+}
+
 header! {
     /// A read/write wrapper around a Geneve header, its options and its payload.
     pub struct GenevePacket in layout, pub flags {
@@ -624,5 +710,67 @@ mod tests {
             options: &[],
         };
         assert_eq!(oam.to_string(), "Geneve vni=7 proto=0x0800 O");
+    }
+
+    #[test]
+    fn identity_option_round_trip() {
+        use super::identity::{Identity, CLASS, LEN, TYPE};
+        let id = Identity {
+            group: 0x1234,
+            applied: true,
+        };
+        let mut buf = [0xffu8; LEN];
+        id.emit(&mut buf).unwrap();
+        assert_eq!(buf, [0xff, 0xf0, 0x01, 0x01, 0x12, 0x34, 0x08, 0x00]);
+        let option = GeneveOptions::new(&buf).next().unwrap().unwrap();
+        assert_eq!((option.class, option.kind), (CLASS, TYPE));
+        assert!(
+            !option.critical(),
+            "receivers that do not know it may skip it"
+        );
+        assert_eq!(Identity::find(&buf), Ok(Some(id)));
+        let plain = Identity {
+            group: 7,
+            applied: false,
+        };
+        plain.emit(&mut buf).unwrap();
+        assert_eq!(&buf[4..], &[0, 7, 0, 0]);
+        assert_eq!(Identity::find(&buf), Ok(Some(plain)));
+        assert!(id.emit(&mut [0u8; LEN - 1]).is_err());
+    }
+
+    #[test]
+    fn identity_option_among_others() {
+        use super::identity::Identity;
+        // Unknown options before it are skipped; reserved bits are ignored.
+        let mut bytes = [0u8; 28];
+        bytes[..24].copy_from_slice(&OPTIONS[8..]);
+        bytes[24..].copy_from_slice(&[0xff, 0xf0, 0x01, 0xe1]);
+        assert_eq!(
+            Identity::find(&bytes),
+            Err(Error::truncated("geneve option", 8, 4)),
+            "its data is missing"
+        );
+        let mut bytes = [0u8; 32];
+        bytes[..24].copy_from_slice(&OPTIONS[8..]);
+        bytes[24..].copy_from_slice(&[0xff, 0xf0, 0x01, 0xe1, 0, 10, 0xf7, 0xff]);
+        let found = Identity::find(&bytes);
+        assert_eq!(
+            found,
+            Ok(Some(Identity {
+                group: 10,
+                applied: false
+            }))
+        );
+        // None there; the same class and type with the critical bit set is another option.
+        assert_eq!(Identity::find(&OPTIONS[8..]), Ok(None));
+        assert_eq!(Identity::find(&[]), Ok(None));
+        bytes[26] = 0x81;
+        assert_eq!(Identity::find(&bytes), Ok(None));
+        // Of another length: refused, as is a list cut inside an option header.
+        let long = [0xff, 0xf0, 0x01, 0x02, 0, 10, 0x08, 0, 0, 0, 0, 0];
+        assert!(Identity::find(&long).is_err());
+        assert!(Identity::find(&[0xff, 0xf0, 0x01, 0x01, 0, 10, 0x08]).is_err());
+        assert!(Identity::find(&[0xff, 0xf0]).is_err());
     }
 }

@@ -8,11 +8,14 @@ use std::sync::Arc;
 
 use nvo_api as api;
 use nvo_datapath::{Command, Reply};
+use nvo_encap::builtin::ids::GENEVE;
 use nvo_pipeline::policy::{PolicyCommand, PolicyCounters, PolicyReply, TraceQuery};
 use nvo_pipeline::Vni;
 use nvo_policy::{Action, GroupSpec, Labels, Policy, PolicySpec, Reason, RuleSpec};
+use nvo_wire::geneve::identity;
 
 use super::{unexpected, vni_of, Control, Failure, Kind};
+use crate::convert;
 
 /// Labels, checked.
 fn labels(map: &api::LabelMap) -> Result<Labels, Failure> {
@@ -266,6 +269,7 @@ impl Control {
                 "network {vni} is an L3 network; identity policy applies to L2 networks"
             )));
         }
+        self.check_identity_room(vni)?;
         let policy = spec_of(&doc)?;
         let spec = policy.spec().clone();
         let mut new = self.state.clone();
@@ -279,6 +283,32 @@ impl Control {
             spec.rules.len()
         );
         self.policy_view(vni).await
+    }
+
+    /// A policy makes a `geneve` network's frames carry the identity option, 8 bytes more per
+    /// header: its MTU must leave room for them on the underlay, or full-size frames would not
+    /// fit in one underlay packet. (Its default MTU does not reserve them: a network without a
+    /// policy sends no option.)
+    fn check_identity_room(&self, vni: Vni) -> Result<(), Failure> {
+        let Some(net) = self.state.networks.get(&vni.0) else {
+            return Ok(());
+        };
+        let profile = self.profiles.id(&net.encap).filter(|&id| id == GENEVE);
+        let Some(profile) = profile.and_then(|id| self.profiles.profile(id)) else {
+            return Ok(());
+        };
+        let option = u16::try_from(identity::LEN).unwrap_or(u16::MAX);
+        let overhead = convert::overhead(profile, self.config.locator.is_ipv6()) + option;
+        let max = self.config.underlay_mtu.saturating_sub(overhead);
+        if net.mtu > max {
+            return Err(Failure::bad(format!(
+                "network {vni} is on geneve with mtu {}: a policy adds the {option}-byte Geneve \
+                 identity option, and the {}-byte underlay leaves room for mtu {max} at most; \
+                 create the network with mtu {max} or less",
+                net.mtu, self.config.underlay_mtu
+            )));
+        }
+        Ok(())
     }
 
     /// `DELETE /v1/networks/{vni}/policy`.
