@@ -9,8 +9,9 @@
 //! Other profiles carry nothing: their receivers derive the identity from the source address
 //! (nvo_pipeline::policy). Only frames of networks with a policy are tagged, and only those
 //! networks use a tag they receive (Geneve options are not even read without a policy), so a
-//! network without one sends the same bytes as before and ignores what a sender puts there. The header is per frame, so a GSO super-datagram's
-//! segments (each behind its own copy of the header) all carry the same option.
+//! network without one sends the same bytes as before and ignores what a sender puts there.
+//! The header is per frame, so a GSO super-datagram's segments (each behind its own copy of
+//! the header) all carry the same option.
 
 use nvo_encap::builtin::ids::{GENEVE, VXLAN_GBP};
 use nvo_encap::profile::ProfileId;
