@@ -25,6 +25,7 @@ use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
 pub use capture::Scope;
 
+mod acl;
 mod bgp;
 mod capture;
 mod cluster;
@@ -301,6 +302,7 @@ impl Control {
             }
         }
         self.restore_flows().await;
+        self.acl_restore().await;
         self.policy_restore().await
     }
 

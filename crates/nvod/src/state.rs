@@ -63,6 +63,15 @@ pub struct State {
     /// name, by their identity (`priority=P,MATCH`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flows: BTreeMap<String, String>,
+    /// ACL profiles by name: their rules in the flow syntax without `in_port`
+    /// (control/acl.rs). Their installed rules are not in `flows`: they follow from these and
+    /// `acl_attached`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub acls: BTreeMap<String, Vec<String>>,
+    /// Which ACL profile each port or virtual port (`PORT/MAC`) has, by that name (removed
+    /// with the port or virtual port).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub acl_attached: BTreeMap<String, String>,
     /// Identity policies by network (issue 18), as resolved from what was applied.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub policies: BTreeMap<u32, nvo_policy::PolicySpec>,
@@ -130,6 +139,8 @@ impl Default for State {
             bgp_off: false,
             qos: BTreeMap::new(),
             flows: BTreeMap::new(),
+            acls: BTreeMap::new(),
+            acl_attached: BTreeMap::new(),
             policies: BTreeMap::new(),
             port_labels: BTreeMap::new(),
             addr_labels: BTreeMap::new(),
@@ -443,6 +454,16 @@ impl State {
                 });
             }
         }
+        if let Some((name, profile)) = self
+            .acl_attached
+            .iter()
+            .find(|(_, p)| !self.acls.contains_key(*p))
+        {
+            return Err(Corruption::PortAcl {
+                name: name.clone(),
+                profile: profile.clone(),
+            });
+        }
         Ok(())
     }
 }
@@ -553,6 +574,14 @@ pub enum Corruption {
     #[error("port {name:?} has qos profile {profile:?}, which is not defined")]
     PortQos {
         /// The port.
+        name: String,
+        /// The profile it names.
+        profile: String,
+    },
+    /// A port or virtual port with an ACL profile that is not defined.
+    #[error("port {name:?} has acl profile {profile:?}, which is not defined")]
+    PortAcl {
+        /// The port or virtual port (`PORT/MAC`).
         name: String,
         /// The profile it names.
         profile: String,
