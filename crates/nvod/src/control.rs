@@ -352,6 +352,9 @@ impl Control {
                     port.vni
                 );
                 new.ports.remove(name);
+                let vports = format!("{name}/");
+                new.acl_attached
+                    .retain(|target, _| target != name && !target.starts_with(&vports));
                 refused.push(name.clone());
             }
         }

@@ -655,4 +655,19 @@ mod tests {
         orphan.networks.clear();
         assert!(orphan.check().is_err());
     }
+
+    #[test]
+    fn an_acl_attachment_naming_no_profile_is_corruption() {
+        let mut s = shared_port("02:00:00:00:01:01", None);
+        s.acl_attached
+            .insert("hv0/02:00:00:00:01:01".into(), "no-ssh".into());
+        let e = s.check().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "port \"hv0/02:00:00:00:01:01\" has acl profile \"no-ssh\", which is not defined"
+        );
+        s.acls
+            .insert("no-ssh".into(), vec!["priority=1,actions=drop".into()]);
+        assert!(s.check().is_ok());
+    }
 }
