@@ -125,6 +125,9 @@ def test_an_acl_on_a_virtual_port_denies_tcp_22_and_passes_the_rest(acl_lab):
     allowed_before, _ = counted(lab, ALLOW)
     assert hv.ping(1, RED1_IP, count=3).returncode == 0
     lab.exec("red1", "iperf3", "-s", "-1", "-D", "-p", "5301", "--logfile", "/dev/null")
+    # -D returns before the server listens.
+    wait_for(lambda: ":5301" in lab.exec("red1", "ss", "-ltn", check=False).stdout,
+             what="iperf3 listening on red1")
     out = run(*in_ns(hv.vms[1], "iperf3", "-c", RED1_IP, "-p", "5301", "-t", "2", "-J",
                      "--connect-timeout", "3000"), timeout=30)
     bps = json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
@@ -150,14 +153,17 @@ def test_an_acl_on_a_virtual_port_denies_tcp_22_and_passes_the_rest(acl_lab):
     assert lab.nvo("h1", "acl", "show") == []
 
 
-def test_an_acl_on_a_container_port_takes_it_from_the_kernel_path(acl_lab):
-    """An ACL dropping ICMP on red1's own port (a veth the eBPF path runs until a flow rule
-    covers it): red1's pings fail and are counted — by nvod's flow table, which only sees the
-    port's frames once the port is handed to nvod — while TCP still passes; detached, pings
-    pass again."""
+def test_an_acl_on_a_container_port_takes_it_from_the_kernel_path(acl_lab, tmp_path):
+    """An ACL (read from a file) dropping ICMP on red1's own port (a veth the eBPF path runs
+    until a flow rule covers it): red1's pings fail and are counted — by nvod's flow table,
+    which only sees the port's frames once the port is handed to nvod — while TCP still
+    passes; detached, pings pass again."""
     lab, hv = acl_lab
     (red1_port,) = [p["name"] for p in lab.nvo("h2", "port", "list")]
-    lab.nvo("h2", "acl", "add", "no-ping", "priority=200,icmp,actions=drop", ALLOW)
+    rules = tmp_path / "no-ping.acl"
+    rules.write_text(f"# no pings from red1\npriority=200,icmp,actions=drop  # counted\n\n{ALLOW}\n")
+    added = lab.nvo("h2", "acl", "add", "no-ping", "--file", rules)
+    assert [r["rule"] for r in added["rules"]] == ["priority=200,icmp,actions=drop", ALLOW], added
     lab.nvo("h2", "acl", "attach", red1_port, "no-ping")
     if lab.nvo("h2", "node")["datapath"] == "ebpf":
         log = RUN / lab.name / "h2.log"
@@ -171,6 +177,9 @@ def test_an_acl_on_a_container_port_takes_it_from_the_kernel_path(acl_lab):
     assert connects(hv, 1), "TCP from vm1 to red1 (its answers pass the allow rule) failed"
     (acl,) = lab.nvo("h2", "acl", "show")
     assert acl["rules"][1]["n_packets"] > allow["n_packets"], acl
+    text = run(NVO, "--socket", lab.socket("h2"), "acl", "show").stdout
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("no-ping")]
+    assert red1_port in row and "icmp,actions=drop" in row, text
     lab.nvo("h2", "acl", "detach", red1_port)
     reachable(lambda c: lab.ping("red1", VMS[1][1], count=c, check=False),
               "red1 → vm1 after the acl was detached")
