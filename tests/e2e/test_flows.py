@@ -25,6 +25,7 @@ import time
 import pytest
 
 from conftest import NVO, RUN, run, wait_for
+from tcp_probe import CONNECT, SERVE
 
 TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
@@ -39,37 +40,6 @@ OF = "tcp:127.0.0.1:6653"
 
 needs_ovs = pytest.mark.skipif(shutil.which("ovs-ofctl") is None,
                                reason="ovs-ofctl is not installed (openvswitch-common)")
-
-# A TCP connection attempt from inside a container: prints ok or fail.
-CONNECT = r"""
-import socket, sys
-s = socket.socket()
-s.settimeout(float(sys.argv[3]))
-try:
-    s.connect((sys.argv[1], int(sys.argv[2])))
-    s.sendall(b"x")
-    print("ok")
-except OSError as e:
-    print("fail", e)
-"""
-
-# A TCP server answering every connection, for the duration given.
-SERVE = r"""
-import socket, sys, time
-ends = time.time() + float(sys.argv[2])
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("0.0.0.0", int(sys.argv[1])))
-srv.listen(16)
-srv.settimeout(0.5)
-while time.time() < ends:
-    try:
-        c, _ = srv.accept()
-        c.close()
-    except OSError:
-        pass
-"""
-
 
 def connects(lab, port, timeout=2):
     out = lab.exec("c1", "/usr/bin/python3", "-c", CONNECT, "10.91.0.2", str(port), str(timeout),

@@ -31,6 +31,7 @@ import subprocess
 import pytest
 
 from conftest import run, wait_for
+from hypervisor import Hypervisor, reachable
 from ovs_peer import in_ns
 
 RED, BLUE = 100, 200
@@ -52,58 +53,11 @@ containers:
 """
 
 
-class Hypervisor:
-    """A namespace with a Linux bridge, an uplink into h1 (hv0) and one namespace per VM."""
-
-    def __init__(self):
-        pid = os.getpid() % 100000
-        self.ns = f"vpo-{pid}-hv"
-        self.vms = {n: f"vpo-{pid}-vm{n}" for n in VMS}
-        self.made = []
-
-    def start(self, h1_ns):
-        for ns in (self.ns, *self.vms.values()):
-            run("ip", "netns", "add", ns)
-            self.made.append(ns)
-            run(*in_ns(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                       "net.ipv6.conf.default.disable_ipv6=1"))
-            run(*in_ns(ns, "ip", "link", "set", "lo", "up"))
-        run(*in_ns(self.ns, "ip", "link", "add", "br0", "type", "bridge"))
-        run(*in_ns(self.ns, "ip", "link", "add", "up0", "type", "veth", "peer", "name", "hv0",
-                   "netns", h1_ns))
-        run(*in_ns(h1_ns, "sysctl", "-qw", "net.ipv6.conf.hv0.disable_ipv6=1"))
-        run(*in_ns(h1_ns, "ip", "link", "set", "hv0", "up"))
-        run(*in_ns(self.ns, "ip", "link", "set", "up0", "master", "br0", "up"))
-        for n, ns in self.vms.items():
-            mac, ip = VMS[n]
-            port = f"vm{n}"
-            run(*in_ns(self.ns, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0",
-                       "netns", ns))
-            run(*in_ns(self.ns, "ip", "link", "set", port, "master", "br0", "up"))
-            run(*in_ns(ns, "ip", "link", "set", "eth0", "address", mac, "mtu", "1450"))
-            run(*in_ns(ns, "ip", "addr", "add", f"{ip}/24", "dev", "eth0"))
-            run(*in_ns(ns, "ip", "link", "set", "eth0", "up"))
-        run(*in_ns(self.ns, "ip", "link", "set", "br0", "up"))
-
-    def ping(self, vm, addr, count=3, check=False):
-        return run(*in_ns(self.vms[vm], "ping", "-c", count, "-i", "0.2", "-W", "2", addr),
-                   check=check, timeout=30)
-
-    def close(self):
-        for ns in reversed(self.made):
-            for pid in run("ip", "netns", "pids", ns, check=False).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except OSError:
-                    pass
-            run("ip", "netns", "delete", ns, check=False)
-
-
 @pytest.fixture
 def hypervisor(lab_factory):
     """The lab and the hypervisor with its uplink hv0 in h1's namespace (no nvod port yet)."""
     lab = lab_factory(TOPOLOGY)
-    hv = Hypervisor()
+    hv = Hypervisor(VMS)
     try:
         hv.start(lab.ns("h1"))
         # The lab floods only between hosts with containers of a network: h1 has none.
@@ -112,13 +66,6 @@ def hypervisor(lab_factory):
         yield lab, hv
     finally:
         hv.close()
-
-
-def reachable(ping, what):
-    """Waits until one ping gets through (the first may go while ARP resolves), then insists
-    on a clean round."""
-    wait_for(lambda: ping(1).returncode == 0, timeout=15, what=what)
-    assert ping(3).returncode == 0, what
 
 
 def captured_out(lab, dev, bpf, traffic):

@@ -6,6 +6,7 @@
 //! converts them to and from its internal tables at the edge, so an internal change never
 //! changes the API by accident.
 
+mod acl;
 mod client;
 mod events;
 mod evpn;
@@ -18,6 +19,7 @@ mod types;
 mod vlan;
 mod vport;
 
+pub use acl::{Acl, AclAttach, AclRule, AclSpec};
 pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
 pub use evpn::*;

@@ -121,6 +121,10 @@ enum Command {
     /// attach them to ports and virtual ports.
     #[command(subcommand)]
     Qos(cmd::qos::QosCmd),
+    /// Show and change ACL profiles (named lists of flow rules) and attach them to ports and
+    /// virtual ports, where they become flow-table rules.
+    #[command(subcommand)]
+    Acl(cmd::acl::AclCmd),
     /// Show and change a network's forwarding database (MAC -> port or remote VTEP).
     #[command(subcommand)]
     Fdb(FdbCmd),
@@ -287,6 +291,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Vport(c) => cmd::vport::vport(&client, format, c)?,
         Command::Qos(c) => cmd::qos::qos(&client, format, c)?,
+        Command::Acl(c) => cmd::acl::acl(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,
         Command::Flow(c) => cmd::flow::flow(&client, format, c)?,

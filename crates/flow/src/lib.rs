@@ -7,6 +7,8 @@
 //! - [`flow_match`]: a rule's [`Match`], a value and a mask over those words.
 //! - [`classifier`]: [`Classifier`], tuple-space search over rules grouped by mask, bounded,
 //!   with per-rule counters and idle/hard timeouts.
+//! - [`acl`]: ACL profiles, rule lists without `in_port` compiled onto the port they are
+//!   attached to.
 //! - [`action`]: the [`Action`]s a rule can carry; [`syntax`]: the flow syntax of
 //!   `ovs-ofctl add-flow` parsed into a rule, and [`show`]: a rule written back in it.
 //!
@@ -14,6 +16,7 @@
 //! [`Action`]s). The crate is pure (no I/O, no clock but the `now` passed in), as the pipeline
 //! is.
 
+pub mod acl;
 pub mod action;
 pub mod classifier;
 pub mod flow_match;

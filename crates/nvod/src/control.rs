@@ -25,6 +25,7 @@ use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
 pub use capture::Scope;
 
+mod acl;
 mod bgp;
 mod capture;
 mod cluster;
@@ -301,6 +302,7 @@ impl Control {
             }
         }
         self.restore_flows().await;
+        self.acl_restore().await;
         self.policy_restore().await
     }
 
@@ -350,6 +352,9 @@ impl Control {
                     port.vni
                 );
                 new.ports.remove(name);
+                let vports = format!("{name}/");
+                new.acl_attached
+                    .retain(|target, _| target != name && !target.starts_with(&vports));
                 refused.push(name.clone());
             }
         }

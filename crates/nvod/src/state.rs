@@ -63,6 +63,15 @@ pub struct State {
     /// name, by their identity (`priority=P,MATCH`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flows: BTreeMap<String, String>,
+    /// ACL profiles by name: their rules in the flow syntax without `in_port`
+    /// (control/acl.rs). Their installed rules are not in `flows`: they follow from these and
+    /// `acl_attached`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub acls: BTreeMap<String, Vec<String>>,
+    /// Which ACL profile each port or virtual port (`PORT/MAC`) has, by that name (removed
+    /// with the port or virtual port).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub acl_attached: BTreeMap<String, String>,
     /// Identity policies by network (issue 18), as resolved from what was applied.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub policies: BTreeMap<u32, nvo_policy::PolicySpec>,
@@ -130,6 +139,8 @@ impl Default for State {
             bgp_off: false,
             qos: BTreeMap::new(),
             flows: BTreeMap::new(),
+            acls: BTreeMap::new(),
+            acl_attached: BTreeMap::new(),
             policies: BTreeMap::new(),
             port_labels: BTreeMap::new(),
             addr_labels: BTreeMap::new(),
@@ -443,6 +454,16 @@ impl State {
                 });
             }
         }
+        if let Some((name, profile)) = self
+            .acl_attached
+            .iter()
+            .find(|(_, p)| !self.acls.contains_key(*p))
+        {
+            return Err(Corruption::PortAcl {
+                name: name.clone(),
+                profile: profile.clone(),
+            });
+        }
         Ok(())
     }
 }
@@ -557,6 +578,14 @@ pub enum Corruption {
         /// The profile it names.
         profile: String,
     },
+    /// A port or virtual port with an ACL profile that is not defined.
+    #[error("port {name:?} has acl profile {profile:?}, which is not defined")]
+    PortAcl {
+        /// The port or virtual port (`PORT/MAC`).
+        name: String,
+        /// The profile it names.
+        profile: String,
+    },
 }
 
 #[cfg(test)]
@@ -625,5 +654,20 @@ mod tests {
         let mut orphan = shared_port("02:00:00:00:01:01", None);
         orphan.networks.clear();
         assert!(orphan.check().is_err());
+    }
+
+    #[test]
+    fn an_acl_attachment_naming_no_profile_is_corruption() {
+        let mut s = shared_port("02:00:00:00:01:01", None);
+        s.acl_attached
+            .insert("hv0/02:00:00:00:01:01".into(), "no-ssh".into());
+        let e = s.check().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "port \"hv0/02:00:00:00:01:01\" has acl profile \"no-ssh\", which is not defined"
+        );
+        s.acls
+            .insert("no-ssh".into(), vec!["priority=1,actions=drop".into()]);
+        assert!(s.check().is_ok());
     }
 }

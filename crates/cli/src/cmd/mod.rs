@@ -2,6 +2,7 @@
 //! function that runs them. What every subcommand shares is here: the output format and the
 //! error a failed command ends with.
 
+pub mod acl;
 pub mod api;
 pub mod bgp;
 pub mod capture;

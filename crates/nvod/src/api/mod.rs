@@ -7,6 +7,7 @@
 //!   (crate::metrics) is served by it too.
 //! - `routes`, `bgp` and `capture` (`GET /v1/capture`, a pcapng stream): the paths; `error`: error answers and the body extractor.
 
+mod acl;
 mod bgp;
 mod capture;
 mod error;

@@ -70,6 +70,7 @@ impl Control {
     pub async fn flow_add(&mut self, spec: api::FlowSpec) -> Result<(), Failure> {
         let rule = self.parse_flow(&spec.flow)?;
         let pattern = self.on_port(spec.port.as_deref(), rule.pattern)?;
+        self.acl_guard_add(&rule, &pattern)?;
         let secs =
             |t: Option<Duration>| t.map_or(0, |t| u16::try_from(t.as_secs()).unwrap_or(u16::MAX));
         self.flow_mod(FlowMod {
@@ -102,6 +103,7 @@ impl Control {
             _ => (Match::any(), DEFAULT_PRIORITY),
         };
         let pattern = self.on_port(d.port.as_deref(), pattern)?;
+        self.acl_guard_delete(&pattern, priority, d.strict)?;
         let before = self.flow_dump().await?.rules.len();
         self.flow_mod(FlowMod {
             command: OfCommand::Delete { strict: d.strict },
@@ -294,14 +296,15 @@ impl Control {
         })
     }
 
-    /// Deletes the rules whose in_port is port `name` or one of its VLAN circuits (the port
-    /// was removed). A failure is logged: the port is gone either way.
+    /// Deletes the rules whose in_port is port `name`, one of its VLAN circuits or one of its
+    /// virtual ports (the port was removed). A failure is logged: the port is gone either way.
     pub(super) async fn forget_port_flows(&mut self, name: &str) {
         let circuit = format!("{name}.");
+        let vport = format!("{name}/");
         let ids: Vec<u32> = self
             .port_ids
             .iter()
-            .filter(|(n, _)| *n == name || n.starts_with(&circuit))
+            .filter(|(n, _)| *n == name || n.starts_with(&circuit) || n.starts_with(&vport))
             .map(|(_, id)| id.0)
             .collect();
         for id in ids {

@@ -230,9 +230,12 @@ impl Control {
         if let Some(s) = new.ports.get_mut(name).and_then(|p| p.shared.as_mut()) {
             s.vports.remove(&key);
         }
+        let vport_name_ = vport_name(name, &key);
+        new.acl_attached.remove(&vport_name_);
         self.commit(new, Command::RemoveVport(shared_id, parsed))
             .await?;
-        let vport_name_ = vport_name(name, &key);
+        // Flow rules of the virtual port (its in_port, an acl's too) go with it.
+        self.forget_port_flows(&vport_name_).await;
         self.port_ids.remove(&vport_name_);
         log::info!("virtual port {vport_name_} removed");
         Ok(())

@@ -113,6 +113,14 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
     map(&mut ops, &root("qos"), &old.qos, &new.qos, whole)?;
     map(&mut ops, &root("flows"), &old.flows, &new.flows, whole)?;
+    map(&mut ops, &root("acls"), &old.acls, &new.acls, whole)?;
+    map(
+        &mut ops,
+        &root("acl_attached"),
+        &old.acl_attached,
+        &new.acl_attached,
+        whole,
+    )?;
     map(
         &mut ops,
         &root("policies"),
@@ -419,6 +427,21 @@ mod tests {
         steps.push(s.clone());
         s.qos.clear();
         s.flows.clear();
+        steps.push(s.clone());
+        // An ACL profile, attached to a port and a virtual port, changed, detached, removed.
+        let rules = vec!["priority=200,tcp,tp_dst=22,actions=drop".to_owned()];
+        s.acls.insert("no-ssh".into(), rules.clone());
+        s.acl_attached.insert("veth0".into(), "no-ssh".into());
+        s.acl_attached
+            .insert("hv0/02:00:00:00:01:01".into(), "no-ssh".into());
+        steps.push(s.clone());
+        let mut more = rules;
+        more.push("priority=100,actions=normal".into());
+        s.acls.insert("no-ssh".into(), more);
+        s.acl_attached.remove("veth0");
+        steps.push(s.clone());
+        s.acl_attached.clear();
+        s.acls.clear();
         steps.push(s.clone());
         s.keys.clear();
         s.cluster_profiles.clear();
