@@ -5,15 +5,16 @@
 //! - [`server`]: the accept loop and connections, with their bounds (a connection cap, header
 //!   and idle timeouts, the body limit applied to the declared length); the metrics listener
 //!   (crate::metrics) is served by it too.
-//! - `routes`, `bgp` and `capture` (`GET /v1/capture`, a pcapng stream): the paths; `error`: error answers and the body extractor.
+//! - `routes`, `bgp`, `capture` (`GET /v1/capture`, a pcapng stream) and `profiles` (QoS and
+//!   ACL profiles and their attachments): the paths; `error`: error answers and the body
+//!   extractor.
 
-mod acl;
 mod bgp;
 mod capture;
 mod error;
 mod flows;
 pub mod policy;
-mod qos;
+mod profiles;
 mod routes;
 pub mod server;
 mod socket;

@@ -69,8 +69,12 @@ pub fn router(control: Shared) -> Router {
         )
         .merge(super::bgp::routes(Router::new()))
         .merge(super::vport::routes(Router::new()))
-        .merge(super::qos::routes(Router::new()))
-        .merge(super::acl::routes(Router::new()))
+        .merge(super::profiles::routes::<super::profiles::Qos>(
+            Router::new(),
+        ))
+        .merge(super::profiles::routes::<super::profiles::Acl>(
+            Router::new(),
+        ))
         .merge(super::flows::routes(Router::new()))
         .merge(super::policy::routes(Router::new()))
         .fallback(no_route)
