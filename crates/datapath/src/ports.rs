@@ -276,6 +276,11 @@ impl Ports {
         Some(port)
     }
 
+    /// Whether interface `id` is read by worker 0 alone ([`Ports::set_policed`]).
+    pub fn is_policed(&self, id: PortId) -> bool {
+        self.policed.contains_key(&id)
+    }
+
     /// The port with this id.
     pub fn get(&self, id: PortId) -> Option<&Port> {
         self.list.get(*self.index.get(&id)?)

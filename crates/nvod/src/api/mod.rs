@@ -12,6 +12,7 @@ mod bgp;
 mod capture;
 mod error;
 mod flows;
+mod meters;
 pub mod policy;
 mod qos;
 mod routes;

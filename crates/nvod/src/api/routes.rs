@@ -70,6 +70,7 @@ pub fn router(control: Shared) -> Router {
         .merge(super::bgp::routes(Router::new()))
         .merge(super::vport::routes(Router::new()))
         .merge(super::qos::routes(Router::new()))
+        .merge(super::meters::routes(Router::new()))
         .merge(super::acl::routes(Router::new()))
         .merge(super::flows::routes(Router::new()))
         .merge(super::policy::routes(Router::new()))
