@@ -40,16 +40,35 @@ fn meters_are_added_used_kept_and_checked() {
         "/v1/meters",
         &json!({"id": 1, "rate": 100_000_000u64, "burst": 65536}),
     );
-    assert_eq!((one.spec.rate, one.spec.burst, one.rules), (100_000_000, 65536, 0));
+    assert_eq!(
+        (one.spec.rate, one.spec.burst, one.rules),
+        (100_000_000, 65536, 0)
+    );
     let _: Meter = nvod.post(
         "/v1/meters",
         &json!({"id": 2, "rate": 1_000_000u64, "burst": 16384}),
     );
     let cases = [
-        (r#"{"id": 1, "rate": 1000000, "burst": 65536}"#, 409, "already exists"),
-        (r#"{"id": 0, "rate": 1000000, "burst": 65536}"#, 400, "meter 0"),
-        (r#"{"id": 3, "rate": 10, "burst": 65536}"#, 400, "rate 10 bit/s"),
-        (r#"{"id": 3, "rate": 1000000, "burst": 100}"#, 400, "burst 100 bytes"),
+        (
+            r#"{"id": 1, "rate": 1000000, "burst": 65536}"#,
+            409,
+            "already exists",
+        ),
+        (
+            r#"{"id": 0, "rate": 1000000, "burst": 65536}"#,
+            400,
+            "meter 0",
+        ),
+        (
+            r#"{"id": 3, "rate": 10, "burst": 65536}"#,
+            400,
+            "rate 10 bit/s",
+        ),
+        (
+            r#"{"id": 3, "rate": 1000000, "burst": 100}"#,
+            400,
+            "burst 100 bytes",
+        ),
     ];
     for (body, status, words) in cases {
         let message = nvod.expect_error("POST", "/v1/meters", Some(body), status);
@@ -86,10 +105,7 @@ fn meters_are_added_used_kept_and_checked() {
     nvod.spawn();
     let again: Vec<Meter> = nvod.get("/v1/meters");
     assert_eq!(
-        again
-            .iter()
-            .map(|m| (m.spec, m.rules))
-            .collect::<Vec<_>>(),
+        again.iter().map(|m| (m.spec, m.rules)).collect::<Vec<_>>(),
         shown.iter().map(|m| (m.spec, m.rules)).collect::<Vec<_>>()
     );
     nvod.delete("/v1/meters/2");
