@@ -62,6 +62,21 @@ impl Switch for TestSwitch {
         }
     }
     fn flow_mod(&mut self, m: FlowMod) -> Result<(), OfError> {
+        // A rule naming a meter the switch does not have (OpenFlow 1.3 §6.4).
+        let meter_exists = |n: u32| {
+            self.meters.iter().fold(false, |on, m| match *m {
+                MeterMod::Add { id, .. } if id == n => true,
+                MeterMod::Delete { id } if id == n => false,
+                _ => on,
+            })
+        };
+        let missing = m.actions.iter().any(|a| match a {
+            Action::Meter(n) => !meter_exists(*n),
+            _ => false,
+        });
+        if missing {
+            return Err(OfError::METER_UNKNOWN);
+        }
         apply_flow_mod(&mut self.table, m, Instant::now()).map(|_| ())
     }
     fn meter_mod(&mut self, m: MeterMod) -> Result<(), OfError> {
@@ -185,6 +200,12 @@ const FLOWS: [&str; 7] = [
 #[test]
 fn flows_added_by_ovs_ofctl_dump_as_it_writes_them() {
     let (sw, target) = setup();
+    // A rule below names meter 1: the switch has it.
+    ofctl(&[
+        "add-meter",
+        &target,
+        "meter=1,kbps,band=type=drop,rate=1000",
+    ]);
     for f in FLOWS {
         ofctl(&["add-flow", &target, f]);
     }
@@ -302,6 +323,25 @@ fn meters_added_and_deleted_by_ovs_ofctl() {
             },
             MeterMod::Delete { id: 1 },
         ]
+    );
+    // A rule names meter 2 (the METER instruction, back in dump-flows); meter 9 does not exist.
+    ofctl(&["add-flow", &target, "tcp,actions=meter:2,normal"]);
+    let flows = dumped(&target);
+    assert!(flows.iter().any(|f| f.contains("meter:2")), "{flows:?}");
+    let out = Command::new("ovs-ofctl")
+        .args([
+            "-O",
+            "OpenFlow13",
+            "add-flow",
+            &target,
+            "udp,actions=meter:9,normal",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("OFPMMFC_UNKNOWN_METER"),
+        "{err}"
     );
     // Packets per second and DSCP remarking are no nvo meter: refused, nothing recorded.
     for spec in [
