@@ -143,16 +143,7 @@ impl Pipeline {
 
     /// [`Self::flows_cover`] for every port at once: one scan of the rules.
     pub fn flow_cover(&self) -> FlowCover {
-        let mut cover = FlowCover::default();
-        for rule in self.flows.table.iter() {
-            let (value, mask) = rule.pattern.field(Field::InPort);
-            if mask == 0 {
-                cover.all = true;
-            } else if let Ok(port) = u32::try_from(value) {
-                cover.ports.insert(port);
-            }
-        }
-        cover
+        cover_of(self.flows.table.iter())
     }
 
     /// The table, to read rules and counters.
@@ -199,21 +190,12 @@ impl Pipeline {
     /// The ports metered rules may match frames from (their frames must all meet the one
     /// bucket: the datapath reads them on one worker).
     pub fn metered_cover(&self) -> FlowCover {
-        let mut cover = FlowCover::default();
-        let metered = self
-            .flows
-            .table
-            .iter()
-            .filter(|r| r.actions.iter().any(|a| matches!(a, FlowAction::Meter(_))));
-        for rule in metered {
-            let (value, mask) = rule.pattern.field(Field::InPort);
-            if mask == 0 {
-                cover.all = true;
-            } else if let Ok(port) = u32::try_from(value) {
-                cover.ports.insert(port);
-            }
-        }
-        cover
+        cover_of(
+            self.flows
+                .table
+                .iter()
+                .filter(|r| r.actions.iter().any(|a| matches!(a, FlowAction::Meter(_)))),
+        )
     }
 
     /// Lookups made and lookups that found a rule.
@@ -311,6 +293,20 @@ impl Pipeline {
         }
         v
     }
+}
+
+/// The ports `rules` may match frames from: all for a rule without `in_port`.
+fn cover_of<'a>(rules: impl Iterator<Item = &'a nvo_flow::Rule<Vec<FlowAction>>>) -> FlowCover {
+    let mut cover = FlowCover::default();
+    for rule in rules {
+        let (value, mask) = rule.pattern.field(Field::InPort);
+        if mask == 0 {
+            cover.all = true;
+        } else if let Ok(port) = u32::try_from(value) {
+            cover.ports.insert(port);
+        }
+    }
+    cover
 }
 
 /// The meters a rule's `meter:N` actions police through, and the time.
