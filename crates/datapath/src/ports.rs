@@ -158,7 +158,8 @@ impl Ports {
     }
 
     /// Makes interface `id` read by worker 0 alone, by nvod on either datapath (`on`: a port
-    /// read there is policed, and a policer must see all its frames), or gives it back to the
+    /// read there is policed, or a metered flow rule covers it, and a policer or meter must
+    /// see all its frames: metering.rs), or gives it back to the
     /// kernel path or to every worker as it was. Refused when the interface cannot be opened
     /// anew; a TAP port (a queue per worker) is left as it is, a port that is down opens so
     /// when it comes up.
