@@ -119,7 +119,8 @@ def test_nvo_flow_drops_tcp_22_only_and_counts_it(flow_lab):
     # Bad input: clear 400s, nothing changed.
     for bad, want in [("priority=100,tcp,tp_dst=22", "actions="),
                       ("tcp,tp_dst=99999,actions=drop", "tp_dst"),
-                      ("tcp,actions=meter:1", "not carried out")]:
+                      ("tcp,actions=meter:1", "no meter 1"),
+                      ("tcp,actions=set_tunnel:5", "not carried out")]:
         p = lab.nvo("h1", "flow", "add", port, bad, check=False)
         assert p.returncode == 1 and want in p.stderr, (bad, p.stderr)
     p = lab.nvo("h1", "flow", "add", "nosuchport", "tcp,actions=drop", check=False)

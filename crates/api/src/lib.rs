@@ -11,6 +11,7 @@ mod client;
 mod events;
 mod evpn;
 mod flow;
+mod meter;
 mod monitor;
 mod policy;
 mod qos;
@@ -24,6 +25,7 @@ pub use client::{Client, ClientError, DEFAULT_SOCKET};
 pub use events::{EventAction, OverlayEvent};
 pub use evpn::*;
 pub use flow::{Flow, FlowDelete, FlowSpec, FlowTable, FlowsDeleted, Trace, TraceSpec};
+pub use meter::{Meter, MeterSpec};
 pub use monitor::{MonitorEvent, MonitorType};
 /// The largest VNI a network may have (networks are 1 to this).
 pub use nvo_wire::VNI_MAX;

@@ -121,6 +121,10 @@ enum Command {
     /// attach them to ports and virtual ports.
     #[command(subcommand)]
     Qos(cmd::qos::QosCmd),
+    /// Show and change flow-table meters: numbered token-bucket policers that flow rules
+    /// police through with the action meter:N, one bucket per meter.
+    #[command(subcommand)]
+    Meter(cmd::meter::MeterCmd),
     /// Show and change ACL profiles (named lists of flow rules) and attach them to ports and
     /// virtual ports, where they become flow-table rules.
     #[command(subcommand)]
@@ -291,6 +295,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Port(c) => cmd::api::port(&client, format, c)?,
         Command::Vport(c) => cmd::vport::vport(&client, format, c)?,
         Command::Qos(c) => cmd::qos::qos(&client, format, c)?,
+        Command::Meter(c) => cmd::meter::meter(&client, format, c)?,
         Command::Acl(c) => cmd::acl::acl(&client, format, c)?,
         Command::Fdb(c) => cmd::api::fdb(&client, format, c)?,
         Command::Flood(c) => cmd::api::flood(&client, format, c)?,

@@ -109,6 +109,18 @@ fn every_call_goes_to_its_path() {
             Value::Null,
         ),
         (
+            &["meter", "add", "1", "--rate", "100mbit", "--burst", "64k"],
+            "POST",
+            "/v1/meters",
+            json!({"id": 1, "rate": 100_000_000u64, "burst": 65536}),
+        ),
+        (
+            &["meter", "del", "1"],
+            "DELETE",
+            "/v1/meters/1",
+            Value::Null,
+        ),
+        (
             &[
                 "network",
                 "add",

@@ -112,6 +112,11 @@ pub enum Command {
     SetQos(PortId, Option<nvo_pipeline::qos::QosProfile>),
     /// Every policer's profile and counters.
     QosCounters,
+    /// Adds or replaces flow-table meter N (nvo_pipeline::meters; `None`: deletes it, refused
+    /// while a rule names it). Ports metered rules cover are read by worker 0 alone.
+    SetMeter(u32, Option<nvo_pipeline::qos::QosProfile>),
+    /// Every meter's rate, burst and counters.
+    MeterCounters,
     /// Detaches a port (or a trunk with its circuits, a shared port with its virtual ports)
     /// and closes its interface.
     RemovePort(PortId),
@@ -235,6 +240,7 @@ impl Command {
             | Command::PortsUp
             | Command::Counters
             | Command::QosCounters
+            | Command::MeterCounters
             | Command::LocalHosts { .. }
             | Command::Flows
             | Command::FlowLookup(_)
@@ -274,6 +280,14 @@ pub enum Reply {
     Qos(
         Vec<(
             PortId,
+            nvo_pipeline::qos::QosProfile,
+            nvo_pipeline::qos::PolicerCounters,
+        )>,
+    ),
+    /// Every meter with its rate and burst and counters (summed over the workers).
+    Meters(
+        Vec<(
+            u32,
             nvo_pipeline::qos::QosProfile,
             nvo_pipeline::qos::PolicerCounters,
         )>,
@@ -383,6 +397,9 @@ pub enum DatapathError {
     /// The datapath thread is gone (it stopped or failed; its log says why).
     #[error(transparent)]
     Flow(#[from] nvo_pipeline::FlowError),
+    /// A meter change was refused.
+    #[error(transparent)]
+    Meter(#[from] nvo_pipeline::meters::MeterError),
     #[error("the datapath thread has stopped; restart nvod (its log says why)")]
     Gone,
     /// Too many commands are waiting.
@@ -456,6 +473,7 @@ mod tests {
         for read in [
             Command::Counters,
             Command::QosCounters,
+            Command::MeterCounters,
             Command::Networks,
             Command::Flows,
             Command::Policy(PolicyCommand::Show(vni)),
@@ -466,6 +484,7 @@ mod tests {
             Command::RemoveNetwork(vni),
             Command::RemovePort(PortId(1)),
             Command::SetQos(PortId(1), None),
+            Command::SetMeter(1, None),
             Command::Policy(PolicyCommand::Remove(vni)),
         ] {
             assert!(!change.keeps_tables(), "{change:?}");

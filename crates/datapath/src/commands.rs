@@ -91,6 +91,11 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
         }
         Command::SetQos(port, profile) => done(set_qos(core, port, profile)),
         Command::QosCounters => Ok(Reply::Qos(pipeline.qos_counters())),
+        Command::SetMeter(n, profile) => {
+            pipeline.set_meter(n, profile)?;
+            Ok(Reply::Done)
+        }
+        Command::MeterCounters => Ok(Reply::Meters(pipeline.meter_counters())),
         Command::RemovePort(id) => done(remove_port(core, id)),
         Command::TapPort(id, on) => {
             core.ports.tap(id, on);
@@ -269,11 +274,7 @@ fn set_qos(
 ) -> Result<(), DatapathError> {
     core.pipeline.set_qos(port, profile)?;
     let reader = core.ports.reader(port);
-    let policed = core
-        .pipeline
-        .qos_counters()
-        .iter()
-        .any(|&(p, ..)| core.ports.reader(p) == reader);
+    let policed = super::metering::pinned_readers(core).contains(&reader);
     let (worker, workers) = (core.worker, core.workers);
     if let Err(source) = core.ports.set_policed(reader, policed, worker, workers) {
         let name = core

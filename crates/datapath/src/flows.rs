@@ -89,6 +89,7 @@ fn shifted(meta: &FrameMeta, len: usize, was: usize) -> FrameMeta {
 pub(super) fn flow_mod(core: &mut Core, m: FlowMod, now: Instant) -> Result<Reply, DatapathError> {
     if !matches!(m.command, OfCommand::Delete { .. }) {
         check_actions(&m.actions)?;
+        core.pipeline.check_meters(&m.actions)?;
     }
     apply_flow_mod(core.pipeline.flow_table_mut(), m, now).map_err(|e| match e {
         OfError::FLOW_MOD_TABLE_FULL => FlowError::Full(MAX_FLOWS),
@@ -144,10 +145,11 @@ pub(super) fn packet_out(
     now: Instant,
 ) -> Result<Reply, DatapathError> {
     check_actions(actions)?;
+    core.pipeline.check_meters(actions)?;
     let mut buf = vec![0; frame.len() + 16 + 4 * actions.len()];
     let v = core
         .pipeline
-        .packet_out(in_port, actions, frame, &mut buf, &mut core.actions);
+        .packet_out(in_port, actions, frame, &mut buf, now, &mut core.actions);
     let f = match v.rewritten {
         Some(len) => &buf[..len],
         None => frame,

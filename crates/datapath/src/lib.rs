@@ -45,6 +45,7 @@ mod handle;
 mod handoff;
 mod identity;
 mod kernel;
+mod metering;
 pub mod monitor;
 mod overlay;
 mod ports;
@@ -711,6 +712,9 @@ impl Loop {
             // Which veths nvod reads (handoff.rs): ports, flow rules, policies and QoS change
             // it; reads (a metrics scrape) do not.
             if !keeps_tables {
+                // Pinning first: a port no metered rule covers any more is unpinned as it
+                // was, and then rehome gives it back to the kernel if nothing else keeps it.
+                metering::pin(&mut self.fwd.core);
                 handoff::rehome(&mut self.fwd.core);
             }
             // The kernel's maps follow before the requester hears back: once a change is

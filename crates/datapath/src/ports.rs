@@ -158,7 +158,8 @@ impl Ports {
     }
 
     /// Makes interface `id` read by worker 0 alone, by nvod on either datapath (`on`: a port
-    /// read there is policed, and a policer must see all its frames), or gives it back to the
+    /// read there is policed, or a metered flow rule covers it, and a policer or meter must
+    /// see all its frames: metering.rs), or gives it back to the
     /// kernel path or to every worker as it was. Refused when the interface cannot be opened
     /// anew; a TAP port (a queue per worker) is left as it is, a port that is down opens so
     /// when it comes up.
@@ -274,6 +275,11 @@ impl Ports {
         }
         self.generation += 1;
         Some(port)
+    }
+
+    /// Whether interface `id` is read by worker 0 alone ([`Ports::set_policed`]).
+    pub fn is_policed(&self, id: PortId) -> bool {
+        self.policed.contains_key(&id)
     }
 
     /// The port with this id.

@@ -326,6 +326,7 @@ pub fn scope(command: &Command) -> Scope {
         | Command::FdbEntries(_)
         | Command::OverlayCounters
         | Command::QosCounters
+        | Command::MeterCounters
         | Command::Flows => Scope::Merged,
         Command::Policy(nvo_pipeline::policy::PolicyCommand::Show(_)) => Scope::Merged,
         Command::Policy(nvo_pipeline::policy::PolicyCommand::Trace(..)) => Scope::First,
@@ -349,6 +350,17 @@ pub fn for_peer(mut command: Command) -> Command {
     command
 }
 
+/// Adds one worker's policer counters to another's.
+fn add_policer(
+    into: &mut nvo_pipeline::qos::PolicerCounters,
+    c: &nvo_pipeline::qos::PolicerCounters,
+) {
+    into.conformed_frames += c.conformed_frames;
+    into.conformed_bytes += c.conformed_bytes;
+    into.policed_frames += c.policed_frames;
+    into.policed_bytes += c.policed_bytes;
+}
+
 /// Merges another worker's answer to a [`Scope::Merged`] read into worker 0's.
 pub fn merge(into: Reply, other: Reply) -> Reply {
     match (into, other) {
@@ -369,13 +381,18 @@ pub fn merge(into: Reply, other: Reply) -> Reply {
             merge_overlay(&mut a, &b);
             Reply::Overlay(a)
         }
+        (Reply::Meters(mut a), Reply::Meters(b)) => {
+            for (n, _, c) in b {
+                if let Some((_, _, into)) = a.iter_mut().find(|(m, ..)| *m == n) {
+                    add_policer(into, &c);
+                }
+            }
+            Reply::Meters(a)
+        }
         (Reply::Qos(mut a), Reply::Qos(b)) => {
             for (port, _, c) in b {
                 if let Some((_, _, into)) = a.iter_mut().find(|(p, ..)| *p == port) {
-                    into.conformed_frames += c.conformed_frames;
-                    into.conformed_bytes += c.conformed_bytes;
-                    into.policed_frames += c.policed_frames;
-                    into.policed_bytes += c.policed_bytes;
+                    add_policer(into, &c);
                 }
             }
             Reply::Qos(a)

@@ -30,6 +30,7 @@ mod bgp;
 mod capture;
 mod cluster;
 mod flows;
+mod meters;
 mod observe;
 mod ops;
 mod overlay;
@@ -113,6 +114,12 @@ impl From<DatapathError> for Failure {
             DatapathError::TooManyGroups { .. } => Kind::Conflict,
             DatapathError::Join { .. } | DatapathError::Transport { .. } => Kind::Internal,
             DatapathError::UnknownProfile(_) | DatapathError::Flow(_) => Kind::BadRequest,
+            DatapathError::Meter(m) => match m {
+                nvo_pipeline::meters::MeterError::Missing(_) => Kind::NotFound,
+                nvo_pipeline::meters::MeterError::InUse(..)
+                | nvo_pipeline::meters::MeterError::Full(_) => Kind::Conflict,
+                _ => Kind::BadRequest,
+            },
             DatapathError::Engine(e) => engine_kind(e),
             DatapathError::Overlay(e) => match e {
                 nvo_pipeline::overlay::OverlayError::TableFull { .. } => Kind::Conflict,
@@ -278,6 +285,12 @@ impl Control {
                 .call(command)
                 .await
                 .map_err(|e| restore_failure(&format!("port {name}"), e))?;
+        }
+        for (n, command) in self.meters_restore() {
+            self.datapath
+                .call(command)
+                .await
+                .map_err(|e| restore_failure(&format!("meter {n}"), e))?;
         }
         for (target, command) in self.qos_restore() {
             self.datapath

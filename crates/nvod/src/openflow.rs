@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 use nvo_flow::Action;
 use nvo_openflow::switch::outputs_to;
 use nvo_openflow::wire::port;
-use nvo_openflow::{FlowFilter, FlowMod, FlowStat, OfError, PortDesc, PortStats, Session, Switch};
+use nvo_openflow::{
+    FlowFilter, FlowMod, FlowStat, MeterMod, OfError, PortDesc, PortStats, Session, Switch,
+};
 use nvo_pipeline::flows::check_actions;
 use nvo_pipeline::{PortId, MAX_FLOWS};
 
@@ -191,8 +193,45 @@ impl Switch for NvodSwitch {
             log::info!("OpenFlow: FLOW_MOD refused: {}", e.message);
             if e.message.contains("full") {
                 OfError::FLOW_MOD_TABLE_FULL
+            } else if e.message.contains("no meter") {
+                // §6.4: a flow entry naming a meter that does not exist.
+                OfError::METER_UNKNOWN
             } else {
                 OfError::FLOW_MOD_UNKNOWN
+            }
+        })
+    }
+
+    fn meter_mod(&mut self, m: MeterMod) -> Result<(), OfError> {
+        let result = self.runtime.block_on(async {
+            let mut control = self.control.lock().await;
+            match m {
+                MeterMod::Add { id, rate, burst } => {
+                    let burst = burst.unwrap_or_else(|| default_burst(rate));
+                    control
+                        .meter_add(nvo_api::MeterSpec { id, rate, burst })
+                        .await
+                        .map(drop)
+                }
+                MeterMod::Delete { id } => control.meter_delete(id).await,
+            }
+        });
+        result.map_err(|e| {
+            log::info!("OpenFlow: METER_MOD refused: {}", e.message);
+            let m = &e.message;
+            if m.contains("already exists") {
+                OfError::METER_EXISTS
+            } else if m.contains("no meter") {
+                OfError::METER_UNKNOWN
+            } else if m.contains("the most a node holds") {
+                OfError::METER_OUT_OF_METERS
+            } else if m.contains("rate") {
+                OfError::METER_BAD_RATE
+            } else if m.contains("burst") {
+                OfError::METER_BAD_BURST
+            } else {
+                // A meter flow rules still name (nvo refuses to delete it), or the datapath.
+                OfError::METER_MOD_UNKNOWN
             }
         })
     }
@@ -257,4 +296,10 @@ impl Switch for NvodSwitch {
 /// interface: a VLAN circuit, a virtual port).
 fn mac_of(name: &str) -> [u8; 6] {
     nvo_io::iface::interface(name).map_or([0; 6], |i| i.mac)
+}
+
+/// The burst of a meter added without one (no OFPMF_BURST): 100 ms at its rate, within the
+/// bounds of a policer's burst — enough for TCP to hold the rate (docs/openflow.md).
+fn default_burst(rate: u64) -> u64 {
+    (rate / 8 / 10).clamp(nvo_pipeline::qos::MIN_BURST, nvo_pipeline::qos::MAX_BURST)
 }

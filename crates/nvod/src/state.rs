@@ -59,6 +59,9 @@ pub struct State {
     /// QoS profiles by name (attached by name from ports and virtual ports).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub qos: BTreeMap<String, QosState>,
+    /// Flow-table meters by number (control/meters.rs): rate in bit/s and burst in bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub meters: BTreeMap<u32, MeterState>,
     /// Flow-table rules without timeouts (control/flows.rs), in the flow syntax with ports by
     /// name, by their identity (`priority=P,MATCH`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -138,6 +141,7 @@ impl Default for State {
             bgp: None,
             bgp_off: false,
             qos: BTreeMap::new(),
+            meters: BTreeMap::new(),
             flows: BTreeMap::new(),
             acls: BTreeMap::new(),
             acl_attached: BTreeMap::new(),
@@ -294,6 +298,16 @@ pub struct QosState {
     /// DSCP trust.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trust: bool,
+}
+
+/// A flow-table meter as stored (nvo_pipeline::meters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeterState {
+    /// Rate in bit/s.
+    pub rate: u64,
+    /// Burst in bytes.
+    pub burst: u64,
 }
 
 /// A shared port as stored (nvo_pipeline::vport).

@@ -89,7 +89,7 @@ fn acls_become_flow_rules_of_their_port_and_leave_exactly_with_it() {
             "/v1/acls",
             r#"{"name": "x", "rules": ["tcp,actions=meter:1"]}"#.to_owned(),
             400,
-            "not carried out",
+            "rule 1: no meter 1",
         ),
         (
             "POST",

@@ -72,7 +72,8 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
             r#"{"port": "pa", "flow": "in_port=qa,tcp,actions=drop"}"#,
             "in_port is not port pa",
         ),
-        (r#"{"flow": "tcp,actions=meter:3"}"#, "not carried out"),
+        (r#"{"flow": "tcp,actions=meter:3"}"#, "no meter 3"),
+        (r#"{"flow": "tcp,actions=set_tunnel:5"}"#, "not carried out"),
         (r#"{"flow": "tp_dst=22,actions=drop"}"#, "needs"),
     ] {
         let message = nvod.expect_error("POST", "/v1/flows", Some(body), 400);

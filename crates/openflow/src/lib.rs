@@ -5,7 +5,7 @@
 //!
 //! - [`wire`]: framing, message/error numbers, a bounded reader.
 //! - [`oxm`]: OXM matches ↔ [`nvo_flow::Match`]; [`actions`]: instructions and actions ↔
-//!   [`nvo_flow::Action`]; [`features`]: the table's TABLE_FEATURES.
+//!   [`nvo_flow::Action`]; [`features`]: the table's TABLE_FEATURES; [`meter`]: METER_MOD.
 //! - [`session`]: one connection, sans-IO; [`switch`]: what it asks of the switch, and
 //!   FLOW_MOD semantics on an [`nvo_flow::Classifier`].
 //!
@@ -14,11 +14,13 @@
 
 pub mod actions;
 pub mod features;
+pub mod meter;
 pub mod oxm;
 pub mod session;
 pub mod switch;
 pub mod wire;
 
+pub use meter::MeterMod;
 pub use session::{Closed, Session};
 pub use switch::{
     apply_flow_mod, flow_stats, Command, FlowFilter, FlowMod, FlowStat, PortDesc, PortStats, Switch,

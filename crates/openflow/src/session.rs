@@ -8,6 +8,7 @@
 //!                   ECHO_REQUEST → ECHO_REPLY        FEATURES_REQUEST → FEATURES_REPLY
 //!                   GET_CONFIG_REQUEST → REPLY       SET_CONFIG → (nothing)
 //!                   FLOW_MOD → the switch            PACKET_OUT → the switch
+//!                   METER_MOD (add/delete, one DROP band in kbit/s: meter.rs) → the switch
 //!                   MULTIPART_REQUEST DESC, FLOW, AGGREGATE, TABLE, PORT_STATS, PORT_DESC,
 //!                     TABLE_FEATURES → replies (split with REPLY_MORE past 64 KiB)
 //!                   BARRIER_REQUEST → BARRIER_REPLY (everything before it is done: the
@@ -26,6 +27,7 @@ use std::time::Duration;
 use nvo_flow::Match;
 
 use crate::actions::{emit_instructions, parse_actions, parse_instructions};
+use crate::meter::parse_meter_mod;
 use crate::oxm::{emit_match, parse_match};
 use crate::switch::{Command, FlowFilter, FlowMod, Switch};
 use crate::wire::{self, error, finish, msg, multipart, port, start, Header, OfError, Reader};
@@ -161,6 +163,7 @@ impl Session {
                 Ok(())
             }
             msg::FLOW_MOD => parse_flow_mod(body).and_then(|f| sw.flow_mod(f)),
+            msg::METER_MOD => parse_meter_mod(body).and_then(|m| sw.meter_mod(m)),
             msg::PACKET_OUT => packet_out(body, sw),
             msg::MULTIPART_REQUEST => self.multipart(h, body, sw),
             msg::EXPERIMENTER => Err(OfError::BAD_EXPERIMENTER),

@@ -120,6 +120,8 @@ pub trait Switch {
     fn port_stats(&self, port_no: u32) -> Result<Vec<PortStats>, OfError>;
     /// Applies a FLOW_MOD.
     fn flow_mod(&mut self, m: FlowMod) -> Result<(), OfError>;
+    /// Adds or deletes a meter (METER_MOD, meter.rs).
+    fn meter_mod(&mut self, m: crate::meter::MeterMod) -> Result<(), OfError>;
     /// The rules `filter` selects, best first.
     fn flows(&self, filter: &FlowFilter) -> Vec<FlowStat>;
     /// (rules installed, lookups, lookups that matched a rule) of the one table.

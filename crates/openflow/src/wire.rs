@@ -35,6 +35,7 @@ pub mod msg {
     pub const MULTIPART_REPLY: u8 = 19;
     pub const BARRIER_REQUEST: u8 = 20;
     pub const BARRIER_REPLY: u8 = 21;
+    pub const METER_MOD: u8 = 29;
 }
 
 /// Multipart types (§7.3.5, `ofp_multipart_type`).

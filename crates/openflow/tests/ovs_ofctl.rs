@@ -17,14 +17,15 @@ use std::time::{Duration, Instant};
 use nvo_flow::{Action, Classifier};
 use nvo_openflow::wire::port;
 use nvo_openflow::{
-    apply_flow_mod, flow_stats, FlowFilter, FlowMod, FlowStat, OfError, PortDesc, PortStats,
-    Session, Switch,
+    apply_flow_mod, flow_stats, FlowFilter, FlowMod, FlowStat, MeterMod, OfError, PortDesc,
+    PortStats, Session, Switch,
 };
 
 #[derive(Debug)]
 struct TestSwitch {
     table: Classifier<Vec<Action>>,
     sent: Vec<(u32, Vec<Action>, Vec<u8>)>,
+    meters: Vec<MeterMod>,
 }
 
 impl Switch for TestSwitch {
@@ -61,7 +62,26 @@ impl Switch for TestSwitch {
         }
     }
     fn flow_mod(&mut self, m: FlowMod) -> Result<(), OfError> {
+        // A rule naming a meter the switch does not have (OpenFlow 1.3 §6.4).
+        let meter_exists = |n: u32| {
+            self.meters.iter().fold(false, |on, m| match *m {
+                MeterMod::Add { id, .. } if id == n => true,
+                MeterMod::Delete { id } if id == n => false,
+                _ => on,
+            })
+        };
+        let missing = m.actions.iter().any(|a| match a {
+            Action::Meter(n) => !meter_exists(*n),
+            _ => false,
+        });
+        if missing {
+            return Err(OfError::METER_UNKNOWN);
+        }
         apply_flow_mod(&mut self.table, m, Instant::now()).map(|_| ())
+    }
+    fn meter_mod(&mut self, m: MeterMod) -> Result<(), OfError> {
+        self.meters.push(m);
+        Ok(())
     }
     fn flows(&self, filter: &FlowFilter) -> Vec<FlowStat> {
         flow_stats(&self.table, filter, Instant::now())
@@ -111,6 +131,7 @@ fn setup() -> (Arc<Mutex<TestSwitch>>, String) {
     let sw = Arc::new(Mutex::new(TestSwitch {
         table: Classifier::new(1000),
         sent: Vec::new(),
+        meters: Vec::new(),
     }));
     let port = listener(sw.clone());
     (sw, format!("tcp:127.0.0.1:{port}"))
@@ -179,6 +200,12 @@ const FLOWS: [&str; 7] = [
 #[test]
 fn flows_added_by_ovs_ofctl_dump_as_it_writes_them() {
     let (sw, target) = setup();
+    // A rule below names meter 1: the switch has it.
+    ofctl(&[
+        "add-meter",
+        &target,
+        "meter=1,kbps,band=type=drop,rate=1000",
+    ]);
     for f in FLOWS {
         ofctl(&["add-flow", &target, f]);
     }
@@ -264,6 +291,74 @@ fn show_ports_tables_and_packet_out() {
     assert_eq!(sent[0].0, port::CONTROLLER);
     assert_eq!(sent[0].1, vec![Action::Output(1)]);
     assert_eq!(sent[0].2[..6], [0xff; 6]);
+}
+
+#[test]
+fn meters_added_and_deleted_by_ovs_ofctl() {
+    let (sw, target) = setup();
+    ofctl(&[
+        "add-meter",
+        &target,
+        "meter=1,kbps,band=type=drop,rate=100000",
+    ]);
+    ofctl(&[
+        "add-meter",
+        &target,
+        "meter=2,kbps,burst,band=type=drop,rate=8000,burst_size=512",
+    ]);
+    ofctl(&["del-meter", &target, "meter=1"]);
+    let got = sw.lock().unwrap().meters.clone();
+    assert_eq!(
+        got,
+        [
+            MeterMod::Add {
+                id: 1,
+                rate: 100_000_000,
+                burst: None
+            },
+            MeterMod::Add {
+                id: 2,
+                rate: 8_000_000,
+                burst: Some(512 * 1000 / 8)
+            },
+            MeterMod::Delete { id: 1 },
+        ]
+    );
+    // A rule names meter 2 (the METER instruction, back in dump-flows); meter 9 does not exist.
+    ofctl(&["add-flow", &target, "tcp,actions=meter:2,normal"]);
+    let flows = dumped(&target);
+    assert!(flows.iter().any(|f| f.contains("meter:2")), "{flows:?}");
+    let out = Command::new("ovs-ofctl")
+        .args([
+            "-O",
+            "OpenFlow13",
+            "add-flow",
+            &target,
+            "udp,actions=meter:9,normal",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("OFPMMFC_UNKNOWN_METER"),
+        "{err}"
+    );
+    // Packets per second and DSCP remarking are no nvo meter: refused, nothing recorded.
+    for spec in [
+        "meter=3,pktps,band=type=drop,rate=1000",
+        "meter=3,kbps,band=type=dscp_remark,rate=1000,prec_level=1",
+    ] {
+        let out = Command::new("ovs-ofctl")
+            .args(["-O", "OpenFlow13", "add-meter", &target, spec])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("OFPMMFC_BAD_"),
+            "{spec}: {err}"
+        );
+    }
+    assert_eq!(sw.lock().unwrap().meters.len(), 3);
 }
 
 /// Sends `bytes` after the hello exchange and returns the error (type, code) pairs that come

@@ -14,6 +14,9 @@
 //!                                     → the frame is rewritten in the caller's buffer
 //!                                       (IPv4 header checksum recomputed)
 //!              output:N / in_port     → Deliver { port: N }
+//!              meter:N                → through meter N's bucket (meters.rs): over the
+//!                                       rate → Drop(qos_policed), counted on the meter;
+//!                                       under it → the rule's next actions
 //!              normal                 → then normal forwarding of the (rewritten) frame
 //! ```
 //!
@@ -24,7 +27,7 @@
 //! (nvod, which runs several copies of the pipeline, expires from their merged counters
 //! instead, so that the copies keep or drop a rule together).
 //!
-//! Not carried out (refused when a rule is installed, [`FlowError::Unsupported`]): `meter`,
+//! Not carried out (refused when a rule is installed, [`FlowError::Unsupported`]):
 //! `set_tunnel` and `set_field:…->tun_dst` — the encapsulation a network's FDB chooses is not
 //! overridden per rule yet. Modifications apply to the frame before any output of the same
 //! rule (nvo does not keep a copy per output as Open vSwitch does): `output:2,mod_dl_dst:…`
@@ -38,6 +41,7 @@ use nvo_flow::syntax::Flow;
 use nvo_flow::{Action as FlowAction, Classifier, ClassifierError, Field, Inserted, Key};
 
 use crate::actions::{Action, Actions};
+use crate::meters::Meters;
 use crate::{DropReason, Pipeline, PortId};
 
 /// The most rules the table holds.
@@ -53,14 +57,19 @@ pub enum FlowError {
     #[error("the flow table is full ({0} rules); delete rules first")]
     Full(usize),
     /// An action nvo's datapaths do not carry out.
-    #[error("action {0} is not carried out by nvo's datapaths (supported: drop, normal, output, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl)")]
+    #[error("action {0} is not carried out by nvo's datapaths (supported: drop, normal, output, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl, meter)")]
     Unsupported(String),
+    /// A rule names a meter that does not exist.
+    #[error("no meter {0}; add it first (nvo meter add {0} --rate RATE --burst SIZE)")]
+    NoMeter(u32),
 }
 
 /// The table and its lookup counters.
 #[derive(Debug)]
 pub(crate) struct Flows {
     pub(crate) table: FlowTable,
+    /// The meters rules name (meters.rs).
+    pub(crate) meters: Meters,
     lookups: u64,
     matched: u64,
 }
@@ -69,6 +78,7 @@ impl Default for Flows {
     fn default() -> Flows {
         Flows {
             table: Classifier::new(MAX_FLOWS),
+            meters: Meters::default(),
             lookups: 0,
             matched: 0,
         }
@@ -94,12 +104,10 @@ impl FlowVerdict {
 
 /// Refuses the actions nvo does not carry out.
 pub fn check_actions(actions: &[FlowAction]) -> Result<(), FlowError> {
-    match actions.iter().find(|a| {
-        matches!(
-            a,
-            FlowAction::Meter(_) | FlowAction::SetTunnelKey(_) | FlowAction::SetTunnelDst(_)
-        )
-    }) {
+    match actions
+        .iter()
+        .find(|a| matches!(a, FlowAction::SetTunnelKey(_) | FlowAction::SetTunnelDst(_)))
+    {
         Some(a) => Err(FlowError::Unsupported(a.to_string())),
         None => Ok(()),
     }
@@ -135,16 +143,7 @@ impl Pipeline {
 
     /// [`Self::flows_cover`] for every port at once: one scan of the rules.
     pub fn flow_cover(&self) -> FlowCover {
-        let mut cover = FlowCover::default();
-        for rule in self.flows.table.iter() {
-            let (value, mask) = rule.pattern.field(Field::InPort);
-            if mask == 0 {
-                cover.all = true;
-            } else if let Ok(port) = u32::try_from(value) {
-                cover.ports.insert(port);
-            }
-        }
-        cover
+        cover_of(self.flows.table.iter())
     }
 
     /// The table, to read rules and counters.
@@ -161,9 +160,42 @@ impl Pipeline {
     /// Installs a rule (replacing one with the same match and priority).
     pub fn flow_insert(&mut self, rule: Flow, now: Instant) -> Result<Inserted, FlowError> {
         check_actions(&rule.actions)?;
+        self.check_meters(&rule.actions)?;
         self.flows.table.insert(rule, now).map_err(|e| match e {
             ClassifierError::Full(n) => FlowError::Full(n),
         })
+    }
+
+    /// How many rules of the table name meter `n`.
+    pub fn meter_users(&self, n: u32) -> usize {
+        self.flows
+            .table
+            .iter()
+            .filter(|r| r.actions.contains(&FlowAction::Meter(n)))
+            .count()
+    }
+
+    /// Refuses actions naming a meter that does not exist.
+    pub fn check_meters(&self, actions: &[FlowAction]) -> Result<(), FlowError> {
+        for a in actions {
+            if let FlowAction::Meter(n) = a {
+                if !self.flows.meters.contains(*n) {
+                    return Err(FlowError::NoMeter(*n));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The ports metered rules may match frames from (their frames must all meet the one
+    /// bucket: the datapath reads them on one worker).
+    pub fn metered_cover(&self) -> FlowCover {
+        cover_of(
+            self.flows
+                .table
+                .iter()
+                .filter(|r| r.actions.iter().any(|a| matches!(a, FlowAction::Meter(_)))),
+        )
     }
 
     /// Lookups made and lookups that found a rule.
@@ -203,7 +235,11 @@ impl Pipeline {
             return FlowVerdict::NORMAL;
         };
         flows.matched += 1;
-        let (mut v, mut dropped) = execute(rule, port, frame, out, actions);
+        let mut meters = Metering {
+            meters: &mut flows.meters,
+            now,
+        };
+        let (mut v, mut dropped) = execute(rule, port, frame, out, actions, &mut meters);
         if v.normal && dropped.is_none() {
             return v;
         }
@@ -239,11 +275,16 @@ impl Pipeline {
         rule_actions: &[FlowAction],
         frame: &[u8],
         out: &mut [u8],
+        now: Instant,
         actions: &mut Actions,
     ) -> FlowVerdict {
         actions.clear();
         let port = in_port.unwrap_or(PortId(u32::MAX));
-        let (mut v, dropped) = execute(rule_actions, port, frame, out, actions);
+        let mut meters = Metering {
+            meters: &mut self.flows.meters,
+            now,
+        };
+        let (mut v, dropped) = execute(rule_actions, port, frame, out, actions, &mut meters);
         v.normal &= in_port.is_some() && dropped.is_none();
         if let Some(reason) = dropped {
             self.drops.add(reason);
@@ -254,14 +295,35 @@ impl Pipeline {
     }
 }
 
+/// The ports `rules` may match frames from: all for a rule without `in_port`.
+fn cover_of<'a>(rules: impl Iterator<Item = &'a nvo_flow::Rule<Vec<FlowAction>>>) -> FlowCover {
+    let mut cover = FlowCover::default();
+    for rule in rules {
+        let (value, mask) = rule.pattern.field(Field::InPort);
+        if mask == 0 {
+            cover.all = true;
+        } else if let Ok(port) = u32::try_from(value) {
+            cover.ports.insert(port);
+        }
+    }
+    cover
+}
+
+/// The meters a rule's `meter:N` actions police through, and the time.
+struct Metering<'a> {
+    meters: &'a mut Meters,
+    now: Instant,
+}
+
 /// Carries out a rule's actions on `frame` from `port`: outputs into `actions`, edits into
-/// `out`; the verdict, and why the frame is dropped if it is.
+/// `out`, `meter:N` through `meters`; the verdict, and why the frame is dropped if it is.
 fn execute(
     rule: &[FlowAction],
     port: PortId,
     frame: &[u8],
     out: &mut [u8],
     actions: &mut Actions,
+    meters: &mut Metering<'_>,
 ) -> (FlowVerdict, Option<DropReason>) {
     let mut v = FlowVerdict {
         rewritten: None,
@@ -276,6 +338,14 @@ fn execute(
             FlowAction::Normal => v.normal = true,
             FlowAction::Output(n) => actions.push(Action::Deliver { port: PortId(*n) }),
             FlowAction::InPort => actions.push(Action::Deliver { port }),
+            FlowAction::Meter(n) => {
+                // The frame as received is what the bucket is charged (edits before the meter
+                // change its length by a tag at most). A meter deleted under a rule cannot
+                // happen (refused while used); none found lets the frame pass.
+                if !meters.meters.admit(*n, frame.len(), meters.now) {
+                    dropped = Some(DropReason::QosPoliced);
+                }
+            }
             edit => {
                 if v.rewritten.is_none() {
                     // A caller's buffer shorter than the frame: nowhere to rewrite it.

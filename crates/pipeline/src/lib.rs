@@ -61,6 +61,7 @@ mod hash;
 mod icmp;
 mod import;
 pub mod l3;
+pub mod meters;
 mod mirror;
 mod nd;
 mod neigh;

@@ -224,9 +224,9 @@ fn the_table_is_bounded_and_unsupported_actions_are_refused() {
         .is_ok());
     let mut p = setup();
     let e = p
-        .flow_insert(rule("udp,actions=meter:1,normal"), now)
+        .flow_insert(rule("udp,actions=set_tunnel:5,normal"), now)
         .unwrap_err();
-    assert_eq!(e, FlowError::Unsupported("meter:1".into()));
+    assert_eq!(e, FlowError::Unsupported("set_tunnel:0x5".into()));
     assert!(e.to_string().contains("not carried out"));
     assert!(!p.has_flows());
 }

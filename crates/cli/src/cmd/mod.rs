@@ -12,6 +12,7 @@ pub mod decode;
 pub mod events;
 pub mod flow;
 pub mod lab;
+pub mod meter;
 pub mod monitor;
 pub mod overlay;
 pub mod policy;

@@ -13,6 +13,7 @@ mod bgp;
 mod capture;
 mod error;
 mod flows;
+mod meters;
 pub mod policy;
 mod profiles;
 mod routes;

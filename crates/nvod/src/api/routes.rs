@@ -75,6 +75,7 @@ pub fn router(control: Shared) -> Router {
         .merge(super::profiles::routes::<super::profiles::Acl>(
             Router::new(),
         ))
+        .merge(super::meters::routes(Router::new()))
         .merge(super::flows::routes(Router::new()))
         .merge(super::policy::routes(Router::new()))
         .fallback(no_route)

@@ -307,6 +307,7 @@ impl Control {
             .map_err(|e| Failure::bad(format!("acl {name}: {e}")))?;
         for (i, r) in rules.iter().enumerate() {
             check_actions(&r.actions)
+                .and_then(|()| self.meters_exist(&r.actions))
                 .map_err(|e| Failure::bad(format!("acl {name}: rule {}: {e}", i + 1)))?;
         }
         Ok(rules)

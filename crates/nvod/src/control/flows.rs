@@ -128,7 +128,9 @@ impl Control {
     /// then applied.
     pub async fn flow_mod(&mut self, m: FlowMod) -> Result<(), Failure> {
         if !matches!(m.command, OfCommand::Delete { .. }) {
-            check_actions(&m.actions).map_err(|e| Failure::bad(e.to_string()))?;
+            check_actions(&m.actions)
+                .and_then(|()| self.meters_exist(&m.actions))
+                .map_err(|e| Failure::bad(e.to_string()))?;
         }
         let mut new = self.state.clone();
         let timed = m.idle_timeout > 0 || m.hard_timeout > 0;

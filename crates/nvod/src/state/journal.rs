@@ -112,6 +112,7 @@ pub fn diff(old: &State, new: &State) -> Result<Vec<Op>, serde_json::Error> {
     field(&mut ops, root("bgp"), &old.bgp, &new.bgp)?;
     field(&mut ops, root("bgp_off"), &old.bgp_off, &new.bgp_off)?;
     map(&mut ops, &root("qos"), &old.qos, &new.qos, whole)?;
+    map(&mut ops, &root("meters"), &old.meters, &new.meters, whole)?;
     map(&mut ops, &root("flows"), &old.flows, &new.flows, whole)?;
     map(&mut ops, &root("acls"), &old.acls, &new.acls, whole)?;
     map(
@@ -416,16 +417,33 @@ mod tests {
             trust: false,
         };
         s.qos.insert("gold".into(), gold);
+        let meter = crate::state::MeterState {
+            rate: 100_000_000,
+            burst: 65536,
+        };
+        s.meters.insert(1, meter);
+        s.meters.insert(2, meter);
         let identity = "priority=100,in_port=veth0".to_owned();
         s.flows
             .insert(identity.clone(), format!("{identity} actions=drop"));
         steps.push(s.clone());
         s.qos
             .insert("gold".into(), crate::state::QosState { dscp: None, ..gold });
-        s.flows
-            .insert(identity.clone(), format!("{identity} actions=normal"));
+        s.meters.remove(&2);
+        s.meters.insert(
+            1,
+            crate::state::MeterState {
+                rate: 8_000_000,
+                ..meter
+            },
+        );
+        s.flows.insert(
+            identity.clone(),
+            format!("{identity} actions=meter:1,normal"),
+        );
         steps.push(s.clone());
         s.qos.clear();
+        s.meters.clear();
         s.flows.clear();
         steps.push(s.clone());
         // An ACL profile, attached to a port and a virtual port, changed, detached, removed.
