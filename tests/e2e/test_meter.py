@@ -15,14 +15,12 @@ meter is one bucket. On the eBPF datapath that port is nvod's (a port a flow
 rule covers is handed over), so the same meter applies on both datapaths.
 """
 
-import json
-import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import wait_for
+from rate_lab import assert_datapath, c1_port, iperf
 
 RATE = 100_000_000
 
@@ -36,26 +34,9 @@ containers:
 """
 
 
-def iperf(lab, seconds=5, streams=1):
-    """Received bit/s of STREAMS TCP streams c1 → c2, together."""
-    lab.exec("c2", "iperf3", "-s", "-D", "-1")
-    wait_for(lambda: lab.exec("c2", "ss", "-ltn", check=False).stdout.count(":5201") > 0,
-             what="iperf3 listening")
-    out = lab.exec("c1", "iperf3", "-c", "10.0.0.2", "-t", str(seconds), "-O", "1", "-P",
-                   str(streams), "-J", timeout=60).stdout
-    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
-
-
-def c1_port(lab):
-    (port,) = [p["name"] for p in lab.nvo("h1", "port", "list") if p["vni"] == 100]
-    return port
-
-
 def test_a_100mbit_meter_holds_tcp_and_leaves_ping_alone(lab_factory):
     lab = lab_factory(TOPOLOGY)
-    wanted = os.environ.get("NVO_LAB_DATAPATH")
-    if wanted:
-        assert lab.nvo("h1", "node")["datapath"] == wanted
+    assert_datapath(lab)
     lab.ping("c1", "10.0.0.2")
     free = iperf(lab, seconds=3)
     assert free > 1.5 * RATE, f"the path itself carries only {free / 1e6:.0f} Mbit/s: nothing to meter"

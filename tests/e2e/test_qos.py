@@ -11,12 +11,11 @@ On the eBPF datapath a policed port is nvod's: the kernel program comes off its 
 reads it (as shared ports and trunks), so the same policer applies on both datapaths.
 """
 
-import json
-import os
 import signal
 import subprocess
 
 from conftest import wait_for
+from rate_lab import assert_datapath, c1_port, iperf
 
 RATE = 100_000_000
 
@@ -30,26 +29,9 @@ containers:
 """
 
 
-def iperf(lab, seconds=5):
-    """Received bit/s of one TCP stream c1 → c2."""
-    lab.exec("c2", "iperf3", "-s", "-D", "-1")
-    wait_for(lambda: lab.exec("c2", "ss", "-ltn", check=False).stdout.count(":5201") > 0,
-             what="iperf3 listening")
-    out = lab.exec("c1", "iperf3", "-c", "10.0.0.2", "-t", str(seconds), "-O", "1", "-J",
-                   timeout=60).stdout
-    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
-
-
-def c1_port(lab):
-    (port,) = [p["name"] for p in lab.nvo("h1", "port", "list") if p["vni"] == 100]
-    return port
-
-
 def test_a_100mbit_policer_holds_tcp_within_ten_percent(lab_factory):
     lab = lab_factory(TOPOLOGY)
-    wanted = os.environ.get("NVO_LAB_DATAPATH")
-    if wanted:
-        assert lab.nvo("h1", "node")["datapath"] == wanted
+    assert_datapath(lab)
     lab.ping("c1", "10.0.0.2")
     free = iperf(lab, seconds=3)
     port = c1_port(lab)
