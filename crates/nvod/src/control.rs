@@ -389,6 +389,9 @@ impl Control {
     fn new_port_id(&mut self, name: &str) -> PortId {
         let id = PortId(self.next_port);
         self.next_port = self.next_port.wrapping_add(1).max(1);
+        if self.next_port == PortId::TUNNEL.0 {
+            self.next_port += 1;
+        }
         self.port_ids.insert(name.to_owned(), id);
         id
     }

@@ -69,6 +69,14 @@ impl ProfileTag {
 #[serde(transparent)]
 pub struct PortId(pub u32);
 
+impl PortId {
+    /// The tunnel as a port of the flow table (as a tunnel port of an Open vSwitch bridge):
+    /// frames decapsulated from the underlay come in on it (`in_port=tunnel`, with `tun_id`
+    /// the VNI they arrived with), and `output:tunnel` sends a frame into the tunnel. Below
+    /// OpenFlow's reserved range (OFPP_MAX = 0xffffff00); nvod never gives a port this number.
+    pub const TUNNEL: PortId = PortId(0xffff_fe00);
+}
+
 impl fmt::Display for PortId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
