@@ -72,9 +72,11 @@ pub struct PortId(pub u32);
 impl PortId {
     /// The tunnel as a port of the flow table (as a tunnel port of an Open vSwitch bridge):
     /// frames decapsulated from the underlay come in on it (`in_port=tunnel`, with `tun_id`
-    /// the VNI they arrived with), and `output:tunnel` sends a frame into the tunnel. Below
-    /// OpenFlow's reserved range (OFPP_MAX = 0xffffff00); nvod never gives a port this number.
-    pub const TUNNEL: PortId = PortId(0xffff_fe00);
+    /// the VNI they arrived with), and `output:tunnel` sends a frame into the tunnel. The
+    /// highest port number Open vSwitch's tools accept (its OFPP_MAX is 0xff00: `ovs-ofctl`
+    /// refuses `in_port`/`output` numbers between that and OpenFlow 1.3's reserved range);
+    /// nvod never gives a port this number.
+    pub const TUNNEL: PortId = PortId(0xfeff);
 }
 
 impl fmt::Display for PortId {
