@@ -438,17 +438,20 @@ impl Pipeline {
     pub fn network(&self, vni: Vni) -> Result<NetworkView, TableError> {
         let mut view = self.network_ref(vni)?.view();
         view.policy = self.policy.enforced(vni);
+        view.tunnel_flows = self.tunnel_covers(vni);
         Ok(view)
     }
 
     /// Every network, sorted by VNI.
     pub fn networks(&self) -> Vec<NetworkView> {
+        let cover = self.has_flows().then(|| self.tunnel_cover());
         let mut views: Vec<NetworkView> = self
             .networks
             .values()
             .map(|n| {
                 let mut view = n.view();
                 view.policy = self.policy.enforced(view.vni);
+                view.tunnel_flows = cover.as_ref().is_some_and(|c| c.covers(view.vni));
                 view
             })
             .collect();

@@ -70,8 +70,8 @@ pub(crate) struct Flows {
     pub(crate) table: FlowTable,
     /// The meters rules name (meters.rs).
     pub(crate) meters: Meters,
-    lookups: u64,
-    matched: u64,
+    pub(crate) lookups: u64,
+    pub(crate) matched: u64,
 }
 
 impl Default for Flows {
@@ -310,14 +310,15 @@ fn cover_of<'a>(rules: impl Iterator<Item = &'a nvo_flow::Rule<Vec<FlowAction>>>
 }
 
 /// The meters a rule's `meter:N` actions police through, and the time.
-struct Metering<'a> {
-    meters: &'a mut Meters,
-    now: Instant,
+pub(crate) struct Metering<'a> {
+    pub(crate) meters: &'a mut Meters,
+    pub(crate) now: Instant,
 }
 
 /// Carries out a rule's actions on `frame` from `port`: outputs into `actions`, edits into
 /// `out`, `meter:N` through `meters`; the verdict, and why the frame is dropped if it is.
-fn execute(
+/// Port and tunnel ingress (tunnel_flows.rs) share it.
+pub(crate) fn execute(
     rule: &[FlowAction],
     port: PortId,
     frame: &[u8],

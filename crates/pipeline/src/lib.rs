@@ -73,6 +73,7 @@ pub mod policy;
 pub mod qos;
 mod shared_port;
 mod suppress;
+mod tunnel_flows;
 mod types;
 pub mod vlan;
 pub mod vport;
@@ -90,6 +91,7 @@ pub use fdb_events::{FdbChange, FdbEvent, FDB_EVENTS_CAP};
 pub use flows::{FlowCover, FlowError, FlowTable, FlowVerdict, MAX_FLOWS};
 pub use hash::flow_hash16;
 pub use network::NetworkView;
+pub use tunnel_flows::TunnelCover;
 pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
 pub use types::{
