@@ -5,7 +5,13 @@
 //! POST /v1/flows          {"port": "veth1", "flow": "priority=100,tcp,tp_dst=22,actions=drop"}
 //! POST /v1/flows/delete   {"port": "veth1", "match": "tcp,tp_dst=22"}   → {"deleted": 1}
 //! GET  /v1/flows?port=veth1
+//! POST /v1/trace          {"port": "veth1", "flow": "tcp,tp_dst=22"}
+//! POST /v1/trace          {"port": "underlay", "vni": 100, "remote": "10.100.0.2",
+//!                          "flow": "tcp,nw_dst=10.91.0.2,tp_dst=5201"}
 //! ```
+//!
+//! Port `tunnel` (in_port=tunnel, output:tunnel; OpenFlow port 65279) is the tunnel as a port
+//! of the table: frames decapsulated from the underlay come in on it with tun_id their VNI.
 
 use serde::{Deserialize, Serialize};
 
@@ -79,19 +85,27 @@ pub struct FlowTable {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraceSpec {
-    /// The port it comes in on (interface name).
+    /// The port it comes in on (interface name), or `underlay`: a frame decapsulated from
+    /// the tunnel (in_port=tunnel), for network `vni`.
     pub port: String,
     /// The frame's fields in the flow syntax without actions, e.g.
     /// `tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=22`; fields left out are zero.
     pub flow: String,
+    /// For `underlay`: the VNI the frame arrives with (its tun_id); required there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vni: Option<u32>,
+    /// For `underlay`: the remote VTEP it comes from (checked against the network's
+    /// accept_remotes); left out, the check is skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<std::net::IpAddr>,
 }
 
 /// A trace's answer (nothing is sent, nothing counted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
-    /// The port.
+    /// The port (`underlay` for a tunnel frame).
     pub port: String,
-    /// Its id (the OpenFlow port number).
+    /// Its id (the OpenFlow port number; 65279, `tunnel`, for a tunnel frame).
     pub port_id: u32,
     /// The rule that matched, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -135,12 +135,17 @@ enum Command {
     /// Add, delete and show flow-table rules (ovs-ofctl flow syntax) on ports' frames.
     #[command(subcommand)]
     Flow(FlowCmd),
-    /// Trace a frame from a port through the flow table and normal forwarding, without
-    /// sending it (as ovs-appctl ofproto/trace): the rule that matches, its actions, where
-    /// the frame would go.
+    /// Trace a frame from a port, or from the tunnel (`underlay`), through the flow table and
+    /// normal forwarding, without sending or counting it (as ovs-appctl ofproto/trace): the
+    /// rule that matches, its actions, where the frame would go.
+    ///
+    /// `underlay` traces a frame decapsulated from the underlay for network --vni N: it meets
+    /// the table as in_port=tunnel with tun_id=N, then delivery to the network's ports.
     #[command(
         after_help = "Example:\n  nvo trace veth1 'tcp,nw_src=10.91.0.1,nw_dst=10.91.0.2,tp_dst=22'\n  \
-                      nvo trace veth1 'dl_dst=02:00:00:00:00:02,udp,tp_dst=53'"
+                      nvo trace veth1 'dl_dst=02:00:00:00:00:02,udp,tp_dst=53'\n  \
+                      nvo trace underlay 'tcp,nw_dst=10.91.0.2,tp_dst=5201' --vni 100\n  \
+                      nvo trace underlay 'dl_dst=02:00:00:00:00:02,ip' --vni 100 --remote 10.100.0.2"
     )]
     Trace(cmd::flow::TraceArgs),
     /// Show and change a network's flood list (remote VTEPs for broadcast and unknown frames).

@@ -75,7 +75,7 @@ impl Core {
 
 /// A rewritten frame's offload state: a partial checksum's start moves with a tag pushed or
 /// popped in front of it.
-fn shifted(meta: &FrameMeta, len: usize, was: usize) -> FrameMeta {
+pub(super) fn shifted(meta: &FrameMeta, len: usize, was: usize) -> FrameMeta {
     let mut m = *meta;
     m.csum = m.csum.map(|(start, offset)| {
         let start = (usize::from(start) + len).saturating_sub(was);

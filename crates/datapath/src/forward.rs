@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  port frame ──────────────────────────────► pipeline.from_port ──┐
-//!  underlay packet (transport T, src) ──► engine.decap(T) ──► pipeline.from_decapsulated
+//!  underlay packet (transport T, src) ──► engine.decap(T) ──► tunnel_ingress: flow table,
+//!                                                             pipeline.from_decapsulated
 //!     raw IP 6: STT segment ──► reassembler ──► (whole STT frame) ──┘       │
 //!                                                                           ▼ actions
 //!   Deliver  → the frame (for a packet: the inner frame) out of a local port; a complete TCP
@@ -288,8 +289,6 @@ impl Core {
         };
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = decapsulated(&decap, src, vni, None);
-        self.pipeline
-            .from_decapsulated_tagged(d, tag, outer_len, inner, now, &mut self.actions);
         // STT says what the sender's TSO left undone (MSS, partial checksum): the frame is
         // delivered whole with that, and the port (or its kernel) finishes it.
         let meta = if transport == STT {
@@ -305,7 +304,7 @@ impl Core {
         } else {
             super::csum::received_meta(inner)
         };
-        self.perform(inner, &meta);
+        self.tunnel_ingress(d, tag, outer_len, inner, &meta, now);
     }
 
     /// Relays a packet whose key leads to a next hop: the same header and payload, with the

@@ -62,10 +62,8 @@ impl Forwarder {
         core.seen = seen_underlay(src, transport);
         core.seen_vni = Some(vni);
         let d = decapsulated(&decap, src, vni, None);
-        core.pipeline
-            .from_decapsulated_tagged(d, tag, buffer.len(), inner, now, &mut core.actions);
         let meta = super::csum::punted_meta(inner, u16::try_from(segment).unwrap_or(u16::MAX));
-        core.perform(inner, &meta);
+        core.tunnel_ingress(d, tag, buffer.len(), inner, &meta, now);
         true
     }
 }

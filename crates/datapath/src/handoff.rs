@@ -3,7 +3,9 @@
 //! after every datapath command that may change it: the kernel runs a veth port when its network runs in the
 //! kernel — not a network with an identity policy (issue 18; compile::network_supported
 //! refuses it as Unsupported::Policy, so its VNI also leaves the kernel's network map and its
-//! tunnel packets reach nvod's underlay socket) — and no flow rule covers the port (flows.rs).
+//! tunnel packets reach nvod's underlay socket; nor, the same way, a network whose tunnel frames
+//! a flow rule may match: Unsupported::TunnelFlows, tunnel_flows.rs) — and no flow rule covers
+//! the port (flows.rs).
 //! Policed, tagged and shared ports are nvod's on either datapath (Ports::set_kernel leaves
 //! them alone).
 //!
@@ -42,9 +44,10 @@ pub(super) fn rehome(core: &mut Core) {
     let cover = core.pipeline.flow_cover();
     for id in veths {
         let network = core.pipeline.port_network(id);
-        let capable = network
+        let mode = network
             .and_then(|vni| core.pipeline.network(vni).ok())
-            .is_some_and(|view| kernel.mode(&core.engine, &view).is_ok());
+            .map(|view| kernel.mode(&core.engine, &view));
+        let capable = matches!(mode, Some(Ok(())));
         let covered = cover.covers(id);
         let want = capable && !covered;
         let changed = core.ports.set_kernel(id, want);
@@ -59,9 +62,12 @@ pub(super) fn rehome(core: &mut Core) {
                 "port {name}: flow rules cover it: nvod reads it (the tables run in userspace)"
             ),
             Ok(true) => log::info!(
-                "port {name}: network {} does not run in the kernel (e.g. it has an identity \
-                 policy): nvod reads it",
-                network.map_or(0, |v| v.0)
+                "port {name}: network {} does not run in the kernel ({}): nvod reads it",
+                network.map_or(0, |v| v.0),
+                match &mode {
+                    Some(Err(why)) => why.to_string(),
+                    _ => "unknown network".to_owned(),
+                }
             ),
             Err(e) => log::warn!("port {name}: {e}; it is read as before until it is reopened"),
         }

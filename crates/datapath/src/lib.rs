@@ -56,6 +56,7 @@ mod settings;
 mod stt_guard;
 mod stt_meta;
 mod stt_tx;
+mod tunnel_flows;
 mod underlays;
 mod vlan;
 mod vport;

@@ -175,8 +175,7 @@ impl Core {
         self.seen_vni = Some(vni);
         let inner = packet.get(decap.header_len..).unwrap_or_default();
         let d = super::forward::decapsulated(&decap, src, vni, Some(src_node));
-        self.pipeline
-            .from_decapsulated(d, packet.len(), inner, now, &mut self.actions);
-        self.perform(inner, &nvo_io::FrameMeta::COMPLETE);
+        let meta = nvo_io::FrameMeta::COMPLETE;
+        self.tunnel_ingress(d, None, packet.len(), inner, &meta, now);
     }
 }

@@ -42,6 +42,9 @@ pub enum Unsupported {
     Group(IpAddr),
     /// An identity policy filters the network (issue 18): the userspace pipeline enforces it.
     Policy,
+    /// A flow rule may match the frames it receives from the tunnel (issue 17): the
+    /// userspace pipeline runs the flow table.
+    TunnelFlows,
 }
 
 impl fmt::Display for Unsupported {
@@ -78,6 +81,9 @@ impl fmt::Display for Unsupported {
             ),
             Unsupported::Group(g) => write!(f, "its multicast group {g} is not IPv4"),
             Unsupported::Policy => f.write_str("an identity policy filters it (nvod enforces it)"),
+            Unsupported::TunnelFlows => f.write_str(
+                "flow rules match its tunnel frames (in_port unset or tunnel, its tun_id): nvod runs the flow table",
+            ),
         }
     }
 }
@@ -264,6 +270,9 @@ pub fn network_supported(
     if view.policy {
         return Err(Unsupported::Policy);
     }
+    if view.tunnel_flows {
+        return Err(Unsupported::TunnelFlows);
+    }
     let id = ProfileId(view.profile.0);
     let Some(p) = engine.profile(id) else {
         return Err(Unsupported::Payload(Payload::Ethernet));
@@ -361,6 +370,40 @@ mod tests {
         // can be followed in the kernel.
         for p in builtin::all() {
             assert!(receive_profile(&p).is_ok(), "{}", p.name);
+        }
+    }
+
+    /// A rule that may match a network's tunnel frames takes it out of the kernel (the
+    /// pipeline's NetworkView says so); a rule on a local port or another VNI does not.
+    #[test]
+    fn tunnel_flow_rules_hand_their_networks_to_userspace() {
+        use nvo_pipeline::{Limits, NetworkSpec, Pipeline, PortId, Vni};
+        let e = Engine::new(Default::default());
+        let locator: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut p = Pipeline::new(Limits::default());
+        p.add_network(NetworkSpec::new(Vni(100))).unwrap();
+        let supported =
+            |p: &Pipeline| network_supported(&e, &p.network(Vni(100)).unwrap(), locator);
+        assert_eq!(supported(&p), Ok(()));
+        let tunnel = |n: &str| (n == "tunnel").then_some(PortId::TUNNEL.0);
+        let now = std::time::Instant::now();
+        for (rule, kernel) in [
+            ("in_port=1,actions=drop", true),
+            ("tun_id=200,actions=drop", true),
+            ("tun_id=100,tcp,actions=drop", false),
+            ("in_port=tunnel,actions=normal", false),
+            ("tcp,tp_dst=22,actions=drop", false),
+        ] {
+            let mut p = Pipeline::new(Limits::default());
+            p.add_network(NetworkSpec::new(Vni(100))).unwrap();
+            let flow = nvo_flow::syntax::parse(rule, &tunnel).unwrap();
+            p.flow_insert(flow, now).unwrap();
+            let want = if kernel {
+                Ok(())
+            } else {
+                Err(Unsupported::TunnelFlows)
+            };
+            assert_eq!(supported(&p), want, "{rule}");
         }
     }
 

@@ -372,6 +372,9 @@ impl Mirror {
             let previous = self.modes.insert(view.vni, mode.clone());
             match &mode {
                 Ok(()) => {
+                    if matches!(previous, Some(Err(_))) {
+                        log::info!("network {} runs in the kernel again", view.vni);
+                    }
                     kernel_nets.insert(view.vni, view);
                 }
                 Err(why) if previous.as_ref() != Some(&mode) => {

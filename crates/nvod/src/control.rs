@@ -24,6 +24,7 @@ use crate::state::{State, StateError, Store};
 use nvo_datapath::{Command, Datapath, DatapathError, Reply};
 
 pub use capture::Scope;
+pub use flows::TUNNEL;
 
 mod acl;
 mod bgp;
@@ -40,6 +41,7 @@ mod profiles;
 mod qos;
 mod routes;
 mod status;
+mod trace;
 mod vlan;
 mod vport;
 

@@ -14,7 +14,9 @@
 //! message is at most 65,535 bytes) and answers every malformed message with an OFPT_ERROR;
 //! a header it cannot follow (length below 8), an incompatible HELLO, a read or write error or
 //! timeout closes the connection. OpenFlow port numbers are nvod's port ids (`nvo port list`
-//! shows the names; PORT_DESC lists both).
+//! shows the names; PORT_DESC lists both), and port 65279, `tunnel`, is the tunnel: frames
+//! decapsulated from the underlay come in on it (docs/openflow.md); its PORT_STATS are the
+//! underlay's packet counters.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -32,6 +34,7 @@ use nvo_pipeline::flows::check_actions;
 use nvo_pipeline::{PortId, MAX_FLOWS};
 
 use crate::api::Shared;
+use crate::control::TUNNEL;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 16;
@@ -146,7 +149,7 @@ impl Switch for NvodSwitch {
             });
             iface.is_some_and(|p| p.up)
         };
-        numbers
+        let mut descs: Vec<PortDesc> = numbers
             .into_iter()
             .map(|(port_no, name)| PortDesc {
                 mac: mac_of(&name),
@@ -154,7 +157,15 @@ impl Switch for NvodSwitch {
                 port_no,
                 name,
             })
-            .collect()
+            .collect();
+        // The tunnel as a port of the table (in_port=tunnel, as an OVS bridge's tunnel port).
+        descs.push(PortDesc {
+            port_no: PortId::TUNNEL.0,
+            name: TUNNEL.to_owned(),
+            mac: [0; 6],
+            up: true,
+        });
+        descs
     }
 
     fn port_stats(&self, port_no: u32) -> Result<Vec<PortStats>, OfError> {
@@ -162,6 +173,7 @@ impl Switch for NvodSwitch {
             .runtime
             .block_on(async { self.control.lock().await.port_counters().await })
             .map_err(|_| OfError::BAD_PORT)?;
+        // counters holds the tunnel's (Control::port_counters): tunnel packets in and out.
         let stats: Vec<PortStats> = counters
             .into_iter()
             .filter(|(id, _)| port_no == port::ANY || *id == port_no)

@@ -91,9 +91,9 @@ pub use fdb_events::{FdbChange, FdbEvent, FDB_EVENTS_CAP};
 pub use flows::{FlowCover, FlowError, FlowTable, FlowVerdict, MAX_FLOWS};
 pub use hash::flow_hash16;
 pub use network::NetworkView;
-pub use tunnel_flows::TunnelCover;
 pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
+pub use tunnel_flows::TunnelCover;
 pub use types::{
     AcceptRemotes, BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin,
     PortId, ProfileTag, Vni,

@@ -135,9 +135,9 @@ impl Pipeline {
         };
         let (mut v, dropped) = execute(rule, PortId::TUNNEL, inner, out, actions, &mut meters);
         // Back into the tunnel it came from: never relayed (a loop between VTEPs otherwise).
-        let hairpin =
-            actions.retain(|a| !matches!(a, Action::Deliver { port } if *port == PortId::TUNNEL))
-                > 0;
+        let hairpin = actions
+            .retain(|a| !matches!(a, Action::Deliver { port } if *port == PortId::TUNNEL))
+            > 0;
         if v.normal && dropped.is_none() {
             if hairpin {
                 count_drop(&mut self.drops, None, DropReason::Hairpin);

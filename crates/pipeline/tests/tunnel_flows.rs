@@ -82,8 +82,16 @@ fn without_rules_tunnel_frames_go_on_untouched() {
     let (v, a, _) = tunnel(&mut p, VNI, &f);
     assert_eq!((v.rewritten, v.normal), (None, true));
     assert!(a.is_empty());
-    assert_eq!(p.flow_lookups(), (0, 0), "no lookup when the table is empty");
-    assert_eq!(p.counters().underlay.rx_packets, 0, "counted by normal delivery only");
+    assert_eq!(
+        p.flow_lookups(),
+        (0, 0),
+        "no lookup when the table is empty"
+    );
+    assert_eq!(
+        p.counters().underlay.rx_packets,
+        0,
+        "counted by normal delivery only"
+    );
     assert!(!p.tunnel_covers(VNI) && !p.tunnel_cover().covers(VNI));
 }
 
@@ -116,15 +124,24 @@ fn in_port_tunnel_matches_tunnel_frames_and_a_local_in_port_never_does() {
     let f = frame(mac(1), mac(9));
     let mut p = with(&["in_port=1,actions=drop"]);
     assert!(tunnel(&mut p, VNI, &f).0.normal);
-    assert!(!p.tunnel_covers(VNI), "a rule naming a local port covers no tunnel");
+    assert!(
+        !p.tunnel_covers(VNI),
+        "a rule naming a local port covers no tunnel"
+    );
     let mut p = with(&["in_port=tunnel,actions=drop"]);
     assert!(!tunnel(&mut p, VNI, &f).0.normal);
     assert!(!tunnel(&mut p, VNI2, &f).0.normal);
-    assert!(p.tunnel_cover().all, "in_port=tunnel without tun_id: every network");
+    assert!(
+        p.tunnel_cover().all,
+        "in_port=tunnel without tun_id: every network"
+    );
     // ... and never a port's frame.
     let mut a = Actions::new();
     let mut out = vec![0; f.len() + 16];
-    assert!(p.from_port_flows(P1, &f, &mut out, Instant::now(), &mut a).normal);
+    assert!(
+        p.from_port_flows(P1, &f, &mut out, Instant::now(), &mut a)
+            .normal
+    );
     // A rule without in_port covers ports and the tunnel alike.
     let mut p = with(&["udp,actions=drop"]);
     assert!(!tunnel(&mut p, VNI2, &f).0.normal);
@@ -181,10 +198,16 @@ fn output_delivers_to_the_port_named_and_hairpin_is_a_counted_drop() {
     assert!(!v.normal);
     assert_eq!(a.as_slice(), [deliver(P2)]);
     let c = p.counters();
-    assert_eq!((c.underlay.rx_packets, c.networks[&VNI].rx_underlay_frames), (1, 1));
+    assert_eq!(
+        (c.underlay.rx_packets, c.networks[&VNI].rx_underlay_frames),
+        (1, 1)
+    );
     assert_eq!(c.drops.total(), 0);
     // Back into the tunnel: in_port or output:tunnel are never relayed.
-    for rule in ["tun_id=100,actions=in_port", "tun_id=100,actions=output:tunnel"] {
+    for rule in [
+        "tun_id=100,actions=in_port",
+        "tun_id=100,actions=output:tunnel",
+    ] {
         let mut p = with(&[rule]);
         let (v, a, _) = tunnel(&mut p, VNI, &f);
         assert!(!v.normal, "{rule}");

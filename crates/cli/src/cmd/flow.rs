@@ -1,8 +1,9 @@
 //! `nvo flow add|del|show`: the flow table (`/v1/flows`), in the flow syntax operators already
 //! write for `ovs-ofctl add-flow`, shown as `ovs-ofctl dump-flows` shows it.
 //!
-//! PORT is a port's interface name (a VLAN circuit: `eth1.10`), or `all` for rules that apply
-//! to every port (no `in_port`). nvod parses the flow, so its errors name the item at fault.
+//! PORT is a port's interface name (a VLAN circuit: `eth1.10`), `tunnel` for frames from the
+//! underlay (in_port=tunnel), or `all` for rules that apply to every port and the tunnel (no
+//! `in_port`). nvod parses the flow, so its errors name the item at fault.
 
 use clap::Subcommand;
 use nvo_api::{Client, FlowDelete, FlowSpec, FlowTable, FlowsDeleted, Trace, TraceSpec};
@@ -27,12 +28,16 @@ pub enum FlowCmd {
     /// mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl,
     /// dec_ttl, meter:N: through meter N's bucket, see nvo meter). Every frame a port sends in
     /// meets the table before normal forwarding; a frame no rule matches is forwarded normally. Rules without timeouts survive a restart.
-    /// On the eBPF datapath a port a rule covers is read by nvod (the table runs in
-    /// userspace).
+    /// PORT `tunnel` (in_port=tunnel) is the tunnel: frames decapsulated from the underlay
+    /// for an L2 network meet the table too, with tun_id their VNI; a rule without in_port
+    /// applies to them as well.
+    /// On the eBPF datapath a port a rule covers is read by nvod, and a network whose tunnel
+    /// frames a rule may match leaves the kernel (the table runs in userspace).
     #[command(
         after_help = "Example:\n  nvo flow add veth1 'priority=100,tcp,tp_dst=22,actions=drop'\n  \
                       nvo flow add all 'priority=200,tcp,nw_dst=10.91.0.2,tp_dst=5201,actions=drop'\n  \
                       nvo flow add veth1 'udp,actions=mod_nw_tos:184,normal'\n  \
+                      nvo flow add tunnel 'priority=200,tun_id=100,tcp,tp_dst=5201,actions=drop'\n  \
                       nvo meter add 1 --rate 100mbit --burst 1m && \
                       nvo flow add veth1 'tcp,actions=meter:1,normal'"
     )]
@@ -130,15 +135,23 @@ pub fn dump(t: &FlowTable) -> String {
     out
 }
 
-/// `nvo trace PORT FRAME-SPEC`: what the flow table and normal forwarding would do with a
-/// frame from PORT, without sending it (as `ovs-appctl ofproto/trace`).
+/// `nvo trace PORT|underlay FRAME-SPEC`: what the flow table and normal forwarding would do
+/// with a frame from PORT, or from the tunnel for network `--vni`, without sending it (as
+/// `ovs-appctl ofproto/trace`).
 #[derive(Debug, clap::Args)]
 pub struct TraceArgs {
-    /// The port the frame comes in on (interface name).
+    /// The port the frame comes in on (interface name), or `underlay`: from the tunnel.
     pub port: String,
     /// The frame's fields in the flow syntax without actions (fields left out are zero).
     #[arg(value_name = "FRAME-SPEC")]
     pub flow: String,
+    /// The VNI a frame from the underlay arrives with (its tun_id); needed with `underlay`.
+    #[arg(long)]
+    pub vni: Option<u32>,
+    /// The remote VTEP a frame from the underlay comes from (checked against the network's
+    /// accept_remotes).
+    #[arg(long)]
+    pub remote: Option<std::net::IpAddr>,
 }
 
 /// Runs `nvo trace`.
@@ -146,6 +159,8 @@ pub fn trace(client: &Client, format: Format, args: TraceArgs) -> Result<(), Cli
     let body = TraceSpec {
         port: args.port,
         flow: args.flow,
+        vni: args.vni,
+        remote: args.remote,
     };
     let answer: Value = client.post("/v1/trace", &body)?;
     show(format, answer, |t: &Trace| {

@@ -21,16 +21,27 @@ use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, FlowStat};
 use nvo_pipeline::flows::check_actions;
 use nvo_pipeline::{PortId, MAX_FLOWS};
 
+use super::trace::{mac_text, UNDERLAY};
 use super::{unexpected, Control, Failure};
 
+/// The name of the tunnel as a port of the flow table ([`PortId::TUNNEL`]).
+pub const TUNNEL: &str = "tunnel";
+
 impl Control {
-    /// The port id of interface (or circuit) `name`.
+    /// The port id of interface (or circuit) `name`; `tunnel` is the tunnel as a port of the
+    /// table ([`PortId::TUNNEL`]: in_port=tunnel, output:tunnel), a name no port may take.
     pub fn port_number(&self, name: &str) -> Option<u32> {
+        if name == TUNNEL {
+            return Some(PortId::TUNNEL.0);
+        }
         self.port_ids.get(name).map(|id| id.0)
     }
 
-    /// The interface (or circuit) name of port id `n`.
+    /// The interface (or circuit) name of port id `n` (`tunnel` for [`PortId::TUNNEL`]).
     pub fn port_name_of(&self, n: u32) -> Option<String> {
+        if n == PortId::TUNNEL.0 {
+            return Some(TUNNEL.to_owned());
+        }
         self.port_name(PortId(n)).map(str::to_owned)
     }
 
@@ -42,7 +53,7 @@ impl Control {
             .collect()
     }
 
-    fn parse_flow(&self, text: &str) -> Result<Flow, Failure> {
+    pub(super) fn parse_flow(&self, text: &str) -> Result<Flow, Failure> {
         parse(text, &|name| self.port_number(name))
             .map_err(|e| Failure::bad(format!("flow {text:?}: {e}")))
     }
@@ -247,7 +258,7 @@ impl Control {
     }
 
     /// A rule with its counters as the API shows it.
-    fn flow_view(&self, s: &FlowStat) -> api::Flow {
+    pub(super) fn flow_view(&self, s: &FlowStat) -> api::Flow {
         api::Flow {
             flow: self.flow_text(&s.rule),
             priority: s.rule.priority,
@@ -366,88 +377,41 @@ impl Control {
     }
 
     /// `POST /v1/trace` (`nvo trace`): the rule the table picks for a frame described in the
-    /// flow syntax, its actions, and where normal forwarding would send it — read only.
+    /// flow syntax, its actions, and where normal forwarding would send it — read only
+    /// (trace.rs; `underlay`: a frame from the tunnel).
     pub async fn trace(&self, spec: api::TraceSpec) -> Result<api::Trace, Failure> {
-        if spec.port == "underlay" {
+        if spec.port == UNDERLAY {
+            return self.trace_underlay(spec).await;
+        }
+        if spec.vni.is_some() || spec.remote.is_some() {
             return Err(Failure::bad(
-                "frames from the underlay do not meet the flow table (it acts on what ports send in); trace a port",
+                "a VNI and a remote are for frames from the tunnel: trace port underlay (nvo trace underlay FRAME-SPEC --vni N)",
             ));
         }
         let id = self.port_number(&spec.port).ok_or_else(|| {
             Failure::bad(format!(
-                "no port named {:?}; GET /v1/ports (nvo port list) shows them",
+                "no port named {:?}; GET /v1/ports (nvo port list) shows them, and port underlay traces a frame from the tunnel",
                 spec.port
             ))
         })?;
-        if spec.flow.contains("actions=") {
-            return Err(Failure::bad(
-                "a trace takes the frame's fields alone, without actions=",
-            ));
-        }
-        let text = if spec.flow.trim().is_empty() {
-            String::new()
-        } else {
-            format!("{},", spec.flow)
-        };
-        let pattern = self.parse_flow(&format!("{text}actions=drop"))?.pattern;
-        let mut key = *pattern.value();
-        key.set(Field::InPort, u128::from(id));
-        let rule = match self.query(Command::FlowLookup(key)).await? {
-            Reply::FlowMatch(r) => r,
-            other => return Err(unexpected(other)),
-        };
+        let (pattern, key) = self.trace_frame(&spec.flow, id)?;
         let mut steps = vec![format!(
             "frame: {} from port {} (id {id})",
             format_match(&pattern, &|n| self.port_name_of(n)),
             spec.port
         )];
-        let actions = match &rule {
-            Some(s) => {
-                steps.push(format!("table 0: rule {}", self.flow_text(&s.rule)));
-                s.rule.actions.clone()
-            }
-            None => {
-                steps.push("table 0: no rule matches: normal forwarding".to_owned());
-                vec![Action::Normal]
-            }
+        let (rule, actions) = self.trace_lookup(key, &mut steps).await?;
+        let normal = match actions.contains(&Action::Normal) {
+            true => self.normal_trace(&spec.port, &key).await?,
+            false => String::new(),
         };
-        let mut result = Vec::new();
-        if actions.is_empty() {
-            steps.push("drop: counted as flow_drop".to_owned());
-            result.push("drop".to_owned());
-        }
-        for a in &actions {
-            match a {
-                Action::Output(n) => {
-                    let name = self
-                        .port_name_of(*n)
-                        .unwrap_or_else(|| format!("{n} (no such port)"));
-                    steps.push(format!("output to port {name}"));
-                    result.push(format!("output:{name}"));
-                }
-                Action::InPort => {
-                    steps.push(format!("output back to port {}", spec.port));
-                    result.push(format!("output:{}", spec.port));
-                }
-                Action::Normal => {
-                    let normal = self.normal_trace(&spec.port, &key).await?;
-                    steps.push(format!("normal forwarding: {normal}"));
-                    result.push(format!("normal: {normal}"));
-                }
-                edit => steps.push(format!("rewrite: {edit}")),
-            }
-        }
-        if result.is_empty() {
-            result.push(
-                "drop (a rule of rewrites alone sends nothing; counted as flow_drop)".to_owned(),
-            );
-        }
+        let result = self.trace_actions(&actions, Some(&spec.port), &normal, &mut steps);
         Ok(api::Trace {
             port: spec.port,
             port_id: id,
             rule: rule.map(|s| self.flow_view(&s)),
             steps,
-            result: result.join(", "),
+            result,
         })
     }
 
@@ -469,11 +433,7 @@ impl Control {
             return Ok("the port's network is unknown".to_owned());
         };
         let dst = key.get(Field::EthDst);
-        let mac: Vec<String> = (0..6)
-            .rev()
-            .map(|i| format!("{:02x}", (dst >> (8 * i)) & 0xff))
-            .collect();
-        let mac = mac.join(":");
+        let mac = mac_text(dst);
         if dst & (1 << 40) == 0 && dst != 0 {
             if let Some(e) = self
                 .fdb(&vni.to_string())
@@ -534,10 +494,23 @@ impl Control {
         Ok(())
     }
 
-    /// Every port's counters, by id (OpenFlow's PORT_STATS).
+    /// Every port's counters, by id (OpenFlow's PORT_STATS), and the tunnel's: the tunnel
+    /// packets received and sent (outer bytes), as the underlay counters count them (both
+    /// datapaths; drops there are by reason, not per port, so none are shown).
     pub async fn port_counters(&self) -> Result<Vec<(u32, nvo_pipeline::PortCounters)>, Failure> {
         match self.query(Command::Counters).await? {
-            Reply::Counters(c, ..) => Ok(c.ports.iter().map(|(id, pc)| (id.0, *pc)).collect()),
+            Reply::Counters(c, ..) => {
+                let u = &c.underlay;
+                let tunnel = nvo_pipeline::PortCounters {
+                    rx_frames: u.rx_packets,
+                    rx_bytes: u.rx_bytes,
+                    tx_frames: u.tx_packets,
+                    tx_bytes: u.tx_bytes,
+                    ..Default::default()
+                };
+                let ports = c.ports.iter().map(|(id, pc)| (id.0, *pc));
+                Ok(ports.chain([(PortId::TUNNEL.0, tunnel)]).collect())
+            }
             other => Err(unexpected(other)),
         }
     }

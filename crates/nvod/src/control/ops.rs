@@ -193,6 +193,12 @@ impl Control {
     /// `POST /v1/ports`.
     pub async fn add_port(&mut self, spec: api::PortSpec) -> Result<api::Port, Failure> {
         convert::check_ifname(&spec.name)?;
+        if [super::flows::TUNNEL, super::trace::UNDERLAY].contains(&spec.name.as_str()) {
+            return Err(Failure::bad(format!(
+                "port name {:?} is reserved (in_port=tunnel is the tunnel as a flow-table port; nvo trace underlay traces a frame from it); rename the interface",
+                spec.name
+            )));
+        }
         let shared = self.port_shared(&spec)?;
         let (vni, vlan) = match shared {
             Some(_) => (0, None),
