@@ -1,5 +1,7 @@
 //! `/v1/flows`: rules added by port name, shown with their text and counters, refused with one
-//! clear line when wrong, and kept across a `kill -9` (those without timeouts), by port name.
+//! clear line when wrong, and kept across a `kill -9` (those without timeouts), by port name;
+//! rules on port `tunnel` and `POST /v1/trace` from the underlay (namespace nvo-flt-PID: the
+//! same shape, port pa alone, networks 10 and 20).
 //!
 //! ```text
 //!   ns nvo-flo-PID
@@ -176,4 +178,104 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
         texts(&nvod.get("/v1/flows")),
         ["in_port=pa,arp actions=drop"]
     );
+}
+
+/// Port `tunnel` and `POST /v1/trace` from the underlay: a rule on the tunnel's frames of one
+/// VNI, named by its trace; delivery after the table; the clear refusals.
+#[test]
+fn tunnel_rules_and_traces_from_the_underlay() {
+    let scratch = Scratch::new("flt");
+    let ns = host("flt", "10.203.0.1/24");
+    ns.ip(&["link", "add", "pa", "type", "veth", "peer", "name", "pb"])
+        .unwrap();
+    ns.ip(&["link", "set", "pa", "up"]).unwrap();
+    let nvod = Nvod::start(ns.name(), &scratch.0, "10.203.0.1", "");
+    let _: Network = nvod.post("/v1/networks", &json!({"vni": 10}));
+    let _: Network = nvod.post("/v1/networks", &json!({"vni": 20}));
+    let _: Port = nvod.post("/v1/ports", &json!({"name": "pa", "vni": 10}));
+    let (status, _) = nvod.raw(
+        "POST",
+        "/v1/networks/10/flood",
+        Some(br#"{"remote": "10.203.0.9"}"#),
+    );
+    assert!(status < 300, "flood add: {status}");
+    let message = nvod.expect_error(
+        "POST",
+        "/v1/ports",
+        Some(r#"{"name": "tunnel", "vni": 10}"#),
+        400,
+    );
+    assert!(message.contains("reserved"), "{message}");
+
+    let body =
+        json!({"port": "tunnel", "flow": "priority=200,tun_id=10,tcp,tp_dst=5201,actions=drop"});
+    let (status, message) = nvod.raw("POST", "/v1/flows", Some(body.to_string().as_bytes()));
+    assert_eq!(status, 201, "{message}");
+    let table: FlowTable = nvod.get("/v1/flows?port=tunnel");
+    assert_eq!(
+        texts(&table),
+        ["priority=200,in_port=tunnel,tcp,tp_dst=5201,tun_id=0xa actions=drop"]
+    );
+    let trace = |body: serde_json::Value| -> Trace { nvod.post("/v1/trace", &body) };
+    let t = trace(json!({"port": "underlay", "vni": 10, "flow": "tcp,tp_dst=5201"}));
+    assert_eq!((t.result.as_str(), t.port_id), ("drop", 0xfeff), "{t:?}");
+    assert!(t
+        .rule
+        .as_ref()
+        .is_some_and(|r| r.priority == 200 && r.n_packets == 0));
+    // Another VNI, another port: delivery from the tunnel floods to the network's ports.
+    let t = trace(json!({"port": "underlay", "vni": 20, "flow": "tcp,tp_dst=5201"}));
+    assert!(t.rule.is_none(), "{t:?}");
+    assert!(t.result.contains("no local port"), "{t:?}");
+    let t = trace(
+        json!({"port": "underlay", "vni": 10, "flow": "dl_dst=ff:ff:ff:ff:ff:ff,tcp,tp_dst=80"}),
+    );
+    assert!(t.rule.is_none(), "{t:?}");
+    assert!(
+        t.result.starts_with("normal: network 10") && t.result.contains("[\"pa\"]"),
+        "{t:?}"
+    );
+    // A remote outside the flood list: network 10 takes known remotes only.
+    let t = trace(
+        json!({"port": "underlay", "vni": 10, "remote": "10.203.0.50", "flow": "tcp,tp_dst=5201"}),
+    );
+    assert_eq!(t.result, "drop: unknown_remote", "{t:?}");
+    let t = trace(
+        json!({"port": "underlay", "vni": 10, "remote": "10.203.0.9", "flow": "tcp,tp_dst=5201"}),
+    );
+    assert_eq!(t.result, "drop", "{t:?}");
+    // Back into the tunnel: the hairpin nvo refuses.
+    let body = json!({"port": "tunnel", "flow": "priority=300,tun_id=10,udp,actions=in_port"});
+    assert_eq!(
+        nvod.raw("POST", "/v1/flows", Some(body.to_string().as_bytes()))
+            .0,
+        201
+    );
+    let t = trace(json!({"port": "underlay", "vni": 10, "flow": "udp"}));
+    assert!(t.result.contains("hairpin"), "{t:?}");
+    // The tunnel's frames are no port's: a port's trace does not meet these rules.
+    let t = trace(json!({"port": "pa", "flow": "tcp,tp_dst=5201"}));
+    assert!(t.rule.is_none(), "{t:?}");
+
+    for (body, status, want) in [
+        (r#"{"port": "underlay", "flow": "tcp"}"#, 400, "--vni"),
+        (
+            r#"{"port": "underlay", "vni": 99, "flow": "tcp"}"#,
+            404,
+            "no network with vni 99",
+        ),
+        (
+            r#"{"port": "pa", "vni": 10, "flow": "tcp"}"#,
+            400,
+            "trace port underlay",
+        ),
+        (
+            r#"{"port": "underlay", "vni": 10, "flow": "tcp,actions=drop"}"#,
+            400,
+            "without actions=",
+        ),
+    ] {
+        let message = nvod.expect_error("POST", "/v1/trace", Some(body), status);
+        assert!(message.contains(want), "{body}: {message}");
+    }
 }
