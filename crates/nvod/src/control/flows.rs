@@ -434,13 +434,8 @@ impl Control {
         };
         let dst = key.get(Field::EthDst);
         let mac = mac_text(dst);
-        if dst & (1 << 40) == 0 && dst != 0 {
-            if let Some(e) = self
-                .fdb(&vni.to_string())
-                .await?
-                .into_iter()
-                .find(|e| e.mac == mac)
-            {
+        let why = match self.trace_fdb(vni, dst).await? {
+            Ok(e) => {
                 let to = match (&e.port, e.remote, e.node) {
                     (Some(p), _, _) => format!("port {p}"),
                     (_, Some(r), _) => format!("remote {r} (tunnel, vni {vni})"),
@@ -452,7 +447,8 @@ impl Control {
                     "network {vni}, {mac} is {origin} in the FDB: to {to}"
                 ));
             }
-        }
+            Err(why) => why,
+        };
         let ports: Vec<&str> = self
             .state
             .ports
@@ -466,13 +462,6 @@ impl Control {
             .get(&vni)
             .map(|n| n.flood.clone())
             .unwrap_or_default();
-        let why = if dst == 0 {
-            "no dl_dst given"
-        } else if dst & (1 << 40) != 0 {
-            "broadcast/multicast"
-        } else {
-            "not in the FDB"
-        };
         Ok(format!(
             "network {vni}, {mac}: {why}: flooded to ports {ports:?} and remotes {remotes:?}"
         ))

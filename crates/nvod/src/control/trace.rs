@@ -95,10 +95,7 @@ impl Control {
         let hairpin = "hairpin: not sent back into the tunnel it came from (counted as hairpin)";
         for a in actions {
             match (a, from) {
-                (Action::Output(n), None) if *n == PortId::TUNNEL.0 => {
-                    steps.push(hairpin.to_owned())
-                }
-                (Action::InPort, None) => steps.push(hairpin.to_owned()),
+                (a, None) if hairpin_action(a) => steps.push(hairpin.to_owned()),
                 (Action::Output(n), _) => {
                     let name = self
                         .port_name_of(*n)
@@ -118,7 +115,7 @@ impl Control {
             }
         }
         if result.is_empty() && !actions.is_empty() {
-            let why = if from.is_none() && actions.iter().any(|a| hairpin_action(a)) {
+            let why = if from.is_none() && actions.iter().any(hairpin_action) {
                 "drop (nothing sent but back into the tunnel; counted as hairpin)"
             } else {
                 "drop (a rule of rewrites alone sends nothing; counted as flow_drop)"
@@ -209,24 +206,19 @@ impl Control {
         } else {
             ""
         };
-        if dst & (1 << 40) == 0 && dst != 0 {
-            let entries = self.fdb(&vni.to_string()).await?;
-            if let Some(e) = entries.into_iter().find(|e| e.mac == mac) {
+        let why = match self.trace_fdb(vni, dst).await? {
+            Ok(e) => {
                 let origin = format!("{:?}", e.origin).to_lowercase();
                 return Ok(match e.port {
-                    Some(p) => format!("network {vni}, {learn}{mac} is {origin} in the FDB: to port {p}"),
+                    Some(p) => {
+                        format!("network {vni}, {learn}{mac} is {origin} in the FDB: to port {p}")
+                    }
                     None => format!(
                         "network {vni}, {mac} is {origin} in the FDB behind another remote: dropped (remote_to_remote)"
                     ),
                 });
             }
-        }
-        let why = if dst == 0 {
-            "no dl_dst given"
-        } else if dst & (1 << 40) != 0 {
-            "broadcast/multicast"
-        } else {
-            "not in the FDB"
+            Err(why) => why,
         };
         if net.ports.is_empty() {
             return Ok(format!(
@@ -237,6 +229,27 @@ impl Control {
             "network {vni}, {learn}{mac}: {why}: flooded to ports {:?} (never back to the underlay)",
             net.ports
         ))
+    }
+
+    /// The FDB entry of destination MAC `dst` (a key's field) in network `vni`, or why a
+    /// frame to it is flooded (no MAC given, a group MAC, not in the FDB).
+    pub(super) async fn trace_fdb(
+        &self,
+        vni: u32,
+        dst: u128,
+    ) -> Result<Result<api::FdbEntry, &'static str>, Failure> {
+        if dst == 0 {
+            return Ok(Err("no dl_dst given"));
+        }
+        if dst & (1 << 40) != 0 {
+            return Ok(Err("broadcast/multicast"));
+        }
+        let mac = mac_text(dst);
+        let entries = self.fdb(&vni.to_string()).await?;
+        Ok(entries
+            .into_iter()
+            .find(|e| e.mac == mac)
+            .ok_or("not in the FDB"))
     }
 }
 
