@@ -189,7 +189,7 @@ fn tunnel_rules_and_traces_from_the_underlay() {
     ns.ip(&["link", "add", "pa", "type", "veth", "peer", "name", "pb"])
         .unwrap();
     ns.ip(&["link", "set", "pa", "up"]).unwrap();
-    let nvod = Nvod::start(ns.name(), &scratch.0, "10.203.0.1", "");
+    let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.203.0.1", "");
     let _: Network = nvod.post("/v1/networks", &json!({"vni": 10}));
     let _: Network = nvod.post("/v1/networks", &json!({"vni": 20}));
     let _: Port = nvod.post("/v1/ports", &json!({"name": "pa", "vni": 10}));
@@ -211,11 +211,12 @@ fn tunnel_rules_and_traces_from_the_underlay() {
         json!({"port": "tunnel", "flow": "priority=200,tun_id=10,tcp,tp_dst=5201,actions=drop"});
     let (status, message) = nvod.raw("POST", "/v1/flows", Some(body.to_string().as_bytes()));
     assert_eq!(status, 201, "{message}");
-    let table: FlowTable = nvod.get("/v1/flows?port=tunnel");
-    assert_eq!(
-        texts(&table),
-        ["priority=200,in_port=tunnel,tcp,tp_dst=5201,tun_id=0xa actions=drop"]
-    );
+    let want = ["priority=200,in_port=tunnel,tcp,tp_dst=5201,tun_id=0xa actions=drop"];
+    assert_eq!(texts(&nvod.get("/v1/flows?port=tunnel")), want);
+    // Stored by name, restored after a kill -9.
+    nvod.kill();
+    nvod.spawn();
+    assert_eq!(texts(&nvod.get("/v1/flows")), want);
     let trace = |body: serde_json::Value| -> Trace { nvod.post("/v1/trace", &body) };
     let t = trace(json!({"port": "underlay", "vni": 10, "flow": "tcp,tp_dst=5201"}));
     assert_eq!((t.result.as_str(), t.port_id), ("drop", 0xfeff), "{t:?}");
