@@ -298,8 +298,8 @@ impl Core {
             // unsegmented): delivered as a GSO frame cut at the network's MTU.
             let mtu = self
                 .pipeline
-                .network(Vni(vni))
-                .map_or(self.underlay_mtu, |n| n.mtu);
+                .network_mtu(Vni(vni))
+                .unwrap_or(self.underlay_mtu);
             super::csum::large_frame_meta(inner, mtu)
         } else {
             super::csum::received_meta(inner)

@@ -434,6 +434,12 @@ impl Pipeline {
         total
     }
 
+    /// The tenant MTU of network `vni`: what the datapath needs per frame, without building a
+    /// view (whose flow-table coverage is a scan of the rules).
+    pub fn network_mtu(&self, vni: Vni) -> Option<u16> {
+        self.networks.get(&vni).map(|n| n.spec.mtu)
+    }
+
     /// One network as the API shows it.
     pub fn network(&self, vni: Vni) -> Result<NetworkView, TableError> {
         let mut view = self.network_ref(vni)?.view();
