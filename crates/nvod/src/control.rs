@@ -31,6 +31,7 @@ mod capture;
 mod cluster;
 mod flows;
 mod meters;
+mod named;
 mod observe;
 mod ops;
 mod overlay;

@@ -11,10 +11,17 @@ use nvo_datapath::{Command, Reply};
 use nvo_pipeline::qos::{QosProfile, MAX_POLICED};
 use nvo_pipeline::PortId;
 
+use super::named::ProfileKind;
 use super::vport::vport_name;
 use super::{unexpected, Control, Failure, Kind};
 use crate::convert;
 use crate::state::QosState;
+
+const QOS: ProfileKind = ProfileKind {
+    what: "qos profile",
+    list: "/v1/qos",
+    detach: "nvo qos detach",
+};
 
 /// The most profiles a node holds.
 pub const MAX_PROFILES: usize = 1024;
@@ -54,7 +61,7 @@ impl Control {
 
     /// `POST /v1/qos`.
     pub async fn qos_add(&mut self, spec: api::QosSpec) -> Result<api::Qos, Failure> {
-        check_name(&spec.name)?;
+        QOS.check_name(&spec.name)?;
         if self.state.qos.contains_key(&spec.name) {
             return Err(Failure::new(
                 Kind::Conflict,
@@ -99,30 +106,16 @@ impl Control {
 
     /// `DELETE /v1/qos/{name}`.
     pub async fn qos_delete(&mut self, name: &str) -> Result<(), Failure> {
-        if !self.state.qos.contains_key(name) {
-            return Err(no_profile(name));
-        }
         let users: Vec<String> = self
             .qos_attachments()
             .into_iter()
             .filter(|(_, p)| p == name)
             .map(|(port, _)| port)
             .collect();
-        if !users.is_empty() {
-            return Err(Failure::new(
-                Kind::Conflict,
-                format!(
-                    "qos profile {name} is attached to {}; detach it first (nvo qos detach)",
-                    users.join(", ")
-                ),
-            ));
-        }
-        let mut new = self.state.clone();
-        new.qos.remove(name);
-        self.store.record(&self.state, &new)?;
-        self.state = new;
-        log::info!("qos profile {name} deleted");
-        Ok(())
+        let exists = self.state.qos.contains_key(name);
+        self.delete_named(&QOS, name, exists, &users, |s| {
+            s.qos.remove(name);
+        })
     }
 
     /// `PUT`/`DELETE /v1/ports/{port}/qos` and `/v1/ports/{port}/vports/{mac}/qos`: attaches
@@ -140,7 +133,13 @@ impl Control {
             ));
         };
         let q = match profile {
-            Some(name) => Some(*self.state.qos.get(name).ok_or_else(|| no_profile(name))?),
+            Some(name) => Some(
+                *self
+                    .state
+                    .qos
+                    .get(name)
+                    .ok_or_else(|| QOS.not_found(name))?,
+            ),
             None => None,
         };
         let mut new = self.state.clone();
@@ -237,28 +236,6 @@ impl Control {
         }
         out
     }
-}
-
-/// A profile name: 1 to 32 letters, digits, `-`, `_` or `.` (it goes into URL paths).
-fn check_name(name: &str) -> Result<(), Failure> {
-    let ok = (1..=32).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Failure::bad(format!(
-            "qos profile name {name:?} is not allowed; use 1 to 32 letters, digits, '-', '_' or '.'"
-        )))
-    }
-}
-
-fn no_profile(name: &str) -> Failure {
-    Failure::new(
-        Kind::NotFound,
-        format!("no qos profile {name:?}; GET /v1/qos lists them"),
-    )
 }
 
 /// A stored profile as the pipeline applies it.
