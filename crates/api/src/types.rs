@@ -410,6 +410,9 @@ pub struct Port {
     /// The QoS profile attached to it (`PUT /v1/ports/{name}/qos`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<String>,
+    /// The ACL profile attached to it (`PUT /v1/ports/{name}/acl`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<String>,
 }
 
 /// Where an FDB entry was learned or set.

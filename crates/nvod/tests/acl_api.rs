@@ -153,6 +153,21 @@ fn acls_become_flow_rules_of_their_port_and_leave_exactly_with_it() {
         &format!("/v1/ports/s0/vports/{VM1}/acl"),
         &json!({"profile": "no-ssh"}),
     );
+    // The port and virtual port views say which profile each has.
+    let ports: Vec<Port> = nvod.get("/v1/ports");
+    let acl_of = |name: &str| ports.iter().find(|p| p.name == name).unwrap().acl.clone();
+    assert_eq!(acl_of("p0").as_deref(), Some("no-ssh"));
+    assert_eq!(acl_of("s0"), None);
+    let vports: Vec<Vport> = nvod.get("/v1/ports/s0/vports");
+    let acls: Vec<_> = vports
+        .iter()
+        .map(|v| (v.mac.clone(), v.acl.clone()))
+        .collect();
+    assert!(
+        acls.contains(&(Some(VM1.to_owned()), Some("no-ssh".to_owned()))),
+        "{acls:?}"
+    );
+    assert!(acls.contains(&(Some(VM2.to_owned()), None)), "{acls:?}");
     // The user's own rule on the other virtual port.
     let (status, message) = nvod.raw(
         "POST",

@@ -186,6 +186,7 @@ impl Control {
                 vlan: port.vlan.as_ref().map(vlan::api_vlan),
                 shared: port.shared.as_ref().map(vport::api_shared),
                 qos: port.qos.clone(),
+                acl: self.state.acl_attached.get(name).cloned(),
             })
             .collect())
     }
@@ -258,6 +259,7 @@ impl Control {
             vlan: port.vlan.as_ref().map(vlan::api_vlan),
             shared: port.shared.as_ref().map(vport::api_shared),
             qos: None,
+            acl: None,
         })
     }
 

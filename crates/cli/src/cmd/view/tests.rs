@@ -176,6 +176,7 @@ fn port_offloads_show_only_when_set() {
         vlan: None,
         shared: None,
         qos: None,
+        acl: None,
     };
     assert_eq!(
         ports(std::slice::from_ref(&plain)).to_string(),
@@ -377,6 +378,7 @@ fn node_and_ports() {
         vlan: None,
         shared: None,
         qos: None,
+        acl: None,
     };
     assert_eq!(
         ports(&[p]).to_string(),
@@ -395,6 +397,7 @@ fn node_and_ports() {
         }),
         shared: None,
         qos: None,
+        acl: None,
     };
     let access = Port {
         name: "eth2".into(),
@@ -409,6 +412,7 @@ fn node_and_ports() {
         }),
         shared: None,
         qos: None,
+        acl: None,
     };
     assert_eq!(
         ports(&[trunk, access]).to_string(),
