@@ -21,10 +21,8 @@ use nvo_openflow::wire::port;
 use nvo_openflow::{Command as OfCommand, FlowMod};
 use nvo_pipeline::flows::check_actions;
 
-use super::named::ProfileKind;
-use super::vport::vport_name;
+use super::named::{ProfileKind, Within};
 use super::{Control, Failure, Kind};
-use crate::convert;
 
 const ACL: ProfileKind = ProfileKind {
     what: "acl",
@@ -131,15 +129,16 @@ impl Control {
         })
     }
 
-    /// `PUT`/`DELETE /v1/ports/{port}/acl` and `/v1/ports/{port}/vports/{mac}/acl`: attaches
-    /// profile `profile` (`None`: detaches) to port `port`, or to its virtual port of `mac`.
+    /// `PUT`/`DELETE /v1/ports/{port}/acl`, `…/vports/{mac}/acl` and `…/vlans/{vid}/acl`:
+    /// attaches profile `profile` (`None`: detaches) to port `port`, or to its virtual port or
+    /// VLAN circuit (named.rs).
     pub async fn acl_attach(
         &mut self,
         port: &str,
-        mac: Option<&str>,
+        within: Within<'_>,
         profile: Option<&str>,
     ) -> Result<(), Failure> {
-        let target = self.acl_target(port, mac)?;
+        let target = self.attach_target(port, within, "an acl")?;
         let Some(&id) = self.port_ids.get(&target) else {
             return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
         };
@@ -304,37 +303,6 @@ impl Control {
                 .map_err(|e| Failure::bad(format!("acl {name}: rule {}: {e}", i + 1)))?;
         }
         Ok(rules)
-    }
-
-    /// The port or virtual port (`PORT/MAC`) an attach names, checked.
-    fn acl_target(&self, port: &str, mac: Option<&str>) -> Result<String, Failure> {
-        let Some(stored) = self.state.ports.get(port) else {
-            return Err(Failure::new(
-                Kind::NotFound,
-                format!("no port {port:?}; GET /v1/ports lists them"),
-            ));
-        };
-        let Some(mac) = mac else {
-            if stored.shared.is_some() || stored.vlan.as_ref().is_some_and(|v| !v.access) {
-                return Err(Failure::bad(format!(
-                    "port {port} is a shared port or a trunk; attach an acl to its virtual \
-                     ports (PORT MAC) — a trunk's vlans take none yet"
-                )));
-            }
-            return Ok(port.to_owned());
-        };
-        let key = convert::parse_mac(mac)?.to_string();
-        if !stored
-            .shared
-            .as_ref()
-            .is_some_and(|s| s.vports.contains_key(&key))
-        {
-            return Err(Failure::new(
-                Kind::NotFound,
-                format!("port {port} has no virtual port for {key}; GET /v1/ports/{port}/vports lists them"),
-            ));
-        }
-        Ok(vport_name(port, &key))
     }
 }
 
