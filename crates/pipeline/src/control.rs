@@ -128,7 +128,13 @@ impl Pipeline {
                 _ => None,
             }
         };
-        self.policy.command(command, port_vni, local_port)
+        let changes = !command.is_read();
+        let reply = self.policy.command(command, port_vni, local_port);
+        if changes {
+            // A port's identity may have changed: the local hosts EVPN advertises with it.
+            self.hosts_generation += 1;
+        }
+        reply
     }
 
     /// Makes interface `trunk` a VLAN trunk of outer tag `tpid` whose circuits (one port per
