@@ -1,0 +1,156 @@
+"""L3 networks carrying IPv6: the gateway nvod plays answers the containers' neighbor
+solicitations and routes their IPv6 packets by prefix into tunnels that carry IP.
+
+ 1. ip6ip6 (IP protocol 41) between two nvods over an IPv6 underlay, ping and iperf3 across:
+
+      c1 (fd00:6::1)                                  c2 (fd00:6::2)
+         |                                                |
+   [ h1: nvod, network 600, ip6ip6 ]          [ h2: nvod, network 600, ip6ip6 ]
+   route fd00:6::2/128 → fd00:100::2          route fd00:6::/64 → fd00:100::1
+         \\ eth0 fd00:100::1 ---- ul: bridge ---- eth0 fd00:100::2 /
+
+    ip6ip6 carries IPv6 only: c1's IPv4 packets are dropped (profile_mismatch).
+
+ 2. One VXLAN-GPE network, both families (Next Protocol 1 and 2), against the Linux kernel's
+    `external gpe` device:
+
+      c1 (10.0.0.1, fd00:7::1)                   10.0.0.2, fd00:7::2 on h2's lo
+         |                                                |
+   [ h1: nvod, network 100, l3 ]          [ h2: kernel, vxg: vxlan external gpe ]
+   routes 10.0.0.2/32, fd00:7::2/128      routes 10.0.0.1/32, fd00:7::1/128
+          → 10.100.0.2                            encap ip id 100 dst 10.100.0.1
+         \\ eth0 ---------- ul: bridge ---------- eth0 /
+"""
+
+import json
+import signal
+import subprocess
+
+from conftest import RUN, api, wait_for
+from rate_lab import assert_datapath
+from test_l3 import fields
+
+IP6IP6_TOPOLOGY = """
+underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 600, encap: ip6ip6, flood: []}]
+containers:
+  - {name: c1, host: h1, vni: 600, ip: 10.6.0.1/24, ipv6: "fd00:6::1/64"}
+  - {name: c2, host: h2, vni: 600, ip: 10.6.0.2/24, ipv6: "fd00:6::2/64"}
+"""
+
+GPE_TOPOLOGY = """
+underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
+hosts: [{name: h1}, {name: h2, kind: kernel}]
+networks: [{vni: 100, encap: vxlan-gpe, l3: true, flood: []}]
+containers: [{name: c1, host: h1, vni: 100, ip: 10.0.0.1/24, ipv6: "fd00:7::1/64"}]
+"""
+
+
+def iperf3(lab, server, client, addr):
+    """Bits per second of a 2 s iperf3 run from CLIENT to SERVER's ADDR."""
+    srv = subprocess.Popen(["ip", "netns", "exec", lab.ns(server), "iperf3", "-s", "-1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def run():
+            p = lab.exec(client, "iperf3", "-c", addr, "-t", "2", "-J", check=False, timeout=30)
+            try:
+                return json.loads(p.stdout)["end"]["sum_received"]
+            except (ValueError, KeyError):
+                return None
+        return wait_for(run, timeout=10, what=f"iperf3 to {addr}")["bits_per_second"]
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_ip6ip6_between_two_nvods(lab_factory, tmp_path):
+    lab = lab_factory(IP6IP6_TOPOLOGY)
+    net = api(lab, "h1", "GET", "/v1/networks/600")
+    assert net["l3"] is True and net["encap"] == "ip6ip6", net  # ip6ip6 is L3 by default
+    api(lab, "h1", "POST", "/v1/networks/600/routes", {"prefix": "fd00:6::2/128", "remote": "fd00:100::2"})
+    api(lab, "h2", "POST", "/v1/networks/600/routes", {"prefix": "fd00:6::/64", "remote": "fd00:100::1"})
+    # Host bits set: refused with the prefix meant.
+    bad = api(lab, "h2", "POST", "/v1/networks/600/routes",
+              {"prefix": "fd00:6::1/64", "remote": "fd00:100::1"}, expect=400)
+    assert "fd00:6::/64" in json.dumps(bad), bad
+    routes = api(lab, "h2", "GET", "/v1/networks/600/routes")
+    assert routes == [{"prefix": "fd00:6::/64", "remote": "fd00:100::1"}], routes
+    pcap = tmp_path / "h1.pcap"
+    cap = lab.capture("h1", pcap, "ip6 proto 41")
+    try:
+        wait_for(lambda: lab.ping("c1", "fd00:6::2", count=1, check=False).returncode == 0,
+                 timeout=15, what="c1 → c2 over ip6ip6")
+        lab.ping("c2", "fd00:6::1", count=3)
+    finally:
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=20)
+    # c1 resolved its peer to the gateway MAC (the NA nvod sent for fd00:6::2).
+    assert lab.neigh_mac("c1", "fd00:6::2") == net["gateway_mac"]
+    # Outer: the locators, next header 41; inner: the containers' addresses, ICMPv6 echo.
+    rows = fields(pcap, "ipv6.src", "ipv6.dst", "ipv6.nxt", "icmpv6.type")
+    assert rows, "no ip6ip6 packet captured"
+    for src, dst, nxt, _ in rows:
+        assert nxt.split(",")[0] == "41", rows
+        assert {src.split(",")[0], dst.split(",")[0]} == {"fd00:100::1", "fd00:100::2"}, rows
+        assert {src.split(",")[1], dst.split(",")[1]} == {"fd00:6::1", "fd00:6::2"}, rows
+    assert any("128" in r[3].split(",") for r in rows), rows  # echo request inside
+    assert iperf3(lab, "c2", "c1", "fd00:6::2") > 1e6
+    counters = lab.counters("h1")
+    assert counters["networks"]["600"]["nd_replies"] >= 1, counters["networks"]["600"]
+    # ip6ip6 carries no IPv4: c1's IPv4 packets to the gateway are counted and dropped.
+    before = counters["drops"]["profile_mismatch"]
+    lab.exec("c1", "ip", "neigh", "replace", "10.6.0.2", "lladdr", net["gateway_mac"], "dev", "eth0")
+    assert lab.ping("c1", "10.6.0.2", count=2, check=False).returncode != 0
+    assert lab.counters("h1")["drops"]["profile_mismatch"] >= before + 2
+    for reason in ("malformed_tunnel", "unknown_vni"):
+        assert counters["drops"][reason] == 0, (reason, counters["drops"])
+
+
+def test_vxlan_gpe_both_families_with_the_kernel(lab_factory, tmp_path):
+    lab = lab_factory(GPE_TOPOLOGY)
+    assert_datapath(lab)
+    net = api(lab, "h1", "GET", "/v1/networks/100")
+    assert net["l3"] and net["encap"] == "vxlan-gpe", net
+    for prefix in ("10.0.0.2/32", "fd00:7::2/128"):
+        api(lab, "h1", "POST", "/v1/networks/100/routes", {"prefix": prefix, "remote": "10.100.0.2"})
+    for cmd in ("ip link add vxg type vxlan dstport 4790 external gpe",
+                # The lab's hosts make new devices layer 2 only; this one routes IPv6.
+                "sysctl -qw net.ipv6.conf.vxg.disable_ipv6=0",
+                "ip link set vxg up",
+                "ip addr add 10.0.0.2/32 dev lo",
+                "ip -6 addr add fd00:7::2/128 dev lo",
+                "ip route add 10.0.0.1/32 encap ip id 100 dst 10.100.0.1 dev vxg",
+                "ip -6 route add fd00:7::1/128 encap ip id 100 dst 10.100.0.1 dev vxg"):
+        lab.exec("h2", *cmd.split())
+    pcap = tmp_path / "h1.pcap"
+    cap = lab.capture("h1", pcap, "udp port 4790")
+    try:
+        for addr in ("fd00:7::2", "10.0.0.2"):
+            wait_for(lambda: lab.ping("c1", addr, count=1, check=False).returncode == 0,
+                     timeout=15, what=f"c1 → the kernel's {addr} over VXLAN-GPE")
+            lab.ping("c1", addr, count=3)
+        lab.ping("h2", "fd00:7::1", count=3, extra=("-I", "fd00:7::2"))
+    finally:
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=20)
+    assert lab.neigh_mac("c1", "fd00:7::2") == net["gateway_mac"]
+    assert lab.neigh_mac("c1", "10.0.0.2") == net["gateway_mac"]
+    rows = fields(pcap, "ip.src", "vxlan.vni", "vxlan.next_proto", "icmp.type", "icmpv6.type")
+    assert rows, "no VXLAN-GPE packet captured"
+    assert all(r[1] == "100" for r in rows), rows
+    # Next Protocol 1 carries ICMP, 2 carries ICMPv6, from both ends.
+    assert all((r[2] == "1") == bool(r[3]) and (r[2] == "2") == bool(r[4]) for r in rows), rows
+    for proto in ("1", "2"):
+        senders = {r[0].split(",")[0] for r in rows if r[2] == proto}
+        assert senders == {"10.100.0.1", "10.100.0.2"}, (proto, rows)
+    counters = lab.counters("h1")
+    assert counters["networks"]["100"]["nd_replies"] >= 1
+    assert counters["networks"]["100"]["arp_replies"] >= 1
+    if lab.nvo("h1", "node")["datapath"] == "ebpf":
+        # The kernel programs route no L3 network: nvod hands this one to its userspace path,
+        # and says so.
+        log = (RUN / lab.name / "h1.log").read_text(errors="replace")
+        assert "network 100 runs on the userspace path: it is an L3 network" in log
+    for reason in ("malformed_tunnel", "profile_mismatch", "unknown_vni"):
+        assert counters["drops"][reason] == 0, (reason, counters["drops"])
