@@ -96,6 +96,17 @@ def test_ip6ip6_between_two_nvods(lab_factory, tmp_path):
         assert {src.split(",")[1], dst.split(",")[1]} == {"fd00:6::1", "fd00:6::2"}, rows
     assert any("128" in r[3].split(",") for r in rows), rows  # echo request inside
     assert iperf3(lab, "c2", "c1", "fd00:6::2") > 1e6
+    # Off c1's subnet: its default route goes via the gateway's link-local address (the lab
+    # set it), h1 routes the prefix to h2, and h2, which has not heard of fd00:66::2 yet,
+    # solicits it on its ports from that address: c2 answers, the next echo gets through.
+    gw6 = net["gateway_ipv6"]
+    assert gw6.startswith("fe80::"), net
+    assert f"default via {gw6} dev eth0" in lab.exec("c1", "ip", "-6", "route", "show", "default").stdout
+    lab.exec("c2", "ip", "-6", "addr", "add", "fd00:66::2/128", "dev", "eth0", "nodad")
+    api(lab, "h1", "POST", "/v1/networks/600/routes", {"prefix": "fd00:66::/64", "remote": "fd00:100::2"})
+    wait_for(lambda: lab.ping("c1", "fd00:66::2", count=1, check=False).returncode == 0,
+             timeout=15, what="c1 → fd00:66::2 by its default route")
+    assert lab.counters("h2")["networks"]["600"]["nd_requests"] >= 1
     counters = lab.counters("h1")
     assert counters["networks"]["600"]["nd_replies"] >= 1, counters["networks"]["600"]
     # ip6ip6 carries no IPv4: c1's IPv4 packets to the gateway are counted and dropped.

@@ -530,6 +530,9 @@ pub fn api_network(
         params: net.params.clone(),
         l3: net.l3,
         gateway_mac: net.l3.then(|| gateway_mac(Vni(vni)).to_string()),
+        gateway_ipv6: net
+            .l3
+            .then(|| nvo_pipeline::l3::gateway_ipv6(gateway_mac(Vni(vni)))),
         routes: net
             .routes
             .iter()

@@ -45,6 +45,12 @@ mod v6;
 
 pub use tables::{mask, prefix_of, Route, MAX_ROUTES};
 
+/// The IPv6 address of an L3 network's gateway at `gw`: the link-local address its MAC gives
+/// by modified EUI-64, which it solicits from and which containers may route through.
+pub fn gateway_ipv6(gw: Mac) -> Ipv6Addr {
+    crate::nd::link_local(gw)
+}
+
 /// What the L3 path decided for a frame from a port.
 pub(crate) enum PortVerdict {
     /// Actions pushed.

@@ -70,7 +70,7 @@ pub(super) fn probe(
     if net.ports.is_empty() || dst.is_unspecified() || dst.is_multicast() {
         return false;
     }
-    let Some(len) = nd::solicit(scratch, gw, nd::link_local(gw), dst) else {
+    let Some(len) = nd::solicit(scratch, gw, super::gateway_ipv6(gw), dst) else {
         return false;
     };
     for &port in &net.ports {
