@@ -20,15 +20,17 @@ solicitations and routes their IPv6 packets by prefix into tunnels that carry IP
    routes 10.0.0.2/32, fd00:7::2/128      routes 10.0.0.1/32, fd00:7::1/128
           → 10.100.0.2                            encap ip id 100 dst 10.100.0.1
          \\ eth0 ---------- ul: bridge ---------- eth0 /
+
+ 3. The same dual-stack VXLAN-GPE network between two nvods over an IPv6 underlay: both ends
+    are nvod, both families cross (c1 10.8.0.1, fd00:8::1 on h1; c2 10.8.0.2, fd00:8::2 on h2).
 """
 
 import json
 import signal
-import subprocess
 
 from conftest import RUN, api, wait_for
 from rate_lab import assert_datapath
-from test_l3 import fields
+from test_l3 import fields, iperf3
 
 IP6IP6_TOPOLOGY = """
 underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
@@ -39,29 +41,21 @@ containers:
   - {name: c2, host: h2, vni: 600, ip: 10.6.0.2/24, ipv6: "fd00:6::2/64"}
 """
 
+DUAL_TOPOLOGY = """
+underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 800, encap: vxlan-gpe, l3: true, flood: []}]
+containers:
+  - {name: c1, host: h1, vni: 800, ip: 10.8.0.1/24, ipv6: "fd00:8::1/64"}
+  - {name: c2, host: h2, vni: 800, ip: 10.8.0.2/24, ipv6: "fd00:8::2/64"}
+"""
+
 GPE_TOPOLOGY = """
 underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
 hosts: [{name: h1}, {name: h2, kind: kernel}]
 networks: [{vni: 100, encap: vxlan-gpe, l3: true, flood: []}]
 containers: [{name: c1, host: h1, vni: 100, ip: 10.0.0.1/24, ipv6: "fd00:7::1/64"}]
 """
-
-
-def iperf3(lab, server, client, addr):
-    """Bits per second of a 2 s iperf3 run from CLIENT to SERVER's ADDR."""
-    srv = subprocess.Popen(["ip", "netns", "exec", lab.ns(server), "iperf3", "-s", "-1"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        def run():
-            p = lab.exec(client, "iperf3", "-c", addr, "-t", "2", "-J", check=False, timeout=30)
-            try:
-                return json.loads(p.stdout)["end"]["sum_received"]
-            except (ValueError, KeyError):
-                return None
-        return wait_for(run, timeout=10, what=f"iperf3 to {addr}")["bits_per_second"]
-    finally:
-        srv.kill()
-        srv.wait()
 
 
 def test_ip6ip6_between_two_nvods(lab_factory, tmp_path):
@@ -165,3 +159,33 @@ def test_vxlan_gpe_both_families_with_the_kernel(lab_factory, tmp_path):
         assert "network 100 runs on the userspace path: it is an L3 network" in log
     for reason in ("malformed_tunnel", "profile_mismatch", "unknown_vni"):
         assert counters["drops"][reason] == 0, (reason, counters["drops"])
+
+
+def test_dual_stack_gpe_between_two_nvods(lab_factory, tmp_path):
+    lab = lab_factory(DUAL_TOPOLOGY)
+    for here, there, peer in (("h1", "fd00:100::2", "2"), ("h2", "fd00:100::1", "1")):
+        for prefix in (f"10.8.0.{peer}/32", f"fd00:8::{peer}/128"):
+            api(lab, here, "POST", "/v1/networks/800/routes", {"prefix": prefix, "remote": there})
+    pcap = tmp_path / "h1.pcap"
+    cap = lab.capture("h1", pcap, "udp port 4790")
+    try:
+        for addr in ("fd00:8::2", "10.8.0.2"):
+            wait_for(lambda: lab.ping("c1", addr, count=1, check=False).returncode == 0,
+                     timeout=15, what=f"c1 → {addr} over VXLAN-GPE on an IPv6 underlay")
+        lab.ping("c2", "fd00:8::1", count=3)
+        lab.ping("c2", "10.8.0.1", count=3)
+    finally:
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(timeout=20)
+    rows = fields(pcap, "ipv6.src", "vxlan.next_proto", "icmp.type", "icmpv6.type")
+    assert rows, "no VXLAN-GPE packet captured"
+    for proto, inner in (("1", 2), ("2", 3)):
+        mine = [r for r in rows if r[1] == proto]
+        assert mine and all(r[inner] for r in mine), (proto, rows)
+        assert {r[0].split(",")[0] for r in mine} == {"fd00:100::1", "fd00:100::2"}, rows
+    assert iperf3(lab, "c2", "c1", "fd00:8::2") > 1e6
+    assert iperf3(lab, "c2", "c1", "10.8.0.2") > 1e6
+    for host in ("h1", "h2"):
+        drops = lab.counters(host)["drops"]
+        for reason in ("malformed_tunnel", "profile_mismatch", "unknown_vni"):
+            assert drops[reason] == 0, (host, reason, drops)
