@@ -459,17 +459,15 @@ fn add_network(
         // The families the profile can announce: vxlan-gpe both (its Next Protocol says which,
         // per packet), ipip IPv4 only, ip6ip6 IPv6 only. The network's default payload is
         // IPv4 when it has it; each packet's header announces its own family (forward.rs).
+        // A profile that carries neither is refused here (PayloadNotCarried).
         let families = l3_families(&core.engine, profile);
-        if !families.ipv4 && !families.ipv6 {
-            return Err(DatapathError::UnknownProfile(encap.to_owned()));
-        }
-        spec.l3_families = families;
-        let payload = if families.ipv4 {
-            Payload::Ipv4
-        } else {
+        let payload = if families.ipv6 && !families.ipv4 {
             Payload::Ipv6
+        } else {
+            Payload::Ipv4
         };
         core.engine.set_payload(profile, spec.vni.0, payload)?;
+        spec.l3_families = families;
     }
     let pipeline = &mut core.pipeline;
     if let Err(e) = pipeline.add_network(spec) {

@@ -162,7 +162,10 @@ mod tests {
         let p = parse_prefix("10.0.0.0/24").unwrap();
         assert_eq!((p.addr, p.len), ("10.0.0.0".parse().unwrap(), 24));
         assert_eq!(p.to_string(), "10.0.0.0/24");
-        assert_eq!(parse_prefix("fd00:3::/64").unwrap().to_string(), "fd00:3::/64");
+        assert_eq!(
+            parse_prefix("fd00:3::/64").unwrap().to_string(),
+            "fd00:3::/64"
+        );
         assert_eq!(parse_prefix("10.0.0.2/32").unwrap().len, 32);
         assert_eq!(parse_prefix("0.0.0.0/0").unwrap().len, 0);
         for (bad, want) in [
