@@ -148,7 +148,7 @@ fn gpe_headers_announce_each_packets_family() {
         .unwrap();
         want
     };
-    let mut carrying = |e: &mut Engine, payload| {
+    let carrying = |e: &mut Engine, payload| {
         e.header_carrying(ids::VXLAN_GPE, 7, REMOTE, (1, 100), payload)
             .unwrap()
             .to_vec()
