@@ -8,7 +8,6 @@
 mod common;
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use common::*;
@@ -42,7 +41,7 @@ fn pipeline() -> Pipeline {
 }
 
 fn vector(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/l3_v6.json");
+    let path = common::scapy::vector_path().join("l3_v6.json");
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(file["source"].as_str().unwrap().starts_with("scapy "));
@@ -283,4 +282,10 @@ fn neighbours_are_bounded_by_max_learned() {
         a.as_slice().last(),
         Some(&Action::Drop(DropReason::NoDestination))
     );
+}
+
+/// The committed vectors are what l3_v6_vectors.py writes now: they change only with it.
+#[test]
+fn vectors_are_what_the_script_writes() {
+    common::scapy::assert_script_writes("l3_v6_vectors.py", "l3_v6.json");
 }
