@@ -1,7 +1,8 @@
 """L3 networks carrying IPv6: the gateway nvod plays answers the containers' neighbor
 solicitations and routes their IPv6 packets by prefix into tunnels that carry IP.
 
- 1. ip6ip6 (IP protocol 41) between two nvods over an IPv6 underlay, ping and iperf3 across:
+ 1. ip6ip6 (IP protocol 41) between two nvods over an IPv6 underlay (and over an IPv4 one:
+    6in4), ping and iperf3 across:
 
       c1 (fd00:6::1)                                  c2 (fd00:6::2)
          |                                                |
@@ -28,12 +29,14 @@ solicitations and routes their IPv6 packets by prefix into tunnels that carry IP
 import json
 import signal
 
+import pytest
+
 from conftest import RUN, api, wait_for
 from rate_lab import assert_datapath
 from test_l3 import fields, iperf3
 
 IP6IP6_TOPOLOGY = """
-underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
+underlay: {family: FAMILY, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}
 hosts: [{name: h1}, {name: h2}]
 networks: [{vni: 600, encap: ip6ip6, flood: []}]
 containers:
@@ -58,20 +61,23 @@ containers: [{name: c1, host: h1, vni: 100, ip: 10.0.0.1/24, ipv6: "fd00:7::1/64
 """
 
 
-def test_ip6ip6_between_two_nvods(lab_factory, tmp_path):
-    lab = lab_factory(IP6IP6_TOPOLOGY)
+# Over an IPv4 underlay ip6ip6 is IPv6 in IPv4 (protocol 41 too: 6in4, RFC 4213).
+@pytest.mark.parametrize("family", ["ipv6", "ipv4"])
+def test_ip6ip6_between_two_nvods(lab_factory, tmp_path, family):
+    lab = lab_factory(IP6IP6_TOPOLOGY.replace("FAMILY", family))
+    loc1, loc2 = ("fd00:100::1", "fd00:100::2") if family == "ipv6" else ("10.100.0.1", "10.100.0.2")
     net = api(lab, "h1", "GET", "/v1/networks/600")
     assert net["l3"] is True and net["encap"] == "ip6ip6", net  # ip6ip6 is L3 by default
-    api(lab, "h1", "POST", "/v1/networks/600/routes", {"prefix": "fd00:6::2/128", "remote": "fd00:100::2"})
-    api(lab, "h2", "POST", "/v1/networks/600/routes", {"prefix": "fd00:6::/64", "remote": "fd00:100::1"})
+    api(lab, "h1", "POST", "/v1/networks/600/routes", {"prefix": "fd00:6::2/128", "remote": loc2})
+    api(lab, "h2", "POST", "/v1/networks/600/routes", {"prefix": "fd00:6::/64", "remote": loc1})
     # Host bits set: refused with the prefix meant.
     bad = api(lab, "h2", "POST", "/v1/networks/600/routes",
-              {"prefix": "fd00:6::1/64", "remote": "fd00:100::1"}, expect=400)
+              {"prefix": "fd00:6::1/64", "remote": loc1}, expect=400)
     assert "fd00:6::/64" in json.dumps(bad), bad
     routes = api(lab, "h2", "GET", "/v1/networks/600/routes")
-    assert routes == [{"prefix": "fd00:6::/64", "remote": "fd00:100::1"}], routes
+    assert routes == [{"prefix": "fd00:6::/64", "remote": loc1}], routes
     pcap = tmp_path / "h1.pcap"
-    cap = lab.capture("h1", pcap, "ip6 proto 41")
+    cap = lab.capture("h1", pcap, "ip6 proto 41" if family == "ipv6" else "ip proto 41")
     try:
         wait_for(lambda: lab.ping("c1", "fd00:6::2", count=1, check=False).returncode == 0,
                  timeout=15, what="c1 → c2 over ip6ip6")
@@ -81,14 +87,19 @@ def test_ip6ip6_between_two_nvods(lab_factory, tmp_path):
         cap.wait(timeout=20)
     # c1 resolved its peer to the gateway MAC (the NA nvod sent for fd00:6::2).
     assert lab.neigh_mac("c1", "fd00:6::2") == net["gateway_mac"]
-    # Outer: the locators, next header 41; inner: the containers' addresses, ICMPv6 echo.
-    rows = fields(pcap, "ipv6.src", "ipv6.dst", "ipv6.nxt", "icmpv6.type")
+    # Outer: the locators, protocol / next header 41; inner: the containers' addresses, ICMPv6.
+    rows = fields(pcap, "ip.src", "ip.dst", "ip.proto", "ipv6.src", "ipv6.dst", "ipv6.nxt",
+                  "icmpv6.type")
     assert rows, "no ip6ip6 packet captured"
-    for src, dst, nxt, _ in rows:
-        assert nxt.split(",")[0] == "41", rows
-        assert {src.split(",")[0], dst.split(",")[0]} == {"fd00:100::1", "fd00:100::2"}, rows
-        assert {src.split(",")[1], dst.split(",")[1]} == {"fd00:6::1", "fd00:6::2"}, rows
-    assert any("128" in r[3].split(",") for r in rows), rows  # echo request inside
+    for r in rows:
+        v6src, v6dst = r[3].split(","), r[4].split(",")
+        if family == "ipv6":
+            outer, proto = (v6src[0], v6dst[0]), r[5].split(",")[0]
+        else:
+            outer, proto = (r[0], r[1]), r[2]
+        assert proto == "41" and set(outer) == {loc1, loc2}, rows
+        assert {v6src[-1], v6dst[-1]} == {"fd00:6::1", "fd00:6::2"}, rows
+    assert any("128" in r[6].split(",") for r in rows), rows  # echo request inside
     assert iperf3(lab, "c2", "c1", "fd00:6::2") > 1e6
     # Off c1's subnet: its default route goes via the gateway's link-local address (the lab
     # set it), h1 routes the prefix to h2, and h2, which has not heard of fd00:66::2 yet,
@@ -97,7 +108,7 @@ def test_ip6ip6_between_two_nvods(lab_factory, tmp_path):
     assert gw6.startswith("fe80::"), net
     assert f"default via {gw6} dev eth0" in lab.exec("c1", "ip", "-6", "route", "show", "default").stdout
     lab.exec("c2", "ip", "-6", "addr", "add", "fd00:66::2/128", "dev", "eth0", "nodad")
-    api(lab, "h1", "POST", "/v1/networks/600/routes", {"prefix": "fd00:66::/64", "remote": "fd00:100::2"})
+    api(lab, "h1", "POST", "/v1/networks/600/routes", {"prefix": "fd00:66::/64", "remote": loc2})
     wait_for(lambda: lab.ping("c1", "fd00:66::2", count=1, check=False).returncode == 0,
              timeout=15, what="c1 → fd00:66::2 by its default route")
     assert lab.counters("h2")["networks"]["600"]["nd_requests"] >= 1
