@@ -106,6 +106,8 @@ const NETWORK_HELP: &[(&str, &str)] = &[
     ("aged", "Learned FDB entries removed by ageing."),
     ("arp_replies", "ARP requests an L3 network's gateway answered."),
     ("arp_requests", "ARP requests an L3 network's gateway sent."),
+    ("nd_replies", "Neighbor solicitations an L3 network's gateway answered."),
+    ("nd_requests", "Neighbor solicitations an L3 network's gateway sent."),
     ("arp_suppressed", "ARP requests from local ports answered from the neighbour table."),
     ("nd_suppressed", "Neighbor solicitations from local ports answered from the neighbour table."),
     ("arp_flooded", "ARP requests from local ports that were flooded."),

@@ -93,6 +93,6 @@ pub use network::NetworkView;
 pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
 pub use types::{
-    AcceptRemotes, BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin,
-    PortId, ProfileTag, Vni,
+    AcceptRemotes, BumMode, FdbDest, FlushScope, IpFamilies, Limits, Mac, MacParseError,
+    NetworkSpec, Origin, PortId, ProfileTag, Vni,
 };

@@ -20,6 +20,7 @@ fn net() -> Network {
         params: BTreeMap::new(),
         l3: false,
         gateway_mac: None,
+        gateway_ipv6: None,
         routes: Vec::new(),
         accept_remotes: nvo_api::AcceptRemotes::Known,
         accept_remotes_set: false,
