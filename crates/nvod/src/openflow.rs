@@ -28,7 +28,7 @@ use nvo_openflow::wire::port;
 use nvo_openflow::{
     FlowFilter, FlowMod, FlowStat, MeterMod, OfError, PortDesc, PortStats, Session, Switch,
 };
-use nvo_pipeline::flows::check_actions;
+use nvo_pipeline::flows::{check_actions, TunnelError};
 use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
 
 use crate::api::Shared;
@@ -310,8 +310,8 @@ fn default_burst(rate: u64) -> u64 {
 /// The OpenFlow error for actions [`check_actions`] refuses.
 fn action_error(e: &FlowError) -> OfError {
     match e {
-        FlowError::NoTunnelDst => OfError::ACTION_BAD_ARGUMENT,
-        FlowError::TunnelDst(_) | FlowError::TunnelKey(_) => OfError::ACTION_BAD_SET_ARGUMENT,
+        FlowError::Tunnel(TunnelError::NoDst) => OfError::ACTION_BAD_ARGUMENT,
+        FlowError::Tunnel(_) => OfError::ACTION_BAD_SET_ARGUMENT,
         _ => OfError::ACTION_BAD_TYPE,
     }
 }

@@ -29,10 +29,36 @@ use std::net::IpAddr;
 use nvo_flow::Action as FlowAction;
 
 use crate::actions::Action;
-use crate::flows::FlowError;
 use crate::frame::{self, Eth};
 use crate::network::Network;
 use crate::{DropReason, PortId, Vni};
+
+/// Why a rule's tunnel actions cannot be carried out (`FlowError::Tunnel`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TunnelError {
+    /// `output:tunnel` with no `tun_dst` before it.
+    #[error("output:tunnel needs the remote VTEP first: set_field:IP->tun_dst before it")]
+    NoDst,
+    /// A `tun_dst` nothing can be sent to.
+    #[error("tun_dst {0} is not a VTEP address")]
+    Dst(IpAddr),
+    /// A `tun_dst` of the other address family than the underlay's.
+    #[error(
+        "tun_dst {dst} is not of the underlay's address family (this node's locator is {locator})"
+    )]
+    Family {
+        /// The rule's `tun_dst`.
+        dst: IpAddr,
+        /// This node's locator.
+        locator: IpAddr,
+    },
+    /// A tunnel key wider than a VNI.
+    #[error("set_tunnel:{0}: a VNI has 24 bits (1 to 16777215)")]
+    Key(u64),
+    /// A tunnel key that is no L2 network on this node.
+    #[error("set_tunnel:{0}: no L2 network with VNI {0} on this node; add it first (nvo network add {0})")]
+    NoNetwork(u64),
+}
 
 /// Whether `a` is `output:tunnel`.
 pub(crate) fn is_output(a: &FlowAction) -> bool {
@@ -40,18 +66,18 @@ pub(crate) fn is_output(a: &FlowAction) -> bool {
 }
 
 /// The checks that need only the actions.
-pub(crate) fn check(actions: &[FlowAction]) -> Result<(), FlowError> {
+pub(crate) fn check(actions: &[FlowAction]) -> Result<(), TunnelError> {
     let mut dst = false;
     for a in actions {
         match a {
             FlowAction::SetTunnelKey(k) if *k > u64::from(Vni::MAX) => {
-                return Err(FlowError::TunnelKey(*k))
+                return Err(TunnelError::Key(*k))
             }
             FlowAction::SetTunnelDst(ip) if ip.is_unspecified() => {
-                return Err(FlowError::TunnelDst(*ip))
+                return Err(TunnelError::Dst(*ip))
             }
             FlowAction::SetTunnelDst(_) => dst = true,
-            a if is_output(a) && !dst => return Err(FlowError::NoTunnelDst),
+            a if is_output(a) && !dst => return Err(TunnelError::NoDst),
             _ => {}
         }
     }
@@ -64,16 +90,16 @@ pub fn check_here(
     actions: &[FlowAction],
     locator: IpAddr,
     l2_network: &dyn Fn(Vni) -> bool,
-) -> Result<(), FlowError> {
+) -> Result<(), TunnelError> {
     for a in actions {
         match a {
             FlowAction::SetTunnelDst(ip) if ip.is_ipv4() != locator.is_ipv4() => {
-                return Err(FlowError::TunnelFamily { dst: *ip, locator })
+                return Err(TunnelError::Family { dst: *ip, locator })
             }
             FlowAction::SetTunnelKey(k) => {
                 let vni = u32::try_from(*k).map(Vni).ok().filter(|v| v.is_valid());
                 if !vni.is_some_and(l2_network) {
-                    return Err(FlowError::NoNetwork(*k));
+                    return Err(TunnelError::NoNetwork(*k));
                 }
             }
             _ => {}

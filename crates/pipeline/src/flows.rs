@@ -38,7 +38,6 @@
 //! is an L2 network here); a network gone since is an `unknown_vni` drop.
 
 use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
 use std::time::Instant;
 
 use nvo_flow::key::ethertype;
@@ -51,7 +50,7 @@ use crate::meters::Meters;
 use crate::network::Network;
 use crate::{DropReason, Pipeline, PortId, Vni};
 
-pub use crate::flow_tunnel::check_here;
+pub use crate::flow_tunnel::{check_here, TunnelError};
 
 /// The most rules the table holds.
 pub const MAX_FLOWS: usize = 10_000;
@@ -68,28 +67,9 @@ pub enum FlowError {
     /// An action nvo's datapaths do not carry out.
     #[error("action {0} is not carried out by nvo's datapaths (supported: drop, normal, output, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl, meter, set_tunnel, set_field:…->tun_id|tun_dst with output:tunnel)")]
     Unsupported(String),
-    /// `output:tunnel` with no `tun_dst` before it.
-    #[error("output:tunnel needs the remote VTEP first: set_field:IP->tun_dst before it")]
-    NoTunnelDst,
-    /// A `tun_dst` nothing can be sent to.
-    #[error("tun_dst {0} is not a VTEP address")]
-    TunnelDst(IpAddr),
-    /// A `tun_dst` of the other address family than the underlay's.
-    #[error(
-        "tun_dst {dst} is not of the underlay's address family (this node's locator is {locator})"
-    )]
-    TunnelFamily {
-        /// The rule's `tun_dst`.
-        dst: IpAddr,
-        /// This node's locator.
-        locator: IpAddr,
-    },
-    /// A tunnel key wider than a VNI.
-    #[error("set_tunnel:{0}: a VNI has 24 bits (1 to 16777215)")]
-    TunnelKey(u64),
-    /// A tunnel key that is no L2 network on this node.
-    #[error("set_tunnel:{0}: no L2 network with VNI {0} on this node; add it first (nvo network add {0})")]
-    NoNetwork(u64),
+    /// Tunnel actions that cannot be carried out as written.
+    #[error(transparent)]
+    Tunnel(#[from] TunnelError),
     /// A rule names a meter that does not exist.
     #[error("no meter {0}; add it first (nvo meter add {0} --rate RATE --burst SIZE)")]
     NoMeter(u32),
@@ -136,7 +116,7 @@ impl FlowVerdict {
 /// Refuses the actions nvo cannot carry out as written (the checks that need no more than the
 /// actions; [`check_here`] adds those that need this host).
 pub fn check_actions(actions: &[FlowAction]) -> Result<(), FlowError> {
-    flow_tunnel::check(actions)
+    Ok(flow_tunnel::check(actions)?)
 }
 
 /// Which ports the flow table's rules may match frames from ([`Pipeline::flow_cover`]).

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use common::*;
 use nvo_flow::syntax::parse;
-use nvo_pipeline::flows::check_here;
+use nvo_pipeline::flows::{check_here, TunnelError};
 use nvo_pipeline::{
     Action, Actions, DropReason, FdbDest, FlowError, NetworkSpec, Pipeline, PortId, ProfileTag, Vni,
 };
@@ -175,18 +175,18 @@ fn install_refuses_what_cannot_be_sent() {
     let mut p = lab();
     let refused = |p: &mut Pipeline, text: &str| p.flow_insert(rule(text), now).unwrap_err();
     let e = refused(&mut p, "actions=set_tunnel:200,output:tunnel");
-    assert_eq!(e, FlowError::NoTunnelDst);
+    assert_eq!(e, FlowError::Tunnel(TunnelError::NoDst));
     assert!(e.to_string().contains("tun_dst before it"), "{e}");
     // The tun_dst must come before the output, as in Open vSwitch.
     let e = refused(&mut p, "actions=output:tunnel,set_field:192.0.2.1->tun_dst");
-    assert_eq!(e, FlowError::NoTunnelDst);
+    assert_eq!(e, FlowError::Tunnel(TunnelError::NoDst));
     let e = refused(&mut p, "actions=set_field:0.0.0.0->tun_dst,output:tunnel");
-    assert_eq!(e, FlowError::TunnelDst(ip("0.0.0.0")));
+    assert_eq!(e, FlowError::Tunnel(TunnelError::Dst(ip("0.0.0.0"))));
     let e = refused(
         &mut p,
         "actions=set_tunnel:0x1000000,set_field:192.0.2.1->tun_dst,output:tunnel",
     );
-    assert_eq!(e, FlowError::TunnelKey(0x100_0000));
+    assert_eq!(e, FlowError::Tunnel(TunnelError::Key(0x100_0000)));
     assert!(!p.has_flows());
     // set_tunnel alone is metadata (as in Open vSwitch): accepted.
     p.flow_insert(rule("udp,actions=set_tunnel:5,normal"), now)
@@ -202,7 +202,7 @@ fn install_refuses_what_cannot_be_sent() {
             v4,
             &l2
         ),
-        Err(FlowError::TunnelFamily {
+        Err(TunnelError::Family {
             dst: ip("2001:db8::1"),
             locator: v4
         })
@@ -221,11 +221,11 @@ fn install_refuses_what_cannot_be_sent() {
             v4,
             &l2
         ),
-        Err(FlowError::NoNetwork(300))
+        Err(TunnelError::NoNetwork(300))
     );
     assert_eq!(
         check_here(&acts("set_tunnel:0,normal"), v4, &l2),
-        Err(FlowError::NoNetwork(0))
+        Err(TunnelError::NoNetwork(0))
     );
     assert_eq!(
         check_here(

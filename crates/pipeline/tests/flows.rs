@@ -227,7 +227,10 @@ fn the_table_is_bounded_and_unsendable_actions_are_refused() {
     let e = p
         .flow_insert(rule("udp,actions=set_tunnel:5,output:65279"), now)
         .unwrap_err();
-    assert_eq!(e, FlowError::NoTunnelDst);
+    assert_eq!(
+        e,
+        FlowError::Tunnel(nvo_pipeline::flows::TunnelError::NoDst)
+    );
     assert!(!p.has_flows());
 }
 

@@ -47,7 +47,7 @@ impl Control {
     /// `tun_dst` of the underlay's family, a `set_tunnel` VNI that is an L2 network here.
     pub(super) fn tunnel_here(&self, actions: &[Action]) -> Result<(), FlowError> {
         let l2 = |v: Vni| self.state.networks.get(&v.0).is_some_and(|n| !n.l3);
-        check_here(actions, self.config.locator, &l2)
+        Ok(check_here(actions, self.config.locator, &l2)?)
     }
 
     /// Every port as OpenFlow numbers it: (id, name).
