@@ -5,12 +5,14 @@ forwarding would keep in c1's network 100. tcpdump on h1's underlay sees VNI 200
 gets c1's other traffic. On the eBPF datapath c1's port is nvod's while the rule covers it
 (the hand-over), so the tunnel packets leave through nvod's underlay socket on both datapaths.
 
+Run over an IPv4 and an IPv6 underlay (tun_dst of the underlay's family).
+
     c1 10.91.0.1 (vni 100)           c2 10.91.0.2 (vni 100)   c3 10.91.0.3 (vni 200)
       | eth0                           | eth0                   | eth0
     [ h1: nvod, networks 100, 200,   [ h2: nvod, networks 100, 200 ]
       OpenFlow on 127.0.0.1:6653 ]
       | eth0                           | eth0
-      +------------- ul: bridge, 10.100.0.0/24 -------------+
+      +------ ul: bridge, 10.100.0.0/24 or fd00:100::/64 ------+
 
 c1 and c3 share a subnet but not a network: c1 is given c3's MAC as a static neighbour, so
 its datagrams to 10.91.0.3 carry c3's MAC and need no rewrite to be taken by c3 (without the
@@ -24,12 +26,18 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import RUN, wait_for
 from rate_lab import assert_datapath, c1_port
 from test_flows import OF, n_packets, needs_ovs, ofctl
 
+UNDERLAY = {
+    "ipv4": "underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}",
+    "ipv6": 'underlay: {family: ipv6, ipv4: 10.100.0.0/24, ipv6: "fd00:100::/64", mtu: 1500}',
+}
+
 TOPOLOGY = """
-underlay: {family: ipv4, ipv4: 10.100.0.0/24, mtu: 1500}
 hosts: [{name: h1, nvod: {openflow_listen: "127.0.0.1:6653"}}, {name: h2}]
 networks: [{vni: 100}, {vni: 200}]
 containers:
@@ -78,21 +86,24 @@ def received(lab, receiver, addr, tag, count=20):
     return [l for l in out.splitlines() if l.startswith(tag)]
 
 
-def vnis_on_wire(pcap):
-    """(outer src, outer dst, vni, inner dst) of every VXLAN packet in PCAP."""
-    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", "vxlan", "-T", "fields", "-e", "ip.src",
-                          "-e", "ip.dst", "-e", "vxlan.vni"], capture_output=True, text=True,
-                         check=True).stdout
+def vnis_on_wire(pcap, family):
+    """(outer src, outer dst, vni, inner IPv4 dst) of every VXLAN packet in PCAP."""
+    # With an IPv4 underlay ip.src/ip.dst list the outer address, then the inner one.
+    fields = ["ip.src", "ip.dst"] if family == "ipv4" else ["ipv6.src", "ipv6.dst", "ip.dst"]
+    args = ["tshark", "-r", str(pcap), "-Y", "vxlan", "-T", "fields", "-e", "vxlan.vni"]
+    for f in fields:
+        args += ["-e", f]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     rows = []
     for line in out.splitlines():
-        src, dst, vni = line.split("\t")
-        src, dst = src.split(","), dst.split(",")
-        rows.append((src[0], dst[0], int(vni), dst[-1]))
+        vni, src, dst, *inner = line.split("\t")
+        inner = (inner or [dst])[0]
+        rows.append((src.split(",")[0], dst.split(",")[0], int(vni), inner.split(",")[-1]))
     return rows
 
 
-def encap_lab(lab_factory):
-    lab = lab_factory(TOPOLOGY)
+def encap_lab(lab_factory, family="ipv4"):
+    lab = lab_factory(UNDERLAY[family] + TOPOLOGY)
     assert_datapath(lab)
     assert {n["vni"] for n in lab.nvo("h1", "network", "list")} >= {100, 200}
     lab.ping("c1", "10.91.0.2")
@@ -101,8 +112,9 @@ def encap_lab(lab_factory):
     return lab
 
 
-def test_a_rule_steers_c1_into_network_200_at_h2(lab_factory, tmp_path):
-    lab = encap_lab(lab_factory)
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+def test_a_rule_steers_c1_into_network_200_at_h2(lab_factory, tmp_path, family):
+    lab = encap_lab(lab_factory, family)
     port = c1_port(lab)
     h1, h2 = (lab.nvo(h, "node")["locator"] for h in ("h1", "h2"))
     # Without a rule, network 100 keeps c1's datagrams to c3 (which is in network 200).
@@ -112,7 +124,8 @@ def test_a_rule_steers_c1_into_network_200_at_h2(lab_factory, tmp_path):
             f"priority=100,udp,nw_dst=10.91.0.3,actions=set_tunnel:200,set_field:{h2}->tun_dst,"
             "output:tunnel")
     shown = lab.nvo("h1", "flow", "show", port)["flows"][0]["flow"]
-    assert "output:tunnel" in shown and f"set_field:{h2}->tun_dst" in shown, shown
+    field = "tun_dst" if family == "ipv4" else "tun_ipv6_dst"   # as ovs-ofctl names them
+    assert "output:tunnel" in shown and f"set_field:{h2}->{field}" in shown, shown
     trace = lab.nvo("h1", "trace", port, "udp,nw_dst=10.91.0.3")
     assert trace["result"] == f"tunnel: remote {h2}, vni 200", trace
 
@@ -126,13 +139,14 @@ def test_a_rule_steers_c1_into_network_200_at_h2(lab_factory, tmp_path):
         cap.send_signal(signal.SIGTERM)
         cap.wait(timeout=20)
     assert len(got) >= 18, f"c3 received {len(got)} of 20 steered datagrams: {got}"
-    wire = vnis_on_wire(pcap)
+    wire = vnis_on_wire(pcap, family)
     steered = [r for r in wire if r[3] == "10.91.0.3"]
     assert len(steered) >= 18 and all(r[:3] == (h1, h2, 200) for r in steered), wire
     assert any(r[2] == 100 and r[3] == "10.91.0.2" for r in wire), wire
     assert n_packets(lab.nvo("h1", "flow", "show"), "nw_dst=10.91.0.3") >= 18
-    if lab.nvo("h1", "node")["datapath"] == "ebpf":
-        # The kernel path handed c1's port to nvod: nvod encapsulated (the hand-over).
+    if lab.nvo("h1", "node")["datapath"] == "ebpf" and family == "ipv4":
+        # The kernel path handed c1's port to nvod: nvod encapsulated (the hand-over). Over
+        # an IPv6 underlay the kernel path runs no network at all (IPv4 outer headers only).
         log = (RUN / lab.name / "h1.log").read_text()
         assert f"port {port}: flow rules cover it: nvod reads it" in log, log[-2000:]
     nets = lab.counters("h1")["networks"]
@@ -147,9 +161,10 @@ def test_a_rule_steers_c1_into_network_200_at_h2(lab_factory, tmp_path):
     assert len(received(lab, "c3", "10.91.0.3", "both")) >= 18
 
     # Bad rules: clear errors, nothing installed.
+    other = "2001:db8::2" if family == "ipv4" else "192.0.2.2"
     for bad, want in [
         ("udp,actions=set_tunnel:200,output:tunnel", "tun_dst before it"),
-        ("udp,actions=set_field:2001:db8::2->tun_ipv6_dst,output:tunnel", "address family"),
+        (f"udp,actions=set_field:{other}->tun_dst,output:tunnel", "address family"),
         (f"udp,actions=set_tunnel:300,set_field:{h2}->tun_dst,output:tunnel", "no L2 network with VNI 300"),
         (f"udp,actions=set_tunnel:0x1000000,set_field:{h2}->tun_dst,output:tunnel", "24 bits"),
     ]:
