@@ -55,6 +55,7 @@ mod error;
 mod evpn;
 mod fdb;
 mod fdb_events;
+mod flow_tunnel;
 pub mod flows;
 mod frame;
 mod hash;

@@ -300,6 +300,7 @@ impl Control {
         for (i, r) in rules.iter().enumerate() {
             check_actions(&r.actions)
                 .and_then(|()| self.meters_exist(&r.actions))
+                .and_then(|()| self.tunnel_here(&r.actions))
                 .map_err(|e| Failure::bad(format!("acl {name}: rule {}: {e}", i + 1)))?;
         }
         Ok(rules)

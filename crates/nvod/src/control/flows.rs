@@ -18,20 +18,36 @@ use nvo_flow::syntax::{parse, Flow, DEFAULT_PRIORITY};
 use nvo_flow::{Action, Classifier, Field, Match, Rule};
 use nvo_openflow::wire::port;
 use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, FlowStat};
-use nvo_pipeline::flows::check_actions;
-use nvo_pipeline::{PortId, MAX_FLOWS};
+use nvo_pipeline::flows::{check_actions, check_here};
+use nvo_pipeline::{FlowError, PortId, Vni, MAX_FLOWS};
 
 use super::{unexpected, Control, Failure};
 
+/// The name of [`PortId::TUNNEL`] in the flow syntax (`in_port=tunnel`, `output:tunnel`).
+const TUNNEL: &str = "tunnel";
+
 impl Control {
-    /// The port id of interface (or circuit) `name`.
+    /// The port id of interface (or circuit) `name`; `tunnel` is [`PortId::TUNNEL`].
     pub fn port_number(&self, name: &str) -> Option<u32> {
-        self.port_ids.get(name).map(|id| id.0)
+        match name {
+            TUNNEL => Some(PortId::TUNNEL.0),
+            _ => self.port_ids.get(name).map(|id| id.0),
+        }
     }
 
-    /// The interface (or circuit) name of port id `n`.
+    /// The interface (or circuit) name of port id `n`; `tunnel` for [`PortId::TUNNEL`].
     pub fn port_name_of(&self, n: u32) -> Option<String> {
-        self.port_name(PortId(n)).map(str::to_owned)
+        match PortId(n) {
+            PortId::TUNNEL => Some(TUNNEL.to_owned()),
+            id => self.port_name(id).map(str::to_owned),
+        }
+    }
+
+    /// The checks of tunnel actions that need this host (nvo_pipeline's flow_tunnel.rs): a
+    /// `tun_dst` of the underlay's family, a `set_tunnel` VNI that is an L2 network here.
+    pub(super) fn tunnel_here(&self, actions: &[Action]) -> Result<(), FlowError> {
+        let l2 = |v: Vni| self.state.networks.get(&v.0).is_some_and(|n| !n.l3);
+        Ok(check_here(actions, self.config.locator, &l2)?)
     }
 
     /// Every port as OpenFlow numbers it: (id, name).
@@ -130,6 +146,7 @@ impl Control {
         if !matches!(m.command, OfCommand::Delete { .. }) {
             check_actions(&m.actions)
                 .and_then(|()| self.meters_exist(&m.actions))
+                .and_then(|()| self.tunnel_here(&m.actions))
                 .map_err(|e| Failure::bad(e.to_string()))?;
         }
         let mut new = self.state.clone();
@@ -412,12 +429,25 @@ impl Control {
             }
         };
         let mut result = Vec::new();
+        let mut tunnel = (None, None);
         if actions.is_empty() {
             steps.push("drop: counted as flow_drop".to_owned());
             result.push("drop".to_owned());
         }
         for a in &actions {
             match a {
+                Action::SetTunnelKey(k) => tunnel.0 = Some(*k),
+                Action::SetTunnelDst(ip) => tunnel.1 = Some(*ip),
+                Action::Output(n) if PortId(*n) == PortId::TUNNEL => {
+                    let vni = tunnel
+                        .0
+                        .map_or_else(|| "of the port's network".to_owned(), |k| k.to_string());
+                    let to = tunnel
+                        .1
+                        .map_or_else(|| "nowhere".to_owned(), |ip| ip.to_string());
+                    steps.push(format!("output to the tunnel: remote {to}, vni {vni}"));
+                    result.push(format!("tunnel: remote {to}, vni {vni}"));
+                }
                 Action::Output(n) => {
                     let name = self
                         .port_name_of(*n)
