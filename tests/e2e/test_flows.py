@@ -120,7 +120,7 @@ def test_nvo_flow_drops_tcp_22_only_and_counts_it(flow_lab):
     for bad, want in [("priority=100,tcp,tp_dst=22", "actions="),
                       ("tcp,tp_dst=99999,actions=drop", "tp_dst"),
                       ("tcp,actions=meter:1", "no meter 1"),
-                      ("tcp,actions=set_tunnel:5", "not carried out")]:
+                      ("tcp,actions=set_tunnel:100,output:tunnel", "tun_dst before it")]:
         p = lab.nvo("h1", "flow", "add", port, bad, check=False)
         assert p.returncode == 1 and want in p.stderr, (bad, p.stderr)
     p = lab.nvo("h1", "flow", "add", "nosuchport", "tcp,actions=drop", check=False)

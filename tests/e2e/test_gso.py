@@ -26,6 +26,7 @@ import subprocess
 
 import pytest
 
+import vnet_sniff
 from conftest import wait_for
 
 TOPOLOGY = """
@@ -44,23 +45,14 @@ pytestmark = pytest.mark.skipif(
     reason="the eBPF datapath keeps frames in the kernel; coalescing and UDP GSO are the "
            "userspace datapath's (these tests pin datapath: userspace, so they run once)")
 
-# Reads eth0 with PACKET_VNET_HDR for argv[1] seconds; prints what it saw as JSON: frames in
-# each direction, the GSO frames among them, the largest GSO frame and its gso_size.
-SNIFFER = r"""
-import json, socket, struct, sys, time
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-s.setsockopt(263, 15, 1)  # SOL_PACKET, PACKET_VNET_HDR
-s.bind(("eth0", 0))
-s.settimeout(0.2)
+# Counts frames in each direction, the GSO frames among them, the largest GSO frame and its
+# gso_size (vnet_sniff.py runs it).
+DIRECTIONS = r"""
 seen = {d: {"frames": 0, "gso": 0, "largest_gso": 0, "gso_size": 0, "gso_type": 0}
         for d in ("in", "out")}
-print("ready", flush=True)
-end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    try:
-        data, addr = s.recvfrom(70000)
-    except socket.timeout:
-        continue
+
+
+def see(data, addr):
     flags, gso_type, hdr_len, gso_size, start, offset = struct.unpack("=BBHHHH", data[:10])
     d = seen["out" if addr[2] == socket.PACKET_OUTGOING else "in"]
     d["frames"] += 1
@@ -68,21 +60,11 @@ while time.monotonic() < end:
         d["gso"] += 1
         if len(data) - 10 > d["largest_gso"]:
             d.update(largest_gso=len(data) - 10, gso_size=gso_size, gso_type=gso_type & 0x7f)
-print(json.dumps(seen), flush=True)
 """
 
 
 def sniff(lab, node, seconds):
-    p = subprocess.Popen(["ip", "netns", "exec", lab.ns(node), "python3", "-c", SNIFFER, str(seconds)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready", p.stderr.read()
-    return p
-
-
-def sniffed(p):
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    return json.loads(out)
+    return vnet_sniff.start(lab, node, DIRECTIONS, seconds)
 
 
 def rx_stats(lab, node):
@@ -115,7 +97,7 @@ def test_a_tso_frame_leaves_one_container_and_arrives_as_a_gso_frame_in_the_othe
     before = rx_stats(lab, "c2")
     received = iperf(lab, 3)
     after = rx_stats(lab, "c2")
-    sent, underlay, got = sniffed(tx)["out"], sniffed(wire)["out"], sniffed(rx)["in"]
+    sent, underlay, got = vnet_sniff.result(tx)["out"], vnet_sniff.result(wire)["out"], vnet_sniff.result(rx)["in"]
     mtu = int(lab.exec("c2", "cat", "/sys/class/net/eth0/mtu").stdout)
     # c1's TCP hands eth0 TSO frames of up to 64 KiB (gso_type 1: TCPV4).
     assert sent["gso_type"] == 1 and sent["largest_gso"] > 60_000, sent
@@ -175,7 +157,7 @@ def test_merged_frames_carry_every_byte_intact(lab_factory):
     total, got = recv.communicate(timeout=60)[0].split()
     assert (int(total), got) == (n, digest)
     # The stream did go in merged frames (else this test would not test the merge).
-    seen = sniffed(rx)["in"]
+    seen = vnet_sniff.result(rx)["in"]
     assert seen["gso"] > 0 and seen["largest_gso"] > 10_000, seen
     # No segment was merged wrongly: c2's TCP counted no checksum error.
     snmp = [line.split() for line in lab.exec("c2", "cat", "/proc/net/snmp").stdout.splitlines()

@@ -46,6 +46,23 @@ def fields(pcap, *names, extra=()):
     return [l.split("\t") for l in out.splitlines() if l.strip()]
 
 
+def iperf3(lab, server, client, addr):
+    """Bits per second of a 2 s iperf3 run from CLIENT to SERVER's ADDR."""
+    srv = subprocess.Popen(["ip", "netns", "exec", lab.ns(server), "iperf3", "-s", "-1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def run():
+            p = lab.exec(client, "iperf3", "-c", addr, "-t", "2", "-J", check=False, timeout=30)
+            try:
+                return json.loads(p.stdout)["end"]["sum_received"]
+            except (ValueError, KeyError):
+                return None
+        return wait_for(run, timeout=10, what=f"iperf3 to {addr}")["bits_per_second"]
+    finally:
+        srv.kill()
+        srv.wait()
+
+
 def test_vxlan_gpe_ipv4_with_the_kernel(lab_factory, tmp_path):
     lab = lab_factory(GPE_TOPOLOGY)
     net = api(lab, "h1", "GET", "/v1/networks/100")
@@ -98,16 +115,4 @@ def test_ipip_between_two_nvods(lab_factory, tmp_path):
     rows = fields(pcap, "ip.src", "ip.proto", "icmp.type")
     assert rows and all(r[1].split(",")[0] == "4" for r in rows), rows
     assert any("8" in r[2].split(",") for r in rows), rows
-    server = subprocess.Popen(["ip", "netns", "exec", lab.ns("c2"), "iperf3", "-s", "-1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        def client():
-            p = lab.exec("c1", "iperf3", "-c", "10.3.0.2", "-t", "2", "-J", check=False, timeout=30)
-            try:
-                return json.loads(p.stdout)["end"]["sum_received"]
-            except (ValueError, KeyError):
-                return None
-        assert wait_for(client, timeout=10, what="iperf3 over ipip")["bits_per_second"] > 1e6
-    finally:
-        server.kill()
-        server.wait()
+    assert iperf3(lab, "c2", "c1", "10.3.0.2") > 1e6

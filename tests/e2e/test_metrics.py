@@ -172,6 +172,15 @@ def test_prometheus_scrapes_three_nvods_while_traffic_and_drops_run(lab_factory,
         sender.join(timeout=5)
         client.wait(timeout=30)
 
+    # A QoS profile and a meter are exported with their counters (zero here: nothing is
+    # attached), by name and by number.
+    lab.nvo("h1", "qos", "add", "silver", "--rate", "100mbit", "--burst", "64k")
+    lab.nvo("h1", "meter", "add", "7", "--rate", "100mbit", "--burst", "64k")
+    text = scrape(ul, host_ip(0))
+    for line in ('nvo_qos_policed_frames_total{profile="silver"} 0',
+                 'nvo_meter_dropped_frames_total{meter="7"} 0'):
+        assert line in text.splitlines(), f"{line} not in h1's metrics"
+
     # Each nvod's real output passes Prometheus' linter.
     for i in range(len(HOSTS)):
         text = scrape(ul, host_ip(i))

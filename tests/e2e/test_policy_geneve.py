@@ -35,6 +35,7 @@ import sys
 
 import pytest
 
+import vnet_sniff
 from conftest import RUN, wait_for
 from test_gso import iperf
 from test_policy import connects, rule, start_server
@@ -239,32 +240,21 @@ containers:
   - {name: c2, host: h2, vni: 100, ip: 10.0.0.2/24, labels: {app: db}}
 """
 
-# Reads eth0 with PACKET_VNET_HDR for argv[1] seconds and cuts each outgoing UDP GSO
-# super-datagram to port 6081 at its gso_size, as the kernel will: prints, as JSON, how many
-# super-datagrams and segments it saw and the Geneve option bytes (class to data) each
-# segment's header carries.
-GSO_SNIFFER = r"""
-import json, socket, struct, sys, time
-# ETH_P_ALL: only such sockets see outgoing frames.
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-s.setsockopt(263, 15, 1)  # SOL_PACKET, PACKET_VNET_HDR
-s.bind(("eth0", 0))
-s.settimeout(0.2)
+# Cuts each outgoing UDP GSO super-datagram to port 6081 at its gso_size, as the kernel will:
+# counts the super-datagrams and segments and the Geneve option bytes (class to data) each
+# segment's header carries (vnet_sniff.py runs it on eth0).
+GSO_SEGMENTS = r"""
 seen = {"supers": 0, "segments": 0, "options": {}}
-print("ready", flush=True)
-end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    try:
-        data, addr = s.recvfrom(70000)
-    except socket.timeout:
-        continue
+
+
+def see(data, addr):
     gso_type, gso_size = data[1] & 0x7f, struct.unpack("=H", data[4:6])[0]
     ip = data[10 + 14:]
     if addr[2] != socket.PACKET_OUTGOING or gso_type != 5 or data[22:24] != b"\x08\x00" or ip[9] != 17:
-        continue
+        return
     udp = ip[(ip[0] & 0x0f) * 4:]
     if struct.unpack("!H", udp[2:4])[0] != 6081:
-        continue
+        return
     seen["supers"] += 1
     payload = udp[8:]
     for at in range(0, len(payload), gso_size):
@@ -272,7 +262,6 @@ while time.monotonic() < end:
         opts = segment[8:8 + (segment[0] & 0x3f) * 4].hex()
         seen["segments"] += 1
         seen["options"][opts] = seen["options"].get(opts, 0) + 1
-print(json.dumps(seen), flush=True)
 """
 
 
@@ -285,12 +274,9 @@ def test_every_segment_of_a_gso_send_carries_the_option(lab_factory, tmp_path):
     for h in ("h1", "h2"):
         lab.nvo(h, "policy", "apply", str(policy))
     lab.ping("c1", "10.0.0.2", count=1, check=False)
-    sniffer = subprocess.Popen(["ip", "netns", "exec", lab.ns("h1"), sys.executable, "-c", GSO_SNIFFER, "6"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert sniffer.stdout.readline().strip() == "ready", sniffer.stderr.read()
+    sniffer = vnet_sniff.start(lab, "h1", GSO_SEGMENTS, 6)
     received = iperf(lab, 3)
-    out, err = sniffer.communicate(timeout=60)
-    seen = json.loads(out)
+    seen = vnet_sniff.result(sniffer)
     assert received > 10_000_000, received
     # h1's nvod sent c1's TCP in UDP GSO super-datagrams; each segment's own Geneve header has
     # the option with web's group (10) and the A bit (the flow is one h1 tracks).

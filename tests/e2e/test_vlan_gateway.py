@@ -30,7 +30,7 @@ import subprocess
 
 import pytest
 
-from conftest import UnixHTTP, run, wait_for
+from conftest import NVO, UnixHTTP, run, wait_for
 from ovs_peer import OvsPeer, in_ns, missing_tools
 
 RED, BLUE = 100, 200
@@ -233,6 +233,57 @@ def test_untagged_and_unmapped_frames_are_dropped_and_counted(gateway):
     assert ports["trunk0"]["drops"] >= 40, ports["trunk0"]
     # nvod is alive and still forwards.
     reachable(lambda n: lab.ping("red1", V10_IP, count=n, check=False))
+
+
+@needs_ovs
+def test_an_acl_on_a_trunk_vlan_filters_that_vlan_only(gateway, tmp_path):
+    """A circuit (AC-VP) takes ACL and QoS profiles as a virtual port does: an ACL dropping
+    ICMP on trunk0's VLAN 10 stops v10's pings (counted by its rule) and not v20's; detached,
+    v10's pass again. A QoS profile marking DSCP 46 on VLAN 20 marks v20's packets in the
+    tunnel (inner DSCP and outer TOS), not v10's."""
+    lab, switch = gateway
+    deny, allow = "priority=200,icmp,actions=drop", "priority=100,actions=normal"
+    lab.nvo("h1", "acl", "add", "no-ping", deny, allow)
+    lab.nvo("h1", "acl", "attach", "trunk0", "10", "no-ping")
+    (acl,) = lab.nvo("h1", "acl", "show")
+    assert acl["attached"] == ["trunk0.10"], acl
+    flows = lab.nvo("h1", "flow", "show", "trunk0.10")["flows"]
+    assert len(flows) == 2 and all("in_port=trunk0.10" in f["flow"] for f in flows), flows
+    assert switch.ping(10, "10.0.0.1", count=2, check=False).returncode != 0
+    reachable(lambda n: switch.ping(20, "10.0.0.2", count=n, check=False))
+    (acl,) = lab.nvo("h1", "acl", "show")
+    (denied,) = [r for r in acl["rules"] if r["rule"] == deny]
+    assert denied["n_packets"] >= 2, acl
+
+    # Detached: its rules leave, VLAN 10 pings again; the profile can then go.
+    lab.nvo("h1", "acl", "detach", "trunk0", "10")
+    assert lab.nvo("h1", "flow", "show", "trunk0.10")["flows"] == []
+    reachable(lambda n: switch.ping(10, "10.0.0.1", count=n, check=False))
+    lab.nvo("h1", "acl", "del", "no-ping")
+
+    # QoS on a circuit: mark EF (46) on VLAN 20's frames.
+    lab.nvo("h1", "qos", "add", "ef", "--rate", "1gbit", "--burst", "1m", "--dscp", "46")
+    lab.nvo("h1", "qos", "attach", "trunk0", "20", "ef")
+    (q,) = lab.nvo("h1", "qos", "show")
+    assert "trunk0.20" in q["attached"], q
+    pcap = tmp_path / "ul.pcap"
+
+    def traffic():
+        reachable(lambda n: switch.ping(20, "10.0.0.2", count=n, check=False))
+        reachable(lambda n: switch.ping(10, "10.0.0.1", count=n, check=False))
+
+    captured(lab, "h1", "eth0", pcap, "udp port 4789 and src host 10.100.0.1", traffic)
+    rows = tshark(pcap, "vxlan && icmp.type == 8", "vxlan.vni", "ip.dsfield.dscp")
+    by_vni = {}
+    for vni, dscp in rows:
+        by_vni.setdefault(int(vni), set()).add(dscp)
+    # ip.dsfield.dscp lists the outer header's, then the inner one's.
+    assert by_vni.get(BLUE) == {"46,46"}, by_vni
+    assert by_vni.get(RED) == {"0,0"}, by_vni
+    lab.nvo("h1", "qos", "detach", "trunk0", "20")
+    # A VLAN the trunk does not map, and a port that is not a trunk, are refused clearly.
+    p = run(NVO, "--socket", lab.socket("h1"), "qos", "attach", "trunk0", "30", "ef", check=False)
+    assert p.returncode != 0 and "does not map vlan 30" in p.stderr, p.stderr
 
 
 def test_port_api_refuses_bad_vlan_maps_with_clear_errors(lab_factory):

@@ -43,12 +43,12 @@ pub struct Acl {
     pub cookie: u64,
     /// Its rules, in the order given.
     pub rules: Vec<AclRule>,
-    /// The ports and virtual ports (`PORT/MAC`) it is attached to.
+    /// The ports, virtual ports (`PORT/MAC`) and trunk VLANs (`PORT.VID`) it is attached to.
     #[serde(default)]
     pub attached: Vec<String>,
 }
 
-/// `PUT /v1/ports/{port}/acl` (and `/v1/ports/{port}/vports/{mac}/acl`).
+/// `PUT /v1/ports/{port}/acl` (and `…/vports/{mac}/acl`, `…/vlans/{vid}/acl`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AclAttach {

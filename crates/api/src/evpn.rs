@@ -277,4 +277,11 @@ pub struct EvpnRoute {
     /// The MAC is marked duplicate (mobility): not advertised or installed again until cleared.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub duplicate: bool,
+    /// Type 2: the endpoint's group (the Group Policy ID community; 0, left out: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub group: u16,
+}
+
+fn is_zero(n: &u16) -> bool {
+    *n == 0
 }

@@ -36,7 +36,7 @@ pub struct Qos {
     /// Its settings.
     #[serde(flatten)]
     pub spec: QosSpec,
-    /// The ports and virtual ports (`PORT/MAC`) it is attached to.
+    /// The ports, virtual ports (`PORT/MAC`) and trunk VLANs (`PORT.VID`) it is attached to.
     #[serde(default)]
     pub attached: Vec<String>,
     /// Frames that conformed.
@@ -53,7 +53,7 @@ pub struct Qos {
     pub policed_bytes: u64,
 }
 
-/// `PUT /v1/ports/{port}/qos` (and `/v1/ports/{port}/vports/{mac}/qos`).
+/// `PUT /v1/ports/{port}/qos` (and `…/vports/{mac}/qos`, `…/vlans/{vid}/qos`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QosAttach {

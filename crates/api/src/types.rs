@@ -276,6 +276,10 @@ pub struct Network {
     /// An L3 network's gateway MAC (what its containers' ARP requests are answered with).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_mac: Option<String>,
+    /// An L3 network's gateway IPv6 address: the link-local address (EUI-64 of the gateway
+    /// MAC) it solicits from, and a next hop for its containers' IPv6 default route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_ipv6: Option<std::net::Ipv6Addr>,
     /// An L3 network's routes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteSpec>,
@@ -410,6 +414,9 @@ pub struct Port {
     /// The QoS profile attached to it (`PUT /v1/ports/{name}/qos`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<String>,
+    /// The ACL profile attached to it (`PUT /v1/ports/{name}/acl`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<String>,
 }
 
 /// Where an FDB entry was learned or set.

@@ -53,6 +53,9 @@ pub struct Vport {
     /// The QoS profile attached to it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<String>,
+    /// The ACL profile attached to it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<String>,
     /// Frames received from it.
     #[serde(default)]
     pub rx_frames: u64,

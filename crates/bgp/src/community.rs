@@ -1,5 +1,7 @@
 //! BGP extended communities (RFC 4360 §2) that EVPN uses: route targets (RFC 4360 §4,
-//! RFC 5668 §2), the encapsulation community (RFC 9012 §4.1) and MAC mobility (RFC 7432 §7.7).
+//! RFC 5668 §2), the encapsulation community (RFC 9012 §4.1), MAC mobility (RFC 7432 §7.7)
+//! and the Group Policy ID (draft-wlin-bess-group-policy-id-extended-community-03; sub-type
+//! 0x17 as IANA's registry of transitive opaque sub-types assigns it).
 //!
 //! ```text
 //! RFC 4360 §2, one extended community:
@@ -16,6 +18,10 @@
 //! RFC 9012 §4.1, Encapsulation:
 //! | Type=0x03     | Sub-Type=0x0c |       Reserved (4 octets)  ...
 //! ...                             |         Tunnel Type           |
+//!
+//! Group Policy ID (the VXLAN-GBP group of the route's endpoint):
+//! | Type=0x03     | Sub-Type=0x17 |        Policy ID Scope        |
+//! |          Reserved=0           |        Group Policy ID        |
 //! ```
 //!
 //! Decoding is total and exact: a community that is not one of the forms below, or that has
@@ -69,6 +75,13 @@ pub enum ExtendedCommunity {
         /// Sequence number; the higher one wins (RFC 7432 §15.1).
         sequence: u32,
     },
+    /// The group policy ID of the route's endpoint (nvo sends scope 0).
+    GroupPolicy {
+        /// The scope the ID is valid in (0: the route's network).
+        scope: u16,
+        /// The group ID.
+        group: u16,
+    },
     /// Anything else, as received.
     Unknown([u8; 8]),
 }
@@ -76,6 +89,7 @@ pub enum ExtendedCommunity {
 const SUBTYPE_ROUTE_TARGET: u8 = 0x02;
 const TYPE_OPAQUE: u8 = 0x03;
 const SUBTYPE_ENCAPSULATION: u8 = 0x0c;
+const SUBTYPE_GROUP_POLICY: u8 = 0x17;
 const TYPE_EVPN: u8 = 0x06;
 const SUBTYPE_MAC_MOBILITY: u8 = 0x00;
 
@@ -102,6 +116,12 @@ impl ExtendedCommunity {
             }
             (TYPE_OPAQUE, SUBTYPE_ENCAPSULATION) if [v0, v1, v2, v3] == [0; 4] => {
                 ExtendedCommunity::Encapsulation(u16::from_be_bytes([v4, v5]))
+            }
+            (TYPE_OPAQUE, SUBTYPE_GROUP_POLICY) if [v2, v3] == [0; 2] => {
+                ExtendedCommunity::GroupPolicy {
+                    scope: u16::from_be_bytes([v0, v1]),
+                    group: u16::from_be_bytes([v4, v5]),
+                }
             }
             (TYPE_EVPN, SUBTYPE_MAC_MOBILITY) if v1 == 0 => ExtendedCommunity::MacMobility {
                 flags: v0,
@@ -138,6 +158,11 @@ impl ExtendedCommunity {
                 b[..3].copy_from_slice(&[TYPE_EVPN, SUBTYPE_MAC_MOBILITY, flags]);
                 b[4..].copy_from_slice(&sequence.to_be_bytes());
             }
+            ExtendedCommunity::GroupPolicy { scope, group } => {
+                b[..2].copy_from_slice(&[TYPE_OPAQUE, SUBTYPE_GROUP_POLICY]);
+                b[2..4].copy_from_slice(&scope.to_be_bytes());
+                b[6..].copy_from_slice(&group.to_be_bytes());
+            }
             ExtendedCommunity::Unknown(raw) => b = raw,
         }
         b
@@ -172,18 +197,30 @@ mod tests {
         };
         assert_eq!(mm.to_bytes(), [0x06, 0x00, 1, 0, 0, 0, 0, 7]);
         assert!(mm.is_sticky());
-        for c in [rt, encap, mm] {
+        let gp = ExtendedCommunity::GroupPolicy {
+            scope: 0,
+            group: 0x1234,
+        };
+        assert_eq!(gp.to_bytes(), [0x03, 0x17, 0, 0, 0, 0, 0x12, 0x34]);
+        for c in [rt, encap, mm, gp] {
             assert_eq!(ExtendedCommunity::from_bytes(c.to_bytes()), c);
         }
     }
 
     #[test]
     fn reserved_bytes_keep_it_unknown() {
-        let b = [0x03, 0x0c, 0, 1, 0, 0, 0, 8];
-        assert_eq!(
-            ExtendedCommunity::from_bytes(b),
-            ExtendedCommunity::Unknown(b)
-        );
-        assert_eq!(ExtendedCommunity::from_bytes(b).to_bytes(), b);
+        // Encapsulation, and a Group Policy ID with its reserved field set (as a vendor's
+        // variant with sub-type 0x0f and reserved 0x8000 would be: not ours to read).
+        for b in [
+            [0x03, 0x0c, 0, 1, 0, 0, 0, 8],
+            [0x03, 0x17, 0, 0, 0x80, 0, 0, 10],
+            [0x03, 0x0f, 0, 0, 0x80, 0, 0, 10],
+        ] {
+            assert_eq!(
+                ExtendedCommunity::from_bytes(b),
+                ExtendedCommunity::Unknown(b)
+            );
+            assert_eq!(ExtendedCommunity::from_bytes(b).to_bytes(), b);
+        }
     }
 }

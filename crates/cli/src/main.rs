@@ -87,7 +87,8 @@ enum Command {
                       NVO_ETCD=http://10.1.0.1:2379 nvo network del 100"
     )]
     Network(NetworkCmd),
-    /// List, add and delete the routes of an L3 network (IPv4 prefix -> remote tunnel end).
+    /// List, add and delete the routes of an L3 network (IPv4 or IPv6 prefix -> remote tunnel
+    /// end).
     #[command(subcommand)]
     Route(RouteCmd),
     /// List, show, add and delete encapsulation profiles: the tunnel protocols networks use.

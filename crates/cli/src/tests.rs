@@ -353,7 +353,7 @@ fn route_commands_take_an_ipv4_prefix() {
         "192.0.2.2"
     ])
     .contains("host bits set; use 10.1.0.0/16"));
-    assert!(refuse(&["route", "del", "100", "fd00::/64"]).contains("not an IPv4 prefix"));
+    assert!(refuse(&["route", "del", "100", "fd00::1/64"]).contains("host bits set; use fd00::/64"));
     assert!(refuse(&["route", "list", "0"]).contains("0 is not in 1..=16777215"));
 }
 

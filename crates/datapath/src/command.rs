@@ -164,9 +164,9 @@ pub enum Command {
     /// What a run of probes measured (the run is forgotten).
     OverlayProbeResult(u32),
     /// Adds or replaces a route of an L3 network.
-    RouteAdd(Vni, std::net::Ipv4Addr, u8, IpAddr),
+    RouteAdd(Vni, IpAddr, u8, IpAddr),
     /// Removes a route of an L3 network.
-    RouteRemove(Vni, std::net::Ipv4Addr, u8),
+    RouteRemove(Vni, IpAddr, u8),
     /// Views of every network (for the learned/static counts).
     Networks,
     /// Which ports have their interface open.

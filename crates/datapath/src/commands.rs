@@ -12,9 +12,9 @@ use std::time::Instant;
 use std::net::IpAddr;
 
 use nvo_encap::engine::Target;
-use nvo_encap::profile::ProfileId;
+use nvo_encap::profile::{Payload, ProfileId};
 use nvo_pipeline::overlay::{App, Locator, NodeId};
-use nvo_pipeline::{BumMode, NetworkSpec, PortId, ProfileTag, Vni};
+use nvo_pipeline::{BumMode, IpFamilies, NetworkSpec, PortId, ProfileTag, Vni};
 
 use super::forward::{Core, Forwarder};
 use super::ports::{self, Port};
@@ -421,6 +421,15 @@ fn ensure_overlay_socket(core: &mut Core) -> Result<(), DatapathError> {
         })
 }
 
+/// The IP families `profile` can carry: its own payload, and those its payload field announces.
+fn l3_families(engine: &nvo_encap::engine::Engine, profile: ProfileId) -> IpFamilies {
+    let carries = |payload| engine.profile(profile).is_some_and(|p| p.carries(payload));
+    IpFamilies {
+        ipv4: carries(Payload::Ipv4),
+        ipv6: carries(Payload::Ipv6),
+    }
+}
+
 /// Adds a network, all or nothing: the profile's socket (opened if it is the first network on
 /// its transport), the tables with the flood list, the engine's key, the multicast group.
 fn add_network(
@@ -447,8 +456,18 @@ fn add_network(
         })?;
     spec.profile = ProfileTag(profile.0);
     if spec.l3_gateway.is_some() {
-        core.engine
-            .set_payload(profile, spec.vni.0, nvo_encap::profile::Payload::Ipv4)?;
+        // The families the profile can announce: vxlan-gpe both (its Next Protocol says which,
+        // per packet), ipip IPv4 only, ip6ip6 IPv6 only. The network's default payload is
+        // IPv4 when it has it; each packet's header announces its own family (forward.rs).
+        // A profile that carries neither is refused here (PayloadNotCarried).
+        let families = l3_families(&core.engine, profile);
+        let payload = if families.ipv6 && !families.ipv4 {
+            Payload::Ipv6
+        } else {
+            Payload::Ipv4
+        };
+        core.engine.set_payload(profile, spec.vni.0, payload)?;
+        spec.l3_families = families;
     }
     let pipeline = &mut core.pipeline;
     if let Err(e) = pipeline.add_network(spec) {

@@ -269,18 +269,25 @@ impl Core {
         }
         let vni = match (decap.target, decap.payload) {
             (Target::Local { vni }, Payload::Ethernet) => vni,
-            (Target::Local { vni }, Payload::Ipv4) => {
+            // An L3 network's packet: the tunnel says its family (ip protocol 4 or 41, the
+            // GPE Next Protocol), which the pipeline checks the packet against.
+            (Target::Local { vni }, payload @ (Payload::Ipv4 | Payload::Ipv6)) => {
                 let d = decapsulated(&decap, src, vni, None);
                 let inner = packet.get(decap.header_len..).unwrap_or_default();
-                self.pipeline
-                    .from_decapsulated_ip(d, outer_len, inner, &mut self.actions);
+                let version = if payload == Payload::Ipv6 { 6 } else { 4 };
+                self.pipeline.from_decapsulated_ip(
+                    d,
+                    outer_len,
+                    (version, inner),
+                    &mut self.actions,
+                );
                 return self.perform(inner, &FrameMeta::COMPLETE);
             }
             (Target::Forward { remote }, _) => {
                 return self.relay(transport, decap.profile, remote, packet, outer_len)
             }
-            // Other payloads to a local network (IPv6, NSH to an end) are not delivered: the
-            // header was well formed but there is nothing to do with what it carries.
+            // Other payloads to a local network (NSH to an end) are not delivered: the header
+            // was well formed but there is nothing to do with what it carries.
             _ => return self.drop_underlay(outer_len, DropReason::ProfileMismatch, packet),
         };
         let id = (decap.profile, vni, decap.header_len);
@@ -514,9 +521,14 @@ impl Core {
             .profile(profile)
             .and_then(|p| self.underlays.find(p.transport));
         let tag = super::identity::to_send(&self.actions, &self.pipeline, vni);
-        let header = self
-            .engine
-            .header(profile, vni.0, remote, entropy, frame.len());
+        // An L3 network's packet announces its own family (vxlan-gpe carries both).
+        let payload = inner_is_ip.then(|| match frame.first().map(|b| b >> 4) {
+            Some(6) => Payload::Ipv6,
+            _ => Payload::Ipv4,
+        });
+        let header =
+            self.engine
+                .header_carrying(profile, vni.0, remote, (entropy, frame.len()), payload);
         let (Some(at), Ok(header)) = (socket, header) else {
             return self
                 .pipeline

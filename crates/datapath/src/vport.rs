@@ -12,10 +12,9 @@
 use std::time::Instant;
 
 use nvo_io::FrameMeta;
-use nvo_pipeline::{qos, PortId};
+use nvo_pipeline::PortId;
 
 use super::forward::{Core, Seen};
-use super::qos::ip_tos;
 
 impl Core {
     /// A frame received on shared port `shared`.
@@ -29,27 +28,7 @@ impl Core {
         {
             Some(c) => {
                 // The monitor names the shared port's interface as where the frame came from.
-                let rule = self.tos_rule(c.vport);
-                // Only a mark rewrites an untagged frame (a copy); trust reads its TOS.
-                let mark = rule.and_then(|q| q.dscp);
-                let len = match (c.popped, mark) {
-                    (Some(len), _) => Some(len),
-                    (None, Some(_)) => {
-                        buf[..frame.len()].copy_from_slice(frame);
-                        Some(frame.len())
-                    }
-                    (None, None) => None,
-                };
-                if let (Some(dscp), Some(len)) = (mark, len) {
-                    qos::mark(&mut buf[..len], dscp);
-                }
-                let f = len.map_or(frame, |len| &buf[..len]);
-                if rule.is_some() {
-                    self.underlays.set_tos_override(ip_tos(f));
-                }
-                // Through the flow table (flows.rs), then normal forwarding.
-                self.ingress(c.vport, f, &FrameMeta::COMPLETE, f.len(), now);
-                self.underlays.set_tos_override(None);
+                self.virtual_ingress(c.vport, frame, c.popped, &mut buf, now);
             }
             None => self.perform(frame, &FrameMeta::COMPLETE),
         }

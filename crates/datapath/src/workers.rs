@@ -40,7 +40,7 @@
 //! [`REANNOUNCE`].
 
 use std::collections::{HashMap, HashSet};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -84,7 +84,7 @@ pub enum Told {
     /// A MAC learned (or moved, or seen again).
     Mac(Learned),
     /// An L3 network's neighbour: a container's IP behind a port, with its MAC.
-    Neighbour(Vni, Ipv4Addr, PortId, Mac),
+    Neighbour(Vni, IpAddr, PortId, Mac),
     /// An address snooped on a local port (ARP suppression, EVPN's MAC/IP routes).
     Local(Vni, IpAddr, Mac, PortId),
 }
@@ -96,7 +96,7 @@ pub struct Share {
     inbox: Option<Receiver<Vec<Told>>>,
     lost: Arc<AtomicU64>,
     /// The L3 neighbours the others know from this worker (told or told by them).
-    neighbours: HashMap<(Vni, Ipv4Addr), (PortId, Mac)>,
+    neighbours: HashMap<(Vni, IpAddr), (PortId, Mac)>,
     /// The snooped addresses the others know from this worker (told or told by them).
     locals: HashMap<(Vni, IpAddr), (Mac, PortId)>,
     /// The snooped addresses the others told: not re-told from here, so that copies cannot
@@ -514,6 +514,8 @@ fn merge_network(a: &mut NetworkCounters, b: &NetworkCounters) {
             aged,
             arp_replies,
             arp_requests,
+            nd_replies,
+            nd_requests,
             arp_suppressed,
             nd_suppressed,
             arp_flooded,

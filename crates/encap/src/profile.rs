@@ -493,6 +493,14 @@ pub enum ProfileError {
 }
 
 impl Profile {
+    /// Whether the profile can carry `payload`: its own, or one its payload field announces.
+    pub fn carries(&self, payload: Payload) -> bool {
+        self.payload == payload
+            || self
+                .payload_field
+                .is_some_and(|pf| pf.value(payload).is_some())
+    }
+
     /// The field read as the receive key: `key`, else `vni`, else none (an empty key).
     pub fn key_field(&self) -> Option<ByteField> {
         self.key.or(self.vni)

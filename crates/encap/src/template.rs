@@ -64,6 +64,13 @@ impl Template {
         Template { bytes, sequence: 0 }
     }
 
+    /// Writes `value` into `field` of the header (a per-packet field such as the payload
+    /// field).
+    #[inline]
+    pub fn set_field(&mut self, field: crate::profile::ByteField, value: u64) {
+        field.write(&mut self.bytes, value);
+    }
+
     /// The header as last patched.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes

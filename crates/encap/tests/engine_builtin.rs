@@ -7,7 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use nvo_encap::builtin::{self, ids};
-use nvo_encap::engine::{Decap, DecapError, Engine, Limits, Target};
+use nvo_encap::engine::{Decap, DecapError, Engine, EngineError, Limits, Target};
 use nvo_encap::profile::{Payload, ProfileId, Transport};
 use nvo_wire::geneve::{emit_options, GeneveOption, GenevePacket, GeneveRepr};
 use nvo_wire::gre::{GrePacket, GreRepr};
@@ -127,6 +127,57 @@ fn gpe_geneve_nvgre_stt_headers_are_nvo_wire_s() {
     }
     assert!(header(&mut e, ids::IPIP, 5, 1).is_empty());
     assert!(header(&mut e, ids::IP6IP6, 5, 1).is_empty());
+}
+
+/// An L3 network on vxlan-gpe carries both families: each packet's header announces its own
+/// (Next Protocol 1 or 2, nvo_wire's bytes), whatever the cached template sent last, and a
+/// header without a payload says the network's. ipip cannot announce IPv6.
+#[test]
+fn gpe_headers_announce_each_packets_family() {
+    let mut e = engine();
+    e.set_payload(ids::VXLAN_GPE, 7, Payload::Ipv4).unwrap();
+    let gpe = |next_protocol| {
+        let mut want = [0u8; 8];
+        VxlanGpeRepr {
+            vni: 7,
+            next_protocol,
+            oam: false,
+            bum: false,
+        }
+        .emit(&mut VxlanGpePacket::new_unchecked(&mut want[..]))
+        .unwrap();
+        want
+    };
+    let carrying = |e: &mut Engine, payload| {
+        e.header_carrying(ids::VXLAN_GPE, 7, REMOTE, (1, 100), payload)
+            .unwrap()
+            .to_vec()
+    };
+    assert_eq!(
+        carrying(&mut e, Some(Payload::Ipv6)),
+        gpe(NextProtocol::Ipv6)
+    );
+    assert_eq!(carrying(&mut e, None), gpe(NextProtocol::Ipv4));
+    assert_eq!(
+        carrying(&mut e, Some(Payload::Ipv6)),
+        gpe(NextProtocol::Ipv6)
+    );
+    assert_eq!(
+        header(&mut e, ids::VXLAN_GPE, 7, 1),
+        gpe(NextProtocol::Ipv4)
+    );
+    assert_eq!(
+        carrying(&mut e, Some(Payload::Ipv4)),
+        gpe(NextProtocol::Ipv4)
+    );
+    assert!(matches!(
+        e.header_carrying(ids::IPIP, 0, REMOTE, (1, 100), Some(Payload::Ipv6)),
+        Err(EngineError::PayloadNotCarried { .. })
+    ));
+    assert!(e
+        .header_carrying(ids::IP6IP6, 0, REMOTE, (1, 100), Some(Payload::Ipv6))
+        .unwrap()
+        .is_empty());
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //!
 //! A type 2 route carries ORIGIN IGP, AS_PATH (empty towards iBGP peers, our AS towards eBGP
 //! ones), LOCAL_PREF 100 (iBGP), MP_REACH_NLRI (AFI 25 / SAFI 70, next hop = the VTEP), and
-//! extended communities: the export route targets, the encapsulation (tunnel type VXLAN) and MAC
-//! mobility when the sequence is above 0. A type 3 route adds the PMSI tunnel attribute (ingress
+//! extended communities: the export route targets, the encapsulation (tunnel type VXLAN), MAC
+//! mobility when the sequence is above 0 and the host's Group Policy ID when it has a group. A type 3 route adds the PMSI tunnel attribute (ingress
 //! replication, label = VNI, endpoint = the VTEP).
 
 use std::collections::BTreeMap;
@@ -42,18 +42,18 @@ pub fn updates(settings: &Settings, peer: PeerKind, changes: &[Advert]) -> Vec<U
         Err(e) => log::error!("evpn: cannot encode withdrawals ({e}); left out"),
     }
     // Routes with the same attributes share messages.
-    let mut groups: BTreeMap<(u32, u32, bool), Vec<EvpnRoute>> = BTreeMap::new();
+    let mut batches: BTreeMap<(u32, u32, u16, bool), Vec<EvpnRoute>> = BTreeMap::new();
     for c in changes {
         if let Advert::Announce(route, attrs) = c {
             let imet = matches!(route, EvpnRoute::InclusiveMulticast(_));
-            groups
-                .entry((attrs.vni, attrs.seq, imet))
+            batches
+                .entry((attrs.vni, attrs.seq, attrs.group, imet))
                 .or_default()
                 .push(route.clone());
         }
     }
-    for ((vni, seq, imet), routes) in groups {
-        let shared = attributes(settings, peer, OutAttrs { vni, seq }, imet);
+    for ((vni, seq, group, imet), routes) in batches {
+        let shared = attributes(settings, peer, OutAttrs { vni, seq, group }, imet);
         match pack::announcements(settings.next_hop, &shared, &routes) {
             Ok(updates) => out.extend(updates),
             Err(e) => log::error!(
@@ -91,6 +91,12 @@ fn attributes(
         communities.push(ExtendedCommunity::MacMobility {
             flags: 0,
             sequence: out.seq,
+        });
+    }
+    if out.group != 0 {
+        communities.push(ExtendedCommunity::GroupPolicy {
+            scope: 0,
+            group: out.group,
         });
     }
     let mut attrs = vec![
@@ -140,8 +146,22 @@ mod tests {
             originator: settings.next_hop,
         });
         let changes = vec![
-            Advert::Announce(mac.clone(), OutAttrs { vni: 100, seq: 3 }),
-            Advert::Announce(imet, OutAttrs { vni: 100, seq: 0 }),
+            Advert::Announce(
+                mac.clone(),
+                OutAttrs {
+                    vni: 100,
+                    seq: 3,
+                    group: 10,
+                },
+            ),
+            Advert::Announce(
+                imet,
+                OutAttrs {
+                    vni: 100,
+                    seq: 0,
+                    group: 0,
+                },
+            ),
             Advert::Withdraw(mac_route(rd, 100, Mac([2, 0, 0, 0, 0, 2]), None)),
         ];
         let built = updates(&settings, PeerKind { ibgp: true }, &changes);
@@ -167,7 +187,18 @@ mod tests {
             flags: 0,
             sequence: 3
         }));
+        assert!(c.contains(&ExtendedCommunity::GroupPolicy {
+            scope: 0,
+            group: 10
+        }));
         assert_eq!(type2.attribute(5), Some(&AttributeValue::LocalPref(100)));
+        // The type 3 route carries no group.
+        let Some(AttributeValue::ExtendedCommunities(c3)) = built[1].attribute(16) else {
+            panic!("no extended communities on the type 3 route")
+        };
+        assert!(!c3
+            .iter()
+            .any(|c| matches!(c, ExtendedCommunity::GroupPolicy { .. })));
         let Some(AttributeValue::PmsiTunnel(p)) = built[1].attribute(22) else {
             panic!("no PMSI tunnel on the type 3 route")
         };

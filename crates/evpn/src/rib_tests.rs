@@ -9,7 +9,7 @@ use nvo_api as api;
 use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, RouteTarget};
 use nvo_pipeline::Mac;
 
-use super::rib::{mac_route, Advert, Install, Received, Rib, Taken};
+use super::rib::{mac_route, Advert, Install, LocalRoute, Received, Rib, Taken};
 use super::settings::{default_rd, Settings};
 
 const VNI: u32 = 100;
@@ -43,6 +43,17 @@ fn got(vtep: &str, seq: u32) -> Received {
             asn: 65000,
             value: VNI,
         }],
+        group: 0,
+    }
+}
+
+/// Local host `mac` of network VNI with addresses `ips` and no group.
+fn host(mac: Mac, ips: &[&str]) -> LocalRoute {
+    LocalRoute {
+        vni: VNI,
+        mac,
+        ips: ips.iter().map(|s| ip(s)).collect(),
+        group: 0,
     }
 }
 
@@ -107,6 +118,83 @@ fn remote_routes_install_and_withdraw() {
 }
 
 #[test]
+fn a_routes_group_is_installed_for_its_ips_and_a_local_hosts_goes_out() {
+    let mut rib = rib();
+    let now = Instant::now();
+    let with_group = |g| Received {
+        group: g,
+        ..got("192.0.2.2", 0)
+    };
+    let b = Mac([2, 0, 0, 0, 0, 0xb]);
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", A, Some("10.0.0.2")),
+        with_group(20),
+    );
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", b, Some("10.0.0.4")),
+        got("192.0.2.2", 0),
+    );
+    let c = rib.take_changes(now);
+    assert!(c
+        .install
+        .contains(&Install::IdentitySet(VNI, ip("10.0.0.2"), 20)));
+    // A route without the community gives no identity.
+    assert!(!c
+        .install
+        .iter()
+        .any(|i| matches!(i, Install::IdentitySet(_, a, _) if *a == ip("10.0.0.4"))));
+    // The same route again: nothing; with another group: that one.
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", A, Some("10.0.0.2")),
+        with_group(20),
+    );
+    assert!(rib.take_changes(now).install.is_empty());
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", A, Some("10.0.0.2")),
+        with_group(30),
+    );
+    let c = rib.take_changes(now);
+    assert_eq!(
+        c.install,
+        vec![Install::IdentitySet(VNI, ip("10.0.0.2"), 30)]
+    );
+    // Withdrawn: the address and its identity go.
+    rib.withdraw(0, &remote_mac("192.0.2.2", A, Some("10.0.0.2")));
+    let c = rib.take_changes(now);
+    assert!(c
+        .install
+        .contains(&Install::IdentityRemove(VNI, ip("10.0.0.2"))));
+    assert!(rib.installed().identity.is_empty());
+
+    // A local host's group goes out with its routes, and a new group re-announces them.
+    let mut h = host(Mac([2, 0, 0, 0, 0, 0xc]), &["10.0.0.9"]);
+    h.group = 10;
+    rib.set_local(std::slice::from_ref(&h), false);
+    let c = rib.take_changes(now);
+    let groups: Vec<u16> = c
+        .advert
+        .iter()
+        .filter_map(|a| match a {
+            Advert::Announce(EvpnRoute::MacIp(_), attrs) => Some(attrs.group),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(groups, [10, 10], "the MAC route and the MAC/IP route");
+    h.group = 11;
+    rib.set_local(&[h], false);
+    let c = rib.take_changes(now);
+    assert!(c
+        .advert
+        .iter()
+        .all(|a| matches!(a, Advert::Announce(_, attrs) if attrs.group == 11)));
+    assert_eq!(c.advert.len(), 2);
+}
+
+#[test]
 fn foreign_route_targets_and_own_routes_are_not_installed() {
     let mut rib = rib();
     let mut other = got("192.0.2.2", 0);
@@ -129,7 +217,7 @@ fn foreign_route_targets_and_own_routes_are_not_installed() {
 #[test]
 fn local_hosts_and_networks_are_advertised() {
     let mut rib = rib();
-    rib.set_local(&[(VNI, A, vec![ip("10.0.0.1")])], false);
+    rib.set_local(&[host(A, &["10.0.0.1"])], false);
     let c = rib.take_changes(Instant::now());
     assert_eq!(announced_seq(&c.advert, A), Some(0));
     let types: Vec<u8> = c
@@ -158,7 +246,7 @@ fn a_mac_that_moves_here_gets_a_higher_sequence_and_back() {
     rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", 4));
     rib.take_changes(now);
     // The MAC shows up on a local port: advertised with 5, the remote entry removed.
-    rib.set_local(&[(VNI, A, vec![])], false);
+    rib.set_local(&[host(A, &[])], false);
     let c = rib.take_changes(now);
     assert_eq!(announced_seq(&c.advert, A), Some(5));
     assert!(c.install.contains(&Install::FdbRemove(VNI, A)));
@@ -182,7 +270,7 @@ fn a_mac_whose_old_vtep_withdrew_first_still_moves_here_with_a_higher_sequence()
     rib.withdraw(0, &remote_mac("192.0.2.2", A, None));
     let c = rib.take_changes(t);
     assert!(c.install.contains(&Install::FdbRemove(VNI, A)));
-    rib.set_local(&[(VNI, A, vec![])], false);
+    rib.set_local(&[host(A, &[])], false);
     let c = rib.take_changes(t + Duration::from_secs(1));
     assert_eq!(announced_seq(&c.advert, A), Some(5));
 }
@@ -197,7 +285,7 @@ fn a_withdrawn_remote_mac_is_forgotten_after_the_window() {
     rib.take_changes(t);
     // The window (60 s) has passed: the MAC that shows up is new, sequence 0.
     rib.take_changes(t + Duration::from_secs(61));
-    rib.set_local(&[(VNI, A, vec![])], false);
+    rib.set_local(&[host(A, &[])], false);
     let c = rib.take_changes(t + Duration::from_secs(62));
     assert_eq!(announced_seq(&c.advert, A), Some(0));
 }
@@ -220,7 +308,7 @@ fn a_flapping_mac_is_marked_duplicate_and_frozen() {
     let mut seq = 0;
     // Moves between the local port and 192.0.2.2, each side outbidding the other.
     for round in 0..3 {
-        rib.set_local(&[(VNI, A, vec![])], false);
+        rib.set_local(&[host(A, &[])], false);
         rib.take_changes(t + Duration::from_secs(round));
         seq += 2;
         rib.receive(0, &remote_mac("192.0.2.2", A, None), got("192.0.2.2", seq));

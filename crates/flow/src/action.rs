@@ -34,7 +34,8 @@ pub enum Action {
     DecTtl,
     /// Set the tunnel key (VNI) used when the packet is encapsulated: `set_tunnel:N`.
     SetTunnelKey(u64),
-    /// Set the remote VTEP it is encapsulated to: `set_field:IP->tun_dst`.
+    /// Set the remote VTEP it is encapsulated to: `set_field:IP->tun_dst` (IPv4, or IPv6 in
+    /// nvo), `set_field:IP->tun_ipv6_dst` (IPv6).
     SetTunnelDst(IpAddr),
     /// Police through meter `n`: `meter:N`.
     Meter(u32),
@@ -63,7 +64,8 @@ impl fmt::Display for Action {
             Action::SetTtl(t) => write!(f, "mod_nw_ttl:{t}"),
             Action::DecTtl => write!(f, "dec_ttl"),
             Action::SetTunnelKey(k) => write!(f, "set_tunnel:{k:#x}"),
-            Action::SetTunnelDst(ip) => write!(f, "set_field:{ip}->tun_dst"),
+            Action::SetTunnelDst(IpAddr::V4(ip)) => write!(f, "set_field:{ip}->tun_dst"),
+            Action::SetTunnelDst(IpAddr::V6(ip)) => write!(f, "set_field:{ip}->tun_ipv6_dst"),
             Action::Meter(n) => write!(f, "meter:{n}"),
         }
     }

@@ -71,7 +71,7 @@ pub enum SyntaxError {
         example: &'static str,
     },
     /// An action nvo does not know or cannot parse.
-    #[error("action {0:?} is not one nvo carries out (drop, normal, output:N, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan/strip_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl, set_tunnel, set_field:V->ip_dscp|tun_dst|tun_id, meter:N)")]
+    #[error("action {0:?} is not one nvo carries out (drop, normal, output:N, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan/strip_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl, set_tunnel, set_field:V->ip_dscp|tun_dst|tun_ipv6_dst|tun_id, meter:N)")]
     UnknownAction(String),
     /// `drop` with other actions.
     #[error("drop cannot be combined with other actions")]
@@ -480,11 +480,17 @@ fn action(item: &str, port: &dyn Fn(&str) -> Option<u32>) -> Result<Action, Synt
             match field {
                 "ip_dscp" => Action::SetDscp(number(field, value, 63)? as u8),
                 "tun_id" => Action::SetTunnelKey(number(field, value, u64::MAX.into())? as u64),
+                // Open vSwitch: tun_dst IPv4, tun_ipv6_dst IPv6; nvo takes either in tun_dst.
                 "tun_dst" => Action::SetTunnelDst(
                     value
                         .parse()
                         .map_err(|_| bad(field, value, "an IP address"))?,
                 ),
+                "tun_ipv6_dst" => Action::SetTunnelDst(IpAddr::V6(
+                    value
+                        .parse()
+                        .map_err(|_| bad(field, value, "an IPv6 address"))?,
+                )),
                 "eth_src" => Action::SetEthSrc(mac(field, value)?),
                 "eth_dst" => Action::SetEthDst(mac(field, value)?),
                 "vlan_vid" => Action::SetVlanVid((number(field, value, 0x1fff)? & 0x0fff) as u16),

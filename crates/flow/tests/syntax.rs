@@ -91,6 +91,8 @@ fn hand_written_flows_mean_what_they_mean_to_ovs() {
         "tcp,tcp_flags=+syn-ack,actions=meter:1,normal",
         "ip,ip_dscp=46,actions=set_field:10->ip_dscp,normal",
         "tun_id=0x64,actions=set_tunnel:0xc8,set_field:192.0.2.1->tun_dst,normal",
+        "in_port=3,actions=set_field:0x64->tun_id,set_field:10.100.0.2->tun_dst,output:65279",
+        "in_port=3,actions=set_tunnel:200,set_field:2001:db8::2->tun_ipv6_dst,output:65279",
         "priority=1,cookie=0x42,idle_timeout=30,hard_timeout=300,actions=normal",
         "dl_type=0x88cc,actions=drop",
         "sctp,tp_dst=9,actions=mod_dl_src:02:00:00:00:00:09,mod_dl_dst:02:00:00:00:00:0a,in_port",

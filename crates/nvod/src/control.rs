@@ -32,6 +32,8 @@ mod capture;
 mod cluster;
 mod flows;
 mod meters;
+mod named;
+pub use named::Within;
 mod observe;
 mod ops;
 mod overlay;
@@ -366,10 +368,8 @@ impl Control {
                     "port {name} (network {}) in the state file is refused and dropped: {why}",
                     port.vni
                 );
+                new.forget_acls_of(name);
                 new.ports.remove(name);
-                let vports = format!("{name}/");
-                new.acl_attached
-                    .retain(|target, _| target != name && !target.starts_with(&vports));
                 refused.push(name.clone());
             }
         }

@@ -4,7 +4,7 @@
 //! Nothing here touches a table or a socket; everything is a pure function of its arguments.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use nvo_api as api;
@@ -79,16 +79,16 @@ pub enum ConvertError {
         /// The profiles there are.
         names: Vec<String>,
     },
-    /// An l3 network on a profile that cannot carry IPv4 packets.
+    /// An l3 network on a profile that carries neither IPv4 nor IPv6 packets.
     #[error(
-        "encap {0} cannot carry IPv4 packets, so it cannot serve an l3 network; use \
-         vxlan-gpe or ipip"
+        "encap {0} cannot carry IP packets, so it cannot serve an l3 network; use \
+         vxlan-gpe (ipv4 and ipv6), ipip (ipv4) or ip6ip6 (ipv6)"
     )]
-    NotIpv4(String),
+    NotIp(String),
     /// An L2 network on a profile that cannot carry Ethernet frames.
     #[error(
         "encap {encap} carries {payload:?} packets, not Ethernet frames; create the network \
-         with \"l3\": true (an IPv4 network routed by prefix)"
+         with \"l3\": true (an IP network routed by prefix)"
     )]
     NotEthernet {
         /// The profile.
@@ -142,8 +142,8 @@ pub enum ConvertError {
     /// A remote listed twice in a flood list.
     #[error("remote {0} appears twice in the flood list; list it once")]
     FloodTwice(IpAddr),
-    /// Text that is not an IPv4 prefix.
-    #[error("prefix {0:?} is not an IPv4 prefix like 10.0.0.0/24")]
+    /// Text that is not an IP prefix.
+    #[error("prefix {0:?} is not an IP prefix like 10.0.0.0/24 or fd00:1::/64")]
     Prefix(String),
     /// A prefix with host bits set.
     #[error("prefix {text} has host bits set; use {network}/{len}")]
@@ -151,7 +151,7 @@ pub enum ConvertError {
         /// The prefix as given.
         text: String,
         /// Its network address.
-        network: Ipv4Addr,
+        network: IpAddr,
         /// Its length.
         len: u8,
     },
@@ -273,15 +273,11 @@ pub fn network_state(
             encap: encap.clone(),
             names: profiles.profiles().map(|(_, p)| p.name.clone()).collect(),
         })?;
-    let carries = |payload: Payload| {
-        profile.payload == payload
-            || profile
-                .payload_field
-                .is_some_and(|pf| pf.value(payload).is_some())
-    };
-    let l3 = spec.l3.unwrap_or(profile.payload == Payload::Ipv4);
-    if l3 && !carries(Payload::Ipv4) {
-        return Err(ConvertError::NotIpv4(encap));
+    let carries = |payload: Payload| profile.carries(payload);
+    let ip = matches!(profile.payload, Payload::Ipv4 | Payload::Ipv6);
+    let l3 = spec.l3.unwrap_or(ip);
+    if l3 && !carries(Payload::Ipv4) && !carries(Payload::Ipv6) {
+        return Err(ConvertError::NotIp(encap));
     }
     if !l3 && !carries(Payload::Ethernet) {
         return Err(ConvertError::NotEthernet {
@@ -421,20 +417,17 @@ pub fn gateway_mac(vni: Vni) -> Mac {
     Mac([0x02, 0x6e, 0x76, a, b, c])
 }
 
-/// Parses "a.b.c.d/len" into a prefix with its host bits zero.
-pub fn parse_prefix(text: &str) -> Result<(Ipv4Addr, u8), ConvertError> {
+/// Parses "a.b.c.d/len" or "ipv6/len" into a prefix with its host bits zero.
+pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ConvertError> {
     let bad = || ConvertError::Prefix(text.to_owned());
     let (addr, len) = text.split_once('/').ok_or_else(bad)?;
-    let addr: Ipv4Addr = addr.parse().map_err(|_| bad())?;
+    let addr: IpAddr = addr.parse().map_err(|_| bad())?;
     let len: u8 = len.parse().map_err(|_| bad())?;
-    if len > 32 {
-        return Err(bad());
-    }
-    let mask = nvo_pipeline::l3::mask(len);
-    if u32::from(addr) & !mask != 0 {
+    let network = nvo_pipeline::l3::prefix_of(addr, len).ok_or_else(bad)?;
+    if network != addr {
         return Err(ConvertError::HostBits {
             text: text.to_owned(),
-            network: Ipv4Addr::from(u32::from(addr) & mask),
+            network,
             len,
         });
     }
@@ -481,6 +474,8 @@ pub fn pipeline_spec(vni: Vni, net: &NetworkState) -> NetworkSpec {
         // The datapath resolves `net.encap` into the engine's profile id.
         profile: ProfileTag::VXLAN,
         l3_gateway: net.l3.then(|| gateway_mac(vni)),
+        // The datapath sets the families from the profile it resolves `net.encap` into.
+        l3_families: nvo_pipeline::IpFamilies::BOTH,
         accept_remotes: net.accept_remotes.map(|a| match a {
             api::AcceptRemotes::Known => nvo_pipeline::AcceptRemotes::Known,
             api::AcceptRemotes::Any => nvo_pipeline::AcceptRemotes::Any,
@@ -535,6 +530,9 @@ pub fn api_network(
         params: net.params.clone(),
         l3: net.l3,
         gateway_mac: net.l3.then(|| gateway_mac(Vni(vni)).to_string()),
+        gateway_ipv6: net
+            .l3
+            .then(|| nvo_pipeline::l3::gateway_ipv6(gateway_mac(Vni(vni)))),
         routes: net
             .routes
             .iter()

@@ -30,8 +30,8 @@ use nvo_openflow::wire::port;
 use nvo_openflow::{
     FlowFilter, FlowMod, FlowStat, MeterMod, OfError, PortDesc, PortStats, Session, Switch,
 };
-use nvo_pipeline::flows::check_actions;
-use nvo_pipeline::{PortId, MAX_FLOWS};
+use nvo_pipeline::flows::{check_actions, TunnelError};
+use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
 
 use crate::api::Shared;
 use crate::control::TUNNEL;
@@ -196,7 +196,7 @@ impl Switch for NvodSwitch {
 
     fn flow_mod(&mut self, m: FlowMod) -> Result<(), OfError> {
         if !matches!(m.command, nvo_openflow::Command::Delete { .. }) {
-            check_actions(&m.actions).map_err(|_| OfError::ACTION_BAD_TYPE)?;
+            check_actions(&m.actions).map_err(|e| action_error(&e))?;
         }
         let result = self
             .runtime
@@ -208,6 +208,9 @@ impl Switch for NvodSwitch {
             } else if e.message.contains("no meter") {
                 // §6.4: a flow entry naming a meter that does not exist.
                 OfError::METER_UNKNOWN
+            } else if e.message.contains("tun_dst") || e.message.contains("set_tunnel") {
+                // A tunnel field this host cannot send to (flows::check_here).
+                OfError::ACTION_BAD_SET_ARGUMENT
             } else {
                 OfError::FLOW_MOD_UNKNOWN
             }
@@ -280,7 +283,7 @@ impl Switch for NvodSwitch {
         actions: &[Action],
         frame: &[u8],
     ) -> Result<(), OfError> {
-        check_actions(actions).map_err(|_| OfError::ACTION_BAD_TYPE)?;
+        check_actions(actions).map_err(|e| action_error(&e))?;
         let in_port =
             (in_port != port::CONTROLLER && in_port != port::ANY).then_some(PortId(in_port));
         let (actions, frame) = (actions.to_vec(), frame.to_vec());
@@ -314,4 +317,13 @@ fn mac_of(name: &str) -> [u8; 6] {
 /// bounds of a policer's burst — enough for TCP to hold the rate (docs/openflow.md).
 fn default_burst(rate: u64) -> u64 {
     (rate / 8 / 10).clamp(nvo_pipeline::qos::MIN_BURST, nvo_pipeline::qos::MAX_BURST)
+}
+
+/// The OpenFlow error for actions [`check_actions`] refuses.
+fn action_error(e: &FlowError) -> OfError {
+    match e {
+        FlowError::Tunnel(TunnelError::NoDst) => OfError::ACTION_BAD_ARGUMENT,
+        FlowError::Tunnel(_) => OfError::ACTION_BAD_SET_ARGUMENT,
+        _ => OfError::ACTION_BAD_TYPE,
+    }
 }

@@ -348,6 +348,32 @@ pub struct VlanState {
     /// An access port (one VLAN, the port's `vni`) rather than a trunk.
     #[serde(default)]
     pub access: bool,
+    /// A trunk's circuits' QoS profiles, by VLAN ID (an access port's is the port's `qos`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub qos: BTreeMap<u16, String>,
+}
+
+/// How circuit `vid` of trunk `trunk` is named (in `port_ids`, FDB entries, counters and
+/// ACL attachments): `eth1.10`, Linux's VLAN sub-interface notation.
+pub fn circuit_name(trunk: &str, vid: u16) -> String {
+    format!("{trunk}.{vid}")
+}
+
+impl State {
+    /// Removes the ACL attachments of port `name`, of its virtual ports (`name/MAC`) and of
+    /// its VLAN circuits (`name.VID`); call it before the port leaves `ports`.
+    pub fn forget_acls_of(&mut self, name: &str) {
+        let circuits: Vec<String> = self
+            .ports
+            .get(name)
+            .and_then(|p| p.vlan.as_ref())
+            .map(|v| v.vlans.keys().map(|&vid| circuit_name(name, vid)).collect())
+            .unwrap_or_default();
+        let vports = format!("{name}/");
+        self.acl_attached.retain(|target, _| {
+            target != name && !target.starts_with(&vports) && !circuits.contains(target)
+        });
+    }
 }
 
 impl PortState {
@@ -457,10 +483,12 @@ impl State {
                 })?;
             }
             let vport_qos = port.shared.iter().flat_map(|s| s.vports.values());
+            let circuit_qos = port.vlan.iter().flat_map(|v| v.qos.values());
             let profiles = port
                 .qos
                 .iter()
-                .chain(vport_qos.filter_map(|v| v.qos.as_ref()));
+                .chain(vport_qos.filter_map(|v| v.qos.as_ref()))
+                .chain(circuit_qos);
             if let Some(profile) = profiles.into_iter().find(|q| !self.qos.contains_key(*q)) {
                 return Err(Corruption::PortQos {
                     name: name.clone(),

@@ -35,7 +35,7 @@ fn texts(t: &FlowTable) -> Vec<String> {
 fn acls_become_flow_rules_of_their_port_and_leave_exactly_with_it() {
     let scratch = Scratch::new("acl");
     let ns = host("acl", "10.206.0.1/24");
-    veths(&ns, &[("p0", "p1"), ("s0", "s1")]);
+    veths(&ns, &[("p0", "p1"), ("s0", "s1"), ("t0", "t1")]);
     let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.206.0.1", "");
     let _: Network = nvod.post("/v1/networks", &json!({"vni": 100}));
     let _: Port = nvod.post("/v1/ports", &json!({"name": "p0", "vni": 100}));
@@ -153,6 +153,21 @@ fn acls_become_flow_rules_of_their_port_and_leave_exactly_with_it() {
         &format!("/v1/ports/s0/vports/{VM1}/acl"),
         &json!({"profile": "no-ssh"}),
     );
+    // The port and virtual port views say which profile each has.
+    let ports: Vec<Port> = nvod.get("/v1/ports");
+    let acl_of = |name: &str| ports.iter().find(|p| p.name == name).unwrap().acl.clone();
+    assert_eq!(acl_of("p0").as_deref(), Some("no-ssh"));
+    assert_eq!(acl_of("s0"), None);
+    let vports: Vec<Vport> = nvod.get("/v1/ports/s0/vports");
+    let acls: Vec<_> = vports
+        .iter()
+        .map(|v| (v.mac.clone(), v.acl.clone()))
+        .collect();
+    assert!(
+        acls.contains(&(Some(VM1.to_owned()), Some("no-ssh".to_owned()))),
+        "{acls:?}"
+    );
+    assert!(acls.contains(&(Some(VM2.to_owned()), None)), "{acls:?}");
     // The user's own rule on the other virtual port.
     let (status, message) = nvod.raw(
         "POST",
@@ -268,6 +283,28 @@ fn acls_become_flow_rules_of_their_port_and_leave_exactly_with_it() {
     nvod.delete(&format!("/v1/ports/s0/vports/{VM1}"));
     let table: FlowTable = nvod.get("/v1/flows");
     assert_eq!(texts(&table), want[4..]);
+    let shown: Vec<Acl> = nvod.get("/v1/acls");
+    assert!(shown[0].attached.is_empty(), "{shown:?}");
+    // A trunk's VLAN circuit takes one as a virtual port does (in_port = t0.10), and the
+    // trunk takes its circuits' attachments with it.
+    let _: Port = nvod.post(
+        "/v1/ports",
+        &json!({"name": "t0", "vlan": {"trunk": {"10": 100}}}),
+    );
+    let _: Value = nvod.put("/v1/ports/t0/vlans/10/acl", &json!({"profile": "no-ssh"}));
+    let shown: Vec<Acl> = nvod.get("/v1/acls");
+    assert_eq!(shown[0].attached, ["t0.10"]);
+    let table: FlowTable = nvod.get("/v1/flows?port=t0.10");
+    assert!(
+        texts(&table)
+            .iter()
+            .filter(|t| t.contains("in_port=t0.10"))
+            .count()
+            == 2,
+        "{:?}",
+        texts(&table)
+    );
+    nvod.delete("/v1/ports/t0");
     let shown: Vec<Acl> = nvod.get("/v1/acls");
     assert!(shown[0].attached.is_empty(), "{shown:?}");
     nvod.delete("/v1/acls/no-ssh");

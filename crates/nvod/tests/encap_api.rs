@@ -49,7 +49,7 @@ const BAD: &[(&str, &str, Option<&str>, u16, &str)] = &[
     ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "nosuch"}"#), 400, "nosuch"),
     ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "vxlan-gbp", "params": {"colour": 1}}"#), 400, "colour"),
     ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "vxlan-gbp", "params": {"group": 70000}}"#), 400, "70000"),
-    ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "nvgre", "l3": true}"#), 400, "cannot carry ipv4"),
+    ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "nvgre", "l3": true}"#), 400, "cannot carry ip packets"),
     ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "ipip", "l3": false}"#), 400, "l3"),
     ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "geneve", "bum": {"mode": "multicast", "group": "239.1.1.1"}}"#), 400, "geneve"),
     ("POST", "/v1/networks", Some(r#"{"vni": 9, "encap": "geneve", "mtu": 1451}"#), 400, "1451"),
@@ -70,6 +70,9 @@ const BAD: &[(&str, &str, Option<&str>, u16, &str)] = &[
     ("POST", "/v1/networks/30/routes", Some(r#"{"prefix": "10.9.0.0/24", "remote": "239.0.0.1"}"#), 400, "239.0.0.1"),
     ("POST", "/v1/networks/20/routes", Some(r#"{"prefix": "10.9.0.0/24", "remote": "10.202.0.2"}"#), 400, "not an l3 network"),
     ("DELETE", "/v1/networks/30/routes/10.9.9.0/24", None, 404, "10.9.9.0/24"),
+    ("POST", "/v1/networks/30/routes", Some(r#"{"prefix": "fd00:9::1/64", "remote": "10.202.0.2"}"#), 400, "use fd00:9::/64"),
+    ("POST", "/v1/networks/30/routes", Some(r#"{"prefix": "fd00:9::/129", "remote": "10.202.0.2"}"#), 400, "fd00:9::/129"),
+    ("DELETE", "/v1/networks/30/routes/fd00:8::/64", None, 404, "fd00:8::/64"),
     ("POST", "/v1/profiles/vxlan-gpe-nsh/keys", Some(r#"{"key": "xyz", "local": 50}"#), 400, "xyz"),
     ("POST", "/v1/profiles/vxlan-gpe-nsh/keys", Some(r#"{"key": "0000"}"#), 400, "exactly one"),
     ("POST", "/v1/profiles/vxlan-gpe-nsh/keys", Some(r#"{"key": "0000", "local": 77}"#), 404, "77"),
@@ -154,6 +157,19 @@ fn profiles_routes_keys_and_refusals() {
         &json!({"prefix": "10.9.0.0/24", "remote": "10.202.0.2"}),
     );
     assert_eq!(route.prefix, "10.9.0.0/24");
+    // IPv6 on the same (vxlan-gpe) network; ip6ip6 is an L3 network by default, and over this
+    // IPv4 locator carries IPv6 in IPv4 (protocol 41, 6in4).
+    let v6: RouteSpec = nvod.post(
+        "/v1/networks/30/routes",
+        &json!({"prefix": "fd00:9::/64", "remote": "10.202.0.2"}),
+    );
+    assert_eq!(v6.prefix, "fd00:9::/64");
+    let six: Network = nvod.post("/v1/networks", &json!({"vni": 38, "encap": "ip6ip6"}));
+    assert!(six.l3, "{six:?}");
+    assert_eq!(
+        six.gateway_ipv6,
+        Some("fe80::6e:76ff:fe00:26".parse().unwrap())
+    );
     let key: KeyBinding = nvod.post(
         "/v1/profiles/vxlan-gpe-nsh/keys",
         &json!({"key": "0000 14ff", "local": 50}),
@@ -194,6 +210,7 @@ fn profiles_routes_keys_and_refusals() {
     nvod.delete("/v1/networks/40");
     nvod.delete("/v1/profiles/usertun");
     nvod.delete("/v1/networks/30/routes/10.9.0.0/24");
+    nvod.delete("/v1/networks/30/routes/fd00:9::/64");
     let profiles: Vec<ProfileInfo> = nvod.get("/v1/profiles");
     assert!(!profiles.iter().any(|p| p.spec.name == "usertun"));
     assert!(nvod

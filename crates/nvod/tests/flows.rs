@@ -46,14 +46,20 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
     add(json!({"port": "pa", "flow": "priority=100,tcp,tp_dst=22,actions=drop"}));
     add(json!({"flow": "priority=5,udp,actions=output:qa"}));
     add(json!({"port": "qa", "flow": "hard_timeout=300,icmp,actions=normal"}));
+    // The tunnel output, its port by name (flow_tunnel.rs).
+    let tunnel = "priority=7,in_port=qa,udp actions=set_tunnel:0xa,set_field:10.203.0.9->tun_dst,output:tunnel";
+    add(
+        json!({"port": "qa", "flow": "priority=7,udp,actions=set_tunnel:10,set_field:10.203.0.9->tun_dst,output:tunnel"}),
+    );
     let table: FlowTable = nvod.get("/v1/flows");
-    assert_eq!(table.rules, 3);
+    assert_eq!(table.rules, 4);
     assert_eq!(
         texts(&table),
         [
             "hard_timeout=300,in_port=qa,icmp actions=NORMAL",
             "priority=100,in_port=pa,tcp,tp_dst=22 actions=drop",
             "priority=5,udp actions=output:qa",
+            tunnel,
         ]
     );
     // pa's view: its own rule and the one for every port.
@@ -75,7 +81,18 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
             "in_port is not port pa",
         ),
         (r#"{"flow": "tcp,actions=meter:3"}"#, "no meter 3"),
-        (r#"{"flow": "tcp,actions=set_tunnel:5"}"#, "not carried out"),
+        (
+            r#"{"flow": "tcp,actions=set_tunnel:10,output:tunnel"}"#,
+            "set_field:IP->tun_dst before it",
+        ),
+        (
+            r#"{"flow": "tcp,actions=set_tunnel:11,set_field:10.203.0.9->tun_dst,output:65279"}"#,
+            "no L2 network with VNI 11",
+        ),
+        (
+            r#"{"flow": "tcp,actions=set_field:2001:db8::9->tun_dst,output:tunnel"}"#,
+            "not of the underlay's address family",
+        ),
         (r#"{"flow": "tp_dst=22,actions=drop"}"#, "needs"),
     ] {
         let message = nvod.expect_error("POST", "/v1/flows", Some(body), 400);
@@ -85,7 +102,7 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
     nvod.expect_error("GET", "/v1/flows?vni=10", None, 400);
     assert_eq!(
         nvod.get::<FlowTable>("/v1/flows").rules,
-        3,
+        4,
         "refusals changed nothing"
     );
 
@@ -98,6 +115,7 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
         [
             "priority=100,in_port=pa,tcp,tp_dst=22 actions=drop",
             "priority=5,udp actions=output:qa",
+            tunnel,
         ]
     );
     // Traces: read only, the rule named, where the frame goes.
@@ -112,6 +130,8 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
         .is_some_and(|r| r.priority == 100 && r.n_packets == 0));
     let t: Trace = nvod.post("/v1/trace", &json!({"port": "pa", "flow": "udp,tp_dst=53"}));
     assert_eq!(t.result, "output:qa", "{t:?}");
+    let t: Trace = nvod.post("/v1/trace", &json!({"port": "qa", "flow": "udp,tp_dst=53"}));
+    assert_eq!(t.result, "tunnel: remote 10.203.0.9, vni 10", "{t:?}");
     let t: Trace = nvod.post(
         "/v1/trace",
         &json!({"port": "qa", "flow": "dl_dst=ff:ff:ff:ff:ff:ff,tcp"}),
@@ -138,9 +158,9 @@ fn flows_are_added_refused_shown_and_restored_by_port_name() {
     nvod.kill();
     nvod.spawn();
     let table: FlowTable = nvod.get("/v1/flows");
-    assert_eq!(texts(&table), ["priority=5,udp actions=output:qa"]);
+    assert_eq!(texts(&table), ["priority=5,udp actions=output:qa", tunnel]);
     let gone: FlowsDeleted = nvod.post("/v1/flows/delete", &json!({}));
-    assert_eq!(gone.deleted, 1);
+    assert_eq!(gone.deleted, 2);
     assert_eq!(nvod.get::<FlowTable>("/v1/flows").rules, 0);
 
     // Timeouts: nvod expires the rules (hard: since installed; idle: since the last packet).

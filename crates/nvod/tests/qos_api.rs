@@ -1,5 +1,5 @@
-//! QoS profiles through the API (issue 17 item 4): added, attached to a port and to a virtual
-//! port, shown with their attachments, kept across `kill -9`, and bad requests refused with one
+//! QoS profiles through the API (issue 17 item 4): added, attached to a port, to a virtual
+//! port and to a trunk's VLAN circuit, shown with their attachments, kept across `kill -9`, and bad requests refused with one
 //! clear line each. Policing itself is tests/e2e/test_qos.py's.
 //!
 //! ```text
@@ -8,6 +8,7 @@
 //!  │ nvod (locator 10.205.0.1 on u0, workers = 1)              │
 //!  │ u0 ─veth─ u1    p0 ─veth─ p1 (port of vni 100)            │
 //!  │                 s0 ─veth─ s1 (shared, one virtual port)   │
+//!  │                 t0 ─veth─ t1 (trunk: vlan 10 → vni 100)   │
 //!  └──────────────────────────────────────────────────────────┘
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -24,12 +25,16 @@ const VM1: &str = "02:00:00:00:01:01";
 fn qos_profiles_are_attached_shown_kept_and_checked() {
     let scratch = Scratch::new("vpo-qos");
     let ns = host("qos", "10.205.0.1/24");
-    veths(&ns, &[("p0", "p1"), ("s0", "s1")]);
+    veths(&ns, &[("p0", "p1"), ("s0", "s1"), ("t0", "t1")]);
     let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.205.0.1", "workers = 1\n");
     let _: Network = nvod.post("/v1/networks", &json!({"vni": 100}));
     let _: Port = nvod.post("/v1/ports", &json!({"name": "p0", "vni": 100}));
     let _: Port = nvod.post("/v1/ports", &json!({"name": "s0", "shared": {}}));
     let _: Vport = nvod.post("/v1/ports/s0/vports", &json!({"mac": VM1, "vni": 100}));
+    let _: Port = nvod.post(
+        "/v1/ports",
+        &json!({"name": "t0", "vlan": {"trunk": {"10": 100}}}),
+    );
     let silver: Qos = nvod.post(
         "/v1/qos",
         &json!({"name": "silver", "rate": 100_000_000u64, "burst": 65536}),
@@ -111,6 +116,34 @@ fn qos_profiles_are_attached_shown_kept_and_checked() {
             404,
             "no virtual port",
         ),
+        (
+            "PUT",
+            "/v1/ports/t0/qos",
+            r#"{"profile": "silver"}"#,
+            400,
+            "or a trunk",
+        ),
+        (
+            "PUT",
+            "/v1/ports/t0/vlans/20/qos",
+            r#"{"profile": "silver"}"#,
+            404,
+            "does not map vlan 20; its vlans: 10",
+        ),
+        (
+            "PUT",
+            "/v1/ports/t0/vlans/4095/qos",
+            r#"{"profile": "silver"}"#,
+            400,
+            "not a VLAN ID",
+        ),
+        (
+            "PUT",
+            "/v1/ports/p0/vlans/10/qos",
+            r#"{"profile": "silver"}"#,
+            400,
+            "not a trunk",
+        ),
     ];
     for (method, path, body, status, words) in cases {
         let message = nvod.expect_error(method, path, Some(body), status);
@@ -124,8 +157,9 @@ fn qos_profiles_are_attached_shown_kept_and_checked() {
         &format!("/v1/ports/s0/vports/{VM1}/qos"),
         &json!({"profile": "gold"}),
     );
+    let _: Value = nvod.put("/v1/ports/t0/vlans/10/qos", &json!({"profile": "silver"}));
     let message = nvod.expect_error("DELETE", "/v1/qos/silver", None, 409);
-    assert!(message.contains("attached to p0"), "{message}");
+    assert!(message.contains("attached to p0, t0.10"), "{message}");
     let shown: Vec<Qos> = nvod.get("/v1/qos");
     let attached = |list: &[Qos], name: &str| {
         list.iter()
@@ -133,7 +167,7 @@ fn qos_profiles_are_attached_shown_kept_and_checked() {
             .map(|q| q.attached.clone())
             .unwrap()
     };
-    assert_eq!(attached(&shown, "silver"), ["p0"]);
+    assert_eq!(attached(&shown, "silver"), ["p0", "t0.10"]);
     assert_eq!(attached(&shown, "gold"), [format!("s0/{VM1}")]);
     let ports: Vec<Port> = nvod.get("/v1/ports");
     assert_eq!(
@@ -163,6 +197,9 @@ fn qos_profiles_are_attached_shown_kept_and_checked() {
     );
     // Detached, a profile can go; a virtual port takes its attachment with it.
     nvod.delete("/v1/ports/p0/qos");
+    nvod.delete("/v1/ports/t0/vlans/10/qos");
+    let message = nvod.expect_error("DELETE", "/v1/ports/t0/vlans/10/qos", None, 404);
+    assert!(message.contains("t0.10 has no qos profile"), "{message}");
     nvod.delete("/v1/qos/silver");
     nvod.delete(&format!("/v1/ports/s0/vports/{VM1}"));
     nvod.delete("/v1/qos/gold");

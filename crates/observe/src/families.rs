@@ -6,7 +6,7 @@
 //! map key this file has no words for still becomes `nvo_<group>_<key>_total` with a generic
 //! HELP. Labels are bounded: `vni` (networks, at most `[limits] networks`), `port` (at most
 //! `[limits] ports`), `reason` (the drop-reason table), `neighbor` (configured BGP
-//! neighbours), `table`, `type`, `state`, `profile`; never a MAC, an address of a tenant or a
+//! neighbours), `table`, `type`, `state`, `profile`, `meter`; never a MAC, an address of a tenant or a
 //! flow.
 
 use std::collections::BTreeMap;
@@ -14,6 +14,10 @@ use std::collections::BTreeMap;
 use nvo_api::{BgpSummary, Counters, MessageCounts, NeighborState, SessionState};
 
 use crate::text::{name_part, Exposition, Kind, TextError};
+
+mod policing;
+
+pub use policing::Policer;
 
 /// What nvod knows at one scrape.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +45,10 @@ pub struct Snapshot {
     /// Packets each userspace datapath worker received, worker 0 first (one entry per
     /// worker; empty: an nvod that does not say, read as one worker).
     pub worker_packets: Vec<u64>,
+    /// Each QoS profile's policer counters, summed over its attachments.
+    pub qos: Vec<Policer>,
+    /// Each flow-table meter's counters.
+    pub meters: Vec<Policer>,
 }
 
 /// Cluster mode's link to etcd and what it skips (issue 19).
@@ -98,6 +106,8 @@ const NETWORK_HELP: &[(&str, &str)] = &[
     ("aged", "Learned FDB entries removed by ageing."),
     ("arp_replies", "ARP requests an L3 network's gateway answered."),
     ("arp_requests", "ARP requests an L3 network's gateway sent."),
+    ("nd_replies", "Neighbor solicitations an L3 network's gateway answered."),
+    ("nd_requests", "Neighbor solicitations an L3 network's gateway sent."),
     ("arp_suppressed", "ARP requests from local ports answered from the neighbour table."),
     ("nd_suppressed", "Neighbor solicitations from local ports answered from the neighbour table."),
     ("arp_flooded", "ARP requests from local ports that were flooded."),
@@ -348,6 +358,7 @@ pub fn render(snap: &Snapshot) -> Result<String, TextError> {
     for (stage, n) in snap.monitor_lost.stages() {
         lost.sample(&[("stage", stage)], n)?;
     }
+    policing::policing_families(&mut e, &snap.qos, &snap.meters)?;
     info(&mut e, snap)?;
     tables(&mut e, snap)?;
     if let Some(bgp) = &snap.bgp {

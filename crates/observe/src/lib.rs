@@ -15,5 +15,5 @@ pub mod families;
 pub mod monitor;
 pub mod text;
 
-pub use families::{render, ClusterMetrics, NetworkTables, Snapshot, Table};
+pub use families::{render, ClusterMetrics, NetworkTables, Policer, Snapshot, Table};
 pub use text::{Exposition, Kind, TextError, CONTENT_TYPE};

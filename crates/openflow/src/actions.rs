@@ -15,11 +15,11 @@
 //! WRITE_METADATA are refused (UNSUP_INST), as are group, queue, MPLS and PBB actions and the
 //! reserved ports nvo has no meaning for (FLOOD, ALL, CONTROLLER, LOCAL, TABLE: BAD_OUT_PORT).
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use nvo_flow::Action;
 
-use crate::oxm::{ofb, oxm_header, CLASS_BASIC, CLASS_NXM1, NXM_TUN_IPV4_DST};
+use crate::oxm::{ofb, oxm_header, CLASS_BASIC, CLASS_NXM1, NXM_TUN_IPV4_DST, NXM_TUN_IPV6_DST};
 use crate::wire::{pad8, port, OfError, Reader};
 
 /// Most actions in one rule.
@@ -149,6 +149,10 @@ fn set_field(body: &mut Reader<'_>) -> Result<Action, OfError> {
             want(4)?;
             Action::SetTunnelDst(IpAddr::V4(Ipv4Addr::from(n as u32)))
         }
+        (CLASS_NXM1, NXM_TUN_IPV6_DST) => {
+            let ip: [u8; 16] = v.try_into().map_err(|_| OfError::ACTION_BAD_SET_LEN)?;
+            Action::SetTunnelDst(IpAddr::V6(Ipv6Addr::from(ip)))
+        }
         _ => return Err(OfError::ACTION_BAD_SET_TYPE),
     })
 }
@@ -226,11 +230,8 @@ pub fn emit_actions(actions: &[Action], out: &mut Vec<u8>) {
             Action::SetTunnelDst(IpAddr::V4(ip)) => {
                 field(out, CLASS_NXM1, NXM_TUN_IPV4_DST, &ip.octets())
             }
-            // No OpenFlow 1.3 field carries an IPv6 tunnel destination: said as an
-            // experimenter action nobody acts on, so a dump shows the rule is not plain.
-            Action::SetTunnelDst(IpAddr::V6(_)) => {
-                head(out, 0xffff);
-                out.extend_from_slice(&[0x00, 0x00, 0x23, 0x20]);
+            Action::SetTunnelDst(IpAddr::V6(ip)) => {
+                field(out, CLASS_NXM1, NXM_TUN_IPV6_DST, &ip.octets())
             }
         }
         let len = out.len() - start;
@@ -269,6 +270,55 @@ mod tests {
     }
 
     #[test]
+    fn ovs_ofctls_tunnel_set_fields_read_back() {
+        // The APPLY_ACTIONS of `set_field:0x64->tun_id,set_field:10.100.0.2->tun_dst,
+        // output:65279` and of `set_field:0xc8->tun_id,set_field:2001:db8::2->tun_ipv6_dst,
+        // output:65279`, as ovs-ofctl 3.1.0 -O OpenFlow13 sent them (captured with tcpdump on
+        // loopback): OXM TUNNEL_ID (0x8000, 38), NXM_1 tun_dst (0x0001, 32) and tun_ipv6_dst
+        // (0x0001, 110), OUTPUT 0xfeff.
+        let v4: &[u8] = &[
+            0x00, 0x04, 0x00, 0x38, 0x00, 0x00, 0x00, 0x00, // APPLY_ACTIONS, 56 bytes
+            0x00, 0x19, 0x00, 0x10, 0x80, 0x00, 0x4c, 0x08, // SET_FIELD tun_id
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x64, //
+            0x00, 0x19, 0x00, 0x10, 0x00, 0x01, 0x40, 0x04, // SET_FIELD tun_dst
+            0x0a, 0x64, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, //
+            0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0xfe, 0xff, // OUTPUT 65279
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        let v6: &[u8] = &[
+            0x00, 0x04, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, // APPLY_ACTIONS, 64 bytes
+            0x00, 0x19, 0x00, 0x10, 0x80, 0x00, 0x4c, 0x08, // SET_FIELD tun_id
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc8, //
+            0x00, 0x19, 0x00, 0x18, 0x00, 0x01, 0xdc, 0x10, // SET_FIELD tun_ipv6_dst
+            0x20, 0x01, 0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, //
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, //
+            0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0xfe, 0xff, // OUTPUT 65279
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        for (bytes, key, dst) in [(v4, 0x64, "10.100.0.2"), (v6, 0xc8, "2001:db8::2")] {
+            let actions = parse_instructions(&mut Reader::new(bytes)).unwrap();
+            let want = vec![
+                Action::SetTunnelKey(key),
+                Action::SetTunnelDst(dst.parse().unwrap()),
+                Action::Output(0xfeff),
+            ];
+            assert_eq!(actions, want);
+            let mut out = Vec::new();
+            emit_instructions(&actions, &mut out);
+            assert_eq!(out, bytes, "written back as ovs-ofctl wrote it");
+        }
+        // A tun_ipv6_dst of 4 bytes, a tun_dst of 16: the lengths are the fields'.
+        let mut short = v6[..24].to_vec();
+        short.extend_from_slice(&[0x00, 0x19, 0x00, 0x10, 0x00, 0x01, 0xdc, 0x04]);
+        short.extend_from_slice(&[10, 0, 0, 1, 0, 0, 0, 0]);
+        short[3] = short.len() as u8;
+        assert_eq!(
+            parse_instructions(&mut Reader::new(&short)),
+            Err(OfError::ACTION_BAD_SET_LEN)
+        );
+    }
+
+    #[test]
     fn every_action_round_trips() {
         let all = vec![
             Action::Meter(3),
@@ -283,6 +333,8 @@ mod tests {
             Action::DecTtl,
             Action::SetTunnelKey(0xc8),
             Action::SetTunnelDst("192.0.2.1".parse().unwrap()),
+            Action::SetTunnelDst("2001:db8::1".parse().unwrap()),
+            Action::Output(0xfeff),
             Action::InPort,
             Action::Output(3),
             Action::Normal,

@@ -62,8 +62,12 @@ pub mod ofb {
     pub const TCP_FLAGS: u8 = 42;
 }
 
-/// NXM_1 field: the tunnel's IPv4 destination (`tun_dst`).
+/// NXM_1 field: the tunnel's IPv4 destination (`tun_dst`; 31 is `tun_src`), as `ovs-ofctl`
+/// sends it in a SET_FIELD: class 0x0001, field 32, 4 bytes.
 pub const NXM_TUN_IPV4_DST: u8 = 32;
+/// NXM_1 field: the tunnel's IPv6 destination (`tun_ipv6_dst`; 109 is `tun_ipv6_src`):
+/// class 0x0001, field 110, 16 bytes.
+pub const NXM_TUN_IPV6_DST: u8 = 110;
 
 /// One OXM field nvo knows: its number, value length, whether it may be masked, the key
 /// field it sets, and what it needs (EtherTypes, then IP protocols; empty: nothing).

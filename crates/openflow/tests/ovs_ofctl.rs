@@ -263,6 +263,45 @@ fn flows_added_by_ovs_ofctl_dump_as_it_writes_them() {
 }
 
 #[test]
+fn tunnel_actions_from_ovs_ofctl_read_and_dump_back() {
+    // Open vSwitch's flow-based tunnel (issue 17): tun_id is OXM TUNNEL_ID, tun_dst and
+    // tun_ipv6_dst are Nicira NXM_1 fields; output:65279 is nvo's tunnel port.
+    let (sw, target) = setup();
+    let flows = [
+        "priority=300,in_port=1,actions=set_field:0x64->tun_id,set_field:10.100.0.2->tun_dst,output:65279",
+        "priority=301,in_port=1,actions=set_field:0xc8->tun_id,set_field:2001:db8::2->tun_ipv6_dst,output:65279",
+    ];
+    for f in flows {
+        ofctl(&["add-flow", &target, f]);
+    }
+    let actions: Vec<Vec<Action>> = sw
+        .lock()
+        .unwrap()
+        .table
+        .rules()
+        .into_iter()
+        .map(|(_, r, _)| r.actions.clone())
+        .collect();
+    let tunnel = |key, dst: &str| {
+        vec![
+            Action::SetTunnelKey(key),
+            Action::SetTunnelDst(dst.parse().unwrap()),
+            Action::Output(65279),
+        ]
+    };
+    assert!(actions.contains(&tunnel(0x64, "10.100.0.2")), "{actions:?}");
+    assert!(
+        actions.contains(&tunnel(0xc8, "2001:db8::2")),
+        "{actions:?}"
+    );
+    let mut want: Vec<String> = flows.iter().map(|f| canonical(f)).collect();
+    let mut got = dumped(&target);
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn show_ports_tables_and_packet_out() {
     let (sw, target) = setup();
     let show = ofctl(&["show", &target]);

@@ -128,7 +128,13 @@ impl Pipeline {
                 _ => None,
             }
         };
-        self.policy.command(command, port_vni, local_port)
+        let changes = !command.is_read();
+        let reply = self.policy.command(command, port_vni, local_port);
+        if changes {
+            // A port's identity may have changed: the local hosts EVPN advertises with it.
+            self.hosts_generation += 1;
+        }
+        reply
     }
 
     /// Makes interface `trunk` a VLAN trunk of outer tag `tpid` whose circuits (one port per
@@ -198,11 +204,11 @@ impl Pipeline {
             .map(|t| (t.tpid, t.circuits.as_slice()))
     }
 
-    /// Adds (or replaces) a route of an L3 network: `prefix/len` → `remote`.
+    /// Adds (or replaces) a route of an L3 network: `prefix/len` (IPv4 or IPv6) → `remote`.
     pub fn route_add(
         &mut self,
         vni: Vni,
-        prefix: std::net::Ipv4Addr,
+        prefix: IpAddr,
         len: u8,
         remote: IpAddr,
     ) -> Result<(), TableError> {
@@ -210,7 +216,7 @@ impl Pipeline {
         if net.spec.l3_gateway.is_none() {
             return Err(TableError::NotL3(vni));
         }
-        if len > 32 || u32::from(prefix) & !crate::l3::mask(len) != 0 {
+        if crate::l3::prefix_of(prefix, len) != Some(prefix) {
             return Err(TableError::InvalidPrefix { prefix, len });
         }
         if !is_unicast_ip(remote) {
@@ -236,12 +242,7 @@ impl Pipeline {
     }
 
     /// Removes a route of an L3 network.
-    pub fn route_remove(
-        &mut self,
-        vni: Vni,
-        prefix: std::net::Ipv4Addr,
-        len: u8,
-    ) -> Result<(), TableError> {
+    pub fn route_remove(&mut self, vni: Vni, prefix: IpAddr, len: u8) -> Result<(), TableError> {
         let net = self.network_mut(vni)?;
         let before = net.l3.routes.len();
         net.l3

@@ -91,6 +91,11 @@ pub struct NetworkCounters {
     pub arp_replies: u64,
     /// ARP requests an L3 network's gateway sent for a destination no container had announced.
     pub arp_requests: u64,
+    /// Neighbor solicitations an L3 network's gateway answered.
+    pub nd_replies: u64,
+    /// Neighbor solicitations an L3 network's gateway sent for a destination no container
+    /// had announced.
+    pub nd_requests: u64,
     /// ARP requests from local ports answered from the neighbour table (ARP suppression).
     pub arp_suppressed: u64,
     /// Neighbor solicitations from local ports answered from the neighbour table.

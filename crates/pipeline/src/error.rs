@@ -114,11 +114,14 @@ pub enum TableError {
     /// A route on a network that is not an L3 network.
     #[error("network {0} is not an l3 network; routes belong to l3 networks")]
     NotL3(Vni),
-    /// A prefix with host bits set or a length above 32.
-    #[error("prefix {prefix}/{len} is invalid; use a network address and a length of 0 to 32")]
+    /// A prefix with host bits set or a length above 32 (IPv4) or 128 (IPv6).
+    #[error(
+        "prefix {prefix}/{len} is invalid; use a network address and a length of 0 to 32 \
+         (ipv4) or 0 to 128 (ipv6)"
+    )]
     InvalidPrefix {
         /// The prefix.
-        prefix: std::net::Ipv4Addr,
+        prefix: std::net::IpAddr,
         /// Its length.
         len: u8,
     },
@@ -128,7 +131,7 @@ pub enum TableError {
         /// The network.
         vni: Vni,
         /// The prefix.
-        prefix: std::net::Ipv4Addr,
+        prefix: std::net::IpAddr,
         /// Its length.
         len: u8,
     },

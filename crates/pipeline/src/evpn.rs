@@ -1,5 +1,6 @@
 //! What the EVPN control plane (nvod's BGP speaker, docs/design/evpn.md) does with the data
-//! plane: install remote MACs, IP → MAC bindings and flood-list entries in batches
+//! plane: install remote MACs, IP → MAC bindings, flood-list entries and the identities routes
+//! give remote addresses in batches
 //! ([`Pipeline::evpn_apply`]), switch ARP/ND suppression ([`Pipeline::set_arp_suppression`]),
 //! and read the local hosts it advertises ([`Pipeline::local_hosts`]).
 //!
@@ -72,6 +73,23 @@ pub enum EvpnChange {
         /// The VTEP.
         remote: IpAddr,
     },
+    /// The identity (group policy ID) a route gives a remote address: the source identity of
+    /// its packets where they carry none (a profile without a group field; issue 18).
+    IdentitySet {
+        /// The network.
+        vni: Vni,
+        /// The address.
+        ip: IpAddr,
+        /// Its group.
+        group: u16,
+    },
+    /// Forgets the identity a route gave an address.
+    IdentityRemove {
+        /// The network.
+        vni: Vni,
+        /// The address.
+        ip: IpAddr,
+    },
 }
 
 /// What [`Pipeline::evpn_apply`] did with a batch.
@@ -104,6 +122,8 @@ pub struct LocalHost {
     pub mac: Mac,
     /// The port it is behind.
     pub port: PortId,
+    /// The port's identity (group policy ID) under the network's policy; 0: none.
+    pub group: u16,
     /// The addresses snooped for the MAC (ARP, NS, NA), sorted; IPv6 link-local addresses are
     /// left out, as FRR leaves them out of its type 2 routes: they name a host on one link only.
     pub ips: Vec<IpAddr>,
@@ -174,10 +194,12 @@ impl Pipeline {
         let mut hosts = Vec::new();
         for (&vni, net) in &self.networks {
             let start = hosts.len();
+            let policy = &self.policy;
             hosts.extend(net.fdb.local().map(|(mac, port)| LocalHost {
                 vni,
                 mac,
                 port,
+                group: policy.port_group(vni, port),
                 ips: Vec::new(),
             }));
             let these = &mut hosts[start..];
@@ -221,6 +243,11 @@ impl Pipeline {
                 Err(TableError::NoSuchFlood { .. }) => Ok(()),
                 other => other,
             },
+            EvpnChange::IdentitySet { vni, ip, group } => {
+                self.network_ref(vni)?;
+                self.policy.evpn_identity(vni, ip, Some(group))
+            }
+            EvpnChange::IdentityRemove { vni, ip } => self.policy.evpn_identity(vni, ip, None),
         }
     }
 

@@ -14,6 +14,9 @@
 //!                                     → the frame is rewritten in the caller's buffer
 //!                                       (IPv4 header checksum recomputed)
 //!              output:N / in_port     → Deliver { port: N }
+//!              set_tunnel, set_field:…->tun_id|tun_dst, then output:tunnel
+//!                                     → Encap { remote: tun_dst, vni, entropy, profile of
+//!                                       the VNI's network } (flow_tunnel.rs)
 //!              meter:N                → through meter N's bucket (meters.rs): over the
 //!                                       rate → Drop(qos_policed), counted on the meter;
 //!                                       under it → the rule's next actions
@@ -27,13 +30,14 @@
 //! (nvod, which runs several copies of the pipeline, expires from their merged counters
 //! instead, so that the copies keep or drop a rule together).
 //!
-//! Not carried out (refused when a rule is installed, [`FlowError::Unsupported`]):
-//! `set_tunnel` and `set_field:…->tun_dst` — the encapsulation a network's FDB chooses is not
-//! overridden per rule yet. Modifications apply to the frame before any output of the same
-//! rule (nvo does not keep a copy per output as Open vSwitch does): `output:2,mod_dl_dst:…`
-//! sends the rewritten frame.
+//! Every action the flow syntax reads is carried out ([`FlowError::Unsupported`] is left for
+//! what OpenFlow carries and nvo does not). Modifications apply to the frame before any output
+//! of the same rule (nvo does not keep a copy per output as Open vSwitch does):
+//! `output:2,mod_dl_dst:…` sends the rewritten frame. `output:tunnel` is checked when the rule
+//! is installed (flow_tunnel.rs: a `tun_dst` before it, of the underlay's family, a VNI that
+//! is an L2 network here); a network gone since is an `unknown_vni` drop.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use nvo_flow::key::ethertype;
@@ -41,8 +45,12 @@ use nvo_flow::syntax::Flow;
 use nvo_flow::{Action as FlowAction, Classifier, ClassifierError, Field, Inserted, Key};
 
 use crate::actions::{Action, Actions};
+use crate::flow_tunnel::{self, Tunnel};
 use crate::meters::Meters;
-use crate::{DropReason, Pipeline, PortId};
+use crate::network::Network;
+use crate::{DropReason, Pipeline, PortId, Vni};
+
+pub use crate::flow_tunnel::{check_here, TunnelError};
 
 /// The most rules the table holds.
 pub const MAX_FLOWS: usize = 10_000;
@@ -57,8 +65,11 @@ pub enum FlowError {
     #[error("the flow table is full ({0} rules); delete rules first")]
     Full(usize),
     /// An action nvo's datapaths do not carry out.
-    #[error("action {0} is not carried out by nvo's datapaths (supported: drop, normal, output, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl, meter)")]
+    #[error("action {0} is not carried out by nvo's datapaths (supported: drop, normal, output, in_port, mod_dl_src, mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl, dec_ttl, meter, set_tunnel, set_field:…->tun_id|tun_dst with output:tunnel)")]
     Unsupported(String),
+    /// Tunnel actions that cannot be carried out as written.
+    #[error(transparent)]
+    Tunnel(#[from] TunnelError),
     /// A rule names a meter that does not exist.
     #[error("no meter {0}; add it first (nvo meter add {0} --rate RATE --burst SIZE)")]
     NoMeter(u32),
@@ -102,15 +113,10 @@ impl FlowVerdict {
     };
 }
 
-/// Refuses the actions nvo does not carry out.
+/// Refuses the actions nvo cannot carry out as written (the checks that need no more than the
+/// actions; [`check_here`] adds those that need this host).
 pub fn check_actions(actions: &[FlowAction]) -> Result<(), FlowError> {
-    match actions
-        .iter()
-        .find(|a| matches!(a, FlowAction::SetTunnelKey(_) | FlowAction::SetTunnelDst(_)))
-    {
-        Some(a) => Err(FlowError::Unsupported(a.to_string())),
-        None => Ok(()),
-    }
+    Ok(flow_tunnel::check(actions)?)
 }
 
 /// Which ports the flow table's rules may match frames from ([`Pipeline::flow_cover`]).
@@ -239,7 +245,12 @@ impl Pipeline {
             meters: &mut flows.meters,
             now,
         };
-        let (mut v, mut dropped) = execute(rule, port, frame, out, actions, &mut meters);
+        let mut nets = Networks {
+            all: &mut self.networks,
+            port: self.ports.get(&port).map(|p| p.vni),
+        };
+        let (mut v, mut dropped) =
+            execute(rule, port, frame, out, actions, (&mut meters, &mut nets));
         if v.normal && dropped.is_none() {
             return v;
         }
@@ -284,7 +295,18 @@ impl Pipeline {
             meters: &mut self.flows.meters,
             now,
         };
-        let (mut v, dropped) = execute(rule_actions, port, frame, out, actions, &mut meters);
+        let mut nets = Networks {
+            all: &mut self.networks,
+            port: self.ports.get(&port).map(|p| p.vni),
+        };
+        let (mut v, dropped) = execute(
+            rule_actions,
+            port,
+            frame,
+            out,
+            actions,
+            (&mut meters, &mut nets),
+        );
         v.normal &= in_port.is_some() && dropped.is_none();
         if let Some(reason) = dropped {
             self.drops.add(reason);
@@ -315,28 +337,45 @@ pub(crate) struct Metering<'a> {
     pub(crate) now: Instant,
 }
 
+/// The networks `output:tunnel` encapsulates into, and the network of the frame's port.
+pub(crate) struct Networks<'a> {
+    pub(crate) all: &'a mut HashMap<Vni, Network>,
+    pub(crate) port: Option<Vni>,
+}
+
 /// Carries out a rule's actions on `frame` from `port`: outputs into `actions`, edits into
-/// `out`, `meter:N` through `meters`; the verdict, and why the frame is dropped if it is.
-/// Port and tunnel ingress (tunnel_flows.rs) share it.
+/// `out`, `meter:N` through `meters`, `output:tunnel` into one of `nets`; the verdict, and why
+/// the frame is dropped if it is. Port and tunnel ingress (tunnel_flows.rs) share it.
 pub(crate) fn execute(
     rule: &[FlowAction],
     port: PortId,
     frame: &[u8],
     out: &mut [u8],
     actions: &mut Actions,
-    meters: &mut Metering<'_>,
+    (meters, nets): (&mut Metering<'_>, &mut Networks<'_>),
 ) -> (FlowVerdict, Option<DropReason>) {
     let mut v = FlowVerdict {
         rewritten: None,
         normal: false,
     };
     let mut dropped = rule.is_empty().then_some(DropReason::FlowDrop);
+    let mut tunnel = Tunnel::default();
     for a in rule {
         if dropped.is_some() {
             break;
         }
+        if tunnel.set(a) {
+            continue;
+        }
         match a {
             FlowAction::Normal => v.normal = true,
+            a if flow_tunnel::is_output(a) => {
+                let now = v.rewritten.and_then(|len| out.get(..len)).unwrap_or(frame);
+                match tunnel.encap(nets.all, nets.port, now) {
+                    Ok(encap) => actions.push(encap),
+                    Err(reason) => dropped = Some(reason),
+                }
+            }
             FlowAction::Output(n) => actions.push(Action::Deliver { port: PortId(*n) }),
             FlowAction::InPort => actions.push(Action::Deliver { port }),
             FlowAction::Meter(n) => {
@@ -444,7 +483,7 @@ fn rewrite(a: &FlowAction, b: &mut [u8], len: usize) -> Result<usize, DropReason
             ip[at] -= 1;
             Ok(())
         })?,
-        // Refused at install (check_actions); outputs are not edits.
+        // Outputs and tunnel fields are not edits.
         _ => {}
     }
     Ok(len)

@@ -12,7 +12,7 @@
 //! the addresses snooped from ARP/ND on local ports (ARP suppression's table, and the IPs of
 //! EVPN's MAC/IP routes): [`Pipeline::local_neighbours`], [`Pipeline::import_local_neighbour`].
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Instant;
 
 use crate::fdb::Learned;
@@ -45,7 +45,7 @@ impl Pipeline {
     }
 
     /// Every L3 network's neighbours: (network, container IP, port, MAC), in no order.
-    pub fn l3_neighbours(&self) -> Vec<(Vni, Ipv4Addr, PortId, Mac)> {
+    pub fn l3_neighbours(&self) -> Vec<(Vni, IpAddr, PortId, Mac)> {
         self.networks
             .values()
             .flat_map(|net| {
@@ -93,15 +93,10 @@ impl Pipeline {
 
     /// Learns an L3 neighbour another copy of the tables learned (within the network's
     /// `max_learned`, as learning from a port does); an unknown network is ignored.
-    pub fn import_l3_neighbour(&mut self, vni: Vni, ip: Ipv4Addr, port: PortId, mac: Mac) {
+    pub fn import_l3_neighbour(&mut self, vni: Vni, ip: IpAddr, port: PortId, mac: Mac) {
         if let Some(net) = self.networks.get_mut(&vni) {
-            // The rule of `L3Tables::learn`: a known address is replaced, a new one taken
-            // while the network holds fewer than `max_learned`.
             let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
-            let table = &mut net.l3.neighbours;
-            if table.len() < max || table.contains_key(&ip) {
-                table.insert(ip, (port, mac));
-            }
+            net.l3.learn(ip, port, mac, max);
         }
     }
 }

@@ -55,6 +55,7 @@ mod error;
 mod evpn;
 mod fdb;
 mod fdb_events;
+mod flow_tunnel;
 pub mod flows;
 mod frame;
 mod hash;
@@ -95,6 +96,6 @@ pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
 pub use tunnel_flows::TunnelCover;
 pub use types::{
-    AcceptRemotes, BumMode, FdbDest, FlushScope, Limits, Mac, MacParseError, NetworkSpec, Origin,
-    PortId, ProfileTag, Vni,
+    AcceptRemotes, BumMode, FdbDest, FlushScope, IpFamilies, Limits, Mac, MacParseError,
+    NetworkSpec, Origin, PortId, ProfileTag, Vni,
 };

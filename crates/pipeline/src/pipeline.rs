@@ -218,9 +218,7 @@ impl Pipeline {
         if let Some(gw) = net.spec.l3_gateway {
             return match l3::from_port(net, gw, port, frame, &eth, scratch, actions) {
                 l3::PortVerdict::Done => {}
-                l3::PortVerdict::NoDestination => {
-                    reject(drops, Some(pc), DropReason::NoDestination, actions)
-                }
+                l3::PortVerdict::Drop(reason) => reject(drops, Some(pc), reason, actions),
             };
         }
         if net.spec.learn_ports {
@@ -346,14 +344,17 @@ impl Pipeline {
         self.deliver_inner(decap, tag, outer_len, inner, now, actions);
     }
 
-    /// Decides what happens to `packet`, an IPv4 packet the datapath took out of a tunnel of
-    /// `decap.profile` for L3 network `decap.vni`. Clears `actions` first; a delivery is a
-    /// `Reply` with the frame built in the scratch buffer.
+    /// Decides what happens to `packet`, an IP packet the datapath took out of a tunnel of
+    /// `decap.profile` for L3 network `decap.vni`; `version` (4 or 6) is the family the tunnel
+    /// announced (ip protocol 4 or 41, the VXLAN-GPE Next Protocol), which the packet must
+    /// agree with (else malformed_tunnel) and the network must carry (else profile_mismatch).
+    /// Clears `actions` first; a delivery is a `Reply` with the frame built in the scratch
+    /// buffer.
     pub fn from_decapsulated_ip(
         &mut self,
         decap: Decapsulated,
         outer_len: usize,
-        packet: &[u8],
+        (version, packet): (u8, &[u8]),
         actions: &mut Actions,
     ) {
         actions.clear();
@@ -377,8 +378,8 @@ impl Pipeline {
         };
         net.counters.rx_underlay_frames += 1;
         remotes.rx(decap.src, outer_len);
-        if l3::from_underlay(net, gw, packet, scratch, actions).is_none() {
-            reject(drops, None, DropReason::NoDestination, actions);
+        if let Err(reason) = l3::from_underlay(net, gw, (version, packet), scratch, actions) {
+            reject(drops, None, reason, actions);
         }
     }
 

@@ -234,6 +234,10 @@ pub(crate) struct Policies {
     nets: HashMap<Vni, NetPolicy>,
     port_labels: HashMap<PortId, (Vni, Labels)>,
     addr_labels: HashMap<(Vni, IpAddr), Labels>,
+    /// (network, address) → group, as EVPN routes advertise it (their Group Policy ID
+    /// community): every worker's pipeline gets the same changes, and they outlive policies
+    /// being set and removed (a route is not sent again).
+    evpn_ids: HashMap<(Vni, IpAddr), u16>,
     shared: SharedConntrack,
     /// The flows this worker passed a moment ago (crate::ct_cache).
     cache: CtCache,
@@ -333,6 +337,43 @@ impl Policies {
         self.nets.contains_key(&vni)
     }
 
+    /// The group of local port `port` in network `vni` (0: none), as EVPN advertises it.
+    pub(crate) fn port_group(&self, vni: Vni, port: PortId) -> u16 {
+        self.nets
+            .get(&vni)
+            .and_then(|p| p.port_ids.get(&port))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Sets (`Some`) or forgets the group an EVPN route gave address `ip` of network `vni`
+    /// (bounded by [`MAX_LEARNED_IDS`]; a source with no other identity gets this one).
+    pub(crate) fn evpn_identity(
+        &mut self,
+        vni: Vni,
+        ip: IpAddr,
+        group: Option<u16>,
+    ) -> Result<(), TableError> {
+        let key = (vni, ip);
+        match group {
+            None => {
+                self.evpn_ids.remove(&key);
+            }
+            Some(g) => {
+                if !self.evpn_ids.contains_key(&key) && self.evpn_ids.len() >= MAX_LEARNED_IDS {
+                    return Err(TableError::TableFull {
+                        table: "evpn identity",
+                        limit: MAX_LEARNED_IDS,
+                    });
+                }
+                self.evpn_ids.insert(key, g);
+            }
+        }
+        // A flow passed a moment ago is decided again with the new identity.
+        self.cache.clear();
+        Ok(())
+    }
+
     /// Runs a control operation. `port_vni` finds a port's network.
     pub(crate) fn command(
         &mut self,
@@ -407,6 +448,7 @@ impl Policies {
         self.cache.clear();
         self.nets.remove(&vni);
         self.addr_labels.retain(|(v, _), _| *v != vni);
+        self.evpn_ids.retain(|(v, _), _| *v != vni);
         self.shared.with(|s| {
             s.ct.flush(vni.0);
             s.learned.retain(|(v, _), _| *v != vni);
@@ -459,7 +501,7 @@ impl Policies {
     }
 
     /// Identities as the packet path finds them: a labelled address, the port a snooped
-    /// address lives behind, an identity learned from the wire.
+    /// address lives behind, an identity learned from the wire, one an EVPN route gave.
     fn trace(
         &self,
         vni: Vni,
@@ -478,6 +520,7 @@ impl Policies {
                             .map(|p| net.port_ids.get(&p).copied().unwrap_or(0))
                     })
                     .or_else(|| s.learned.get(&(vni, ip)).copied())
+                    .or_else(|| self.evpn_ids.get(&(vni, ip)).copied())
             };
             (known(q.src), known(q.dst))
         });
@@ -637,6 +680,7 @@ impl Policies {
             return Ok(());
         }
         let cache = &mut self.cache;
+        let evpn_ids = &self.evpn_ids;
         self.shared.with(|s| {
             if let Some(t) = tagged {
                 // The ipcache: where this address's identity came from the wire, remember it
@@ -678,6 +722,7 @@ impl Policies {
                 p.addr_ids
                     .get(&f.key.src)
                     .or_else(|| s.learned.get(&(vni, f.key.src)))
+                    .or_else(|| evpn_ids.get(&(vni, f.key.src)))
                     .copied()
                     .unwrap_or(0)
             });

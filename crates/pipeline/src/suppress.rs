@@ -140,7 +140,14 @@ pub(crate) fn answer(
             src,
             target,
             reply_to,
-        } => nd::advert(scratch, reply_to, eth.vlan_tci, target, neighbor.mac, src),
+        } => nd::advert(
+            scratch,
+            (reply_to, eth.vlan_tci),
+            target,
+            neighbor.mac,
+            src,
+            false,
+        ),
     };
     let Some(len) = len else {
         return false;

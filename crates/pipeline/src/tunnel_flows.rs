@@ -14,7 +14,8 @@
 //!          drop (no actions)    → Drop(flow_drop)
 //!          modifications        → the frame is rewritten in the caller's buffer
 //!          output:N             → Deliver { port: N } (no learning: that is normal's)
-//!          in_port, output:tunnel → hairpin: that copy is not made, counted `hairpin`
+//!          in_port, output:tunnel (encapsulation, flow_tunnel.rs)
+//!                               → hairpin: that copy is not made, counted `hairpin`
 //!          meter:N              → over the rate: Drop(qos_policed)
 //!          normal               → then from_decapsulated on the (rewritten) frame
 //! ```
@@ -37,7 +38,7 @@ use std::time::Instant;
 use nvo_flow::{Field, Key};
 
 use crate::actions::{Action, Actions};
-use crate::flows::{execute, FlowVerdict, Metering};
+use crate::flows::{execute, FlowVerdict, Metering, Networks};
 use crate::pipeline::{accepts, count_drop};
 use crate::{Decapsulated, DropReason, Pipeline, PortId, Vni};
 
@@ -54,6 +55,16 @@ impl TunnelCover {
     /// Whether a rule may match frames decapsulated for network `vni`.
     pub fn covers(&self, vni: Vni) -> bool {
         self.all || self.keys.iter().any(|&key| fits(vni, key))
+    }
+}
+
+/// Whether `a` sends the frame into the tunnel: `in_port` (a `Deliver` to the tunnel's
+/// number) or `output:tunnel` (an encapsulation).
+fn into_tunnel(a: &Action) -> bool {
+    match a {
+        Action::Deliver { port } => *port == PortId::TUNNEL,
+        Action::Encap { .. } | Action::EncapNode { .. } | Action::EncapL3 { .. } => true,
+        Action::Reply { .. } | Action::Drop(_) => false,
     }
 }
 
@@ -133,11 +144,21 @@ impl Pipeline {
             meters: &mut flows.meters,
             now,
         };
-        let (mut v, dropped) = execute(rule, PortId::TUNNEL, inner, out, actions, &mut meters);
-        // Back into the tunnel it came from: never relayed (a loop between VTEPs otherwise).
-        let hairpin = actions
-            .retain(|a| !matches!(a, Action::Deliver { port } if *port == PortId::TUNNEL))
-            > 0;
+        let mut nets = Networks {
+            all: &mut self.networks,
+            port: Some(decap.vni),
+        };
+        let (mut v, dropped) = execute(
+            rule,
+            PortId::TUNNEL,
+            inner,
+            out,
+            actions,
+            (&mut meters, &mut nets),
+        );
+        // Back into the tunnel (in_port, output:tunnel with or without set_tunnel/tun_dst):
+        // never relayed — a loop between VTEPs otherwise.
+        let hairpin = actions.retain(|a| !into_tunnel(a)) > 0;
         if v.normal && dropped.is_none() {
             if hairpin {
                 count_drop(&mut self.drops, None, DropReason::Hairpin);

@@ -152,6 +152,34 @@ impl Serialize for BumMode {
     }
 }
 
+/// The IP families an L3 network's tunnels carry. The profile decides: vxlan-gpe announces
+/// either in its Next Protocol field, so it carries both; ipip (IP protocol 4) carries IPv4
+/// only, ip6ip6 (IP protocol 41) IPv6 only, whatever the underlay's family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct IpFamilies {
+    /// IPv4 packets.
+    pub ipv4: bool,
+    /// IPv6 packets.
+    pub ipv6: bool,
+}
+
+impl IpFamilies {
+    /// Both families.
+    pub const BOTH: IpFamilies = IpFamilies {
+        ipv4: true,
+        ipv6: true,
+    };
+
+    /// Whether the family of an IP packet whose version nibble is `version` is carried.
+    pub fn carries(self, version: u8) -> bool {
+        match version {
+            4 => self.ipv4,
+            6 => self.ipv6,
+            _ => false,
+        }
+    }
+}
+
 /// What a network is: everything `add_network` needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetworkSpec {
@@ -175,6 +203,9 @@ pub struct NetworkSpec {
     /// Set for an L3 network (its tunnels carry IPv4 packets, not frames): the MAC of the
     /// gateway nvod plays for its containers. See the `l3` module.
     pub l3_gateway: Option<Mac>,
+    /// The IP families an L3 network's tunnels carry (both by default); the datapath sets them
+    /// from the profile. A packet of another family from a port is dropped (profile_mismatch).
+    pub l3_families: IpFamilies,
     /// Which remotes the network takes tunnel packets from; `None`: the default
     /// ([`NetworkSpec::accepts`]).
     pub accept_remotes: Option<AcceptRemotes>,
@@ -211,6 +242,7 @@ impl NetworkSpec {
             ageing: NetworkSpec::DEFAULT_AGEING,
             profile: ProfileTag::VXLAN,
             l3_gateway: None,
+            l3_families: IpFamilies::BOTH,
             accept_remotes: None,
             max_learned_per_port: None,
             max_learned_per_remote: None,

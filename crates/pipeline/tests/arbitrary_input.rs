@@ -1,6 +1,7 @@
 //! Whatever bytes arrive, the pipeline answers with actions and never panics: random frames from
 //! a port (including oversized ones that reach the ICMP builders with garbage IP headers) and
-//! random VXLAN payloads from the underlay. Every outcome is either forwarding or exactly one
+//! random VXLAN payloads from the underlay, and the same for an L3 network (frames to its
+//! gateway, ARP and ND; IP packets of either family out of its tunnel). Every outcome is either forwarding or exactly one
 //! counted drop, and a `Reply` always fits the scratch buffer.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,7 +10,9 @@ mod common;
 use std::time::Instant;
 
 use common::*;
-use nvo_pipeline::{Action, Actions, Limits, NetworkSpec, Pipeline, Vni};
+use nvo_pipeline::{
+    Action, Actions, Decapsulated, Limits, Mac, NetworkSpec, Pipeline, ProfileTag, Vni,
+};
 use proptest::prelude::*;
 
 fn pipeline() -> Pipeline {
@@ -23,6 +26,25 @@ fn pipeline() -> Pipeline {
     p.add_port(P1, VNI).unwrap();
     p.add_port(P2, VNI).unwrap();
     p.flood_add(VNI, r1()).unwrap();
+    p
+}
+
+const GW: Mac = Mac([0x02, 0x6e, 0x76, 0, 0, 100]);
+
+fn l3_pipeline() -> Pipeline {
+    let mut p = Pipeline::new(Limits::default());
+    p.add_network(NetworkSpec {
+        l3_gateway: Some(GW),
+        profile: ProfileTag(2),
+        max_learned: 8,
+        ..NetworkSpec::new(VNI)
+    })
+    .unwrap();
+    p.add_port(P1, VNI).unwrap();
+    p.add_port(P2, VNI).unwrap();
+    p.route_add(VNI, "::".parse().unwrap(), 0, r1()).unwrap();
+    p.route_add(VNI, "0.0.0.0".parse().unwrap(), 0, r1())
+        .unwrap();
     p
 }
 
@@ -92,5 +114,37 @@ proptest! {
             check(&p, &a);
         }
         prop_assert_eq!(p.counters().underlay.rx_packets, 2 * payloads.len() as u64);
+    }
+
+    #[test]
+    fn random_l3_frames_and_packets(
+        frames in proptest::collection::vec(frame_bytes(), 1..20),
+        to_gateway in any::<bool>(),
+        version in prop_oneof![Just(4u8), Just(6u8)],
+    ) {
+        let mut p = l3_pipeline();
+        let mut a = Actions::new();
+        let d = Decapsulated {
+            src: r1(),
+            vni: VNI,
+            profile: ProfileTag(2),
+            dont_learn: false,
+            src_node: None,
+        };
+        for f in &frames {
+            let mut f = f.clone();
+            if to_gateway {
+                f[..6].copy_from_slice(&GW.0);
+            }
+            if let Some(b) = f.get_mut(14) {
+                // An IP version nibble that agrees with the ethertype now and then.
+                *b = (*b & 0x0f) | (version << 4);
+            }
+            p.from_port(P1, &f, Instant::now(), &mut a);
+            check(&p, &a);
+            p.from_decapsulated_ip(d, f.len(), (version, &f[14.min(f.len())..]), &mut a);
+            check(&p, &a);
+        }
+        prop_assert!(p.network(VNI).unwrap().neighbours <= 8);
     }
 }

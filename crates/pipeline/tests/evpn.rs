@@ -391,6 +391,7 @@ fn local_hosts_list_local_macs_with_their_snooped_ips() {
         vni: nvo_pipeline::Vni(vni),
         mac: mac(n),
         port: PortId(port),
+        group: 0,
         ips: ips.iter().map(|s| ip(s)).collect(),
     };
     assert_eq!(
@@ -561,6 +562,7 @@ fn static_hosts_are_local_hosts_with_their_addresses_at_once() {
             vni: VNI,
             mac: mac(3),
             port: P3,
+            group: 0,
             ips: vec![ip("10.0.0.3"), ip("fd00::3")],
         }]
     );

@@ -101,14 +101,14 @@ fn gateway_answers_arp_for_any_address() {
 fn routes_by_longest_prefix_and_delivers_locally() {
     let mut p = pipeline();
     let (r1, r2): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
-    p.route_add(VNI, Ipv4Addr::new(10, 0, 0, 0), 24, r1)
+    p.route_add(VNI, Ipv4Addr::new(10, 0, 0, 0).into(), 24, r1)
         .unwrap();
-    p.route_add(VNI, Ipv4Addr::new(10, 0, 0, 7), 32, r2)
+    p.route_add(VNI, Ipv4Addr::new(10, 0, 0, 7).into(), 32, r2)
         .unwrap();
     assert_eq!(
-        p.route_add(VNI, Ipv4Addr::new(10, 0, 0, 1), 24, r1),
+        p.route_add(VNI, Ipv4Addr::new(10, 0, 0, 1).into(), 24, r1),
         Err(TableError::InvalidPrefix {
-            prefix: Ipv4Addr::new(10, 0, 0, 1),
+            prefix: Ipv4Addr::new(10, 0, 0, 1).into(),
             len: 24
         })
     );
@@ -179,7 +179,7 @@ fn decapsulated_packets_reach_the_owner_of_the_address() {
         src_node: None,
     };
     let packet = ipv4_frame(GW, C1, [10, 0, 0, 9], [10, 0, 0, 2])[14..].to_vec();
-    p.from_decapsulated_ip(d, packet.len() + 16, &packet, &mut a);
+    p.from_decapsulated_ip(d, packet.len() + 16, (4, &packet), &mut a);
     let [Action::Reply { port, len }] = a.as_slice() else {
         panic!("{:?}", a.as_slice())
     };
@@ -187,7 +187,7 @@ fn decapsulated_packets_reach_the_owner_of_the_address() {
     assert_eq!(&p.scratch()[14..*len], &packet[..]);
     // Nobody has 10.0.0.3: the gateway asks on both ports, and drops the packet.
     let other = ipv4_frame(GW, C1, [10, 0, 0, 9], [10, 0, 0, 3])[14..].to_vec();
-    p.from_decapsulated_ip(d, 40, &other, &mut a);
+    p.from_decapsulated_ip(d, 40, (4, &other), &mut a);
     let [Action::Reply { port: q1, len }, Action::Reply { port: q2, .. }, Action::Drop(DropReason::NoDestination)] =
         a.as_slice()
     else {
@@ -206,7 +206,7 @@ fn decapsulated_packets_reach_the_owner_of_the_address() {
             ..d
         },
         40,
-        &packet,
+        (4, &packet),
         &mut a,
     );
     assert_eq!(a.as_slice(), [Action::Drop(DropReason::ProfileMismatch)]);

@@ -21,7 +21,9 @@ use common::*;
 use nvo_pipeline::policy::{
     GroupTag, PolicyCommand, PolicyCounters, PolicyReply, SharedConntrack, TraceQuery,
 };
-use nvo_pipeline::{Action, Actions, Decapsulated, DropReason, Mac, Pipeline, ProfileTag};
+use nvo_pipeline::{
+    Action, Actions, Decapsulated, DropReason, EvpnChange, Mac, Pipeline, ProfileTag,
+};
 use nvo_policy::{Labels, Policy, PolicySpec, Reason};
 
 fn tcp(dst: Mac, src: Mac, ips: (&str, &str), ports: (u16, u16)) -> Vec<u8> {
@@ -229,6 +231,76 @@ fn ingress_takes_the_source_identity_from_the_tag_or_the_address() {
     let c = counters(&mut p);
     assert_eq!(c.rules, [2, 0]);
     assert_eq!((c.sender_applied, c.default_denied), (1, 2));
+}
+
+#[test]
+fn an_evpn_route_gives_a_source_its_identity_and_a_local_port_its_group() {
+    let (mut p, _) = policed();
+    let t = Instant::now();
+    let mut a = Actions::new();
+    let pkt = |sport| tcp(mac(2), mac(9), ("10.0.0.9", "10.0.0.2"), (sport, 5432));
+    // No tag, nothing known of 10.0.0.9: denied to db.
+    p.from_decapsulated_tagged(decap(), None, 100, &pkt(1), t, &mut a);
+    assert_eq!(plain(&a), [Action::Drop(DropReason::PolicyDenied)]);
+    // A route says 10.0.0.9 is web (group 10): its packets pass, at once (no cached verdict).
+    let set = EvpnChange::IdentitySet {
+        vni: VNI,
+        ip: ip("10.0.0.9"),
+        group: 10,
+    };
+    assert_eq!(p.evpn_apply(&[set]).applied, 1);
+    p.from_decapsulated_tagged(decap(), None, 100, &pkt(2), t, &mut a);
+    assert_eq!(plain(&a), [deliver(P2)]);
+    let traced = p
+        .policy_command(PolicyCommand::Trace(
+            VNI,
+            TraceQuery {
+                src: ip("10.0.0.9"),
+                dst: ip("10.0.0.2"),
+                proto: 6,
+                dport: 5432,
+            },
+        ))
+        .unwrap();
+    assert!(
+        matches!(&traced, PolicyReply::Trace(r) if r.src_group == Some(10) && r.allow),
+        "{traced:?}"
+    );
+    // Withdrawn: a new flow from it is nobody's again. A network that does not exist
+    // refuses the change.
+    let remove = EvpnChange::IdentityRemove {
+        vni: VNI,
+        ip: ip("10.0.0.9"),
+    };
+    assert_eq!(p.evpn_apply(&[remove]).applied, 1);
+    p.from_decapsulated_tagged(decap(), None, 100, &pkt(3), t, &mut a);
+    assert_eq!(plain(&a), [Action::Drop(DropReason::PolicyDenied)]);
+    let elsewhere = EvpnChange::IdentitySet {
+        vni: nvo_pipeline::Vni(999),
+        ip: ip("10.0.0.9"),
+        group: 10,
+    };
+    assert_eq!(p.evpn_apply(&[elsewhere]).refused, 1);
+
+    // The local hosts EVPN advertises carry their port's group; a label change moves the
+    // generation, so the speaker reads them again.
+    let hosts = p.local_hosts().hosts;
+    let group_of = |hosts: &[nvo_pipeline::LocalHost], m: u8| {
+        hosts.iter().find(|h| h.mac == mac(m)).map(|h| h.group)
+    };
+    assert_eq!(
+        (
+            group_of(&hosts, 1),
+            group_of(&hosts, 2),
+            group_of(&hosts, 3)
+        ),
+        (Some(10), Some(20), Some(0))
+    );
+    let gen = p.hosts_generation();
+    p.policy_command(PolicyCommand::LabelPort(P3, labels(&[("app", "db")])))
+        .unwrap();
+    assert!(p.hosts_generation() > gen);
+    assert_eq!(group_of(&p.local_hosts().hosts, 3), Some(20));
 }
 
 #[test]

@@ -7,10 +7,9 @@
 mod common;
 
 use std::net::IpAddr;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
+use common::scapy::vector_path;
 use common::*;
 use nvo_pipeline::{Action, Actions, EvpnChange, Mac, Pipeline};
 
@@ -32,10 +31,6 @@ impl Vector {
     fn is_nd(&self) -> bool {
         self.name.starts_with("n")
     }
-}
-
-fn vector_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
 }
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -170,38 +165,8 @@ fn without_suppression_every_request_floods_and_is_still_snooped() {
     }
 }
 
-/// The committed vectors are what the script writes now: they change only with it. Needs
-/// /usr/bin/python3 with scapy (tools/setup installs it); without it the check is skipped.
+/// The committed vectors are what the script writes now: they change only with it.
 #[test]
 fn vectors_are_what_the_script_writes() {
-    let out = std::env::temp_dir().join(format!("nvo-suppress-{}.json", std::process::id()));
-    let run = Command::new("/usr/bin/python3")
-        .arg(vector_path().join("suppress_vectors.py"))
-        .arg(&out)
-        .output();
-    let run = match run {
-        Ok(run) if run.status.success() => run,
-        Ok(run) if String::from_utf8_lossy(&run.stderr).contains("No module named 'scapy'") => {
-            eprintln!("skipped: /usr/bin/python3 has no scapy");
-            return;
-        }
-        Ok(run) => panic!(
-            "suppress_vectors.py failed: {}",
-            String::from_utf8_lossy(&run.stderr)
-        ),
-        Err(e) => {
-            eprintln!("skipped: no /usr/bin/python3 ({e})");
-            return;
-        }
-    };
-    drop(run);
-    let fresh = std::fs::read_to_string(&out).unwrap();
-    let _ = std::fs::remove_file(&out);
-    let committed = std::fs::read_to_string(vector_path().join("suppress.json")).unwrap();
-    assert!(
-        fresh == committed,
-        "tests/vectors/suppress.json differs from what suppress_vectors.py writes now; \
-         regenerate it: /usr/bin/python3 crates/pipeline/tests/vectors/suppress_vectors.py \
-         crates/pipeline/tests/vectors/suppress.json"
-    );
+    common::scapy::assert_script_writes("suppress_vectors.py", "suppress.json");
 }

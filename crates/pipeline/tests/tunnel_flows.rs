@@ -203,10 +203,12 @@ fn output_delivers_to_the_port_named_and_hairpin_is_a_counted_drop() {
         (1, 1)
     );
     assert_eq!(c.drops.total(), 0);
-    // Back into the tunnel: in_port or output:tunnel are never relayed.
+    // Back into the tunnel: in_port or output:tunnel (an encapsulation to another remote,
+    // in this VNI or another) are never relayed.
     for rule in [
         "tun_id=100,actions=in_port",
-        "tun_id=100,actions=output:tunnel",
+        "tun_id=100,actions=set_field:192.0.2.12->tun_dst,output:tunnel",
+        "tun_id=100,actions=set_tunnel:200,set_field:192.0.2.12->tun_dst,output:tunnel",
     ] {
         let mut p = with(&[rule]);
         let (v, a, _) = tunnel(&mut p, VNI, &f);

@@ -10,6 +10,7 @@ use nvo_api::{Acl, AclAttach, AclSpec, Client};
 use serde_json::Value;
 
 use super::api::{done, segment, show};
+use super::qos::{attach_args, attachment};
 use super::{CliError, Format};
 use crate::table::Table;
 
@@ -46,25 +47,30 @@ pub enum AclCmd {
     /// attachments), and where each is attached.
     #[command(visible_alias = "list", after_help = "Example:\n  nvo acl show")]
     Show,
-    /// Attach an ACL profile to a port, or to a shared port's virtual port (PORT MAC NAME).
+    /// Attach an ACL profile to a port, to a shared port's virtual port (PORT MAC NAME), or
+    /// to a trunk's VLAN (PORT VID NAME).
     #[command(
-        override_usage = "nvo acl attach [OPTIONS] PORT [MAC] NAME",
-        after_help = "Example:\n  nvo acl attach c-red1 no-ssh\n  nvo acl attach hv0 02:00:00:00:01:01 no-ssh"
+        override_usage = "nvo acl attach [OPTIONS] PORT [MAC|VID] NAME",
+        after_help = "Example:\n  nvo acl attach c-red1 no-ssh\n  nvo acl attach hv0 02:00:00:00:01:01 no-ssh\n  \
+                      nvo acl attach trunk0 10 no-ssh"
     )]
     Attach {
-        /// The port, then the virtual port's MAC if any, then the profile.
-        #[arg(required = true, num_args = 2..=3, value_name = "PORT [MAC] NAME")]
+        /// The port, then the virtual port's MAC or the trunk's VLAN ID if any, then the
+        /// profile.
+        #[arg(required = true, num_args = 2..=3, value_name = "PORT [MAC|VID] NAME")]
         args: Vec<String>,
     },
-    /// Detach the ACL profile of a port or virtual port (its rules leave the flow table).
+    /// Detach the ACL profile of a port, virtual port or trunk VLAN (its rules leave the flow
+    /// table).
     #[command(
-        after_help = "Example:\n  nvo acl detach c-red1\n  nvo acl detach hv0 02:00:00:00:01:01"
+        after_help = "Example:\n  nvo acl detach c-red1\n  nvo acl detach hv0 02:00:00:00:01:01\n  nvo acl detach trunk0 10"
     )]
     Detach {
         /// The port.
         port: String,
-        /// The virtual port's MAC, for a shared port.
-        mac: Option<String>,
+        /// The virtual port's MAC (a shared port) or the VLAN ID (a trunk).
+        #[arg(value_name = "MAC|VID")]
+        within: Option<String>,
     },
 }
 
@@ -95,19 +101,8 @@ pub fn acl(client: &Client, format: Format, cmd: AclCmd) -> Result<(), CliError>
             show(format, answer, |a: &Vec<Acl>| table(a).to_string())
         }
         AclCmd::Attach { args } => {
-            let (path, target, name) = match args.as_slice() {
-                [port, name] => (
-                    format!("/v1/ports/{}/acl", segment(port)),
-                    port.clone(),
-                    name,
-                ),
-                [port, mac, name] => (
-                    format!("/v1/ports/{}/vports/{}/acl", segment(port), segment(mac)),
-                    format!("{port}/{mac}"),
-                    name,
-                ),
-                _ => unreachable!("clap takes 2 or 3 values"),
-            };
+            let (port, within, name) = attach_args(&args);
+            let (path, target) = attachment(port, within, "acl");
             let body = AclAttach {
                 profile: name.clone(),
             };
@@ -118,14 +113,8 @@ pub fn acl(client: &Client, format: Format, cmd: AclCmd) -> Result<(), CliError>
                 format!("acl {name} attached to {target}"),
             )
         }
-        AclCmd::Detach { port, mac } => {
-            let (path, target) = match &mac {
-                None => (format!("/v1/ports/{}/acl", segment(&port)), port.clone()),
-                Some(mac) => (
-                    format!("/v1/ports/{}/vports/{}/acl", segment(&port), segment(mac)),
-                    format!("{port}/{mac}"),
-                ),
-            };
+        AclCmd::Detach { port, within } => {
+            let (path, target) = attachment(&port, within.as_deref(), "acl");
             client.delete(&path)?;
             done(format, Value::Null, format!("acl detached from {target}"))
         }

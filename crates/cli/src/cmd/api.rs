@@ -130,8 +130,9 @@ pub struct NetworkAddArgs {
     /// A parameter of the profile, decimal or 0x-prefixed hex (repeatable), e.g. group=100.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, u64)>,
-    /// An L3 network: tunnels carry the containers' IPv4 packets (vxlan-gpe, ipip), nvod
-    /// answers their ARP requests as their gateway and routes by prefix (`nvo route add`).
+    /// An L3 network: tunnels carry the containers' IP packets (vxlan-gpe: IPv4 and IPv6,
+    /// ipip: IPv4, ip6ip6: IPv6), nvod answers their ARP requests and neighbor solicitations
+    /// as their gateway and routes by prefix (`nvo route add`). Implied by ipip and ip6ip6.
     #[arg(long)]
     pub l3: bool,
 }

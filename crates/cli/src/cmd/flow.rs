@@ -26,7 +26,9 @@ pub enum FlowCmd {
     /// tcp_flags, tun_id, shorthands ip/tcp/udp/icmp/arp/…), priority, cookie, idle_timeout,
     /// hard_timeout, then actions= (drop, normal, output:PORT, in_port, mod_dl_src,
     /// mod_dl_dst, push_vlan, pop_vlan, mod_vlan_vid, mod_vlan_pcp, mod_nw_tos, mod_nw_ttl,
-    /// dec_ttl, meter:N: through meter N's bucket, see nvo meter). Every frame a port sends in
+    /// dec_ttl, meter:N: through meter N's bucket, see nvo meter; set_tunnel:VNI,
+    /// set_field:IP->tun_dst, output:tunnel: encapsulated to that remote in network VNI, by
+    /// default the port's). Every frame a port sends in
     /// meets the table before normal forwarding; a frame no rule matches is forwarded normally. Rules without timeouts survive a restart.
     /// PORT `tunnel` (in_port=tunnel) is the tunnel: frames decapsulated from the underlay
     /// for an L2 network meet the table too, with tun_id their VNI; a rule without in_port
@@ -39,7 +41,8 @@ pub enum FlowCmd {
                       nvo flow add veth1 'udp,actions=mod_nw_tos:184,normal'\n  \
                       nvo flow add tunnel 'priority=200,tun_id=100,tcp,tp_dst=5201,actions=drop'\n  \
                       nvo meter add 1 --rate 100mbit --burst 1m && \
-                      nvo flow add veth1 'tcp,actions=meter:1,normal'"
+                      nvo flow add veth1 'tcp,actions=meter:1,normal'\n  \
+                      nvo flow add veth1 'udp,actions=set_tunnel:200,set_field:10.100.0.2->tun_dst,output:tunnel'"
     )]
     Add {
         /// The port (interface name), or `all`.

@@ -57,6 +57,9 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
       encap: vxlan            # profile: a built-in (nvo profile list) or one of profiles:;
                               # kernel hosts speak vxlan only
       params: {}              # the profile's parameters, e.g. {group: 100} for vxlan-gbp
+      l3: false               # an L3 network (vxlan-gpe: IPv4+IPv6, ipip: IPv4, ip6ip6: IPv6;
+                              # true for ipip/ip6ip6): nvod is the containers' gateway (ARP, ND;
+                              # ipv6 containers get a default route via it); nvo route add
       mtu: 1450               # default: nvod's (underlay - the profile's overhead)
       multicast: 239.1.1.1    # optional: flood to this underlay group instead of a flood list
   containers:

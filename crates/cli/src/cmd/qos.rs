@@ -50,25 +50,29 @@ pub enum QosCmd {
     /// Show the QoS profiles, where each is attached and what their policers counted.
     #[command(visible_alias = "list", after_help = "Example:\n  nvo qos show")]
     Show,
-    /// Attach a QoS profile to a port, or to a shared port's virtual port (PORT MAC NAME).
+    /// Attach a QoS profile to a port, to a shared port's virtual port (PORT MAC NAME), or to
+    /// a trunk's VLAN (PORT VID NAME).
     #[command(
-        override_usage = "nvo qos attach [OPTIONS] PORT [MAC] NAME",
-        after_help = "Example:\n  nvo qos attach c-red1 silver\n  nvo qos attach hv0 02:00:00:00:01:01 gold"
+        override_usage = "nvo qos attach [OPTIONS] PORT [MAC|VID] NAME",
+        after_help = "Example:\n  nvo qos attach c-red1 silver\n  nvo qos attach hv0 02:00:00:00:01:01 gold\n  \
+                      nvo qos attach trunk0 10 silver"
     )]
     Attach {
-        /// The port, then the virtual port's MAC if any, then the profile.
-        #[arg(required = true, num_args = 2..=3, value_name = "PORT [MAC] NAME")]
+        /// The port, then the virtual port's MAC or the trunk's VLAN ID if any, then the
+        /// profile.
+        #[arg(required = true, num_args = 2..=3, value_name = "PORT [MAC|VID] NAME")]
         args: Vec<String>,
     },
-    /// Detach the QoS profile of a port or virtual port.
+    /// Detach the QoS profile of a port, virtual port or trunk VLAN.
     #[command(
-        after_help = "Example:\n  nvo qos detach c-red1\n  nvo qos detach hv0 02:00:00:00:01:01"
+        after_help = "Example:\n  nvo qos detach c-red1\n  nvo qos detach hv0 02:00:00:00:01:01\n  nvo qos detach trunk0 10"
     )]
     Detach {
         /// The port.
         port: String,
-        /// The virtual port's MAC, for a shared port.
-        mac: Option<String>,
+        /// The virtual port's MAC (a shared port) or the VLAN ID (a trunk).
+        #[arg(value_name = "MAC|VID")]
+        within: Option<String>,
     },
 }
 
@@ -105,19 +109,8 @@ pub fn qos(client: &Client, format: Format, cmd: QosCmd) -> Result<(), CliError>
             show(format, answer, |q: &Vec<Qos>| table(q).to_string())
         }
         QosCmd::Attach { args } => {
-            let (path, target, name) = match args.as_slice() {
-                [port, name] => (
-                    format!("/v1/ports/{}/qos", segment(port)),
-                    port.clone(),
-                    name,
-                ),
-                [port, mac, name] => (
-                    format!("/v1/ports/{}/vports/{}/qos", segment(port), segment(mac)),
-                    format!("{port}/{mac}"),
-                    name,
-                ),
-                _ => unreachable!("clap takes 2 or 3 values"),
-            };
+            let (port, within, name) = attach_args(&args);
+            let (path, target) = attachment(port, within, "qos");
             let body = QosAttach {
                 profile: name.clone(),
             };
@@ -128,14 +121,8 @@ pub fn qos(client: &Client, format: Format, cmd: QosCmd) -> Result<(), CliError>
                 format!("qos profile {name} attached to {target}"),
             )
         }
-        QosCmd::Detach { port, mac } => {
-            let (path, target) = match &mac {
-                None => (format!("/v1/ports/{}/qos", segment(&port)), port.clone()),
-                Some(mac) => (
-                    format!("/v1/ports/{}/vports/{}/qos", segment(&port), segment(mac)),
-                    format!("{port}/{mac}"),
-                ),
-            };
+        QosCmd::Detach { port, within } => {
+            let (path, target) = attachment(&port, within.as_deref(), "qos");
             client.delete(&path)?;
             done(
                 format,
@@ -227,6 +214,33 @@ pub fn table(profiles: &[Qos]) -> Table {
     t
 }
 
+/// `attach`'s values: the port, the MAC or VLAN ID if given, and the profile's name.
+pub(super) fn attach_args(args: &[String]) -> (&str, Option<&str>, &String) {
+    match args {
+        [port, name] => (port, None, name),
+        [port, within, name] => (port, Some(within), name),
+        _ => unreachable!("clap takes 2 or 3 values"),
+    }
+}
+
+/// The API path of a profile attachment (`one`: `qos`, `acl`) and how its target is named:
+/// the port, a virtual port (`within` a MAC: `PORT/MAC`) or a trunk's VLAN circuit (`within`
+/// a number: `PORT.VID`, as counters and FDB entries name it).
+pub(super) fn attachment(port: &str, within: Option<&str>, one: &str) -> (String, String) {
+    let port_ = segment(port);
+    match within {
+        None => (format!("/v1/ports/{port_}/{one}"), port.to_owned()),
+        Some(vid) if vid.bytes().all(|b| b.is_ascii_digit()) => (
+            format!("/v1/ports/{port_}/vlans/{vid}/{one}"),
+            format!("{port}.{vid}"),
+        ),
+        Some(mac) => (
+            format!("/v1/ports/{port_}/vports/{}/{one}", segment(mac)),
+            format!("{port}/{mac}"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +258,27 @@ mod tests {
         assert_eq!(parse_size("1500"), Ok(1500));
         assert_eq!(parse_size("64KiB"), Ok(65_536));
         assert!(parse_size("lots").unwrap_err().contains("not a size"));
+    }
+
+    #[test]
+    fn attachments_name_a_port_a_virtual_port_or_a_trunk_vlan() {
+        assert_eq!(
+            attachment("c-red1", None, "qos"),
+            ("/v1/ports/c-red1/qos".to_owned(), "c-red1".to_owned())
+        );
+        assert_eq!(
+            attachment("hv0", Some("02:00:00:00:01:01"), "acl"),
+            (
+                "/v1/ports/hv0/vports/02:00:00:00:01:01/acl".to_owned(),
+                "hv0/02:00:00:00:01:01".to_owned()
+            )
+        );
+        assert_eq!(
+            attachment("trunk0", Some("10"), "acl"),
+            (
+                "/v1/ports/trunk0/vlans/10/acl".to_owned(),
+                "trunk0.10".to_owned()
+            )
+        );
     }
 }

@@ -1,13 +1,13 @@
-//! `nvo route list|add|del`: the IPv4 routes of an L3 network (`nvo network add --l3`), each a
-//! prefix of the tenant's addresses and the remote tunnel end it is behind
+//! `nvo route list|add|del`: the IPv4 and IPv6 routes of an L3 network (`nvo network add
+//! --l3`), each a prefix of the tenant's addresses and the remote tunnel end it is behind
 //! (`/v1/networks/{vni}/routes`).
 //!
-//! A prefix is checked here as nvod checks it (IPv4, no host bits set), so a typo fails with
+//! A prefix is checked here as nvod checks it (no host bits set), so a typo fails with
 //! clap's usage message before anything is sent. `del` names the route by its prefix, which
 //! the API takes as two path segments: `DELETE /v1/networks/{vni}/routes/{addr}/{len}`.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 use clap::Subcommand;
 use nvo_api::{Client, RouteSpec};
@@ -23,9 +23,6 @@ pub enum PrefixError {
     /// Not ADDRESS/PREFIX at all.
     #[error(transparent)]
     Cidr(#[from] AddrError),
-    /// An IPv6 prefix: L3 networks carry IPv4 only.
-    #[error("{0:?} is not an IPv4 prefix; routes of an l3 network are IPv4, like 10.0.0.0/24")]
-    NotIpv4(String),
     /// Host bits set; `network` is the prefix meant.
     #[error("prefix {text} has host bits set; use {network}/{len}")]
     HostBits {
@@ -38,12 +35,12 @@ pub enum PrefixError {
     },
 }
 
-/// An IPv4 prefix with its host bits clear, `10.0.0.0/24`.
+/// An IPv4 or IPv6 prefix with its host bits clear, `10.0.0.0/24`, `fd00:1::/64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prefix {
     /// The network address.
-    pub addr: Ipv4Addr,
-    /// The prefix length, 0 to 32.
+    pub addr: IpAddr,
+    /// The prefix length, 0 to 32 (IPv4) or 128 (IPv6).
     pub len: u8,
 }
 
@@ -53,13 +50,11 @@ impl fmt::Display for Prefix {
     }
 }
 
-/// Parses a route's prefix: IPv4 (L3 networks carry IPv4 only) and no host bits set, the
-/// rules nvod applies, with the corrected prefix in the message when host bits are set.
+/// Parses a route's prefix: IPv4 or IPv6 with no host bits set, the rules nvod applies, with
+/// the corrected prefix in the message when host bits are set.
 pub fn parse_prefix(text: &str) -> Result<Prefix, PrefixError> {
     let cidr: Cidr = text.parse()?;
-    let IpAddr::V4(addr) = cidr.addr else {
-        return Err(PrefixError::NotIpv4(text.to_owned()));
-    };
+    let addr = cidr.addr;
     let network = cidr.network();
     if network != cidr.addr {
         return Err(PrefixError::HostBits {
@@ -92,13 +87,15 @@ pub enum RouteCmd {
     #[command(
         after_help = "Example:\n  nvo network add 100 --encap vxlan-gpe --l3\n  \
                       nvo route add 100 10.0.0.2/32 --remote 192.0.2.2\n  \
-                      nvo route add 100 10.1.0.0/16 --remote 192.0.2.3"
+                      nvo route add 100 10.1.0.0/16 --remote 192.0.2.3\n  \
+                      nvo network add 300 --encap ip6ip6\n  \
+                      nvo route add 300 fd00:3::/64 --remote 2001:db8::2"
     )]
     Add {
         /// The network's VNI.
         #[arg(value_parser = vni_parser())]
         vni: u32,
-        /// The IPv4 prefix, like 10.0.0.0/24 (host bits clear).
+        /// The IPv4 or IPv6 prefix, like 10.0.0.0/24 or fd00:3::/64 (host bits clear).
         #[arg(value_parser = parse_prefix)]
         prefix: Prefix,
         /// The remote tunnel end (underlay address) the prefix is behind.
@@ -161,17 +158,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefixes_are_ipv4_with_host_bits_clear() {
+    fn prefixes_have_host_bits_clear() {
         let p = parse_prefix("10.0.0.0/24").unwrap();
-        assert_eq!((p.addr, p.len), (Ipv4Addr::new(10, 0, 0, 0), 24));
+        assert_eq!((p.addr, p.len), ("10.0.0.0".parse().unwrap(), 24));
         assert_eq!(p.to_string(), "10.0.0.0/24");
+        assert_eq!(
+            parse_prefix("fd00:3::/64").unwrap().to_string(),
+            "fd00:3::/64"
+        );
         assert_eq!(parse_prefix("10.0.0.2/32").unwrap().len, 32);
         assert_eq!(parse_prefix("0.0.0.0/0").unwrap().len, 0);
         for (bad, want) in [
             ("10.0.0.1/24", "host bits set; use 10.0.0.0/24"),
             ("10.0.0.0", "ADDRESS/PREFIX"),
             ("10.0.0.0/33", "longer than the address"),
-            ("fd00::/64", "not an IPv4 prefix"),
+            ("fd00::1/64", "host bits set; use fd00::/64"),
+            ("fd00::/129", "longer than the address"),
             ("ten/8", "not an IP address"),
         ] {
             let e = parse_prefix(bad).unwrap_err().to_string();

@@ -146,6 +146,9 @@ pub fn network(n: &Network) -> Table {
             "gateway_mac",
             n.gateway_mac.clone().unwrap_or_else(|| "-".into()),
         ));
+        if let Some(v6) = n.gateway_ipv6 {
+            items.push(("gateway_ipv6", v6.to_string()));
+        }
         let routes: Vec<String> = n.routes.iter().map(route).collect();
         match routes.split_first() {
             None => items.push(("routes", "-".to_owned())),

@@ -148,6 +148,7 @@ mod tests {
             vni,
             vlan,
             qos: None,
+            acl: None,
             rx_frames: rx,
             rx_bytes: rx * 100,
             tx_frames: 1,

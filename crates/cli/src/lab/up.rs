@@ -511,7 +511,19 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
                     .put::<_, serde_json::Value>(&format!("/v1/ports/{port}/labels"), &c.labels)
                     .map_err(api)?;
             }
-            Ok(())
+            if c.ipv6.is_none() {
+                return Ok(());
+            }
+            // An L3 network's gateway has an IPv6 address (link-local): the container's IPv6
+            // default route goes through it, so prefixes off its own subnet are routed too. IPv4
+            // has no such address: on-link prefixes only, by proxy ARP.
+            let net: Network = client
+                .get(&format!("/v1/networks/{}", c.vni))
+                .map_err(api)?;
+            match net.gateway_ipv6 {
+                Some(gw) => ip(ns, &format!("-6 route add default via {gw} dev eth0")),
+                None => Ok(()),
+            }
         }
     }
 }

@@ -443,26 +443,56 @@ impl Engine {
         entropy: u16,
         inner_len: usize,
     ) -> Result<&[u8], EngineError> {
+        self.header_carrying(profile, vni, remote, (entropy, inner_len), None)
+    }
+
+    /// [`Engine::header`] for a packet that announces `payload` in the profile's payload field
+    /// rather than the network's own (an L3 network on vxlan-gpe sends IPv4 and IPv6, each
+    /// with its Next Protocol); `None`: the network's. A payload the profile cannot carry is
+    /// [`EngineError::PayloadNotCarried`].
+    pub fn header_carrying(
+        &mut self,
+        profile: ProfileId,
+        vni: u32,
+        remote: IpAddr,
+        (entropy, inner_len): (u16, usize),
+        payload: Option<Payload>,
+    ) -> Result<&[u8], EngineError> {
         let p = self
             .profiles
             .get(usize::from(profile.0))
             .and_then(Option::as_ref)
             .ok_or(EngineError::UnknownId(profile))?;
         let params = &self.params;
-        let payload = self
+        let network = self
             .payloads
             .get(&(profile, vni))
             .copied()
             .unwrap_or(p.payload);
+        let payload = payload.unwrap_or(network);
+        // The field's value is written per packet (the template may have sent the other
+        // family last); a profile without the field carries its own payload only.
+        let value = p
+            .payload_field
+            .and_then(|pf| Some((pf.field, pf.value(payload)?)));
+        if !p.carries(payload) {
+            return Err(EngineError::PayloadNotCarried {
+                profile: p.name.clone(),
+                payload,
+            });
+        }
         let template = self
             .templates
             .get_or_try_insert((profile, vni, remote), || {
                 check_vni(p, vni)?;
                 let empty = Vec::new();
-                let network = params.get(&(profile, vni, None)).unwrap_or(&empty);
+                let network_params = params.get(&(profile, vni, None)).unwrap_or(&empty);
                 let dest = params.get(&(profile, vni, Some(remote))).unwrap_or(&empty);
-                Ok::<_, EngineError>(Template::build(p, vni, payload, &[network, dest]))
+                Ok::<_, EngineError>(Template::build(p, vni, network, &[network_params, dest]))
             })?;
+        if let Some((field, v)) = value {
+            template.set_field(field, v);
+        }
         template
             .patch(p, entropy, inner_len)
             .map_err(|e| EngineError::LengthOverflow {
@@ -549,10 +579,7 @@ impl Engine {
         payload: Payload,
     ) -> Result<(), EngineError> {
         let p = self.get(profile)?;
-        let carries = payload == p.payload
-            || p.payload_field
-                .is_some_and(|pf| pf.value(payload).is_some());
-        if !carries {
+        if !p.carries(payload) {
             return Err(EngineError::PayloadNotCarried {
                 profile: p.name.clone(),
                 payload,

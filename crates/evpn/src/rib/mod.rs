@@ -9,6 +9,9 @@
 //!   a sticky remote MAC always wins. The winner's MAC goes into the FDB (remote only: a local MAC
 //!   is in the FDB already), and its IPs into the neighbour table for ARP/ND suppression.
 //! - a network, vni: type 3 routes; their VTEPs are the flood list.
+//! - identities (issue 18): a local host's group goes out in its type 2 routes (the Group
+//!   Policy ID community); the group the winning remote route gives each of its IPs is
+//!   installed for the identity policy (identity.rs).
 //!
 //! Mobility: a MAC that appears locally while a remote route holds it with sequence N is
 //! advertised with N + 1; a received route with a higher sequence takes a local MAC away (its
@@ -31,10 +34,12 @@ use nvo_pipeline::Mac;
 
 use super::settings::Settings;
 
+mod identity;
 mod mobility;
 mod nlri;
 mod view;
 
+pub use identity::LocalRoute;
 use mobility::History;
 pub use nlri::{key_of, mac_route};
 
@@ -82,6 +87,8 @@ pub struct Received {
     pub sticky: bool,
     /// Route targets.
     pub rts: Vec<RouteTarget>,
+    /// The endpoint's group (Group Policy ID community; 0: none).
+    pub group: u16,
 }
 
 #[derive(Debug, Clone)]
@@ -116,6 +123,10 @@ pub enum Install {
     FloodAdd(u32, IpAddr),
     /// Remove a VTEP from a flood list.
     FloodRemove(u32, IpAddr),
+    /// The group a route gives a remote address.
+    IdentitySet(u32, IpAddr, u16),
+    /// Remove an installed identity.
+    IdentityRemove(u32, IpAddr),
 }
 
 /// An advertisement change.
@@ -134,6 +145,8 @@ pub struct OutAttrs {
     pub vni: u32,
     /// Mobility sequence (0: no community).
     pub seq: u32,
+    /// The host's group (0: no Group Policy ID community).
+    pub group: u16,
 }
 
 /// What [`Rib::take_changes`] returns.
@@ -149,6 +162,8 @@ pub struct Changes {
 struct Local {
     ips: Vec<IpAddr>,
     seq: u32,
+    /// The host's group (0: none).
+    group: u16,
     /// Restored from the saved state at start and not yet seen in the data path.
     restored: bool,
 }
@@ -168,6 +183,8 @@ pub struct Installed {
     pub neigh: HashMap<(u32, IpAddr), Mac>,
     /// vni → VTEPs.
     pub flood: HashMap<u32, BTreeSet<IpAddr>>,
+    /// (vni, ip) → group (not saved across restarts: the pipeline forgets them too).
+    pub identity: HashMap<(u32, IpAddr), u16>,
 }
 
 /// The table.
@@ -379,9 +396,9 @@ impl Rib {
 
     /// The local hosts now (every MAC on a local port with its IPs). Hosts restored from the
     /// saved state stay until `keep_restored` is false.
-    pub fn set_local(&mut self, hosts: &[(u32, Mac, Vec<IpAddr>)], keep_restored: bool) {
-        let now: HashMap<(u32, Mac), &Vec<IpAddr>> =
-            hosts.iter().map(|(v, m, ips)| ((*v, *m), ips)).collect();
+    pub fn set_local(&mut self, hosts: &[LocalRoute], keep_restored: bool) {
+        let now: HashMap<(u32, Mac), &LocalRoute> =
+            hosts.iter().map(|h| ((h.vni, h.mac), h)).collect();
         let gone: Vec<(u32, Mac)> = self
             .local
             .iter()
@@ -392,13 +409,14 @@ impl Rib {
             self.local.remove(&key);
             self.dirty_macs.insert(key);
         }
-        for (key, ips) in now {
-            let mut ips = ips.clone();
+        for (key, h) in now {
+            let mut ips = h.ips.clone();
             ips.sort_unstable();
             match self.local.get_mut(&key) {
-                Some(l) if l.ips == ips && !l.restored => {}
+                Some(l) if l.ips == ips && l.group == h.group && !l.restored => {}
                 Some(l) => {
                     l.ips = ips;
+                    l.group = h.group;
                     l.restored = false;
                     self.dirty_macs.insert(key);
                 }
@@ -413,6 +431,7 @@ impl Rib {
                         Local {
                             ips,
                             seq,
+                            group: h.group,
                             restored: false,
                         },
                     );
@@ -441,6 +460,7 @@ impl Rib {
                 Local {
                     ips,
                     seq,
+                    group: 0,
                     restored: true,
                 },
             );
@@ -477,8 +497,8 @@ impl Rib {
             .max_by(|a, b| (a.2, a.1).cmp(&(b.2, b.1)).then_with(|| b.0.cmp(&a.0)))
     }
 
-    /// IPs the winning VTEP advertises for a MAC.
-    fn remote_ips(&self, key: (u32, Mac), vtep: IpAddr) -> BTreeSet<IpAddr> {
+    /// IPs the winning VTEP advertises for a MAC, each with the group its route gives it.
+    fn remote_ips(&self, key: (u32, Mac), vtep: IpAddr) -> BTreeMap<IpAddr, u16> {
         let import = self.settings.vni(key.0);
         self.mac_index
             .get(&key)
@@ -490,7 +510,7 @@ impl Rib {
                     return None;
                 };
                 (p.got.vtep == vtep && p.got.rts.iter().any(|rt| import.import.contains(rt)))
-                    .then_some(*ip)
+                    .then_some((*ip, p.got.group))
             })
             .collect()
     }
@@ -590,16 +610,17 @@ impl Rib {
             .filter(|(&(v, _), &m)| v == vni && m == mac)
             .map(|(&(_, ip), _)| ip)
             .collect();
-        for ip in had.iter().filter(|ip| !want_ips.contains(ip)) {
+        for ip in had.iter().filter(|ip| !want_ips.contains_key(ip)) {
             self.installed.neigh.remove(&(vni, *ip));
             out.install.push(Install::NeighRemove(vni, *ip));
         }
-        for ip in want_ips {
+        for &ip in want_ips.keys() {
             if self.installed.neigh.get(&(vni, ip)) != Some(&mac) {
                 self.installed.neigh.insert((vni, ip), mac);
                 out.install.push(Install::NeighSet(vni, ip, mac));
             }
         }
+        self.sync_identities(vni, &had, &want_ips, out);
         // Advertisements.
         let advertise = winner == Some(Winner::Local)
             && !duplicate
@@ -608,7 +629,11 @@ impl Rib {
         let mut want: Vec<(NlriKey, EvpnRoute, OutAttrs)> = Vec::new();
         if let (true, Some(l)) = (advertise, self.local.get(&key)) {
             let rd = self.settings.vni(vni).rd;
-            let attrs = OutAttrs { vni, seq: l.seq };
+            let attrs = OutAttrs {
+                vni,
+                seq: l.seq,
+                group: l.group,
+            };
             for ip in std::iter::once(None).chain(l.ips.iter().copied().map(Some)) {
                 let route = mac_route(rd, vni, mac, ip);
                 if let Some(k) = key_of(&route) {
@@ -699,7 +724,15 @@ impl Rib {
                 originator: self.settings.next_hop,
             });
             if let Some(k) = key_of(&route) {
-                routes.push((k, route, OutAttrs { vni, seq: 0 }));
+                routes.push((
+                    k,
+                    route,
+                    OutAttrs {
+                        vni,
+                        seq: 0,
+                        group: 0,
+                    },
+                ));
             }
         }
         self.sync_out(

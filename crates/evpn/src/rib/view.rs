@@ -28,7 +28,7 @@ impl Rib {
                     .is_some_and(|h| h.duplicate_since.is_some()),
                 _ => false,
             };
-            list.push(show(
+            let mut shown = show(
                 route,
                 attrs.vni,
                 self.settings.next_hop,
@@ -39,7 +39,9 @@ impl Rib {
                 true,
                 false,
                 dup,
-            ));
+            );
+            shown.group = attrs.group;
+            list.push(shown);
         }
         for (&peer, table) in &self.adj_in {
             for (key, path) in table {
@@ -61,7 +63,7 @@ impl Rib {
                         .is_some_and(|h| h.duplicate_since.is_some()),
                     NlriKey::Imet { .. } => false,
                 };
-                list.push(show(
+                let mut shown = show(
                     &route,
                     path.got.vni,
                     path.got.vtep,
@@ -72,7 +74,9 @@ impl Rib {
                     best,
                     path.stale,
                     dup,
-                ));
+                );
+                shown.group = path.got.group;
+                list.push(shown);
             }
         }
         list.retain(|r| {
@@ -126,5 +130,6 @@ fn show(
         best,
         stale,
         duplicate,
+        group: 0,
     }
 }

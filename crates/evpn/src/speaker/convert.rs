@@ -16,6 +16,7 @@ use crate::rib::{Install, Received};
 pub(super) fn received(route: &EvpnRoute, attrs: &RouteAttrs) -> Option<Received> {
     let mut seq = 0;
     let mut sticky = false;
+    let mut group = 0;
     let mut rts = Vec::new();
     for c in &attrs.communities {
         match *c {
@@ -25,6 +26,8 @@ pub(super) fn received(route: &EvpnRoute, attrs: &RouteAttrs) -> Option<Received
                 seq = sequence;
                 sticky = c.is_sticky();
             }
+            // Scope 0: the route's own network (another scope names nothing nvo knows).
+            ExtendedCommunity::GroupPolicy { scope: 0, group: g } => group = g,
             _ => {}
         }
     }
@@ -59,6 +62,7 @@ pub(super) fn received(route: &EvpnRoute, attrs: &RouteAttrs) -> Option<Received
         seq,
         sticky,
         rts,
+        group,
     })
 }
 
@@ -84,6 +88,12 @@ pub(super) fn change(i: Install) -> EvpnChange {
             vni: Vni(v),
             remote,
         },
+        Install::IdentitySet(v, ip, group) => EvpnChange::IdentitySet {
+            vni: Vni(v),
+            ip,
+            group,
+        },
+        Install::IdentityRemove(v, ip) => EvpnChange::IdentityRemove { vni: Vni(v), ip },
     }
 }
 

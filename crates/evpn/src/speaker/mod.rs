@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::advert::{self, PeerKind};
 use super::persist::{unix_now, SaveFile, Saved};
-use super::rib::{Advert, Install, PeerId, Rib, Taken};
+use super::rib::{Advert, Install, LocalRoute, PeerId, Rib, Taken};
 use super::settings::{ConfigError, Settings};
 use super::Request;
 use crate::dataplane::{DataPlane, DataPlaneError};
@@ -565,10 +565,15 @@ impl<D: DataPlane> Speaker<D> {
             }
         };
         self.local_generation = Some(hosts.generation);
-        let list: Vec<(u32, nvo_pipeline::Mac, Vec<IpAddr>)> = hosts
+        let list: Vec<LocalRoute> = hosts
             .hosts
             .iter()
-            .map(|h| (h.vni.0, h.mac, h.ips.clone()))
+            .map(|h| LocalRoute {
+                vni: h.vni.0,
+                mac: h.mac,
+                ips: h.ips.clone(),
+                group: h.group,
+            })
             .collect();
         if let Some(rib) = self.rib.as_mut() {
             rib.set_local(&list, keep_restored);

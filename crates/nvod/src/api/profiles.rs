@@ -9,6 +9,8 @@
 //!  DELETE /v1/ports/{port}/{one}              detach it
 //!  PUT    /v1/ports/{port}/vports/{mac}/{one} the same for a shared port's virtual port
 //!  DELETE /v1/ports/{port}/vports/{mac}/{one}
+//!  PUT    /v1/ports/{port}/vlans/{vid}/{one}  the same for a trunk's VLAN circuit
+//!  DELETE /v1/ports/{port}/vlans/{vid}/{one}
 //! ```
 
 use std::future::Future;
@@ -23,7 +25,7 @@ use serde::Serialize;
 
 use super::error::{ApiFailure, Body, Params};
 use super::Shared;
-use crate::control::{Control, Failure};
+use crate::control::{Control, Failure, Within};
 
 type Answer<T> = Result<T, ApiFailure>;
 
@@ -46,11 +48,11 @@ pub(super) trait Profiles: Send + 'static {
         spec: Self::Spec,
     ) -> impl Future<Output = Result<Self::View, Failure>> + Send;
     fn delete(c: &mut Control, name: &str) -> impl Future<Output = Result<(), Failure>> + Send;
-    /// Attaches `profile` (`None`: detaches) to `port`, or to its virtual port of `mac`.
+    /// Attaches `profile` (`None`: detaches) to `port`, or to its virtual port or circuit.
     fn attach(
         c: &mut Control,
         port: &str,
-        mac: Option<&str>,
+        within: Within<'_>,
         profile: Option<&str>,
     ) -> impl Future<Output = Result<(), Failure>> + Send;
     /// The profile an attachment body names.
@@ -82,10 +84,10 @@ impl Profiles for Qos {
     fn attach(
         c: &mut Control,
         port: &str,
-        mac: Option<&str>,
+        within: Within<'_>,
         profile: Option<&str>,
     ) -> impl Future<Output = Result<(), Failure>> + Send {
-        c.qos_attach(port, mac, profile)
+        c.qos_attach(port, within, profile)
     }
     fn named(a: &api::QosAttach) -> &str {
         &a.profile
@@ -117,10 +119,10 @@ impl Profiles for Acl {
     fn attach(
         c: &mut Control,
         port: &str,
-        mac: Option<&str>,
+        within: Within<'_>,
         profile: Option<&str>,
     ) -> impl Future<Output = Result<(), Failure>> + Send {
-        c.acl_attach(port, mac, profile)
+        c.acl_attach(port, within, profile)
     }
     fn named(a: &api::AclAttach) -> &str {
         &a.profile
@@ -139,6 +141,10 @@ pub(super) fn routes<P: Profiles>(router: Router<Shared>) -> Router<Shared> {
         .route(
             &format!("/v1/ports/{{name}}/vports/{{mac}}/{}", P::ONE),
             put(attach_vport::<P>).delete(detach_vport::<P>),
+        )
+        .route(
+            &format!("/v1/ports/{{name}}/vlans/{{vid}}/{}", P::ONE),
+            put(attach_vlan::<P>).delete(detach_vlan::<P>),
         )
 }
 
@@ -167,7 +173,13 @@ async fn attach<P: Profiles>(
     Params(port): Params<String>,
     Body(a): Body<P::Attach>,
 ) -> Answer<StatusCode> {
-    P::attach(&mut *c.lock().await, &port, None, Some(P::named(&a))).await?;
+    P::attach(
+        &mut *c.lock().await,
+        &port,
+        Within::Port,
+        Some(P::named(&a)),
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -175,7 +187,7 @@ async fn detach<P: Profiles>(
     State(c): State<Shared>,
     Params(port): Params<String>,
 ) -> Answer<StatusCode> {
-    P::attach(&mut *c.lock().await, &port, None, None).await?;
+    P::attach(&mut *c.lock().await, &port, Within::Port, None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -184,7 +196,13 @@ async fn attach_vport<P: Profiles>(
     Params((port, mac)): Params<(String, String)>,
     Body(a): Body<P::Attach>,
 ) -> Answer<StatusCode> {
-    P::attach(&mut *c.lock().await, &port, Some(&mac), Some(P::named(&a))).await?;
+    P::attach(
+        &mut *c.lock().await,
+        &port,
+        Within::Vport(&mac),
+        Some(P::named(&a)),
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -192,6 +210,33 @@ async fn detach_vport<P: Profiles>(
     State(c): State<Shared>,
     Params((port, mac)): Params<(String, String)>,
 ) -> Answer<StatusCode> {
-    P::attach(&mut *c.lock().await, &port, Some(&mac), None).await?;
+    P::attach(&mut *c.lock().await, &port, Within::Vport(&mac), None).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn attach_vlan<P: Profiles>(
+    State(c): State<Shared>,
+    Params((port, vid)): Params<(String, String)>,
+    Body(a): Body<P::Attach>,
+) -> Answer<StatusCode> {
+    let within = Within::Vlan(vid_of(&vid)?);
+    P::attach(&mut *c.lock().await, &port, within, Some(P::named(&a))).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn detach_vlan<P: Profiles>(
+    State(c): State<Shared>,
+    Params((port, vid)): Params<(String, String)>,
+) -> Answer<StatusCode> {
+    let within = Within::Vlan(vid_of(&vid)?);
+    P::attach(&mut *c.lock().await, &port, within, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A VLAN ID from a path: 1 to 4094.
+fn vid_of(text: &str) -> Result<u16, Failure> {
+    text.parse::<u16>()
+        .ok()
+        .filter(|v| (1..=nvo_pipeline::vlan::MAX_VID).contains(v))
+        .ok_or_else(|| Failure::bad(format!("vlan {text:?} is not a VLAN ID (1 to 4094)")))
 }

@@ -21,9 +21,14 @@ use nvo_openflow::wire::port;
 use nvo_openflow::{Command as OfCommand, FlowMod};
 use nvo_pipeline::flows::check_actions;
 
-use super::vport::vport_name;
+use super::named::{ProfileKind, Within};
 use super::{Control, Failure, Kind};
-use crate::convert;
+
+const ACL: ProfileKind = ProfileKind {
+    what: "acl",
+    list: "/v1/acls",
+    detach: "nvo acl detach",
+};
 
 /// The most ACL profiles a node holds.
 pub const MAX_PROFILES: usize = 256;
@@ -71,7 +76,7 @@ impl Control {
 
     /// `POST /v1/acls`.
     pub async fn acl_add(&mut self, spec: api::AclSpec) -> Result<api::Acl, Failure> {
-        check_name(&spec.name)?;
+        ACL.check_name(&spec.name)?;
         if self.state.acls.contains_key(&spec.name) {
             return Err(Failure::new(
                 Kind::Conflict,
@@ -111,42 +116,29 @@ impl Control {
 
     /// `DELETE /v1/acls/{name}`.
     pub async fn acl_delete(&mut self, name: &str) -> Result<(), Failure> {
-        if !self.state.acls.contains_key(name) {
-            return Err(no_profile(name));
-        }
-        let users: Vec<&str> = self
+        let users: Vec<String> = self
             .state
             .acl_attached
             .iter()
             .filter(|(_, p)| *p == name)
-            .map(|(t, _)| t.as_str())
+            .map(|(t, _)| t.clone())
             .collect();
-        if !users.is_empty() {
-            return Err(Failure::new(
-                Kind::Conflict,
-                format!(
-                    "acl {name} is attached to {}; detach it first (nvo acl detach)",
-                    users.join(", ")
-                ),
-            ));
-        }
-        let mut new = self.state.clone();
-        new.acls.remove(name);
-        self.store.record(&self.state, &new)?;
-        self.state = new;
-        log::info!("acl {name} deleted");
-        Ok(())
+        let exists = self.state.acls.contains_key(name);
+        self.delete_named(&ACL, name, exists, &users, |s| {
+            s.acls.remove(name);
+        })
     }
 
-    /// `PUT`/`DELETE /v1/ports/{port}/acl` and `/v1/ports/{port}/vports/{mac}/acl`: attaches
-    /// profile `profile` (`None`: detaches) to port `port`, or to its virtual port of `mac`.
+    /// `PUT`/`DELETE /v1/ports/{port}/acl`, `…/vports/{mac}/acl` and `…/vlans/{vid}/acl`:
+    /// attaches profile `profile` (`None`: detaches) to port `port`, or to its virtual port or
+    /// VLAN circuit (named.rs).
     pub async fn acl_attach(
         &mut self,
         port: &str,
-        mac: Option<&str>,
+        within: Within<'_>,
         profile: Option<&str>,
     ) -> Result<(), Failure> {
-        let target = self.acl_target(port, mac)?;
+        let target = self.attach_target(port, within, "an acl")?;
         let Some(&id) = self.port_ids.get(&target) else {
             return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
         };
@@ -176,7 +168,7 @@ impl Control {
             .acls
             .get(name)
             .cloned()
-            .ok_or_else(|| no_profile(name))?;
+            .ok_or_else(|| ACL.not_found(name))?;
         let flows = acl::compile(&self.acl_rules(name, &texts)?, id.0, acl::cookie(name));
         let dump = self.flow_dump().await?;
         if dump.rules.len() + flows.len() > dump.capacity {
@@ -308,40 +300,10 @@ impl Control {
         for (i, r) in rules.iter().enumerate() {
             check_actions(&r.actions)
                 .and_then(|()| self.meters_exist(&r.actions))
+                .and_then(|()| self.tunnel_here(&r.actions))
                 .map_err(|e| Failure::bad(format!("acl {name}: rule {}: {e}", i + 1)))?;
         }
         Ok(rules)
-    }
-
-    /// The port or virtual port (`PORT/MAC`) an attach names, checked.
-    fn acl_target(&self, port: &str, mac: Option<&str>) -> Result<String, Failure> {
-        let Some(stored) = self.state.ports.get(port) else {
-            return Err(Failure::new(
-                Kind::NotFound,
-                format!("no port {port:?}; GET /v1/ports lists them"),
-            ));
-        };
-        let Some(mac) = mac else {
-            if stored.shared.is_some() || stored.vlan.as_ref().is_some_and(|v| !v.access) {
-                return Err(Failure::bad(format!(
-                    "port {port} is a shared port or a trunk; attach an acl to its virtual \
-                     ports (PORT MAC) — a trunk's vlans take none yet"
-                )));
-            }
-            return Ok(port.to_owned());
-        };
-        let key = convert::parse_mac(mac)?.to_string();
-        if !stored
-            .shared
-            .as_ref()
-            .is_some_and(|s| s.vports.contains_key(&key))
-        {
-            return Err(Failure::new(
-                Kind::NotFound,
-                format!("port {port} has no virtual port for {key}; GET /v1/ports/{port}/vports lists them"),
-            ));
-        }
-        Ok(vport_name(port, &key))
     }
 }
 
@@ -376,26 +338,4 @@ fn remove_rules(id: u32, name: &str) -> FlowMod {
         pattern: Match::any().with(Field::InPort, u128::from(id)),
         actions: Vec::new(),
     }
-}
-
-/// A profile name: 1 to 32 letters, digits, `-`, `_` or `.` (it goes into URL paths).
-fn check_name(name: &str) -> Result<(), Failure> {
-    let ok = (1..=32).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Failure::bad(format!(
-            "acl name {name:?} is not allowed; use 1 to 32 letters, digits, '-', '_' or '.'"
-        )))
-    }
-}
-
-fn no_profile(name: &str) -> Failure {
-    Failure::new(
-        Kind::NotFound,
-        format!("no acl {name:?}; GET /v1/acls lists them"),
-    )
 }

@@ -18,31 +18,38 @@ use nvo_flow::syntax::{parse, Flow, DEFAULT_PRIORITY};
 use nvo_flow::{Action, Classifier, Field, Match, Rule};
 use nvo_openflow::wire::port;
 use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, FlowStat};
-use nvo_pipeline::flows::check_actions;
-use nvo_pipeline::{PortId, MAX_FLOWS};
+use nvo_pipeline::flows::{check_actions, check_here};
+use nvo_pipeline::{FlowError, PortId, Vni, MAX_FLOWS};
 
 use super::trace::{mac_text, UNDERLAY};
 use super::{unexpected, Control, Failure};
 
-/// The name of the tunnel as a port of the flow table ([`PortId::TUNNEL`]).
+/// The name of [`PortId::TUNNEL`] in the flow syntax (`in_port=tunnel`, `output:tunnel`).
 pub const TUNNEL: &str = "tunnel";
 
 impl Control {
-    /// The port id of interface (or circuit) `name`; `tunnel` is the tunnel as a port of the
-    /// table ([`PortId::TUNNEL`]: in_port=tunnel, output:tunnel), a name no port may take.
+    /// The port id of interface (or circuit) `name`; `tunnel` is [`PortId::TUNNEL`], a name no
+    /// port may take (add_port refuses it).
     pub fn port_number(&self, name: &str) -> Option<u32> {
-        if name == TUNNEL {
-            return Some(PortId::TUNNEL.0);
+        match name {
+            TUNNEL => Some(PortId::TUNNEL.0),
+            _ => self.port_ids.get(name).map(|id| id.0),
         }
-        self.port_ids.get(name).map(|id| id.0)
     }
 
-    /// The interface (or circuit) name of port id `n` (`tunnel` for [`PortId::TUNNEL`]).
+    /// The interface (or circuit) name of port id `n`; `tunnel` for [`PortId::TUNNEL`].
     pub fn port_name_of(&self, n: u32) -> Option<String> {
-        if n == PortId::TUNNEL.0 {
-            return Some(TUNNEL.to_owned());
+        match PortId(n) {
+            PortId::TUNNEL => Some(TUNNEL.to_owned()),
+            id => self.port_name(id).map(str::to_owned),
         }
-        self.port_name(PortId(n)).map(str::to_owned)
+    }
+
+    /// The checks of tunnel actions that need this host (nvo_pipeline's flow_tunnel.rs): a
+    /// `tun_dst` of the underlay's family, a `set_tunnel` VNI that is an L2 network here.
+    pub(super) fn tunnel_here(&self, actions: &[Action]) -> Result<(), FlowError> {
+        let l2 = |v: Vni| self.state.networks.get(&v.0).is_some_and(|n| !n.l3);
+        Ok(check_here(actions, self.config.locator, &l2)?)
     }
 
     /// Every port as OpenFlow numbers it: (id, name).
@@ -141,6 +148,7 @@ impl Control {
         if !matches!(m.command, OfCommand::Delete { .. }) {
             check_actions(&m.actions)
                 .and_then(|()| self.meters_exist(&m.actions))
+                .and_then(|()| self.tunnel_here(&m.actions))
                 .map_err(|e| Failure::bad(e.to_string()))?;
         }
         let mut new = self.state.clone();

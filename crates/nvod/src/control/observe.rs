@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use nvo_api as api;
-use nvo_observe::{NetworkTables, Snapshot, Table};
+use nvo_observe::{NetworkTables, Policer, Snapshot, Table};
 
 use nvo_observe::monitor::{Filter, Listener};
 use nvo_pipeline::{DropReason, NetworkView};
@@ -83,6 +83,7 @@ impl Control {
                 ],
             })
             .collect();
+        let (qos, meters) = self.policers().await?;
         Ok(Snapshot {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             datapath: self.path.datapath.to_owned(),
@@ -95,7 +96,28 @@ impl Control {
             monitor_lost: self.monitor.as_ref().map(|m| m.lost()).unwrap_or_default(),
             cluster: self.cluster.as_ref().map(|c| c.metrics()),
             worker_packets: self.datapath.worker_packets(),
+            qos,
+            meters,
         })
+    }
+
+    /// The QoS profiles' and the meters' counters, as `GET /v1/qos` and `/v1/meters` show them.
+    async fn policers(&self) -> Result<(Vec<Policer>, Vec<Policer>), Failure> {
+        let qos = self.qos_list().await?.into_iter().map(|q| Policer {
+            name: q.spec.name,
+            passed_frames: q.conformed_frames,
+            passed_bytes: q.conformed_bytes,
+            dropped_frames: q.policed_frames,
+            dropped_bytes: q.policed_bytes,
+        });
+        let meters = self.meter_list().await?.into_iter().map(|m| Policer {
+            name: m.spec.id.to_string(),
+            passed_frames: m.passed_frames,
+            passed_bytes: m.passed_bytes,
+            dropped_frames: m.dropped_frames,
+            dropped_bytes: m.dropped_bytes,
+        });
+        Ok((qos.collect(), meters.collect()))
     }
 
     /// The counters, the networks and the BGP summary (see [`Observed`]).

@@ -186,6 +186,7 @@ impl Control {
                 vlan: port.vlan.as_ref().map(vlan::api_vlan),
                 shared: port.shared.as_ref().map(vport::api_shared),
                 qos: port.qos.clone(),
+                acl: self.state.acl_attached.get(name).cloned(),
             })
             .collect())
     }
@@ -264,6 +265,7 @@ impl Control {
             vlan: port.vlan.as_ref().map(vlan::api_vlan),
             shared: port.shared.as_ref().map(vport::api_shared),
             qos: None,
+            acl: None,
         })
     }
 
@@ -277,11 +279,9 @@ impl Control {
         };
         let vni = port.vni;
         let mut new = self.state.clone();
+        new.forget_acls_of(name);
         new.ports.remove(name);
         new.port_labels.remove(name);
-        let vports = format!("{name}/");
-        new.acl_attached
-            .retain(|target, _| target != name && !target.starts_with(&vports));
         // Static entries pointing at the port go with it, as the tables drop them too.
         if let Some(net) = new.networks.get_mut(&vni) {
             net.fdb

@@ -11,10 +11,18 @@ use nvo_datapath::{Command, Reply};
 use nvo_pipeline::qos::{QosProfile, MAX_POLICED};
 use nvo_pipeline::PortId;
 
+use super::named::{ProfileKind, Within};
+use super::vlan::circuit_name;
 use super::vport::vport_name;
 use super::{unexpected, Control, Failure, Kind};
 use crate::convert;
-use crate::state::QosState;
+use crate::state::{QosState, State};
+
+const QOS: ProfileKind = ProfileKind {
+    what: "qos profile",
+    list: "/v1/qos",
+    detach: "nvo qos detach",
+};
 
 /// The most profiles a node holds.
 pub const MAX_PROFILES: usize = 1024;
@@ -54,7 +62,7 @@ impl Control {
 
     /// `POST /v1/qos`.
     pub async fn qos_add(&mut self, spec: api::QosSpec) -> Result<api::Qos, Failure> {
-        check_name(&spec.name)?;
+        QOS.check_name(&spec.name)?;
         if self.state.qos.contains_key(&spec.name) {
             return Err(Failure::new(
                 Kind::Conflict,
@@ -99,104 +107,67 @@ impl Control {
 
     /// `DELETE /v1/qos/{name}`.
     pub async fn qos_delete(&mut self, name: &str) -> Result<(), Failure> {
-        if !self.state.qos.contains_key(name) {
-            return Err(no_profile(name));
-        }
         let users: Vec<String> = self
             .qos_attachments()
             .into_iter()
             .filter(|(_, p)| p == name)
             .map(|(port, _)| port)
             .collect();
-        if !users.is_empty() {
-            return Err(Failure::new(
-                Kind::Conflict,
-                format!(
-                    "qos profile {name} is attached to {}; detach it first (nvo qos detach)",
-                    users.join(", ")
-                ),
-            ));
-        }
-        let mut new = self.state.clone();
-        new.qos.remove(name);
-        self.store.record(&self.state, &new)?;
-        self.state = new;
-        log::info!("qos profile {name} deleted");
-        Ok(())
+        let exists = self.state.qos.contains_key(name);
+        self.delete_named(&QOS, name, exists, &users, |s| {
+            s.qos.remove(name);
+        })
     }
 
-    /// `PUT`/`DELETE /v1/ports/{port}/qos` and `/v1/ports/{port}/vports/{mac}/qos`: attaches
-    /// profile `profile` (`None`: detaches) to port `port`, or to its virtual port of `mac`.
+    /// `PUT`/`DELETE /v1/ports/{port}/qos`, `…/vports/{mac}/qos` and `…/vlans/{vid}/qos`:
+    /// attaches profile `profile` (`None`: detaches) to port `port`, or to its virtual port or
+    /// VLAN circuit (named.rs).
     pub async fn qos_attach(
         &mut self,
         port: &str,
-        mac: Option<&str>,
+        within: Within<'_>,
         profile: Option<&str>,
     ) -> Result<(), Failure> {
-        let Some(stored) = self.state.ports.get(port) else {
-            return Err(Failure::new(
-                Kind::NotFound,
-                format!("no port {port:?}; GET /v1/ports lists them"),
-            ));
-        };
+        let target = self.attach_target(port, within, "qos")?;
         let q = match profile {
-            Some(name) => Some(*self.state.qos.get(name).ok_or_else(|| no_profile(name))?),
+            Some(name) => Some(
+                *self
+                    .state
+                    .qos
+                    .get(name)
+                    .ok_or_else(|| QOS.not_found(name))?,
+            ),
             None => None,
         };
+        let is_tap = self
+            .state
+            .ports
+            .get(port)
+            .is_some_and(|p| p.kind == crate::state::PortKindState::Tap);
+        if within == Within::Port && is_tap && self.config.workers > 1 && q.is_some() {
+            return Err(Failure::bad(format!(
+                "port {port} is a tap port and nvod runs {} workers, each with a queue of it: a \
+                 policer cannot see all its frames; set workers = 1 or use a veth port",
+                self.config.workers
+            )));
+        }
         let mut new = self.state.clone();
-        let (target, slot) = match mac {
-            None => {
-                if stored.shared.is_some() || stored.vlan.as_ref().is_some_and(|v| !v.access) {
-                    return Err(Failure::bad(format!(
-                        "port {port} is a shared port or a trunk; attach qos to its virtual \
-                         ports (PORT MAC) — a trunk's vlans take none yet"
-                    )));
-                }
-                if stored.kind == crate::state::PortKindState::Tap
-                    && self.config.workers > 1
-                    && q.is_some()
-                {
-                    return Err(Failure::bad(format!(
-                        "port {port} is a tap port and nvod runs {} workers, each with a queue \
-                         of it: a policer cannot see all its frames; set workers = 1 or use a \
-                         veth port",
-                        self.config.workers
-                    )));
-                }
-                let Some(p) = new.ports.get_mut(port) else {
-                    return Err(Failure::new(Kind::NotFound, format!("no port {port:?}")));
-                };
-                (port.to_owned(), &mut p.qos)
-            }
-            Some(mac) => {
-                let key = convert::parse_mac(mac)?.to_string();
-                let Some(vport) = new
-                    .ports
-                    .get_mut(port)
-                    .and_then(|p| p.shared.as_mut())
-                    .and_then(|s| s.vports.get_mut(&key))
-                else {
-                    return Err(Failure::new(
-                        Kind::NotFound,
-                        format!("port {port} has no virtual port for {key}; GET /v1/ports/{port}/vports lists them"),
-                    ));
-                };
-                (vport_name(port, &key), &mut vport.qos)
-            }
+        let Some(slot) = qos_slot(&mut new, port, within) else {
+            return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
         };
-        if profile.is_none() && slot.is_none() {
+        if profile.is_none() && slot.get().is_none() {
             return Err(Failure::new(
                 Kind::NotFound,
                 format!("{target} has no qos profile attached"),
             ));
         }
         let policed = self.qos_attachments().len();
-        if profile.is_some() && slot.is_none() && policed >= MAX_POLICED {
+        if profile.is_some() && slot.get().is_none() && policed >= MAX_POLICED {
             return Err(Failure::bad(format!(
                 "{policed} ports are policed, the most a node holds; detach some first"
             )));
         }
-        *slot = profile.map(str::to_owned);
+        slot.set(profile.map(str::to_owned));
         let Some(&id) = self.port_ids.get(&target) else {
             return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
         };
@@ -234,31 +205,12 @@ impl Control {
                     out.push((vport_name(name, mac), q.clone()));
                 }
             }
+            for (&vid, q) in port.vlan.iter().flat_map(|v| &v.qos) {
+                out.push((circuit_name(name, vid), q.clone()));
+            }
         }
         out
     }
-}
-
-/// A profile name: 1 to 32 letters, digits, `-`, `_` or `.` (it goes into URL paths).
-fn check_name(name: &str) -> Result<(), Failure> {
-    let ok = (1..=32).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Failure::bad(format!(
-            "qos profile name {name:?} is not allowed; use 1 to 32 letters, digits, '-', '_' or '.'"
-        )))
-    }
-}
-
-fn no_profile(name: &str) -> Failure {
-    Failure::new(
-        Kind::NotFound,
-        format!("no qos profile {name:?}; GET /v1/qos lists them"),
-    )
 }
 
 /// A stored profile as the pipeline applies it.
@@ -290,5 +242,47 @@ fn spec_of(name: &str, q: &QosState) -> api::QosSpec {
         burst: q.burst,
         dscp: q.dscp,
         trust: q.trust,
+    }
+}
+
+/// Where an attachment point's QoS profile is stored: a port's or virtual port's `qos`, or a
+/// trunk's entry for the VLAN.
+enum QosSlot<'a> {
+    One(&'a mut Option<String>),
+    Vlan(&'a mut std::collections::BTreeMap<u16, String>, u16),
+}
+
+impl QosSlot<'_> {
+    fn get(&self) -> Option<&String> {
+        match self {
+            QosSlot::One(q) => q.as_ref(),
+            QosSlot::Vlan(m, vid) => m.get(vid),
+        }
+    }
+
+    fn set(self, profile: Option<String>) {
+        match (self, profile) {
+            (QosSlot::One(q), p) => *q = p,
+            (QosSlot::Vlan(m, vid), Some(p)) => {
+                m.insert(vid, p);
+            }
+            (QosSlot::Vlan(m, vid), None) => {
+                m.remove(&vid);
+            }
+        }
+    }
+}
+
+/// The slot of attachment point `within` of `port` in `state` (checked by attach_target).
+fn qos_slot<'a>(state: &'a mut State, port: &str, within: Within<'_>) -> Option<QosSlot<'a>> {
+    let p = state.ports.get_mut(port)?;
+    match within {
+        Within::Port => Some(QosSlot::One(&mut p.qos)),
+        Within::Vport(mac) => {
+            let key = convert::parse_mac(mac).ok()?.to_string();
+            let v = p.shared.as_mut()?.vports.get_mut(&key)?;
+            Some(QosSlot::One(&mut v.qos))
+        }
+        Within::Vlan(vid) => Some(QosSlot::Vlan(&mut p.vlan.as_mut()?.qos, vid)),
     }
 }

@@ -78,8 +78,9 @@ impl Control {
     }
 
     /// The steps and the outcome of `actions` for a frame from port `from` (`None`: from the
-    /// tunnel, where `in_port` and `output:tunnel` are the hairpin nvo refuses); `normal` is
-    /// what normal forwarding does with it.
+    /// tunnel, where `in_port` and `output:tunnel` are the hairpin nvo refuses; from a port,
+    /// `output:tunnel` encapsulates to the `set_tunnel`/`tun_dst` before it); `normal` is what
+    /// normal forwarding does with it.
     pub(super) fn trace_actions(
         &self,
         actions: &[Action],
@@ -93,9 +94,22 @@ impl Control {
             result.push("drop".to_owned());
         }
         let hairpin = "hairpin: not sent back into the tunnel it came from (counted as hairpin)";
+        let mut tunnel = (None, None);
         for a in actions {
             match (a, from) {
                 (a, None) if hairpin_action(a) => steps.push(hairpin.to_owned()),
+                (Action::SetTunnelKey(k), _) => tunnel.0 = Some(*k),
+                (Action::SetTunnelDst(ip), _) => tunnel.1 = Some(*ip),
+                (Action::Output(n), Some(_)) if PortId(*n) == PortId::TUNNEL => {
+                    let vni = tunnel
+                        .0
+                        .map_or_else(|| "of the port's network".to_owned(), |k| k.to_string());
+                    let to = tunnel
+                        .1
+                        .map_or_else(|| "nowhere".to_owned(), |ip| ip.to_string());
+                    steps.push(format!("output to the tunnel: remote {to}, vni {vni}"));
+                    result.push(format!("tunnel: remote {to}, vni {vni}"));
+                }
                 (Action::Output(n), _) => {
                     let name = self
                         .port_name_of(*n)

@@ -12,6 +12,7 @@ use nvo_pipeline::{PortId, Vni};
 
 use super::{Control, Failure, Kind};
 use crate::convert;
+pub(super) use crate::state::circuit_name;
 use crate::state::{PortState, VlanState};
 
 impl Control {
@@ -77,6 +78,7 @@ impl Control {
                 ethertype,
                 vlans,
                 access,
+                qos: Default::default(),
             }),
         ))
     }
@@ -136,11 +138,6 @@ impl Control {
             }
         }
     }
-}
-
-/// How circuit `vid` of trunk `trunk` is named.
-pub(super) fn circuit_name(trunk: &str, vid: u16) -> String {
-    format!("{trunk}.{vid}")
 }
 
 /// A stored VLAN mode in the API's form.

@@ -131,13 +131,16 @@ impl Control {
                 let c = count(&name_);
                 let mut vp = shown(name, name_, Some(mac.clone()), v.vni, v.vlan, &c);
                 vp.qos.clone_from(&v.qos);
+                vp.acl = self.state.acl_attached.get(&vp.name).cloned();
                 vp
             })
             .collect();
         if let Some(vni) = shared.default_vni {
             let name_ = default_name(name);
             let c = count(&name_);
-            out.push(shown(name, name_, None, vni, None, &c));
+            let mut vp = shown(name, name_, None, vni, None, &c);
+            vp.acl = self.state.acl_attached.get(&vp.name).cloned();
+            out.push(vp);
         }
         Ok(out)
     }
@@ -275,6 +278,7 @@ fn shown(
         vni,
         vlan,
         qos: None,
+        acl: None,
         rx_frames: c.rx_frames,
         rx_bytes: c.rx_bytes,
         tx_frames: c.tx_frames,

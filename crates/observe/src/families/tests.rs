@@ -101,6 +101,18 @@ fn snapshot() -> Snapshot {
             hosts: 3,
         }),
         worker_packets: Vec::new(),
+        qos: vec![Policer {
+            name: "silver".into(),
+            passed_frames: 10,
+            passed_bytes: 15_000,
+            dropped_frames: 2,
+            dropped_bytes: 3_000,
+        }],
+        meters: vec![Policer {
+            name: "7".into(),
+            passed_frames: 4,
+            ..Policer::default()
+        }],
     }
 }
 
@@ -235,4 +247,27 @@ fn cluster_families_only_in_cluster_mode() {
     };
     let text = render(&down).unwrap();
     assert!(text.contains("nvo_cluster_connected 0\n"), "{text}");
+}
+
+#[test]
+fn qos_profiles_and_meters_have_their_counters() {
+    let text = render(&snapshot()).unwrap();
+    for line in [
+        "nvo_qos_conformed_frames_total{profile=\"silver\"} 10",
+        "nvo_qos_conformed_bytes_total{profile=\"silver\"} 15000",
+        "nvo_qos_policed_frames_total{profile=\"silver\"} 2",
+        "nvo_qos_policed_bytes_total{profile=\"silver\"} 3000",
+        "nvo_meter_passed_frames_total{meter=\"7\"} 4",
+        "nvo_meter_dropped_frames_total{meter=\"7\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+    }
+    // No profile, no meter: no series (an exposition leaves out families without any).
+    let empty = render(&Snapshot {
+        qos: Vec::new(),
+        meters: Vec::new(),
+        ..snapshot()
+    })
+    .unwrap();
+    assert!(!empty.contains("nvo_meter_") && !empty.contains("nvo_qos_"));
 }

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use nvo_pipeline::{Action, Actions, Limits, Mac, NetworkSpec, Pipeline, PortId, Vni};
 use nvo_wire::vxlan::{Gbp, VxlanPacket, VxlanRepr};
 
+pub mod scapy;
 mod vxlan_rx;
 #[allow(unused_imports)] // not every test binary receives VXLAN
 pub use vxlan_rx::ReceiveVxlan;

@@ -20,6 +20,7 @@ fn net() -> Network {
         params: BTreeMap::new(),
         l3: false,
         gateway_mac: None,
+        gateway_ipv6: None,
         routes: Vec::new(),
         accept_remotes: nvo_api::AcceptRemotes::Known,
         accept_remotes_set: false,
@@ -176,6 +177,7 @@ fn port_offloads_show_only_when_set() {
         vlan: None,
         shared: None,
         qos: None,
+        acl: None,
     };
     assert_eq!(
         ports(std::slice::from_ref(&plain)).to_string(),
@@ -377,6 +379,7 @@ fn node_and_ports() {
         vlan: None,
         shared: None,
         qos: None,
+        acl: None,
     };
     assert_eq!(
         ports(&[p]).to_string(),
@@ -395,6 +398,7 @@ fn node_and_ports() {
         }),
         shared: None,
         qos: None,
+        acl: None,
     };
     let access = Port {
         name: "eth2".into(),
@@ -409,6 +413,7 @@ fn node_and_ports() {
         }),
         shared: None,
         qos: None,
+        acl: None,
     };
     assert_eq!(
         ports(&[trunk, access]).to_string(),

@@ -205,8 +205,13 @@ pub struct NetworkDef {
     /// Values of the profile's parameters, e.g. {group: 100} for vxlan-gbp.
     #[serde(default)]
     pub params: BTreeMap<String, u64>,
-    /// An L3 network (nvo hosts only): tunnels carry the containers' IPv4 packets, nvod
-    /// answers their ARP requests and routes by prefix (routes are added through the API).
+    /// An L3 network (nvo hosts only): tunnels carry the containers' IP packets (vxlan-gpe:
+    /// IPv4 and IPv6; ipip: IPv4; ip6ip6: IPv6, over either underlay family), nvod answers
+    /// their ARP requests and neighbor solicitations and routes by prefix (routes, IPv4 or
+    /// IPv6, are added through the API: `nvo route add`). A container with an `ipv6:` address
+    /// on an L3 network gets an IPv6 default route via the gateway's link-local address
+    /// (`gateway_ipv6` in the network's API view); IPv4 containers reach on-link addresses
+    /// only (proxy ARP). Default: true for ipip and ip6ip6, false otherwise.
     #[serde(default)]
     pub l3: Option<bool>,
 }
