@@ -81,8 +81,8 @@ pub(crate) struct Flows {
     pub(crate) table: FlowTable,
     /// The meters rules name (meters.rs).
     pub(crate) meters: Meters,
-    pub(crate) lookups: u64,
-    pub(crate) matched: u64,
+    lookups: u64,
+    matched: u64,
 }
 
 impl Default for Flows {
@@ -107,7 +107,7 @@ pub struct FlowVerdict {
 }
 
 impl FlowVerdict {
-    const NORMAL: FlowVerdict = FlowVerdict {
+    pub(crate) const NORMAL: FlowVerdict = FlowVerdict {
         rewritten: None,
         normal: true,
     };
@@ -235,22 +235,12 @@ impl Pipeline {
             return FlowVerdict::NORMAL;
         }
         let key = Key::extract(port.0, 0, frame);
-        let flows = &mut self.flows;
-        flows.lookups += 1;
-        let Some((_, rule)) = flows.table.classify(&key, frame.len() as u64, now) else {
+        let vni = self.ports.get(&port).map(|p| p.vni);
+        let Some((mut v, mut dropped)) =
+            self.run_table(&key, (port, vni), frame, out, now, actions)
+        else {
             return FlowVerdict::NORMAL;
         };
-        flows.matched += 1;
-        let mut meters = Metering {
-            meters: &mut flows.meters,
-            now,
-        };
-        let mut nets = Networks {
-            all: &mut self.networks,
-            port: self.ports.get(&port).map(|p| p.vni),
-        };
-        let (mut v, mut dropped) =
-            execute(rule, port, frame, out, actions, (&mut meters, &mut nets));
         if v.normal && dropped.is_none() {
             return v;
         }
@@ -274,6 +264,40 @@ impl Pipeline {
         }
         v.normal = false;
         v
+    }
+
+    /// Looks `key` up (counted) and carries out the rule found on `frame`, from `port` whose
+    /// network (`output:tunnel`'s default VNI) is `vni`: the verdict and the drop, or `None`
+    /// on a miss. Port and tunnel ingress (tunnel_flows.rs) share it.
+    pub(crate) fn run_table(
+        &mut self,
+        key: &Key,
+        (port, vni): (PortId, Option<Vni>),
+        frame: &[u8],
+        out: &mut [u8],
+        now: Instant,
+        actions: &mut Actions,
+    ) -> Option<(FlowVerdict, Option<DropReason>)> {
+        let flows = &mut self.flows;
+        flows.lookups += 1;
+        let (_, rule) = flows.table.classify(key, frame.len() as u64, now)?;
+        flows.matched += 1;
+        let mut meters = Metering {
+            meters: &mut flows.meters,
+            now,
+        };
+        let mut nets = Networks {
+            all: &mut self.networks,
+            port: vni,
+        };
+        Some(execute(
+            rule,
+            port,
+            frame,
+            out,
+            actions,
+            (&mut meters, &mut nets),
+        ))
     }
 
     /// PACKET_OUT: `frame` through `rule_actions` as if it came in on `in_port` (`None`: from
@@ -332,21 +356,21 @@ fn cover_of<'a>(rules: impl Iterator<Item = &'a nvo_flow::Rule<Vec<FlowAction>>>
 }
 
 /// The meters a rule's `meter:N` actions police through, and the time.
-pub(crate) struct Metering<'a> {
-    pub(crate) meters: &'a mut Meters,
-    pub(crate) now: Instant,
+struct Metering<'a> {
+    meters: &'a mut Meters,
+    now: Instant,
 }
 
 /// The networks `output:tunnel` encapsulates into, and the network of the frame's port.
-pub(crate) struct Networks<'a> {
-    pub(crate) all: &'a mut HashMap<Vni, Network>,
-    pub(crate) port: Option<Vni>,
+struct Networks<'a> {
+    all: &'a mut HashMap<Vni, Network>,
+    port: Option<Vni>,
 }
 
 /// Carries out a rule's actions on `frame` from `port`: outputs into `actions`, edits into
 /// `out`, `meter:N` through `meters`, `output:tunnel` into one of `nets`; the verdict, and why
-/// the frame is dropped if it is. Port and tunnel ingress (tunnel_flows.rs) share it.
-pub(crate) fn execute(
+/// the frame is dropped if it is.
+fn execute(
     rule: &[FlowAction],
     port: PortId,
     frame: &[u8],

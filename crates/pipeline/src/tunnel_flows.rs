@@ -10,7 +10,7 @@
 //!        no ──► from_decapsulated (which drops it: unknown_vni, profile_mismatch, unknown_remote)
 //!    Key::extract(in_port = tunnel, tun_id = V, frame) ──► classifier
 //!        miss ─────────────────────────────────────► from_decapsulated (normal delivery)
-//!        rule, actions in order (flows.rs execute):
+//!        rule, actions in order (flows.rs run_table, as on port ingress):
 //!          drop (no actions)    → Drop(flow_drop)
 //!          modifications        → the frame is rewritten in the caller's buffer
 //!          output:N             → Deliver { port: N } (no learning: that is normal's)
@@ -38,7 +38,7 @@ use std::time::Instant;
 use nvo_flow::{Field, Key};
 
 use crate::actions::{Action, Actions};
-use crate::flows::{execute, FlowVerdict, Metering, Networks};
+use crate::flows::FlowVerdict;
 use crate::pipeline::{accepts, count_drop};
 use crate::{Decapsulated, DropReason, Pipeline, PortId, Vni};
 
@@ -117,45 +117,23 @@ impl Pipeline {
         actions: &mut Actions,
     ) -> FlowVerdict {
         actions.clear();
-        let normal = FlowVerdict {
-            rewritten: None,
-            normal: true,
-        };
         if self.flows.table.is_empty() {
-            return normal;
+            return FlowVerdict::NORMAL;
         }
         let Some(net) = self.networks.get(&decap.vni) else {
-            return normal;
+            return FlowVerdict::NORMAL;
         };
         if net.spec.profile != decap.profile
             || net.spec.l3_gateway.is_some()
             || !accepts(net, decap.src, &self.overlay_locators)
         {
-            return normal;
+            return FlowVerdict::NORMAL;
         }
         let key = Key::extract(PortId::TUNNEL.0, u64::from(decap.vni.0), inner);
-        let flows = &mut self.flows;
-        flows.lookups += 1;
-        let Some((_, rule)) = flows.table.classify(&key, inner.len() as u64, now) else {
-            return normal;
+        let from = (PortId::TUNNEL, Some(decap.vni));
+        let Some((mut v, dropped)) = self.run_table(&key, from, inner, out, now, actions) else {
+            return FlowVerdict::NORMAL;
         };
-        flows.matched += 1;
-        let mut meters = Metering {
-            meters: &mut flows.meters,
-            now,
-        };
-        let mut nets = Networks {
-            all: &mut self.networks,
-            port: Some(decap.vni),
-        };
-        let (mut v, dropped) = execute(
-            rule,
-            PortId::TUNNEL,
-            inner,
-            out,
-            actions,
-            (&mut meters, &mut nets),
-        );
         // Back into the tunnel (in_port, output:tunnel with or without set_tunnel/tun_dst):
         // never relayed — a loop between VTEPs otherwise.
         let hairpin = actions.retain(|a| !into_tunnel(a)) > 0;
