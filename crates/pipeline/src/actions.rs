@@ -65,6 +65,16 @@ pub enum Action {
         /// Where the IP packet starts in the frame.
         offset: usize,
     },
+    /// Send the IPv6 packet in the frame, `&frame[offset..]`, of an ILA network to the kernel
+    /// for routing on the underlay, with no tunnel header: its destination's SIR prefix
+    /// replaced by `locator` first ([`crate::l3::ila::translate_egress`], per segment for a
+    /// GSO frame).
+    SendIla {
+        /// The locator (upper 64 bits) of the host the destination lives on.
+        locator: u64,
+        /// Where the IPv6 packet starts in the frame.
+        offset: usize,
+    },
     /// Send the first `len` bytes of `Pipeline::scratch()` out of `port`: a frame the pipeline
     /// built, valid until the next call into the pipeline.
     Reply {

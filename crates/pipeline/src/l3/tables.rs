@@ -59,6 +59,11 @@ pub(crate) struct L3Tables {
     pub(crate) routes: Vec<Route>,
     /// Both families in one table, bounded together by the network's `max_learned`.
     pub(crate) neighbours: HashMap<IpAddr, (PortId, Mac)>,
+    /// An ILA network (`l3::ila`): routes are identifier → locator mappings, and packets
+    /// leave translated, without a tunnel.
+    pub(crate) ila: bool,
+    /// This host's ILA locator (upper 64 bits), copied from the pipeline's.
+    pub(crate) ila_locator: Option<u64>,
 }
 
 impl L3Tables {
