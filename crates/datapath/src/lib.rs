@@ -44,6 +44,7 @@ mod groups;
 mod handle;
 mod handoff;
 mod identity;
+mod ila;
 mod kernel;
 mod metering;
 pub mod monitor;
@@ -116,6 +117,9 @@ pub enum StartError {
     /// The eventfd or the thread could not be created.
     #[error("cannot start the datapath thread: {0}")]
     Thread(io::Error),
+    /// `ila_locator` is set and the ILA TUN device could not be made and routed.
+    #[error("cannot open the ila tun device: {0} (or remove ila_locator from the config)")]
+    Ila(io::Error),
     /// `datapath = "ebpf"` and the kernel refused the programs.
     #[error(transparent)]
     Kernel(#[from] kernel::Refused),
@@ -315,6 +319,8 @@ fn forwarder(config: &Settings, worker: usize, shared: bool) -> Result<Forwarder
     fwd.core.worker = worker;
     // Each worker writes its own STT frames (to its own TUN when the kernel segments them).
     fwd.core.stt_tx = stt_tx::SttTx::new(config.stt_offload);
+    fwd.core.ila = ila::Ila::open(config.ila_locator).map_err(StartError::Ila)?;
+    fwd.core.pipeline.set_ila_locator(config.ila_locator);
     Ok(fwd)
 }
 
@@ -336,6 +342,8 @@ struct Loop {
     polled_ports: Vec<usize>,
     /// Whether the kernel path's two rings follow the ports in the poll set.
     polled_kernel: bool,
+    /// Where the ILA TUN queue is in the poll set (last), if polled.
+    polled_ila: Option<usize>,
     recv: RecvBatch,
     /// Raw sockets' batch: an IP datagram can be 64 KiB (GRO-coalesced or reassembled).
     raw_recv: RecvBatch,
@@ -388,6 +396,7 @@ impl Loop {
             polled_groups: 0,
             polled_ports: Vec::new(),
             polled_kernel: false,
+            polled_ila: None,
             recv,
             raw_recv: RecvBatch::new(BATCH, nvo_io::MAX_RAW_PACKET),
             frames: FrameBatch::default(),
@@ -454,6 +463,10 @@ impl Loop {
             let first_ring = first_port + self.polled_ports.len();
             if self.polled_kernel && (first_ring..first_ring + 3).any(|i| self.poller.is_ready(i)) {
                 kernel::drain(&mut self.fwd, now);
+            }
+            if self.polled_ila.is_some_and(|i| self.poller.is_ready(i)) && ila::drain(&mut self.fwd)
+            {
+                self.busy_until = now + self.busy_poll;
             }
             self.fwd.flush();
             if self.poller.is_ready(0) && !self.commands(now) {
@@ -598,6 +611,11 @@ impl Loop {
             }
             self.polled_kernel = true;
         }
+        self.polled_ila = core
+            .ila
+            .tun
+            .as_ref()
+            .map(|tun| self.poller.add(tun.as_fd()));
         self.polled = Some(self.generations());
     }
 
