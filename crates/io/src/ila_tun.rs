@@ -51,6 +51,8 @@ impl IlaTun {
         sys::ioctl_ifreq(fd.as_fd(), libc::TUNSETIFF, &mut ifr).map_err(with_name)?;
         let conf = format!("net/ipv6/conf/{ILA_TUN}");
         write_sysctl(&format!("{conf}/addr_gen_mode"), "1").map_err(with_name)?;
+        // IPv6 on (a host may make new devices without it) for the route; no address on it.
+        write_sysctl(&format!("{conf}/disable_ipv6"), "0").map_err(with_name)?;
         write_sysctl(&format!("{conf}/forwarding"), "1").map_err(with_name)?;
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
         tun::set_up(ctl.as_fd(), ILA_TUN).map_err(with_name)?;

@@ -265,12 +265,14 @@ fn unknown_identifiers_and_foreign_locators_are_counted_drops() {
     let mut wire = tcp("fd10::1", "fd10::2");
     translate_egress(&mut wire, upper64(v6("fd00:c::"))).unwrap();
     b.from_ila(&wire, &mut got);
-    assert_eq!(got.as_slice(), [Action::Drop(DropReason::MalformedTunnel)]);
+    assert_eq!(got.as_slice(), [Action::Drop(DropReason::NoDestination)]);
     // Not IPv6 at all, or cut short.
     b.from_ila(&[0x45, 0, 0, 20], &mut got);
     assert_eq!(got.as_slice(), [Action::Drop(DropReason::MalformedTunnel)]);
+    b.from_ila(&wire[..30], &mut got);
+    assert_eq!(got.as_slice(), [Action::Drop(DropReason::MalformedTunnel)]);
     let c = b.counters().drops;
-    assert_eq!(c.get(DropReason::NoDestination), 1);
+    assert_eq!(c.get(DropReason::NoDestination), 2);
     assert_eq!(c.get(DropReason::MalformedTunnel), 2);
     // A host without a locator takes no ILA traffic.
     b.set_ila_locator(None);

@@ -15,6 +15,7 @@
 //!                                                to the kernel, which routes L::/64
 //!     no mapping                               → no_destination (counted)
 //!  kernel ── IPv6 to this host's locator /64 ──► Pipeline::from_ila
+//!     another destination → no_destination; not IPv6, or cut short → malformed_tunnel
 //!     for each ILA network, each SIR prefix of its mappings: ILA → SIR (ingress) names a
 //!     neighbour → Reply (gateway MAC as source); a mapping to this host but no neighbour yet
 //!     → NS probe; else no_destination (counted)
@@ -178,8 +179,13 @@ impl Pipeline {
         let Some(here) = *ila_locator else {
             return reject(drops, None, DropReason::NoDestination, actions);
         };
-        if destination(packet).map(upper64) != Some(here) {
+        let Some(dst) = destination(packet) else {
             return reject(drops, None, DropReason::MalformedTunnel, actions);
+        };
+        if upper64(dst) != here {
+            // What the kernel itself sends on the device (multicast listener reports as it
+            // comes up) and anything else not for this host's locator.
+            return reject(drops, None, DropReason::NoDestination, actions);
         }
         // Networks are tried in the table's order: with overlapping SIR addresses in two ILA
         // networks, which one gets the packet is not defined (see the module docs).
