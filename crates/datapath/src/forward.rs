@@ -42,6 +42,7 @@ use nvo_pipeline::{
 use nvo_wire::ports;
 
 use super::groups::Groups;
+use super::ila::Ila;
 use super::monitor::{self, Layer, Monitor, Origin};
 use super::ports::Ports;
 use super::settings::SttOffload;
@@ -84,7 +85,7 @@ pub struct Core {
     /// Whether STT frames go whole to the kernel's segmentation or are cut here.
     pub stt_tx: SttTx,
     /// ILA's TUN queue (ila.rs).
-    pub ila: super::ila::Ila,
+    pub ila: Ila,
     /// A packet being relayed, with its hop count decremented.
     pub(super) relay_buf: Vec<u8>,
     /// Where GSO frames are cut into segments for profiles that need them.
@@ -422,7 +423,12 @@ impl Core {
                         self.encap_segments((remote, vni, entropy, profile), frame, meta, offset);
                     }
                 }
-                Action::SendIla { locator, offset } => self.send_ila(frame, meta, locator, offset),
+                Action::SendIla { locator, offset } => {
+                    let scratch = &mut self.finish_scratch;
+                    let to = (locator, offset);
+                    self.ila
+                        .send(&mut self.pipeline, scratch, (frame, meta), to);
+                }
                 // Networks on the overlay profile whose destination is a node ID (issue 6).
                 Action::EncapNode {
                     node,

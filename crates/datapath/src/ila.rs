@@ -16,12 +16,10 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use nvo_io::{FrameMeta, IlaTun};
 use nvo_pipeline::l3::ila::translate_egress;
-use nvo_pipeline::{TxOutcome, TxTarget};
-
-use crate::forward::{Core, Forwarder, Seen};
+use nvo_pipeline::{Pipeline, TxOutcome, TxTarget};
 
 /// Most packets read from the TUN per wake-up, so that the ports and sockets get their turn.
-const ROUNDS: usize = 256;
+pub const ROUNDS: usize = 256;
 
 /// The TUN queue and its buffer.
 #[derive(Debug, Default)]
@@ -40,18 +38,17 @@ impl Ila {
             buf: vec![0; nvo_io::MAX_FRAME],
         })
     }
-}
 
-impl Core {
-    /// Performs `Action::SendIla` on `frame` (the IPv6 packet at `offset`).
-    pub(super) fn send_ila(&mut self, frame: &[u8], meta: &FrameMeta, locator: u64, offset: usize) {
-        let Core {
-            ila,
-            pipeline,
-            finish_scratch,
-            ..
-        } = self;
-        let Ila { tun, buf } = ila;
+    /// Performs `Action::SendIla` on `frame` (the IPv6 packet at `offset`), counting each
+    /// packet sent or failed in `pipeline`; `scratch` takes the segments of a GSO frame.
+    pub fn send(
+        &mut self,
+        pipeline: &mut Pipeline,
+        scratch: &mut [u8],
+        (frame, meta): (&[u8], &FrameMeta),
+        (locator, offset): (u64, usize),
+    ) {
+        let Ila { tun, buf } = self;
         let mut send = |packet: &[u8]| -> io::Result<()> {
             let packet = packet.get(offset..).unwrap_or_default();
             let copy = buf
@@ -72,41 +69,30 @@ impl Core {
             pipeline.count_tx(TxTarget::Underlay, copy.len(), outcome);
             Ok(())
         };
-        if meta.finish(frame, finish_scratch, &mut send).is_err() {
+        if meta.finish(frame, scratch, &mut send).is_err() {
             pipeline.count_tx(TxTarget::Underlay, frame.len(), TxOutcome::Failed);
         }
     }
+
+    /// Reads one packet from the TUN into the buffer, which is lent out with its length (give it
+    /// back with [`Ila::give_back`]); None when there is nothing to read (or no TUN).
+    pub fn recv(&mut self) -> Option<(Vec<u8>, usize)> {
+        let tun = self.tun.as_ref()?;
+        let n = tun.read(&mut self.buf).ok()?;
+        Some((std::mem::take(&mut self.buf), n))
+    }
+
+    /// Takes the buffer [`Ila::recv`] lent back.
+    pub fn give_back(&mut self, buf: Vec<u8>) {
+        self.buf = buf;
+    }
 }
 
-/// Reads what the TUN holds and forwards it; whether anything came.
-pub(super) fn drain(fwd: &mut Forwarder) -> bool {
-    let mut got = false;
-    for _ in 0..ROUNDS {
-        let core = &mut fwd.core;
-        let Some(tun) = &core.ila.tun else {
-            return got;
-        };
-        let mut buf = std::mem::take(&mut core.ila.buf);
-        let n = match tun.read(&mut buf) {
-            Ok(n) => n,
-            Err(_) => {
-                core.ila.buf = buf;
-                return got;
-            }
-        };
-        got = true;
-        let packet = &buf[..n];
-        // For the monitor: from the packet's source, over IPv6 itself (no tunnel).
-        let src: [u8; 16] = packet
-            .get(8..24)
-            .and_then(|s| s.try_into().ok())
-            .unwrap_or_default();
-        let src = IpAddr::V6(Ipv6Addr::from(src));
-        core.seen = Seen::Underlay { src, port: 0 };
-        core.seen_vni = None;
-        core.pipeline.from_ila(packet, &mut core.actions);
-        core.perform(packet, &FrameMeta::COMPLETE);
-        core.ila.buf = buf;
-    }
-    got
+/// The source address of an IPv6 packet, for the monitor's origin (unspecified if cut short).
+pub fn source(packet: &[u8]) -> IpAddr {
+    let src: [u8; 16] = packet
+        .get(8..24)
+        .and_then(|s| s.try_into().ok())
+        .unwrap_or_default();
+    IpAddr::V6(Ipv6Addr::from(src))
 }

@@ -5,11 +5,13 @@
 //! running) this is the single datapath thread of before. Each worker's loop:
 //!
 //! ```text
-//!  poll([command eventfd, underlay socket 1, ..., group 1, ..., port 1, port 2, ...],
+//!  poll([command eventfd, underlay socket 1, ..., group 1, ..., port 1, port 2, ...,
+//!        kernel rings, ILA TUN queue],
 //!       timeout ≤ 1 s)
 //!    underlay or group socket readable → recv_batch → decap + pipeline per packet → actions
 //!                                        → flush
 //!    port readable     → recv_batch → from_port per frame       → actions → flush
+//!    ILA TUN readable  → read packets → Pipeline::from_ila per packet → actions (ila.rs)
 //!    eventfd readable  → run every queued command, reply on its oneshot
 //!    every wake-up     → while `nvo monitor` listens: the pipeline's FDB events to its ring
 //!    every second      → age learned entries and STT reassemblies, retry ports that are down
@@ -464,8 +466,7 @@ impl Loop {
             if self.polled_kernel && (first_ring..first_ring + 3).any(|i| self.poller.is_ready(i)) {
                 kernel::drain(&mut self.fwd, now);
             }
-            if self.polled_ila.is_some_and(|i| self.poller.is_ready(i)) && ila::drain(&mut self.fwd)
-            {
+            if self.polled_ila.is_some_and(|i| self.poller.is_ready(i)) && self.ila() {
                 self.busy_until = now + self.busy_poll;
             }
             self.fwd.flush();
@@ -708,6 +709,26 @@ impl Loop {
             while let Some(frame) = frames.next_frame() {
                 self.fwd.port_frame(id, frame, FrameMeta::COMPLETE, now);
             }
+        }
+        true
+    }
+
+    /// Forwards what the ILA TUN holds, at most `ila::ROUNDS` packets; whether anything came.
+    fn ila(&mut self) -> bool {
+        let core = &mut self.fwd.core;
+        for round in 0..ila::ROUNDS {
+            let Some((buf, n)) = core.ila.recv() else {
+                return round > 0;
+            };
+            let packet = buf.get(..n).unwrap_or_default();
+            core.seen = forward::Seen::Underlay {
+                src: ila::source(packet),
+                port: 0,
+            };
+            core.seen_vni = None;
+            core.pipeline.from_ila(packet, &mut core.actions);
+            core.perform(packet, &FrameMeta::COMPLETE);
+            core.ila.give_back(buf);
         }
         true
     }

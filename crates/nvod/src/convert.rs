@@ -644,6 +644,7 @@ mod tests {
             workers: 1,
             cluster: None,
             openflow_listen: None,
+            ila_locator: None,
         }
     }
 

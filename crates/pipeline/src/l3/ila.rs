@@ -35,7 +35,6 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use nvo_wire::ila::{self, ChecksumMode, IlaAddress};
-use nvo_wire::std_wire::Ipv6Address;
 
 use crate::actions::Actions;
 use crate::frame::ETH_HEADER_LEN;
@@ -57,13 +56,7 @@ pub fn upper64(addr: Ipv6Addr) -> u64 {
 /// no SIR address).
 pub fn translate_egress(packet: &mut [u8], locator: u64) -> Option<()> {
     let dst = destination(packet)?;
-    let ila = ila::sir_to_ila(
-        Ipv6Address::from(dst),
-        upper64(dst),
-        locator,
-        ChecksumMode::NeutralMap,
-    )
-    .ok()?;
+    let ila = ila::sir_to_ila(dst, upper64(dst), locator, ChecksumMode::NeutralMap).ok()?;
     packet.get_mut(DST)?.copy_from_slice(&ila.0);
     Some(())
 }
@@ -82,7 +75,7 @@ fn sir_of(packet: &[u8], locator: u64, sir_prefix: u64) -> Option<Ipv6Addr> {
     let dst = destination(packet)?;
     let ila = IlaAddress::from(dst.octets());
     let sir = ila::ila_to_sir(ila, locator, sir_prefix, ChecksumMode::NeutralMap).ok()?;
-    Some(Ipv6Addr::from(sir.octets()))
+    Some(sir)
 }
 
 /// The destination of an IPv6 packet whose fixed header is whole.
