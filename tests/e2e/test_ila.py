@@ -118,3 +118,47 @@ def test_ila_between_two_nvods(lab_factory, tmp_path):
     for h in ("h1", "h2"):
         assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h
 
+
+
+TENANTS = """
+underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 900, encap: ila, flood: []}, {vni: 901, encap: ila, flood: []}]
+containers:
+  - {name: a1, host: h1, vni: 900, ip: 10.9.0.1/24, ipv6: "fd10::1/64"}
+  - {name: a2, host: h2, vni: 900, ip: 10.9.0.2/24, ipv6: "fd10::2/64"}
+  - {name: b1, host: h1, vni: 901, ip: 10.9.0.1/24, ipv6: "fd10::1/64"}
+  - {name: b2, host: h2, vni: 901, ip: 10.9.0.2/24, ipv6: "fd10::2/64"}
+"""
+
+
+def test_ila_tenants_with_the_same_addresses(lab_factory, tmp_path):
+    """Two tenants (VNI 900: a1, a2; VNI 901: b1, b2) with the same SIR addresses on the same
+    two hosts: the identifier carries the VNI (type 3, C, VNI), so the ILA addresses differ on
+    the wire and each packet reaches its own tenant's container only."""
+    lab = lab_factory(TENANTS)
+    assert_datapath(lab)
+    wire = tmp_path / "h1.pcap"
+    inside = {c: tmp_path / f"{c}.pcap" for c in ("a2", "b2")}
+    caps = [tcpdump(lab, "h1", wire, 200)] + [tcpdump(lab, c, p, 200) for c, p in inside.items()]
+    try:
+        for src, pattern in (("a1", "aaaa"), ("b1", "bbbb")):
+            wait_for(lambda: lab.ping(src, "fd10::2", count=1, check=False,
+                                      extra=("-p", pattern)).returncode == 0,
+                     timeout=15, what=f"{src} → fd10::2 over ila")
+            lab.ping(src, "fd10::2", count=3, extra=("-p", pattern))
+    finally:
+        for cap in caps:
+            stop(cap)
+    # On the wire: the same SIR destination, two ILA addresses — the VNI in the identifier.
+    rows = fields(wire, "ipv6.src", "ipv6.dst", "icmpv6.checksum.status", "data.data")
+    requests = {r[1] for r in rows if r[0] == "fd10::1"}
+    assert {d.split(":")[5] for d in requests} == {"384", "385"}, requests  # 900, 901
+    assert all(d.startswith("fd00:1a:0:2:7000:") for d in requests), requests
+    assert all(r[2] == "1" for r in rows if r[2]), rows
+    # Inside: each tenant's fd10::2 got its own tenant's pings only.
+    for c, mine, theirs in (("a2", "aaaa", "bbbb"), ("b2", "bbbb", "aaaa")):
+        got = fields(inside[c], "ipv6.dst", "icmpv6.type", "data.data")
+        echoes = [r for r in got if r[1] == "128"]
+        assert echoes and all(r[0] == "fd10::2" for r in echoes), (c, got)
+        assert all(mine in r[2] and theirs not in r[2] for r in echoes), (c, echoes)

@@ -423,9 +423,13 @@ impl Core {
                         self.encap_segments((remote, vni, entropy, profile), frame, meta, offset);
                     }
                 }
-                Action::SendIla { locator, offset } => {
+                Action::SendIla {
+                    locator,
+                    vni,
+                    offset,
+                } => {
                     let scratch = &mut self.finish_scratch;
-                    let to = (locator, offset);
+                    let to = (locator, vni, offset);
                     self.ila
                         .send(&mut self.pipeline, scratch, (frame, meta), to);
                 }

@@ -46,7 +46,7 @@ impl Ila {
         pipeline: &mut Pipeline,
         scratch: &mut [u8],
         (frame, meta): (&[u8], &FrameMeta),
-        (locator, offset): (u64, usize),
+        (locator, vni, offset): (u64, nvo_pipeline::Vni, usize),
     ) {
         let Ila { tun, buf } = self;
         let mut send = |packet: &[u8]| -> io::Result<()> {
@@ -55,7 +55,7 @@ impl Ila {
                 .get_mut(..packet.len())
                 .ok_or_else(|| io::Error::other("packet longer than the ila buffer"))?;
             copy.copy_from_slice(packet);
-            translate_egress(copy, locator)
+            translate_egress(copy, locator, vni)
                 .ok_or_else(|| io::Error::other("not an ipv6 sir destination"))?;
             let sent = match tun {
                 Some(tun) => tun.write(copy),

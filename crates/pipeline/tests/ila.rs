@@ -13,7 +13,7 @@ use std::net::Ipv6Addr;
 use std::time::Instant;
 
 use common::*;
-use nvo_pipeline::l3::ila::{translate_egress, translate_ingress, upper64};
+use nvo_pipeline::l3::ila::{sir_to_ila, translate_egress, translate_ingress, upper64, vni_of};
 use nvo_pipeline::{
     Action, Actions, DropReason, IpFamilies, Limits, Mac, NetworkSpec, Pipeline, TableError,
 };
@@ -144,6 +144,7 @@ fn packets_cross_translated_and_come_back_byte_exact() {
         let actions = send(&mut a, P1, C1, &original);
         let [Action::SendIla {
             locator,
+            vni: VNI,
             offset: 14,
         }] = actions[..]
         else {
@@ -151,14 +152,25 @@ fn packets_cross_translated_and_come_back_byte_exact() {
         };
         assert_eq!(locator, upper64(v6("fd00:b::")));
         let mut wire = original.clone();
-        translate_egress(&mut wire, locator).unwrap();
+        translate_egress(&mut wire, locator, VNI).unwrap();
         let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&wire[24..40]).unwrap());
         assert_eq!(
             upper64(dst),
             locator,
             "the locator is the destination prefix"
         );
+        assert_eq!(
+            wire[32] >> 5,
+            3,
+            "type 3: virtual network identifier, IPv6 unicast"
+        );
         assert_ne!(wire[32] & 0x10, 0, "the C bit is set");
+        assert_eq!(wire[33..36], [0, 0, 100], "the VNI");
+        assert_eq!(
+            wire[36..38],
+            original[36..38],
+            "bits 96..112 of the SIR address"
+        );
         assert_eq!(
             wire[8..24],
             original[8..24],
@@ -194,18 +206,107 @@ fn packets_cross_translated_and_come_back_byte_exact() {
 fn translate_ingress_undoes_translate_egress() {
     let original = tcp("fd10::1", "fd10::2");
     let mut p = original.clone();
-    translate_egress(&mut p, upper64(v6("fd00:b::"))).unwrap();
-    let sir = translate_ingress(&mut p, upper64(v6("fd00:b::")), upper64(v6("fd10::"))).unwrap();
+    translate_egress(&mut p, upper64(v6("fd00:b::")), VNI).unwrap();
+    assert_eq!(
+        vni_of(Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).unwrap())),
+        Some(VNI)
+    );
+    let sir = translate_ingress(&mut p, upper64(v6("fd10::"))).unwrap();
     assert_eq!(sir, v6("fd10::2"));
     assert_eq!(p, original);
-    // Another locator than the address carries: not translated.
-    let mut q = original.clone();
-    translate_egress(&mut q, upper64(v6("fd00:b::"))).unwrap();
+    // Bits 64..96 set: nvo's identifier has no room for them.
+    let mut q = tcp("fd10::1", "fd10::1:0:2");
     let before = q.clone();
-    assert!(translate_ingress(&mut q, upper64(v6("fd00:c::")), upper64(v6("fd10::"))).is_none());
+    assert!(translate_egress(&mut q, upper64(v6("fd00:b::")), VNI).is_none());
     assert_eq!(q, before);
-    // Translating twice is refused (the C bit is set): no SIR address has it.
-    assert!(translate_egress(&mut q, upper64(v6("fd00:c::"))).is_none());
+}
+
+/// Every low word, both SIR prefixes' sums and VNIs: the ILA address has the SIR address's
+/// one's complement sum and comes back as it was (0xffff as 0x0000: the two zeros).
+#[test]
+fn translation_is_checksum_neutral_and_reversible_for_every_low_word() {
+    let sum = |a: Ipv6Addr| fold(super_sum(&a.octets()));
+    for (prefix, locator, vni) in [
+        ("fd10::", "fd00:b::", 100),
+        ("2001:db8:ffff:ffff::", "fd00:1a:0:2::", 0x00ff_ffff),
+        ("fd10::", "::", 1),
+    ] {
+        for low in 0..=u32::from(u16::MAX) {
+            let sir = Ipv6Addr::from(u128::from(v6(prefix)) | 0xabcd_0000 | u128::from(low));
+            let ila = sir_to_ila(sir, upper64(v6(locator)), nvo_pipeline::Vni(vni)).unwrap();
+            assert_eq!(sum(ila), sum(sir), "{sir} → {ila}");
+            let back = nvo_pipeline::l3::ila::ila_to_sir(ila, upper64(v6(prefix)));
+            let want = if low == 0xffff {
+                u128::from(sir) & !0xffff
+            } else {
+                u128::from(sir)
+            };
+            assert_eq!(u128::from(back), want, "{sir} → {ila} → {back}");
+        }
+    }
+}
+
+fn super_sum(b: &[u8]) -> u32 {
+    sum(b, 0)
+}
+
+/// Two tenants, the same addresses: the ILA addresses differ by VNI and each packet reaches
+/// its own tenant's container.
+#[test]
+fn tenants_with_the_same_addresses_stay_apart() {
+    const VNI2: nvo_pipeline::Vni = nvo_pipeline::Vni(200);
+    let tenant2 = |p: &mut Pipeline| {
+        p.add_network(NetworkSpec {
+            l3_gateway: Some(GW),
+            ..NetworkSpec::new(VNI2)
+        })
+        .unwrap();
+        p.set_ila(VNI2).unwrap();
+        p.add_port(P3, VNI2).unwrap();
+        for (sir, loc) in [("fd10::1", "fd00:a::1"), ("fd10::2", "fd00:b::1")] {
+            p.route_add(VNI2, ip(sir), 128, ip(loc)).unwrap();
+        }
+    };
+    let (mut a, mut b) = (host("fd00:a::"), host("fd00:b::"));
+    tenant2(&mut a);
+    tenant2(&mut b);
+    // fd10::2 of both tenants speak at B: tenant 1's on P1, tenant 2's on P3.
+    send(&mut b, P1, C2, &udp("fd10::2", "fd10::1"));
+    send(&mut b, P3, C3, &udp("fd10::2", "fd10::1"));
+    let original = tcp("fd10::1", "fd10::2");
+    let mut wires = Vec::new();
+    for (port, vni, owner, at) in [(P1, VNI, C2, P1), (P3, VNI2, C3, P3)] {
+        let actions = send(&mut a, port, C1, &original);
+        let [Action::SendIla {
+            locator, vni: v, ..
+        }] = actions[..]
+        else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(v, vni);
+        let mut wire = original.clone();
+        translate_egress(&mut wire, locator, v).unwrap();
+        assert!(checksum_ok(&wire));
+        let mut got = Actions::new();
+        b.from_ila(&wire, &mut got);
+        let [Action::Reply { port, len }] = got.as_slice() else {
+            panic!("{:?}", got.as_slice())
+        };
+        assert_eq!(
+            (*port, &b.scratch()[..6]),
+            (at, &owner.0[..]),
+            "vni {vni:?}"
+        );
+        assert_eq!(b.scratch()[14..*len], original[..]);
+        wires.push(wire[24..40].to_vec());
+    }
+    assert_ne!(wires[0], wires[1], "the tenants' ILA addresses differ");
+    // A VNI the host has no ILA network for: a counted drop, no delivery.
+    let mut stray = original.clone();
+    translate_egress(&mut stray, upper64(v6("fd00:b::")), nvo_pipeline::Vni(300)).unwrap();
+    let mut got = Actions::new();
+    b.from_ila(&stray, &mut got);
+    assert_eq!(got.as_slice(), [Action::Drop(DropReason::NoDestination)]);
 }
 
 #[test]
@@ -238,7 +339,7 @@ fn a_local_mapping_not_yet_heard_is_solicited() {
     );
     // Received for it: the same.
     let mut wire = tcp("fd10::2", "fd10::3");
-    translate_egress(&mut wire, upper64(v6("fd00:a::"))).unwrap();
+    translate_egress(&mut wire, upper64(v6("fd00:a::")), VNI).unwrap();
     let mut got = Actions::new();
     a.from_ila(&wire, &mut got);
     assert!(matches!(
@@ -258,12 +359,12 @@ fn unknown_identifiers_and_foreign_locators_are_counted_drops() {
     let mut got = Actions::new();
     // An identifier B has no mapping for.
     let mut wire = tcp("fd10::1", "fd10::99");
-    translate_egress(&mut wire, upper64(v6("fd00:b::"))).unwrap();
+    translate_egress(&mut wire, upper64(v6("fd00:b::")), VNI).unwrap();
     b.from_ila(&wire, &mut got);
     assert_eq!(got.as_slice(), [Action::Drop(DropReason::NoDestination)]);
     // Not this host's locator.
     let mut wire = tcp("fd10::1", "fd10::2");
-    translate_egress(&mut wire, upper64(v6("fd00:c::"))).unwrap();
+    translate_egress(&mut wire, upper64(v6("fd00:c::")), VNI).unwrap();
     b.from_ila(&wire, &mut got);
     assert_eq!(got.as_slice(), [Action::Drop(DropReason::NoDestination)]);
     // Not IPv6 at all, or cut short.

@@ -1,25 +1,47 @@
 //! ILA networks (draft-herbert-intarea-ila-01): an L3 network whose IPv6 packets cross the
 //! underlay with no tunnel header. Containers use SIR addresses; the gateway nvod plays
-//! rewrites the destination's SIR prefix (its upper 64 bits) into the locator of the host the
-//! destination lives on, checksum-neutrally (`nvo_wire::ila`, C bit set), and hands the packet
-//! to the kernel, which routes it on the underlay like any IPv6 packet. The receiving host
-//! routes its own locator /64 to nvod, which puts the SIR prefix back and delivers.
+//! rewrites the destination into an ILA address — the locator of the host the destination
+//! lives on, then an identifier that carries the network's VNI — checksum-neutrally, and hands
+//! the packet to the kernel, which routes it on the underlay like any IPv6 packet. The
+//! receiving host routes its own locator /64 to nvod, which finds the network by the VNI in
+//! the identifier, puts the SIR address back and delivers.
 //!
 //! ```text
 //!  container ── IPv6 to the gateway MAC ──► from_port (l3::route)
 //!     destination a local neighbour           → Reply (delivered, not translated)
 //!     route (mapping) SIR/len → locator L      → L is this host's locator: NS probe,
 //!                                                no_destination (the container has not spoken)
-//!                                              → SendIla { locator: L }: the datapath
+//!                                              → SendIla { locator: L, vni }: the datapath
 //!                                                translates (egress) and writes the packet
 //!                                                to the kernel, which routes L::/64
 //!     no mapping                               → no_destination (counted)
+//!     bits 64..96 of the destination not zero  → profile_mismatch (no identifier for it)
 //!  kernel ── IPv6 to this host's locator /64 ──► Pipeline::from_ila
-//!     another destination → no_destination; not IPv6, or cut short → malformed_tunnel
-//!     for each ILA network, each SIR prefix of its mappings: ILA → SIR (ingress) names a
-//!     neighbour → Reply (gateway MAC as source); a mapping to this host but no neighbour yet
-//!     → NS probe; else no_destination (counted)
+//!     not IPv6, or cut short → malformed_tunnel; another destination, an identifier that is
+//!     not type 3 with C, a VNI that is no ILA network here → no_destination (counted)
+//!     each SIR prefix of the network's mappings: ILA → SIR names a neighbour → Reply (gateway
+//!     MAC as source); a mapping to this host but no neighbour yet → NS probe, no_destination
 //! ```
+//!
+//! # The identifier: nvo's mapping of (VNI, SIR address)
+//!
+//! Two tenants may use the same addresses, so the identifier on the wire must name the tenant.
+//! nvo uses the draft's virtual-network identifier for IPv6 unicast (type 3, ila.rst "Identifier
+//! formats": a VNI and the low-order 32 bits of the tenant address) with the C bit set:
+//!
+//! ```text
+//!  SIR address (tenant):  | SIR prefix (64)  | 0 (32)                   | low 32 of the host |
+//!  ILA address (wire):    | locator (64)     | 011 | C=1 | VNI (28)      | high 16 | adj 16   |
+//! ```
+//!
+//! The low 16 bits absorb what the other bits added to the address's one's complement sum (the
+//! C bit's checksum-neutral mapping, extended to the type and VNI word), so no transport
+//! checksum changes and the transport header is never read; the receiver, which knows the SIR
+//! prefix from its mappings and the zero word, computes the low 16 bits back. What this asks of
+//! the tenants: addresses whose bits 64..96 are zero (`fd10::1`, `fd10::a:b` — any address
+//! with an identifier under 2^32); others are dropped as `profile_mismatch`. As in
+//! `nvo_wire::ila`, one's complement has two zeros: a SIR address ending in `ffff` comes back
+//! ending in `0000`.
 //!
 //! Mappings are the network's routes: `SIR/len → locator` says that the identifiers under
 //! `SIR/len` live at the host whose locator is the upper 64 bits of the route's remote (so
@@ -28,13 +50,11 @@
 //! the SIR prefixes a received ILA address is translated back with.
 //!
 //! Only the destination is translated: the source stays the sender's SIR address, as in the
-//! draft's host-to-network translation (§4.3) and Linux's `ila` lwtunnel. Overlapping tenant
-//! addresses are not supported yet: with the same SIR address in two ILA networks on one host,
-//! the packet goes to one of them, which one is not defined.
+//! draft's host-to-network translation (§4.3) and Linux's `ila` lwtunnel.
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use nvo_wire::ila::{self, ChecksumMode, IlaAddress};
+use nvo_wire::std_wire::checksum;
 
 use crate::actions::Actions;
 use crate::frame::ETH_HEADER_LEN;
@@ -50,31 +70,76 @@ pub fn upper64(addr: Ipv6Addr) -> u64 {
     (u128::from(addr) >> 64) as u64
 }
 
-/// Egress translation of an IPv6 packet bound for the ILA domain: the destination's SIR prefix
-/// (its own upper 64 bits) replaced by `locator`, checksum-neutrally with the C bit. None (the
-/// packet untouched) when it is not IPv6 or its destination already has the C bit set (it is
-/// no SIR address).
-pub fn translate_egress(packet: &mut [u8], locator: u64) -> Option<()> {
-    let dst = destination(packet)?;
-    let ila = ila::sir_to_ila(dst, upper64(dst), locator, ChecksumMode::NeutralMap).ok()?;
-    packet.get_mut(DST)?.copy_from_slice(&ila.0);
+/// The identifier's upper 32 bits in nvo's mapping: type 3 (VNID, IPv6 unicast), C, the VNI.
+fn vnid_word(vni: Vni) -> u32 {
+    (3 << 29) | (1 << 28) | (vni.0 & 0x0fff_ffff)
+}
+
+/// The seven upper 16-bit words of an address (all but the low one).
+fn upper_words(addr: u128) -> [u16; 7] {
+    core::array::from_fn(|i| (addr >> (112 - 16 * i)) as u16)
+}
+
+/// `addr` with its upper 112 bits replaced by those of `upper` and the low 16 bits adjusted so
+/// that the one's complement sum of the address stays what it was.
+fn neutral(addr: u128, upper: u128, positive_zero: bool) -> u128 {
+    let mut words = difference(upper_words(addr), upper_words(upper));
+    words = checksum::combine(&[words, addr as u16]);
+    if positive_zero && words == 0xffff {
+        words = 0;
+    }
+    (upper & !0xffff) | u128::from(words)
+}
+
+/// sum(old) − sum(new), one's complement.
+fn difference(old: [u16; 7], new: [u16; 7]) -> u16 {
+    let mut all = [0u16; 14];
+    for i in 0..7 {
+        all[i] = old[i];
+        all[7 + i] = !new[i];
+    }
+    checksum::combine(&all)
+}
+
+/// The ILA address of SIR address `sir` in network `vni` at `locator`; None when bits 64..96
+/// of `sir` are not zero (nvo's mapping has no room for them).
+pub fn sir_to_ila(sir: Ipv6Addr, locator: u64, vni: Vni) -> Option<Ipv6Addr> {
+    let a = u128::from(sir);
+    if (a >> 32) as u32 != 0 {
+        return None;
+    }
+    let upper =
+        (u128::from(locator) << 64) | (u128::from(vnid_word(vni)) << 32) | (a & 0xffff_ffff);
+    Some(Ipv6Addr::from(neutral(a, upper, false)))
+}
+
+/// The VNI an ILA address's identifier carries, when it is nvo's (type 3 with C).
+pub fn vni_of(ila: Ipv6Addr) -> Option<Vni> {
+    let word = (u128::from(ila) >> 32) as u32;
+    (word >> 28 == 0b0111).then_some(Vni(word & 0x0fff_ffff))
+}
+
+/// The SIR address under `sir_prefix` that ILA address `ila` stands for.
+pub fn ila_to_sir(ila: Ipv6Addr, sir_prefix: u64) -> Ipv6Addr {
+    let a = u128::from(ila);
+    let upper = (u128::from(sir_prefix) << 64) | (a & 0xffff_ffff);
+    Ipv6Addr::from(neutral(a, upper, true))
+}
+
+/// Egress translation of an IPv6 packet of network `vni` bound for the ILA domain: its
+/// destination becomes [`sir_to_ila`]'s. None (the packet untouched) when it is not IPv6 or
+/// the destination has no ILA address.
+pub fn translate_egress(packet: &mut [u8], locator: u64, vni: Vni) -> Option<()> {
+    let ila = sir_to_ila(destination(packet)?, locator, vni)?;
+    packet.get_mut(DST)?.copy_from_slice(&ila.octets());
     Some(())
 }
 
-/// Ingress translation: the destination's `locator` replaced by `sir_prefix`, undoing the
-/// adjustment when the C bit says there is one. Returns the SIR address; the packet is not
-/// changed when None.
-pub fn translate_ingress(packet: &mut [u8], locator: u64, sir_prefix: u64) -> Option<Ipv6Addr> {
-    let sir = sir_of(packet, locator, sir_prefix)?;
+/// Ingress translation: the destination becomes the SIR address under `sir_prefix`
+/// ([`ila_to_sir`]), which is returned.
+pub fn translate_ingress(packet: &mut [u8], sir_prefix: u64) -> Option<Ipv6Addr> {
+    let sir = ila_to_sir(destination(packet)?, sir_prefix);
     packet.get_mut(DST)?.copy_from_slice(&sir.octets());
-    Some(sir)
-}
-
-/// The SIR address the ILA destination of `packet` stands for under `sir_prefix`.
-fn sir_of(packet: &[u8], locator: u64, sir_prefix: u64) -> Option<Ipv6Addr> {
-    let dst = destination(packet)?;
-    let ila = IlaAddress::from(dst.octets());
-    let sir = ila::ila_to_sir(ila, locator, sir_prefix, ChecksumMode::NeutralMap).ok()?;
     Some(sir)
 }
 
@@ -124,6 +189,9 @@ pub(super) fn egress(
         _ => return Err(DropReason::NoDestination),
     };
     let locator = upper64(remote);
+    if sir_to_ila(dst6, locator, net.spec.vni).is_none() {
+        return Err(DropReason::ProfileMismatch);
+    }
     if Some(locator) == net.l3.ila_locator {
         super::v6::probe(net, gw, dst6, scratch, actions);
         return Err(DropReason::NoDestination);
@@ -180,41 +248,39 @@ impl Pipeline {
             // comes up) and anything else not for this host's locator.
             return reject(drops, None, DropReason::NoDestination, actions);
         }
-        // Networks are tried in the table's order: with overlapping SIR addresses in two ILA
-        // networks, which one gets the packet is not defined (see the module docs).
+        let found = vni_of(dst)
+            .and_then(|vni| networks.get_mut(&vni))
+            .filter(|net| net.l3.ila);
+        let Some(net) = found else {
+            return reject(drops, None, DropReason::NoDestination, actions);
+        };
+        let Some(gw) = net.spec.l3_gateway else {
+            return reject(drops, None, DropReason::NoDestination, actions);
+        };
         let mut wanted = None;
-        for net in networks.values_mut().filter(|n| n.l3.ila) {
-            let Some(gw) = net.spec.l3_gateway else {
-                continue;
-            };
-            let found = sir_prefixes(net)
-                .filter_map(|p| sir_of(packet, here, p))
-                .find_map(|sir| {
-                    let ip = IpAddr::V6(sir);
-                    match net.l3.neighbours.get(&ip) {
-                        Some(&n) => Some((sir, Some(n))),
-                        None => net.l3.route(ip).map(|_| (sir, None)),
-                    }
-                });
-            match found {
-                Some((sir, Some((port, mac)))) => {
-                    net.counters.rx_underlay_frames += 1;
-                    let delivered = super::deliver(net, (port, mac, gw), packet, scratch, actions);
-                    let at = ETH_HEADER_LEN + DST.start..ETH_HEADER_LEN + DST.end;
-                    match scratch.get_mut(at) {
-                        Some(d) if delivered.is_some() => d.copy_from_slice(&sir.octets()),
-                        _ => return reject(drops, None, DropReason::NoDestination, actions),
-                    }
-                    return;
-                }
-                Some((sir, None)) if wanted.is_none() => wanted = Some((net.spec.vni, gw, sir)),
-                _ => {}
+        let mut hit = None;
+        for sir in sir_prefixes(net).map(|p| ila_to_sir(dst, p)) {
+            let ip = IpAddr::V6(sir);
+            if let Some(&n) = net.l3.neighbours.get(&ip) {
+                hit = Some((sir, n));
+                break;
+            }
+            if wanted.is_none() && net.l3.route(ip).is_some() {
+                wanted = Some(sir);
             }
         }
-        if let Some((vni, gw, sir)) = wanted {
-            if let Some(net) = networks.get_mut(&vni) {
-                super::v6::probe(net, gw, sir, scratch, actions);
+        if let Some((sir, (port, mac))) = hit {
+            net.counters.rx_underlay_frames += 1;
+            let delivered = super::deliver(net, (port, mac, gw), packet, scratch, actions);
+            let at = ETH_HEADER_LEN + DST.start..ETH_HEADER_LEN + DST.end;
+            match scratch.get_mut(at) {
+                Some(d) if delivered.is_some() => d.copy_from_slice(&sir.octets()),
+                _ => return reject(drops, None, DropReason::NoDestination, actions),
             }
+            return;
+        }
+        if let Some(sir) = wanted {
+            super::v6::probe(net, gw, sir, scratch, actions);
         }
         reject(drops, None, DropReason::NoDestination, actions);
     }

@@ -140,6 +140,7 @@ fn route(
             Ok(locator) => {
                 actions.push(Action::SendIla {
                     locator,
+                    vni: net.spec.vni,
                     offset: l3,
                 });
                 PortVerdict::Done
