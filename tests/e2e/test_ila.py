@@ -18,7 +18,7 @@ checksums valid; in c2 the packets arrive addressed to fd10::2, checksums valid 
 import signal
 import subprocess
 
-from conftest import api, wait_for
+from conftest import RUN, api, wait_for
 from rate_lab import assert_datapath
 from test_l3 import fields, iperf3
 
@@ -114,6 +114,10 @@ def test_ila_between_two_nvods(lab_factory, tmp_path):
     before = lab.counters("h1")["drops"]["no_destination"]
     assert lab.ping("c1", "fd10::99", count=2, check=False).returncode != 0
     assert lab.counters("h1")["drops"]["no_destination"] >= before + 2
+    if lab.nvo("h1", "node")["datapath"] == "ebpf":
+        # The kernel programs route no L3 network: the ILA network is handed to userspace.
+        log = (RUN / lab.name / "h1.log").read_text(errors="replace")
+        assert "network 900 runs on the userspace path: it is an L3 network" in log
     # Whatever reached nvod's TUN was a well-formed IPv6 packet.
     for h in ("h1", "h2"):
         assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h
