@@ -229,6 +229,9 @@ impl Pipeline {
         if net.l3.ila && !remote.is_ipv6() {
             return Err(TableError::InvalidRemote(remote));
         }
+        if let (IpAddr::V6(p), 64..) = (prefix, len) {
+            net.l3.note_sir_prefix(p);
+        }
         let routes = &mut net.l3.routes;
         if let Some(r) = routes
             .iter_mut()

@@ -411,3 +411,66 @@ fn ila_mappings_are_ipv6_both_sides_and_only_on_l3_networks() {
     a.from_port(P1, &f, Instant::now(), &mut got);
     assert_eq!(got.as_slice(), [Action::Drop(DropReason::ProfileMismatch)]);
 }
+
+/// No static mapping: the EVPN MAC+IP route of fd10::7 (IP → MAC, MAC → VTEP) names the
+/// locator — the /64 of its next hop — and when the route moves, so do the packets. The
+/// receiving host, which has no mapping either, translates back with the SIR prefix its own
+/// container announced.
+#[test]
+fn evpn_routes_map_identifiers_and_moves_remap_them() {
+    use nvo_pipeline::EvpnChange;
+    let mac7 = Mac([0x02, 0, 0, 0, 0, 7]);
+    let (mut a, mut c) = (host("fd00:a::"), host("fd00:c::"));
+    let route = |remote: &str| {
+        [
+            EvpnChange::NeighSet {
+                vni: VNI,
+                ip: ip("fd10::7"),
+                mac: mac7,
+            },
+            EvpnChange::FdbSet {
+                vni: VNI,
+                mac: mac7,
+                remote: ip(remote),
+            },
+        ]
+    };
+    let original = tcp("fd10::1", "fd10::7");
+    assert_eq!(
+        send(&mut a, P1, C1, &original),
+        [Action::Drop(DropReason::NoDestination)]
+    );
+    a.evpn_apply(&route("fd00:b::1"));
+    let to_b = upper64(v6("fd00:b::"));
+    assert!(matches!(
+        send(&mut a, P1, C1, &original)[..],
+        [Action::SendIla { locator, .. }] if locator == to_b
+    ));
+    // fd10::7 moves to host C: its route now has C's next hop.
+    a.evpn_apply(&route("fd00:c::1"));
+    let to_c = upper64(v6("fd00:c::"));
+    let actions = send(&mut a, P1, C1, &original);
+    let [Action::SendIla { locator, vni, .. }] = actions[..] else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(locator, to_c);
+    // C has no mapping for fd10::7: its container announced itself, which gives the prefix.
+    send(&mut c, P2, mac7, &udp("fd10::7", "fd10::1"));
+    let mut wire = original.clone();
+    translate_egress(&mut wire, locator, vni).unwrap();
+    let mut got = Actions::new();
+    c.from_ila(&wire, &mut got);
+    let [Action::Reply { port: P2, len }] = got.as_slice() else {
+        panic!("{:?}", got.as_slice())
+    };
+    assert_eq!(c.scratch()[14..*len], original[..]);
+    // The route withdrawn: nowhere to send.
+    a.evpn_apply(&[EvpnChange::NeighRemove {
+        vni: VNI,
+        ip: ip("fd10::7"),
+    }]);
+    assert_eq!(
+        send(&mut a, P1, C1, &original),
+        [Action::Drop(DropReason::NoDestination)]
+    );
+}

@@ -14,7 +14,8 @@
 //!                                              → SendIla { locator: L, vni }: the datapath
 //!                                                translates (egress) and writes the packet
 //!                                                to the kernel, which routes L::/64
-//!     no mapping                               → no_destination (counted)
+//!     no mapping, but an EVPN MAC+IP route     → its next hop's /64 is the locator (see below)
+//!     neither                                  → no_destination (counted)
 //!     bits 64..96 of the destination not zero  → profile_mismatch (no identifier for it)
 //!  kernel ── IPv6 to this host's locator /64 ──► Pipeline::from_ila
 //!     not IPv6, or cut short → malformed_tunnel; another destination, an identifier that is
@@ -46,8 +47,12 @@
 //! Mappings are the network's routes: `SIR/len → locator` says that the identifiers under
 //! `SIR/len` live at the host whose locator is the upper 64 bits of the route's remote (so
 //! `nvo route add VNI fd10::2/128 fd00:2::1` maps one identifier). They are bounded, stored and
-//! journaled as routes are. Every host holds the mappings of its own containers too: they give
-//! the SIR prefixes a received ILA address is translated back with.
+//! journaled as routes are. A destination no mapping covers is looked up in what EVPN installed
+//! (its MAC+IP route: IP → MAC → VTEP): the upper 64 bits of the route's next hop are the
+//! locator, so a host that advertises an address of its locator /64 as its EVPN next hop is
+//! reached by ILA, and a container whose route moves is re-mapped with it. The SIR prefixes a
+//! received ILA address is translated back with are those of the mappings and of the
+//! addresses the local containers announced (at most [`super::tables::MAX_SIR_PREFIXES`]).
 //!
 //! Only the destination is translated: the source stays the sender's SIR address, as in the
 //! draft's host-to-network translation (§4.3) and Linux's `ila` lwtunnel.
@@ -152,23 +157,21 @@ fn destination(packet: &[u8]) -> Option<Ipv6Addr> {
     Some(Ipv6Addr::from(dst))
 }
 
-/// The SIR prefixes of an ILA network's mappings (routes of /64 or longer), without repeats:
-/// what a received ILA address may be translated back into.
+/// The SIR prefixes a received ILA address of `net` may be translated back with: those of its
+/// mappings (/64 or longer) and of the IPv6 addresses its containers announced
+/// ([`super::tables::L3Tables::note_sir_prefix`]).
 pub(crate) fn sir_prefixes(net: &Network) -> impl Iterator<Item = u64> + '_ {
-    let routes = &net.l3.routes;
-    routes
-        .iter()
-        .enumerate()
-        .filter_map(move |(i, r)| match r.prefix {
-            IpAddr::V6(p) if r.len >= 64 => {
-                let sir = upper64(p);
-                let first = !routes[..i]
-                    .iter()
-                    .any(|o| o.len >= 64 && matches!(o.prefix, IpAddr::V6(q) if upper64(q) == sir));
-                first.then_some(sir)
-            }
-            _ => None,
-        })
+    net.l3.sir_prefixes.iter().copied()
+}
+
+/// Where EVPN says `dst` lives: the VTEP of the MAC its MAC+IP route names (the route's next
+/// hop), as the EVPN control plane installed them (`EvpnChange::NeighSet`, `FdbSet`).
+fn evpn_remote(net: &Network, dst: IpAddr) -> Option<IpAddr> {
+    let mac = net.neigh.lookup(dst)?.mac;
+    match net.fdb.lookup(mac)? {
+        crate::FdbDest::Remote(remote) => Some(remote),
+        _ => None,
+    }
 }
 
 /// The egress decision for a packet to `dst` that no local neighbour has: the locator of its
@@ -184,7 +187,8 @@ pub(super) fn egress(
     let IpAddr::V6(dst6) = dst else {
         return Err(DropReason::ProfileMismatch);
     };
-    let remote = match net.l3.route(dst).map(|r| r.remote) {
+    let mapped = net.l3.route(dst).map(|r| r.remote);
+    let remote = match mapped.or_else(|| evpn_remote(net, dst)) {
         Some(IpAddr::V6(remote)) => remote,
         _ => return Err(DropReason::NoDestination),
     };
