@@ -115,9 +115,10 @@ def test_ila_between_two_nvods(lab_factory, tmp_path):
     assert lab.ping("c1", "fd10::99", count=2, check=False).returncode != 0
     assert lab.counters("h1")["drops"]["no_destination"] >= before + 2
     if lab.nvo("h1", "node")["datapath"] == "ebpf":
-        # The kernel programs route no L3 network: the ILA network is handed to userspace.
+        # The kernel programs run no L3 network, and no network at all over an IPv6 underlay
+        # (which ILA needs): nvod hands the ILA network to its userspace path, and says so.
         log = (RUN / lab.name / "h1.log").read_text(errors="replace")
-        assert "network 900 runs on the userspace path: it is an L3 network" in log
+        assert "network 900 runs on the userspace path: the underlay is IPv6" in log, log
     # Whatever reached nvod's TUN was a well-formed IPv6 packet.
     for h in ("h1", "h2"):
         assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h
