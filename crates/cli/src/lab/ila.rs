@@ -97,3 +97,36 @@ pub fn mappings(plan: &Plan) -> Result<(), LabError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::lab::topology::Topology;
+
+    fn plan(networks: &str) -> Plan {
+        let yaml = format!(
+            "name: t\nunderlay: {{family: ipv6}}\nhosts: [{{name: h1}}, {{name: h2}}]\n{networks}"
+        );
+        let topo = Topology::parse("t.yaml", &yaml).unwrap();
+        Plan::new(&topo, Path::new("/run/nvo/lab")).unwrap()
+    }
+
+    #[test]
+    fn each_host_gets_its_locator_only_when_a_network_is_ila() {
+        let p = plan("networks: [{vni: 900, encap: ila}]\n");
+        assert!(used(&p));
+        assert_eq!(
+            locator(&p.hosts[1]),
+            "fd00:1a:0:2::".parse::<Ipv6Addr>().unwrap()
+        );
+        assert_eq!(
+            config_line(&p, &p.hosts[0]),
+            "ila_locator = \"fd00:1a:0:1::/64\"\n"
+        );
+        let p = plan("networks: [{vni: 900}]\n");
+        assert!(!used(&p));
+        assert_eq!(config_line(&p, &p.hosts[0]), "");
+    }
+}
