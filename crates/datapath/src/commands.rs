@@ -430,6 +430,22 @@ fn l3_families(engine: &nvo_encap::engine::Engine, profile: ProfileId) -> IpFami
     }
 }
 
+/// Adds an ILA network (`nvo_pipeline::l3::ila`): an IPv6 L3 network with no profile, no
+/// socket and no engine binding — its packets go through the ILA TUN (ila.rs).
+fn add_ila_network(core: &mut Core, mut spec: NetworkSpec) -> Result<(), DatapathError> {
+    spec.l3_families = IpFamilies {
+        ipv4: false,
+        ipv6: true,
+    };
+    let vni = spec.vni;
+    core.pipeline.add_network(spec)?;
+    if let Err(e) = core.pipeline.set_ila(vni) {
+        let _ = core.pipeline.remove_network(vni);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
 /// Adds a network, all or nothing: the profile's socket (opened if it is the first network on
 /// its transport), the tables with the flood list, the engine's key, the multicast group.
 fn add_network(
@@ -439,6 +455,9 @@ fn add_network(
     encap: &str,
     params: &[(String, u64)],
 ) -> Result<(), DatapathError> {
+    if encap == nvo_encap::builtin::names::ILA {
+        return add_ila_network(core, spec);
+    }
     let profile = core
         .engine
         .id(encap)

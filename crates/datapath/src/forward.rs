@@ -43,6 +43,7 @@ use nvo_pipeline::{
 use nvo_wire::ports;
 
 use super::groups::Groups;
+use super::ila::Ila;
 use super::monitor::{self, Layer, Monitor, Origin};
 use super::ports::Ports;
 use super::settings::SttOffload;
@@ -84,10 +85,12 @@ pub struct Core {
     stt_frame: Vec<u8>,
     /// Whether STT frames go whole to the kernel's segmentation or are cut here.
     pub stt_tx: SttTx,
+    /// ILA's TUN queue (ila.rs).
+    pub ila: Ila,
     /// A packet being relayed, with its hop count decremented.
     pub(super) relay_buf: Vec<u8>,
     /// Where GSO frames are cut into segments for profiles that need them.
-    finish_scratch: Vec<u8>,
+    pub(super) finish_scratch: Vec<u8>,
     /// The kernel datapath, when it runs: the maps mirroring the tables above.
     pub kernel: Option<nvo_ebpf::Mirror>,
     /// TCP segments on their way to ports that take large frames, merged per flow until the
@@ -158,6 +161,7 @@ impl Forwarder {
                 overlay,
                 stt_frame: Vec::with_capacity(usize::from(u16::MAX)),
                 stt_tx: SttTx::new(SttOffload::Auto),
+                ila: Default::default(),
                 relay_buf: Vec::with_capacity(usize::from(u16::MAX)),
                 finish_scratch: vec![0; nvo_io::MAX_FRAME],
                 kernel: None,
@@ -417,6 +421,16 @@ impl Core {
                     } else {
                         self.encap_segments((remote, vni, entropy, profile), frame, meta, offset);
                     }
+                }
+                Action::SendIla {
+                    locator,
+                    vni,
+                    offset,
+                } => {
+                    let scratch = &mut self.finish_scratch;
+                    let to = (locator, vni, offset);
+                    self.ila
+                        .send(&mut self.pipeline, scratch, (frame, meta), to);
                 }
                 // Networks on the overlay profile whose destination is a node ID (issue 6).
                 Action::EncapNode {

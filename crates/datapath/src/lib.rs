@@ -5,11 +5,13 @@
 //! running) this is the single datapath thread of before. Each worker's loop:
 //!
 //! ```text
-//!  poll([command eventfd, underlay socket 1, ..., group 1, ..., port 1, port 2, ...],
+//!  poll([command eventfd, underlay socket 1, ..., group 1, ..., port 1, port 2, ...,
+//!        kernel rings, ILA TUN queue],
 //!       timeout ≤ 1 s)
 //!    underlay or group socket readable → recv_batch → decap + pipeline per packet → actions
 //!                                        → flush
 //!    port readable     → recv_batch → from_port per frame       → actions → flush
+//!    ILA TUN readable  → read packets → Pipeline::from_ila per packet → actions (ila.rs)
 //!    eventfd readable  → run every queued command, reply on its oneshot
 //!    every wake-up     → while `nvo monitor` listens: the pipeline's FDB events to its ring
 //!    every second      → age learned entries and STT reassemblies, retry ports that are down
@@ -44,6 +46,7 @@ mod groups;
 mod handle;
 mod handoff;
 mod identity;
+mod ila;
 mod kernel;
 mod metering;
 pub mod monitor;
@@ -117,6 +120,9 @@ pub enum StartError {
     /// The eventfd or the thread could not be created.
     #[error("cannot start the datapath thread: {0}")]
     Thread(io::Error),
+    /// `ila_locator` is set and the ILA TUN device could not be made and routed.
+    #[error("cannot open the ila tun device: {0} (or remove ila_locator from the config)")]
+    Ila(io::Error),
     /// `datapath = "ebpf"` and the kernel refused the programs.
     #[error(transparent)]
     Kernel(#[from] kernel::Refused),
@@ -316,6 +322,8 @@ fn forwarder(config: &Settings, worker: usize, shared: bool) -> Result<Forwarder
     fwd.core.worker = worker;
     // Each worker writes its own STT frames (to its own TUN when the kernel segments them).
     fwd.core.stt_tx = stt_tx::SttTx::new(config.stt_offload);
+    fwd.core.ila = ila::Ila::open(config.ila_locator).map_err(StartError::Ila)?;
+    fwd.core.pipeline.set_ila_locator(config.ila_locator);
     Ok(fwd)
 }
 
@@ -337,6 +345,8 @@ struct Loop {
     polled_ports: Vec<usize>,
     /// Whether the kernel path's two rings follow the ports in the poll set.
     polled_kernel: bool,
+    /// Where the ILA TUN queue is in the poll set (last), if polled.
+    polled_ila: Option<usize>,
     recv: RecvBatch,
     /// Raw sockets' batch: an IP datagram can be 64 KiB (GRO-coalesced or reassembled).
     raw_recv: RecvBatch,
@@ -389,6 +399,7 @@ impl Loop {
             polled_groups: 0,
             polled_ports: Vec::new(),
             polled_kernel: false,
+            polled_ila: None,
             recv,
             raw_recv: RecvBatch::new(BATCH, nvo_io::MAX_RAW_PACKET),
             frames: FrameBatch::default(),
@@ -455,6 +466,9 @@ impl Loop {
             let first_ring = first_port + self.polled_ports.len();
             if self.polled_kernel && (first_ring..first_ring + 3).any(|i| self.poller.is_ready(i)) {
                 kernel::drain(&mut self.fwd, now);
+            }
+            if self.polled_ila.is_some_and(|i| self.poller.is_ready(i)) && self.ila() {
+                self.busy_until = now + self.busy_poll;
             }
             self.fwd.flush();
             if self.poller.is_ready(0) && !self.commands(now) {
@@ -599,6 +613,11 @@ impl Loop {
             }
             self.polled_kernel = true;
         }
+        self.polled_ila = core
+            .ila
+            .tun
+            .as_ref()
+            .map(|tun| self.poller.add(tun.as_fd()));
         self.polled = Some(self.generations());
     }
 
@@ -691,6 +710,26 @@ impl Loop {
             while let Some(frame) = frames.next_frame() {
                 self.fwd.port_frame(id, frame, FrameMeta::COMPLETE, now);
             }
+        }
+        true
+    }
+
+    /// Forwards what the ILA TUN holds, at most `ila::ROUNDS` packets; whether anything came.
+    fn ila(&mut self) -> bool {
+        let core = &mut self.fwd.core;
+        for round in 0..ila::ROUNDS {
+            let Some((buf, n)) = core.ila.recv() else {
+                return round > 0;
+            };
+            let packet = buf.get(..n).unwrap_or_default();
+            core.seen = forward::Seen::Underlay {
+                src: ila::source(packet),
+                port: 0,
+            };
+            core.seen_vni = None;
+            core.pipeline.from_ila(packet, &mut core.actions);
+            core.perform(packet, &FrameMeta::COMPLETE);
+            core.ila.give_back(buf);
         }
         true
     }

@@ -42,6 +42,9 @@ pub struct Settings {
     pub busy_poll: std::time::Duration,
     /// Whether STT frames go whole to the kernel's TCP segmentation (`stt_offload`).
     pub stt_offload: SttOffload,
+    /// This node's ILA locator (`ila_locator`; its upper 64 bits are the locator /64 routed to
+    /// the ILA TUN). None: no ILA network can forward here.
+    pub ila_locator: Option<std::net::Ipv6Addr>,
     /// How many userspace datapath workers forward (1..=`MAX_WORKERS`; with the kernel path
     /// running, one: see `workers`).
     pub workers: usize,

@@ -36,6 +36,8 @@ pub mod names {
     pub const STT: &str = "stt";
     /// NSH (RFC 8300) over VXLAN-GPE, keyed by service path and index.
     pub const VXLAN_GPE_NSH: &str = "vxlan-gpe-nsh";
+    /// ILA, draft-herbert-intarea-ila-01: no header at all ([`super::ila_profile`]).
+    pub const ILA: &str = "ila";
 }
 
 /// The ids [`crate::engine::Engine::new`] gives the built-ins (their index in [`all`]).
@@ -92,6 +94,7 @@ pub fn is_builtin(name: &str) -> bool {
         names::IP6IP6,
         names::STT,
         names::VXLAN_GPE_NSH,
+        names::ILA,
     ]
     .contains(&name)
 }
@@ -342,6 +345,14 @@ pub fn ipip_profile() -> Profile {
 /// IPv6 in IPv6, RFC 2473 §3: no header in between. IP protocol 41. Empty key, as ipip.
 pub fn ip6ip6_profile() -> Profile {
     fixed(names::IP6IP6, Transport::Ip(41), Vec::new(), Payload::Ipv6)
+}
+
+/// ILA (draft-herbert-intarea-ila-01) as nvod's configuration checks see it: IPv6 packets,
+/// no header, no transport of its own (the protocol number is the ip6ip6 one only to fill the
+/// field: nothing is ever bound to it). Not in [`all`]: the engine never encapsulates nor
+/// decapsulates ILA; nvod and the datapath take the name apart (`nvo_pipeline::l3::ila`).
+pub fn ila_profile() -> Profile {
+    fixed(names::ILA, Transport::Ip(41), Vec::new(), Payload::Ipv6)
 }
 
 /// STT, draft-davie-stt-08 §3: the 18-byte frame header (Version byte 0 must be 0; Flags, L4

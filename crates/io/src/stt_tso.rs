@@ -236,7 +236,7 @@ fn ipv4_checksum(header: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-fn read_sysctl(key: &str) -> io::Result<i64> {
+pub(crate) fn read_sysctl(key: &str) -> io::Result<i64> {
     let path = format!("/proc/sys/{key}");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| io::Error::new(e.kind(), format!("read {path}: {e}")))?;
@@ -245,7 +245,7 @@ fn read_sysctl(key: &str) -> io::Result<i64> {
         .map_err(|_| io::Error::other(format!("{path}: not a number: {:?}", text.trim())))
 }
 
-fn write_sysctl(key: &str, value: &str) -> io::Result<()> {
+pub(crate) fn write_sysctl(key: &str, value: &str) -> io::Result<()> {
     let path = format!("/proc/sys/{key}");
     std::fs::write(&path, value)
         .map_err(|e| io::Error::new(e.kind(), format!("write {value} to {path}: {e}")))

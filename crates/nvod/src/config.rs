@@ -110,6 +110,8 @@ pub struct Config {
     pub cluster: Option<ClusterSettings>,
     /// The OpenFlow listener (`openflow_listen`, TCP), when set.
     pub openflow_listen: Option<std::net::SocketAddr>,
+    /// This node's ILA locator (`ila_locator`), when set: ILA networks need it.
+    pub ila_locator: Option<std::net::Ipv6Addr>,
 }
 
 impl Config {
@@ -131,6 +133,7 @@ impl Config {
             engine_limits: self.limits.engine,
             busy_poll: self.busy_poll,
             stt_offload: self.stt_offload,
+            ila_locator: self.ila_locator,
             workers: self.workers,
         }
     }
@@ -179,6 +182,7 @@ struct ConfigFile {
     learn_remote_percent: Option<u8>,
     http_listen: Option<String>,
     openflow_listen: Option<String>,
+    ila_locator: Option<String>,
     http_max_connections: Option<usize>,
     http_header_timeout_s: Option<u64>,
     http_idle_timeout_s: Option<u64>,
@@ -338,6 +342,7 @@ fn resolve(
     let (api, port_kinds) = resolve_access(&file)?;
     let http = http::resolve_http(&file)?;
     let openflow_listen = http::resolve_openflow(&file)?;
+    let ila_locator = file.ila_locator.as_deref().map(ila_locator).transpose()?;
     let cluster = cluster::resolve_cluster(file.cluster.as_ref(), cluster::hostname)?;
     let node_id = file.node_id.unwrap_or_else(|| node_id_from(locator));
     if node_id == 0 {
@@ -463,10 +468,28 @@ fn resolve(
         http,
         cluster,
         openflow_listen,
+        ila_locator,
         busy_poll: latency::busy_poll(file.busy_poll_us)?,
         stt_offload: file.stt_offload.unwrap_or_default(),
         workers: workers::workers(file.workers)?,
     })
+}
+
+/// The `ila_locator` key: an IPv6 /64 prefix (`fd00:1::/64`) or an address in it; the upper
+/// 64 bits are the locator.
+fn ila_locator(text: &str) -> Result<std::net::Ipv6Addr, ConfigError> {
+    let bad = |reason| bad("ila_locator", format!("{text:?}"), reason);
+    let (addr, len) = text.split_once('/').unwrap_or((text, "64"));
+    if len != "64" {
+        return Err(bad("the locator is a /64 prefix, e.g. \"fd00:1::/64\""));
+    }
+    let addr: std::net::Ipv6Addr = addr
+        .parse()
+        .map_err(|_| bad("not an ipv6 prefix; use e.g. \"fd00:1::/64\""))?;
+    if addr.is_unspecified() || addr.is_multicast() || addr.is_loopback() {
+        return Err(bad("a unicast ipv6 prefix is needed"));
+    }
+    Ok(addr)
 }
 
 /// The node ID an unconfigured node takes: its IPv4 locator as a number, or a 32-bit FNV-1a

@@ -79,6 +79,9 @@ pub enum ConvertError {
         /// The profiles there are.
         names: Vec<String>,
     },
+    /// An ILA network on a node that cannot forward one.
+    #[error("encap ila needs {0} on this node (see `nvod --help`)")]
+    Ila(&'static str),
     /// An l3 network on a profile that carries neither IPv4 nor IPv6 packets.
     #[error(
         "encap {0} cannot carry IP packets, so it cannot serve an l3 network; use \
@@ -185,6 +188,10 @@ fn family_name(ipv6: bool) -> &'static str {
 /// The bytes a profile adds in front of a tenant frame on the wire: outer IP, UDP when the
 /// profile runs over UDP, the tunnel header (its minimum length) and the inner Ethernet header.
 pub fn overhead(profile: &Profile, ipv6: bool) -> u16 {
+    if profile.name == nvo_encap::builtin::names::ILA {
+        // ILA rewrites an address: the packet crosses the underlay as it is.
+        return 0;
+    }
     let ip = if ipv6 { 40 } else { 20 };
     let transport = match profile.transport {
         Transport::Udp(_) => 8,
@@ -229,6 +236,17 @@ pub fn check_network_mtu(mtu: u16, profile: &Profile, config: &Config) -> Result
     Ok(())
 }
 
+/// An ILA network needs an IPv6 underlay and this node's ILA locator.
+fn check_ila(config: &Config) -> Result<(), ConvertError> {
+    if !config.locator.is_ipv6() {
+        return Err(ConvertError::Ila("an ipv6 underlay (locator)"));
+    }
+    if config.ila_locator.is_none() {
+        return Err(ConvertError::Ila("ila_locator in the config"));
+    }
+    Ok(())
+}
+
 /// Checks a network's profile parameters: each must be one the profile has, with a value that
 /// fits its field.
 pub fn check_params(profile: &Profile, params: &BTreeMap<String, u64>) -> Result<(), ConvertError> {
@@ -266,13 +284,19 @@ pub fn network_state(
         .encap
         .clone()
         .unwrap_or_else(|| DEFAULT_ENCAP.to_owned());
-    let profile = profiles
-        .id(&encap)
-        .and_then(|id| profiles.profile(id))
-        .ok_or_else(|| ConvertError::UnknownEncap {
-            encap: encap.clone(),
-            names: profiles.profiles().map(|(_, p)| p.name.clone()).collect(),
-        })?;
+    let ila = nvo_encap::builtin::ila_profile();
+    let profile = if encap == ila.name {
+        check_ila(config)?;
+        &ila
+    } else {
+        profiles
+            .id(&encap)
+            .and_then(|id| profiles.profile(id))
+            .ok_or_else(|| ConvertError::UnknownEncap {
+                encap: encap.clone(),
+                names: profiles.profiles().map(|(_, p)| p.name.clone()).collect(),
+            })?
+    };
     let carries = |payload: Payload| profile.carries(payload);
     let ip = matches!(profile.payload, Payload::Ipv4 | Payload::Ipv6);
     let l3 = spec.l3.unwrap_or(ip);
@@ -620,6 +644,7 @@ mod tests {
             workers: 1,
             cluster: None,
             openflow_listen: None,
+            ila_locator: None,
         }
     }
 

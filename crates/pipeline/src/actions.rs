@@ -65,6 +65,18 @@ pub enum Action {
         /// Where the IP packet starts in the frame.
         offset: usize,
     },
+    /// Send the IPv6 packet in the frame, `&frame[offset..]`, of ILA network `vni` to the
+    /// kernel for routing on the underlay, with no tunnel header: its destination translated
+    /// to the ILA address at `locator` first ([`crate::l3::ila::translate_egress`], per
+    /// segment for a GSO frame).
+    SendIla {
+        /// The locator (upper 64 bits) of the host the destination lives on.
+        locator: u64,
+        /// The network, which the identifier carries.
+        vni: Vni,
+        /// Where the IPv6 packet starts in the frame.
+        offset: usize,
+    },
     /// Send the first `len` bytes of `Pipeline::scratch()` out of `port`: a frame the pipeline
     /// built, valid until the next call into the pipeline.
     Reply {

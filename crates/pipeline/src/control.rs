@@ -222,6 +222,16 @@ impl Pipeline {
         if !is_unicast_ip(remote) {
             return Err(TableError::InvalidRemote(remote));
         }
+        // An ILA network's routes are identifier → locator mappings: IPv6 both sides.
+        if net.l3.ila && !prefix.is_ipv6() {
+            return Err(TableError::InvalidPrefix { prefix, len });
+        }
+        if net.l3.ila && !remote.is_ipv6() {
+            return Err(TableError::InvalidRemote(remote));
+        }
+        if let (IpAddr::V6(p), 64..) = (prefix, len) {
+            net.l3.note_sir_prefix(p);
+        }
         let routes = &mut net.l3.routes;
         if let Some(r) = routes
             .iter_mut()

@@ -92,7 +92,9 @@ pub struct Pipeline {
     pub(crate) flows: crate::flows::Flows,
     /// Identity policy per network (policy.rs).
     pub(crate) policy: crate::policy::Policies,
-    scratch: Box<[u8]>,
+    /// This host's ILA locator, upper 64 bits (`Pipeline::set_ila_locator`).
+    pub(crate) ila_locator: Option<u64>,
+    pub(crate) scratch: Box<[u8]>,
 }
 
 impl Pipeline {
@@ -115,6 +117,7 @@ impl Pipeline {
             fdb_events: FdbEvents::default(),
             flows: Default::default(),
             policy: Default::default(),
+            ila_locator: None,
             // Big enough for an ICMP error and for an L3 network's largest packet with an
             // Ethernet header in front.
             scratch: vec![0; icmp::SCRATCH_LEN.max(usize::from(u16::MAX) + 18)].into_boxed_slice(),
@@ -664,7 +667,7 @@ fn flood_from_port(
 }
 
 /// Drops a frame: counts it and tells the datapath.
-fn reject(
+pub(crate) fn reject(
     drops: &mut DropCounters,
     port: Option<&mut PortCounters>,
     reason: DropReason,

@@ -147,4 +147,37 @@ proptest! {
         }
         prop_assert!(p.network(VNI).unwrap().neighbours <= 8);
     }
+
+    /// An ILA network: random frames from a port, and random packets from the TUN — most with
+    /// this host's locator and nvo's identifier word (type 3, C, VNI 100) so that they reach the
+    /// translation — never panic, give at most one counted drop and keep the tables bounded.
+    #[test]
+    fn random_ila_frames_and_packets(
+        frames in proptest::collection::vec(frame_bytes(), 1..20),
+        aimed in any::<bool>(),
+    ) {
+        let mut p = l3_pipeline();
+        p.set_ila(VNI).unwrap();
+        p.set_ila_locator(Some("fd00:a::".parse().unwrap()));
+        p.route_add(VNI, "fd10::".parse().unwrap(), 64, "fd00:a::1".parse().unwrap()).unwrap();
+        let mut a = Actions::new();
+        for f in &frames {
+            let mut f = f.clone();
+            f[..6].copy_from_slice(&GW.0);
+            if let Some(b) = f.get_mut(14) {
+                *b = (*b & 0x0f) | 0x60;
+            }
+            p.from_port(P1, &f, Instant::now(), &mut a);
+            check(&p, &a);
+            let at = 14.min(f.len());
+            let packet = &mut f[at..];
+            if aimed && packet.len() >= 40 {
+                packet[24..32].copy_from_slice(&[0xfd, 0, 0, 0x0a, 0, 0, 0, 0]);
+                packet[32..36].copy_from_slice(&[0x70, 0, 0, 100]);
+            }
+            p.from_ila(packet, &mut a);
+            check(&p, &a);
+        }
+        prop_assert!(p.network(VNI).unwrap().neighbours <= 8);
+    }
 }

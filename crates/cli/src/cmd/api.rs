@@ -43,7 +43,8 @@ pub enum NetworkCmd {
     /// Create a network (a tenant virtual network, one VNI).
     ///
     /// A network's frames travel in the tunnel protocol of its encapsulation profile, --encap:
-    /// vxlan (the default), vxlan-gbp, vxlan-gpe, geneve, nvgre, overlay, stt, ipip, ip6ip6, or
+    /// vxlan (the default), vxlan-gbp, vxlan-gpe, geneve, nvgre, overlay, stt, ipip, ip6ip6,
+    /// ila (an IPv6 L3 network translated, not tunnelled; needs nvod's ila_locator), or
     /// a profile added with `nvo profile add` (`nvo profile list` shows them all). Some
     /// profiles take parameters, values written into every header the network sends: --param
     /// group=100 for vxlan-gbp's group policy ID, dst_node/src_node/ttl for overlay; `nvo

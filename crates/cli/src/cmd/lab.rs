@@ -55,7 +55,11 @@ Topology file (YAML; defaults shown; examples/lab/demo.yaml has it with comments
                               # is false when BGP is configured before the network is made);
                               # kernel hosts: nolearning on the VXLAN device when false
       encap: vxlan            # profile: a built-in (nvo profile list) or one of profiles:;
-                              # kernel hosts speak vxlan only
+                              # kernel hosts speak vxlan only; ila (IPv6 underlay only): an
+                              # L3 network translated, not tunnelled — each host gets the
+                              # locator fd00:1a:0:<node id>::/64 (nvod's ila_locator), the
+                              # others route it via its underlay address, and every host maps
+                              # each container's ipv6 (its SIR address) to its host's locator
       params: {}              # the profile's parameters, e.g. {group: 100} for vxlan-gbp
       l3: false               # an L3 network (vxlan-gpe: IPv4+IPv6, ipip: IPv4, ip6ip6: IPv6;
                               # true for ipip/ip6ip6): nvod is the containers' gateway (ARP, ND;

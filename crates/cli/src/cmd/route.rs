@@ -1,6 +1,8 @@
 //! `nvo route list|add|del`: the IPv4 and IPv6 routes of an L3 network (`nvo network add
 //! --l3`), each a prefix of the tenant's addresses and the remote tunnel end it is behind
-//! (`/v1/networks/{vni}/routes`).
+//! (`/v1/networks/{vni}/routes`). On an ILA network (`--encap ila`) a route is an identifier →
+//! locator mapping: the SIR addresses under the prefix live at the host whose locator is the
+//! remote's /64 (docs/ila.md).
 //!
 //! A prefix is checked here as nvod checks it (no host bits set), so a typo fails with
 //! clap's usage message before anything is sent. `del` names the route by its prefix, which
@@ -83,13 +85,16 @@ pub enum RouteCmd {
     ///
     /// Replaces the route with the same prefix. The network must have been created with `nvo
     /// network add --l3`; packets of its containers to an address the prefix holds are sent to
-    /// the remote, and the longest matching prefix wins.
+    /// the remote, and the longest matching prefix wins. On an ILA network the route maps SIR
+    /// addresses to the locator, the remote's /64 (docs/ila.md).
     #[command(
         after_help = "Example:\n  nvo network add 100 --encap vxlan-gpe --l3\n  \
                       nvo route add 100 10.0.0.2/32 --remote 192.0.2.2\n  \
                       nvo route add 100 10.1.0.0/16 --remote 192.0.2.3\n  \
                       nvo network add 300 --encap ip6ip6\n  \
-                      nvo route add 300 fd00:3::/64 --remote 2001:db8::2"
+                      nvo route add 300 fd00:3::/64 --remote 2001:db8::2\n  \
+                      nvo network add 900 --encap ila\n  \
+                      nvo route add 900 fd10::2/128 --remote fd00:1a:0:2::1"
     )]
     Add {
         /// The network's VNI.

@@ -14,6 +14,7 @@
 //! the record lists, `status` reads the records; `sys` runs `ip`, `bridge` and `ethtool`.
 
 pub mod down;
+pub mod ila;
 pub mod plan;
 pub mod record;
 pub mod status;

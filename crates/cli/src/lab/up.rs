@@ -175,6 +175,7 @@ fn build(
     underlay(plan, rec)?;
     for h in &plan.hosts {
         host(plan, h, rec)?;
+        super::ila::host(plan, h)?;
     }
     let mut daemons = Vec::new();
     for h in plan.hosts.iter().filter(|h| h.kind == HostKind::Nvo) {
@@ -202,7 +203,7 @@ fn build(
         };
         container(plan, c, rec, mtu)?;
     }
-    Ok(())
+    super::ila::mappings(plan)
 }
 
 fn add_namespace(rec: &mut Recorder, ns: &str) -> Result<(), LabError> {
@@ -263,6 +264,7 @@ pub fn nvod_config(plan: &Plan, h: &HostPlan) -> String {
         socket = quote(&h.socket.to_string_lossy()),
         state = quote(&h.state_dir.to_string_lossy()),
     ) + &nvod_extras(&h.nvod, h.locator)
+        + &super::ila::config_line(plan, h)
         // A table comes after every top-level key.
         + &h.nvod.cluster.as_ref().map(|c| c.to_toml()).unwrap_or_default()
 }

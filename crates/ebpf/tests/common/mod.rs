@@ -453,7 +453,9 @@ impl Fixture {
                     outs.push(Out::Port(port.0, p.scratch()[..len].to_vec()));
                     replied = true;
                 }
-                Action::EncapNode { .. } | Action::EncapL3 { .. } => punted = true,
+                Action::EncapNode { .. } | Action::EncapL3 { .. } | Action::SendIla { .. } => {
+                    punted = true
+                }
             }
         }
         Result {

@@ -83,6 +83,12 @@ Configuration file (TOML, every key optional):
                                    own segmenter with one warning when it cannot; \"off\"
                                    always segments in nvod (counters: stt tx_frames_kernel,
                                    tx_frames_software)
+  ila_locator = \"fd00:1::/64\"     this node's ILA locator, a /64 (default: none; ILA
+                                   networks, encap \"ila\", need it): nvod makes the TUN
+                                   device nvoila0 (a queue per worker), routes the prefix
+                                   to it and writes translated packets to it for the kernel
+                                   to route; needs net.ipv6.conf.all.forwarding = 1 and
+                                   `ip` on PATH. Other hosts route the prefix to this one
   busy_poll_us = 0                 microseconds the userspace datapath polls on after a
                                    packet before it sleeps again, 0 (off) to 1000: lower
                                    latency for CPU time spent while traffic flows

@@ -13,7 +13,7 @@
 //!       → sender learned (IP → port, MAC)
 //!       → destination in the neighbour table (a local container) → Reply: frame rewritten
 //!       → longest-prefix route of its family → EncapL3 { remote }: the IP packet, Ethernet
-//!         header off
+//!         header off (an ILA network: SendIla { locator }, no tunnel — see `ila`)
 //!   anything else → dropped (no_destination)
 //!  from the underlay (an IP packet; the tunnel said which family: ip protocol 4 / 41, the
 //!  GPE Next Protocol):
@@ -40,6 +40,7 @@ use crate::network::Network;
 use crate::{DropReason, Mac, PortId};
 use nvo_wire::EtherType;
 
+pub mod ila;
 pub(crate) mod tables;
 mod v6;
 
@@ -132,6 +133,19 @@ fn route(
         return match deliver(net, (out, mac, gw), packet, scratch, actions) {
             Some(()) => PortVerdict::Done,
             None => PortVerdict::Drop(DropReason::NoDestination),
+        };
+    }
+    if net.l3.ila {
+        return match ila::egress(net, gw, dst, scratch, actions) {
+            Ok(locator) => {
+                actions.push(Action::SendIla {
+                    locator,
+                    vni: net.spec.vni,
+                    offset: l3,
+                });
+                PortVerdict::Done
+            }
+            Err(reason) => PortVerdict::Drop(reason),
         };
     }
     let Some(route) = net.l3.route(dst) else {

@@ -10,6 +10,9 @@ use crate::{Mac, PortId};
 /// Most routes one L3 network holds (IPv4 and IPv6 together).
 pub const MAX_ROUTES: usize = 1024;
 
+/// Most SIR prefixes an ILA network translates received packets back with (`l3::ila`).
+pub const MAX_SIR_PREFIXES: usize = 64;
+
 /// A route: IPv4 or IPv6 prefix → the remote tunnel end behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Route {
@@ -59,6 +62,14 @@ pub(crate) struct L3Tables {
     pub(crate) routes: Vec<Route>,
     /// Both families in one table, bounded together by the network's `max_learned`.
     pub(crate) neighbours: HashMap<IpAddr, (PortId, Mac)>,
+    /// An ILA network (`l3::ila`): routes are identifier → locator mappings, and packets
+    /// leave translated, without a tunnel.
+    pub(crate) ila: bool,
+    /// This host's ILA locator (upper 64 bits), copied from the pipeline's.
+    pub(crate) ila_locator: Option<u64>,
+    /// The upper 64 bits of the IPv6 routes (/64 or longer) and neighbours seen, without
+    /// repeats, at most [`MAX_SIR_PREFIXES`]; never shrinks (a stale one costs one lookup).
+    pub(crate) sir_prefixes: Vec<u64>,
 }
 
 impl L3Tables {
@@ -80,6 +91,17 @@ impl L3Tables {
         };
         if owned && (self.neighbours.len() < max || self.neighbours.contains_key(&ip)) {
             self.neighbours.insert(ip, (port, mac));
+            if let IpAddr::V6(v6) = ip {
+                self.note_sir_prefix(v6);
+            }
+        }
+    }
+
+    /// Notes the upper 64 bits of `addr` as a SIR prefix (see `sir_prefixes`).
+    pub(crate) fn note_sir_prefix(&mut self, addr: Ipv6Addr) {
+        let prefix = (u128::from(addr) >> 64) as u64;
+        if !self.sir_prefixes.contains(&prefix) && self.sir_prefixes.len() < MAX_SIR_PREFIXES {
+            self.sir_prefixes.push(prefix);
         }
     }
 

@@ -38,6 +38,9 @@ pub fn validate_profiles(profiles: &[ProfileSpec]) -> Result<(), EncapError> {
 
 /// The profile named `name`: a built-in, or one of the topology's (already validated).
 fn find(topo: &Topology, name: &str) -> Option<Profile> {
+    if name == builtin::names::ILA {
+        return Some(builtin::ila_profile());
+    }
     if let Some(p) = builtin::all().into_iter().find(|p| p.name == name) {
         return Some(p);
     }

@@ -1,0 +1,169 @@
+"""ILA (draft-herbert-intarea-ila): containers keep their SIR addresses; nvod rewrites the
+destination's SIR prefix into the locator of the destination's host (checksum-neutral, C bit)
+and the kernel routes the packet on the underlay as plain IPv6 — no tunnel header.
+
+      c1 (fd10::1, SIR)                                   c2 (fd10::2, SIR)
+         |                                                   |
+   [ h1: nvod, network 900, encap ila ]          [ h2: nvod, network 900, encap ila ]
+     ila_locator fd00:1a:0:1::/64 → nvoila0        ila_locator fd00:1a:0:2::/64 → nvoila0
+     route fd00:1a:0:2::/64 via fd00:100::2        route fd00:1a:0:1::/64 via fd00:100::1
+     mappings fd10::1 → fd00:1a:0:1::1, fd10::2 → fd00:1a:0:2::1 (on both, set by the lab)
+         \\ eth0 fd00:100::1 ------ ul: bridge ------ eth0 fd00:100::2 /
+
+On the wire (h1's eth0): destination = the locator (fd00:1a:0:2:...) with the C bit, source =
+the SIR address fd10::1, next header TCP or ICMPv6 right after the IPv6 header, transport
+checksums valid; in c2 the packets arrive addressed to fd10::2, checksums valid again.
+"""
+
+import signal
+import subprocess
+
+from conftest import RUN, api, wait_for
+from rate_lab import assert_datapath
+from test_l3 import fields, iperf3
+
+TOPOLOGY = """
+underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 900, encap: ila, flood: []}]
+containers:
+  - {name: c1, host: h1, vni: 900, ip: 10.9.0.1/24, ipv6: "fd10::1/64"}
+  - {name: c2, host: h2, vni: 900, ip: 10.9.0.2/24, ipv6: "fd10::2/64"}
+"""
+
+# Echo request/reply and TCP only (no neighbour discovery).
+DATA = "ip6 and (tcp or (icmp6 and (ip6[40] == 128 or ip6[40] == 129)))"
+
+
+def tcpdump(lab, node, pcap, count):
+    """tcpdump on NODE's eth0, whole packets, stopping after COUNT of them."""
+    cmd = ["ip", "netns", "exec", lab.ns(node), "tcpdump", "-i", "eth0", "--immediate-mode", "-U", "-n", "-s", "0",
+           "-c", str(count), "-w", str(pcap), DATA]
+    cap = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = cap.stderr.readline()
+    assert "listening on" in line, line
+    return cap
+
+
+def stop(cap):
+    cap.send_signal(signal.SIGTERM)
+    cap.wait(timeout=20)
+
+
+def test_ila_between_two_nvods(lab_factory, tmp_path):
+    lab = lab_factory(TOPOLOGY)
+    assert_datapath(lab)
+    net = api(lab, "h1", "GET", "/v1/networks/900")
+    assert net["l3"] is True and net["encap"] == "ila", net
+    routes = api(lab, "h1", "GET", "/v1/networks/900/routes")
+    assert {"prefix": "fd10::2/128", "remote": "fd00:1a:0:2::1"} in routes, routes
+    # The kernel routes h1's locator to nvod's TUN.
+    assert "dev nvoila0" in lab.exec("h1", "ip", "-6", "route", "show", "fd00:1a:0:1::/64").stdout
+
+    wire, inside = tmp_path / "h1.pcap", tmp_path / "c2.pcap"
+    cap_wire, cap_in = tcpdump(lab, "h1", wire, 400), tcpdump(lab, "c2", inside, 400)
+    try:
+        wait_for(lambda: lab.ping("c1", "fd10::2", count=1, check=False).returncode == 0,
+                 timeout=15, what="c1 → c2 over ila")
+        lab.ping("c2", "fd10::1", count=3)
+        # A short TCP exchange, captured whole: 100 KB.
+        srv = subprocess.Popen(["ip", "netns", "exec", lab.ns("c2"), "iperf3", "-s", "-1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: lab.exec("c1", "iperf3", "-c", "fd10::2", "-n", "100K",
+                                      check=False, timeout=30).returncode == 0,
+                     timeout=15, what="short tcp over ila")
+        finally:
+            srv.kill()
+            srv.wait()
+    finally:
+        stop(cap_wire)
+        stop(cap_in)
+
+    rows = fields(wire, "ipv6.src", "ipv6.dst", "ipv6.nxt", "tcp.checksum.status",
+                  "icmpv6.checksum.status", "udp.port",
+                  extra=["-o", "tcp.check_checksum:TRUE"])
+    assert rows, "nothing captured on h1's underlay"
+    outbound = [r for r in rows if r[0] == "fd10::1"]
+    inbound = [r for r in rows if r[1] == "fd10::1" or r[1].startswith("fd00:1a:0:1:")]
+    assert outbound and inbound, rows
+    for src, dst, nxt, tcp_ok, icmp_ok, udp in outbound:
+        # The destination is c2's host's locator, with the C bit (0x1000 in the fifth group).
+        assert dst.startswith("fd00:1a:0:2:"), (src, dst)
+        assert int(dst.split(":")[4], 16) & 0x1000, dst
+        # No encapsulation: one IPv6 header, TCP (6) or ICMPv6 (58) right behind it.
+        assert nxt in ("6", "58") and "," not in nxt and not udp, (nxt, udp)
+        assert (tcp_ok or icmp_ok) == "1", ("checksum not valid on the wire", src, dst, tcp_ok, icmp_ok)
+    # h2 translated its own destination only: replies come from SIR fd10::2 to h1's locator.
+    for src, dst, *_ in inbound:
+        assert src == "fd10::2" and dst.startswith("fd00:1a:0:1:"), (src, dst)
+    assert any(r[2] == "6" for r in outbound) and any(r[2] == "58" for r in outbound), outbound
+
+    got = fields(inside, "ipv6.src", "ipv6.dst", "tcp.checksum.status", "icmpv6.checksum.status",
+                 extra=["-o", "tcp.check_checksum:TRUE"])
+    to_c2 = [r for r in got if r[1] == "fd10::2"]
+    assert to_c2, got
+    for src, dst, tcp_ok, icmp_ok in to_c2:
+        assert src == "fd10::1", (src, dst)
+        assert (tcp_ok or icmp_ok) == "1", ("checksum not valid at the receiver", tcp_ok, icmp_ok)
+
+    # Throughput, 2 s.
+    assert iperf3(lab, "c2", "c1", "fd10::2") > 1e6
+
+    # An identifier nobody mapped: a counted drop at the sender.
+    before = lab.counters("h1")["drops"]["no_destination"]
+    assert lab.ping("c1", "fd10::99", count=2, check=False).returncode != 0
+    assert lab.counters("h1")["drops"]["no_destination"] >= before + 2
+    if lab.nvo("h1", "node")["datapath"] == "ebpf":
+        # The kernel programs run no L3 network, and no network at all over an IPv6 underlay
+        # (which ILA needs): nvod hands the ILA network to its userspace path, and says so.
+        log = (RUN / lab.name / "h1.log").read_text(errors="replace")
+        assert "network 900 runs on the userspace path: the underlay is IPv6" in log, log
+    # Whatever reached nvod's TUN was a well-formed IPv6 packet.
+    for h in ("h1", "h2"):
+        assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h
+
+
+
+TENANTS = """
+underlay: {family: ipv6, ipv6: "fd00:100::/64", mtu: 1500}
+hosts: [{name: h1}, {name: h2}]
+networks: [{vni: 900, encap: ila, flood: []}, {vni: 901, encap: ila, flood: []}]
+containers:
+  - {name: a1, host: h1, vni: 900, ip: 10.9.0.1/24, ipv6: "fd10::1/64"}
+  - {name: a2, host: h2, vni: 900, ip: 10.9.0.2/24, ipv6: "fd10::2/64"}
+  - {name: b1, host: h1, vni: 901, ip: 10.9.0.1/24, ipv6: "fd10::1/64"}
+  - {name: b2, host: h2, vni: 901, ip: 10.9.0.2/24, ipv6: "fd10::2/64"}
+"""
+
+
+def test_ila_tenants_with_the_same_addresses(lab_factory, tmp_path):
+    """Two tenants (VNI 900: a1, a2; VNI 901: b1, b2) with the same SIR addresses on the same
+    two hosts: the identifier carries the VNI (type 3, C, VNI), so the ILA addresses differ on
+    the wire and each packet reaches its own tenant's container only."""
+    lab = lab_factory(TENANTS)
+    assert_datapath(lab)
+    wire = tmp_path / "h1.pcap"
+    inside = {c: tmp_path / f"{c}.pcap" for c in ("a2", "b2")}
+    caps = [tcpdump(lab, "h1", wire, 200)] + [tcpdump(lab, c, p, 200) for c, p in inside.items()]
+    try:
+        for src, pattern in (("a1", "aaaa"), ("b1", "bbbb")):
+            wait_for(lambda: lab.ping(src, "fd10::2", count=1, check=False,
+                                      extra=("-p", pattern)).returncode == 0,
+                     timeout=15, what=f"{src} → fd10::2 over ila")
+            lab.ping(src, "fd10::2", count=3, extra=("-p", pattern))
+    finally:
+        for cap in caps:
+            stop(cap)
+    # On the wire: the same SIR destination, two ILA addresses — the VNI in the identifier.
+    rows = fields(wire, "ipv6.src", "ipv6.dst", "icmpv6.checksum.status", "data.data")
+    requests = {r[1] for r in rows if r[0] == "fd10::1"}
+    assert {d.split(":")[5] for d in requests} == {"384", "385"}, requests  # 900, 901
+    assert all(d.startswith("fd00:1a:0:2:7000:") for d in requests), requests
+    assert all(r[2] == "1" for r in rows if r[2]), rows
+    # Inside: each tenant's fd10::2 got its own tenant's pings only.
+    for c, mine, theirs in (("a2", "aaaa", "bbbb"), ("b2", "bbbb", "aaaa")):
+        got = fields(inside[c], "ipv6.dst", "icmpv6.type", "data.data")
+        echoes = [r for r in got if r[1] == "128"]
+        assert echoes and all(r[0] == "fd10::2" for r in echoes), (c, got)
+        assert all(mine in r[2] and theirs not in r[2] for r in echoes), (c, echoes)
