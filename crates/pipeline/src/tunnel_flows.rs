@@ -59,11 +59,15 @@ impl TunnelCover {
 }
 
 /// Whether `a` sends the frame into the tunnel: `in_port` (a `Deliver` to the tunnel's
-/// number) or `output:tunnel` (an encapsulation).
+/// number) or `output:tunnel` (an encapsulation) — or anything else that leaves by the
+/// underlay (an ILA packet, which no rule makes, but would leave the same way).
 fn into_tunnel(a: &Action) -> bool {
     match a {
         Action::Deliver { port } => *port == PortId::TUNNEL,
-        Action::Encap { .. } | Action::EncapNode { .. } | Action::EncapL3 { .. } => true,
+        Action::Encap { .. }
+        | Action::EncapNode { .. }
+        | Action::EncapL3 { .. }
+        | Action::SendIla { .. } => true,
         Action::Reply { .. } | Action::Drop(_) => false,
     }
 }
