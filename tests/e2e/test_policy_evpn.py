@@ -20,6 +20,7 @@ from bgp_peers import ASN, RR_ADDR, nvod_routes, quiet_containers, wait_until
 from conftest import wait_for
 from test_evpn import route_reflector, start_nvods
 from test_policy import connects, rule, start_server
+from test_policy_geneve import POLICY  # network 100: web 10, db 20, batch 30; web -> db tcp 5432
 
 VNI = 100
 UL = {"h1": "10.100.0.1", "h2": "10.100.0.2"}
@@ -32,16 +33,6 @@ containers:
   - {name: web1, host: h1, vni: 100, ip: 10.0.0.1/24, labels: {app: web}}
   - {name: batch1, host: h1, vni: 100, ip: 10.0.0.3/24, labels: {app: batch}}
   - {name: db2, host: h2, vni: 100, ip: 10.0.0.2/24, labels: {app: db}}
-"""
-
-POLICY = """
-network: 100
-groups:
-  - {name: web, id: 10, match: {app: web}}
-  - {name: db, id: 20, match: {app: db}}
-  - {name: batch, id: 30, match: {app: batch}}
-rules:
-  - {name: web-db, from: web, to: db, proto: tcp, ports: [5432], action: allow}
 """
 
 
