@@ -7,7 +7,8 @@
 #   4. cargo test: unit, scapy vectors, tshark round trips, property tests, fuzz corpus replay,
 #      nvod and nvo-io tests in network namespaces
 #   5. end-to-end tests (tests/e2e, pytest): labs of namespaces with nvod and the kernel's VXLAN,
-#      twice: every nvod on the kernel datapath (eBPF), then every nvod on the userspace one
+#      twice: every nvod on the kernel datapath (eBPF), then every nvod on the userspace one;
+#      each run ends with its 15 slowest tests (pytest --durations), where to look for time
 # Needs root: the namespace tests are part of the suite, not skipped.
 # Each step prints its name; the first failure stops the run and says which step broke.
 set -euo pipefail
@@ -58,7 +59,7 @@ ip netns list | awk '{print $1}' | sort > "$tmp/netns.before"
 for datapath in ebpf userspace; do
     step "end-to-end tests (tests/e2e) with every nvod on the $datapath datapath"
     # Hosts whose topology chooses a datapath keep it (tests/e2e/test_datapath.py mixes them).
-    if ! NVO_LAB_DATAPATH=$datapath /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider 2>&1 | tee "$tmp/e2e.$datapath.log"; then
+    if ! NVO_LAB_DATAPATH=$datapath /usr/bin/python3 -m pytest tests/e2e -q -p no:cacheprovider --durations=15 2>&1 | tee "$tmp/e2e.$datapath.log"; then
         fail "end-to-end tests on the $datapath datapath (see the failures above)"
     fi
     grep -Eo '[0-9]+ passed' "$tmp/e2e.$datapath.log" | tail -1 | awk '{print $1+0}' >> "$tmp/e2e.counts"
