@@ -25,7 +25,7 @@ use std::time::Instant;
 use nvo_io::FrameMeta;
 use nvo_openflow::{apply_flow_mod, Command as OfCommand, FlowMod, OfError};
 use nvo_pipeline::flows::check_actions;
-use nvo_pipeline::{FlowError, PortId, MAX_FLOWS};
+use nvo_pipeline::{Actions, FlowError, FlowVerdict, Pipeline, PortId, MAX_FLOWS};
 
 use crate::command::{DatapathError, FlowDump, Reply};
 
@@ -41,32 +41,49 @@ impl Core {
         segment_len: usize,
         now: Instant,
     ) {
+        let was = frame.len();
+        self.through_table(
+            frame,
+            meta,
+            |p, buf, actions| p.from_port_flows(port, frame, buf, now, actions),
+            // A GSO frame's segments grow or shrink by what the rewrite pushed or popped.
+            |p, f, actions| {
+                let segment_len = (segment_len + f.len()).saturating_sub(was);
+                p.from_port_gso(port, f, segment_len, now, actions)
+            },
+        );
+    }
+
+    /// The step every ingress shares (the diagrams above and in tunnel_flows.rs): with an
+    /// empty table only `normal` runs on `frame`; otherwise `table` runs the flow table (a
+    /// rewrite goes into `flow_frame`, which it is given), its outputs are performed on the
+    /// frame or its rewritten copy, and, when the verdict says so, `normal` forwards that same
+    /// frame.
+    pub(super) fn through_table(
+        &mut self,
+        frame: &[u8],
+        meta: &FrameMeta,
+        table: impl FnOnce(&mut Pipeline, &mut [u8], &mut Actions) -> FlowVerdict,
+        normal: impl FnOnce(&mut Pipeline, &[u8], &mut Actions),
+    ) {
         if !self.pipeline.has_flows() {
-            self.pipeline
-                .from_port_gso(port, frame, segment_len, now, &mut self.actions);
+            normal(&mut self.pipeline, frame, &mut self.actions);
             return self.perform(frame, meta);
         }
         let mut buf = std::mem::take(&mut self.flow_frame);
         if buf.len() < frame.len() + 16 {
             buf.resize(frame.len() + 16, 0);
         }
-        let v = self
-            .pipeline
-            .from_port_flows(port, frame, &mut buf, now, &mut self.actions);
-        let (f, meta, segment_len) = match v.rewritten {
-            Some(len) => (
-                &buf[..len],
-                shifted(meta, len, frame.len()),
-                (segment_len + len).saturating_sub(frame.len()),
-            ),
-            None => (frame, *meta, segment_len),
+        let v = table(&mut self.pipeline, &mut buf, &mut self.actions);
+        let (f, meta) = match v.rewritten {
+            Some(len) => (&buf[..len], shifted(meta, len, frame.len())),
+            None => (frame, *meta),
         };
         if !self.actions.is_empty() {
             self.perform(f, &meta);
         }
         if v.normal {
-            self.pipeline
-                .from_port_gso(port, f, segment_len, now, &mut self.actions);
+            normal(&mut self.pipeline, f, &mut self.actions);
             self.perform(f, &meta);
         }
         self.flow_frame = buf;

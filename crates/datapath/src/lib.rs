@@ -749,12 +749,11 @@ impl Loop {
             }
             let keeps_tables = request.command.keeps_tables();
             let reply = commands::run(&mut self.fwd, request.command, now);
-            // Which veths nvod reads (handoff.rs): ports, flow rules, policies and QoS change
+            // How each port is read (handoff.rs): ports, flow rules, meters, policies and QoS change
             // it; reads (a metrics scrape) do not.
             if !keeps_tables {
-                // Pinning first: a port no metered rule covers any more is unpinned as it
-                // was, and then rehome gives it back to the kernel if nothing else keeps it.
-                metering::pin(&mut self.fwd.core);
+                // One decision per port: pinned to worker 0, run by the kernel, or read by
+                // nvod on every worker.
                 handoff::rehome(&mut self.fwd.core);
             }
             // The kernel's maps follow before the requester hears back: once a change is

@@ -10,9 +10,9 @@
 //!
 //! ```text
 //!  any command that changes tables
-//!    pin      interfaces of policed ports ∪ interfaces metered rules cover → worker 0 alone;
-//!             the rest as they were
-//!    rehome   (handoff.rs) the kernel path's hand-over, for ports that are not pinned
+//!    rehome   (handoff.rs, one decision per port) interfaces of policed ports ∪ interfaces
+//!             metered rules cover → worker 0 alone (Reading::Worker0); the rest unpinned as
+//!             they were, then the kernel path's hand-over
 //! ```
 
 use std::collections::HashSet;
@@ -37,24 +37,4 @@ pub(super) fn pinned_readers(core: &Core) -> HashSet<PortId> {
         pinned.extend(cover.ports.iter().map(|&p| core.ports.reader(PortId(p))));
     }
     pinned
-}
-
-/// Pins (or unpins) every interface as [`pinned_readers`] says.
-pub(super) fn pin(core: &mut Core) {
-    let pinned = pinned_readers(core);
-    let ids: Vec<PortId> = core.ports.iter().map(|p| p.id).collect();
-    let (worker, workers) = (core.worker, core.workers);
-    for id in ids {
-        let want = pinned.contains(&id);
-        if want == core.ports.is_policed(id) {
-            continue;
-        }
-        if let Err(e) = core.ports.set_policed(id, want, worker, workers) {
-            let name = core.ports.get(id).map_or("", |p| p.name.as_str());
-            log::warn!(
-                "port {name}: {e}; it is read as before (a meter may count its frames on \
-                 several workers) until it is reopened"
-            );
-        }
-    }
 }

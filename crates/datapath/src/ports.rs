@@ -170,7 +170,7 @@ impl Ports {
         worker: usize,
         workers: usize,
     ) -> io::Result<()> {
-        let tagged = self.shared.contains(&id) || self.circuits.values().any(|&(t, _)| t == id);
+        let tagged = self.is_tagged(id);
         let Some(&at) = self.index.get(&id) else {
             return Ok(());
         };
@@ -230,7 +230,7 @@ impl Ports {
     /// as it is (nvod reads those anyway). Whether it changed; refused (unchanged) when the
     /// interface cannot be opened anew.
     pub fn set_kernel(&mut self, id: PortId, kernel: bool) -> io::Result<bool> {
-        let tagged = self.shared.contains(&id) || self.circuits.values().any(|&(t, _)| t == id);
+        let tagged = self.is_tagged(id);
         if tagged || self.policed.contains_key(&id) {
             return Ok(false);
         }
@@ -280,6 +280,12 @@ impl Ports {
     /// Whether interface `id` is read by worker 0 alone ([`Ports::set_policed`]).
     pub fn is_policed(&self, id: PortId) -> bool {
         self.policed.contains_key(&id)
+    }
+
+    /// Whether interface `id` is a shared port or a trunk of VLAN circuits: nvod reads it on
+    /// either datapath, with its tags.
+    pub fn is_tagged(&self, id: PortId) -> bool {
+        self.shared.contains(&id) || self.circuits.values().any(|&(t, _)| t == id)
     }
 
     /// The port with this id.

@@ -11,6 +11,8 @@
 //!                              └─ normal ──► from_decapsulated (the same frame) ──► perform
 //! ```
 //!
+//! The step is `Core::through_table` (flows.rs), which port ingress shares.
+//!
 //! The hand-over: on the kernel path tunnel packets of the networks the kernel runs are
 //! decapsulated by its tc program and never reach this code. A network whose tunnel frames a
 //! rule may match (`NetworkView::tunnel_flows`) is refused by the kernel path
@@ -24,7 +26,6 @@ use nvo_io::FrameMeta;
 use nvo_pipeline::policy::GroupTag;
 use nvo_pipeline::Decapsulated;
 
-use super::flows::shifted;
 use super::forward::Core;
 
 impl Core {
@@ -40,47 +41,11 @@ impl Core {
         meta: &FrameMeta,
         now: Instant,
     ) {
-        if !self.pipeline.has_flows() {
-            self.pipeline.from_decapsulated_tagged(
-                decap,
-                tag,
-                outer_len,
-                inner,
-                now,
-                &mut self.actions,
-            );
-            return self.perform(inner, meta);
-        }
-        let mut buf = std::mem::take(&mut self.flow_frame);
-        if buf.len() < inner.len() + 16 {
-            buf.resize(inner.len() + 16, 0);
-        }
-        let v = self.pipeline.from_underlay_flows(
-            &decap,
-            outer_len,
+        self.through_table(
             inner,
-            &mut buf,
-            now,
-            &mut self.actions,
+            meta,
+            |p, buf, actions| p.from_underlay_flows(&decap, outer_len, inner, buf, now, actions),
+            |p, f, actions| p.from_decapsulated_tagged(decap, tag, outer_len, f, now, actions),
         );
-        let (f, meta) = match v.rewritten {
-            Some(len) => (&buf[..len], shifted(meta, len, inner.len())),
-            None => (inner, *meta),
-        };
-        if !self.actions.is_empty() {
-            self.perform(f, &meta);
-        }
-        if v.normal {
-            self.pipeline.from_decapsulated_tagged(
-                decap,
-                tag,
-                outer_len,
-                f,
-                now,
-                &mut self.actions,
-            );
-            self.perform(f, &meta);
-        }
-        self.flow_frame = buf;
     }
 }

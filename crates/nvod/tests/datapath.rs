@@ -20,7 +20,7 @@ use common::{host, Nvod, Scratch};
 
 const WITHOUT_BPF: [&str; 3] = ["setpriv", "--bounding-set", "-bpf,-sys_admin,-perfmon"];
 
-/// The tests of this file one at a time: one of them counts the programs loaded system-wide.
+/// The tests of this file one at a time (several nvods starting at once load a shared machine).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -31,14 +31,56 @@ fn node(nvod: &Nvod) -> nvo_api::NodeInfo {
     nvod.get("/v1/node")
 }
 
-/// How many programs called `name` are loaded, system-wide.
-fn loaded(name: &str) -> usize {
+/// The ids of the programs loaded on the machine now.
+fn loaded_ids() -> Vec<u64> {
     let out = Command::new("bpftool")
         .args(["-j", "prog", "show"])
         .output()
         .expect("bpftool (scripts/setup.sh installs it)");
     let progs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    progs.iter().filter(|p| p["name"] == name).count()
+    progs.iter().filter_map(|p| p["id"].as_u64()).collect()
+}
+
+/// The programs the nvod running in namespace `ns` attached, as (name, program id): the
+/// program of each BPF link its process holds (a link's /proc/PID/fdinfo entry has `link_id`
+/// and `prog_id`; a TCX link lives as long as its descriptor). Only this nvod's, so other
+/// labs and tests loading nvo's programs at the same time do not count.
+fn attached(ns: &str) -> Vec<(String, u64)> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .unwrap();
+    let mut found = Vec::new();
+    for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let info = std::fs::read_to_string(fd.path()).unwrap_or_default();
+            let field = |key: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            };
+            if let (Some(_), Some(id)) = (field("link_id:"), field("prog_id:")) {
+                let out = Command::new("bpftool")
+                    .args(["-j", "prog", "show", "id", &id.to_string()])
+                    .output()
+                    .unwrap();
+                let prog: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+                let name = prog["name"].as_str().unwrap_or("").to_owned();
+                found.push((name, id));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The names of `programs`.
+fn names(programs: &[(String, u64)]) -> Vec<&str> {
+    programs.iter().map(|(n, _)| n.as_str()).collect()
 }
 
 #[test]
@@ -128,31 +170,31 @@ fn a_killed_nvod_leaves_no_program_and_the_next_one_takes_over() {
     ns.ip(&["link", "set", "p0", "up"]).unwrap();
     ns.ip(&["link", "set", "p0c", "up"]).unwrap();
     let scratch = Scratch::new("dpk");
-    let before = (loaded("nvo_port"), loaded("nvo_underlay"));
     let mut nvod = Nvod::start(ns.name(), &scratch.0, "10.77.0.1", "datapath = \"ebpf\"\n");
     let _: serde_json::Value = nvod.post("/v1/networks", &serde_json::json!({"vni": 100}));
     let _: serde_json::Value =
         nvod.post("/v1/ports", &serde_json::json!({"name": "p0", "vni": 100}));
-    assert_eq!(
-        (loaded("nvo_port"), loaded("nvo_underlay")),
-        (before.0 + 1, before.1 + 1)
-    );
+    let ours = attached(ns.name());
+    assert_eq!(names(&ours), ["nvo_port", "nvo_underlay"], "{ours:?}");
     nvod.kill();
     // The links died with the process's descriptors, and the programs with them.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while (loaded("nvo_port"), loaded("nvo_underlay")) != before {
+    loop {
+        let loaded = loaded_ids();
+        let left: Vec<_> = ours.iter().filter(|(_, id)| loaded.contains(id)).collect();
+        if left.is_empty() {
+            break;
+        }
         assert!(
             Instant::now() < deadline,
-            "programs left loaded after kill -9"
+            "programs left loaded after kill -9: {left:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
     // A new nvod restores the state and attaches again.
     nvod.spawn();
     assert_eq!(node(&nvod).datapath, "ebpf");
-    assert_eq!(
-        (loaded("nvo_port"), loaded("nvo_underlay")),
-        (before.0 + 1, before.1 + 1)
-    );
+    let again = attached(ns.name());
+    assert_eq!(names(&again), ["nvo_port", "nvo_underlay"], "{again:?}");
     nvod.kill();
 }

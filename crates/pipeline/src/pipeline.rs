@@ -7,7 +7,7 @@
 //!   port known? ─ no → unknown_port              network for the vni? ─ no → unknown_vni
 //!   ethernet header? ─ no → malformed_frame      network's profile? ─ no → profile_mismatch
 //!   source unicast? ─ no → invalid_source_mac    remote known (accept_remotes)? ─ no →
-//!                                                  unknown_remote
+//!   L3 network? → too_big as below, then l3.rs     unknown_remote
 //!   learn src → Port(port)                       ethernet header? ─ no → malformed_frame
 //!   snoop ARP/ND → neighbour table               source unicast? ─ no → invalid_source_mac
 //!   longer than mtu + L2? → reply + too_big
@@ -218,7 +218,14 @@ impl Pipeline {
         if !eth.src.is_unicast() {
             return reject(drops, Some(pc), DropReason::InvalidSourceMac, actions);
         }
+        let mtu = net.spec.mtu;
         if let Some(gw) = net.spec.l3_gateway {
+            // The gateway is the container's next hop: a packet over the network's MTU gets its
+            // "fragmentation needed" / "packet too big" back from the gateway MAC, written from
+            // the packet's destination address as on an L2 network (icmp.rs).
+            if too_big(port, frame, &eth, segment_len, mtu, scratch, actions) {
+                return reject(drops, Some(pc), DropReason::TooBig, actions);
+            }
             return match l3::from_port(net, gw, port, frame, &eth, scratch, actions) {
                 l3::PortVerdict::Done => {}
                 l3::PortVerdict::Drop(reason) => reject(drops, Some(pc), reason, actions),
@@ -239,11 +246,7 @@ impl Pipeline {
         };
         let question = snooped.frame(net, frame, &eth, hosts_generation);
 
-        // The MTU counts from the IP header: the L2 header (with its 802.1Q tag) comes on top.
-        if segment_len > usize::from(net.spec.mtu) + eth.header_len() {
-            if let Some(len) = icmp::too_big_reply(frame, &eth, net.spec.mtu, scratch) {
-                actions.push(Action::Reply { port, len });
-            }
+        if too_big(port, frame, &eth, segment_len, mtu, scratch, actions) {
             return reject(drops, Some(pc), DropReason::TooBig, actions);
         }
         if let Some(q) = &question {
@@ -664,6 +667,28 @@ fn flood_from_port(
         });
     }
     net.counters.encap_flood += remotes.len() as u64;
+}
+
+/// Whether a frame from `port` (in segments of `segment_len` bytes) is over network MTU `mtu`;
+/// when it is, the ICMP error back to its sender is pushed as a Reply if one may be sent
+/// (icmp.rs: RFC 1191 §4, RFC 4443 §3.2). The drop is the caller's to count.
+fn too_big(
+    port: PortId,
+    frame: &[u8],
+    eth: &Eth,
+    segment_len: usize,
+    mtu: u16,
+    scratch: &mut [u8],
+    actions: &mut Actions,
+) -> bool {
+    // The MTU counts from the IP header: the L2 header (with its 802.1Q tag) comes on top.
+    if segment_len <= usize::from(mtu) + eth.header_len() {
+        return false;
+    }
+    if let Some(len) = icmp::too_big_reply(frame, eth, mtu, scratch) {
+        actions.push(Action::Reply { port, len });
+    }
+    true
 }
 
 /// Drops a frame: counts it and tells the datapath.

@@ -76,6 +76,14 @@ fn reply(p: &mut Pipeline, frame: &[u8]) -> Vec<u8> {
     }
 }
 
+/// The actions for an IPv4 frame with DF exactly at the MTU from port 1.
+fn at_the_mtu(p: &mut Pipeline) -> Vec<Action> {
+    let mut a = Actions::new();
+    let frame = v4(usize::from(MTU), true, [10, 0, 0, 2]);
+    p.from_port(P1, &frame, Instant::now(), &mut a);
+    a.as_slice().to_vec()
+}
+
 fn only_dropped(p: &mut Pipeline, frame: &[u8]) {
     let mut a = Actions::new();
     p.from_port(P1, frame, Instant::now(), &mut a);
@@ -131,14 +139,7 @@ fn ipv4_frag_needed_cross_checked_by_etherparse() {
 #[test]
 fn ipv4_frame_exactly_at_the_mtu_passes() {
     let mut p = pipeline(MTU);
-    let mut a = Actions::new();
-    p.from_port(
-        P1,
-        &v4(usize::from(MTU), true, [10, 0, 0, 2]),
-        Instant::now(),
-        &mut a,
-    );
-    assert_eq!(a.as_slice(), [Action::Deliver { port: P2 }]);
+    assert_eq!(at_the_mtu(&mut p), [Action::Deliver { port: P2 }]);
 }
 
 #[test]
@@ -250,4 +251,53 @@ fn no_ipv6_reply_to_errors_or_multicast() {
     // An echo request (type 128) does get a reply.
     err[14 + 40] = 128;
     reply(&mut p, &err);
+}
+
+/// An L3 network whose gateway MAC is TARGET: the frames above are then packets routed
+/// through the gateway.
+fn l3_pipeline(mtu: u16) -> Pipeline {
+    let mut p = Pipeline::new(Limits::default());
+    p.add_network(NetworkSpec {
+        mtu,
+        l3_gateway: Some(TARGET),
+        profile: nvo_pipeline::ProfileTag(2),
+        ..NetworkSpec::new(VNI)
+    })
+    .unwrap();
+    p.add_port(P1, VNI).unwrap();
+    p
+}
+
+#[test]
+fn l3_network_answers_too_big_from_the_gateway() {
+    let mut p = l3_pipeline(MTU);
+    // IPv4 with DF: fragmentation needed from the gateway's MAC, the destination's address.
+    let bytes = reply(&mut p, &v4(1500, true, [10, 0, 0, 2]));
+    let eth = EthernetFrame::new_checked(&bytes[..]).unwrap();
+    assert_eq!((eth.dst_addr().0, eth.src_addr().0), (SENDER.0, TARGET.0));
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 0, 0, 1));
+    let icmp = Icmpv4Packet::new_checked(ip.payload()).unwrap();
+    assert!(icmp.verify_checksum());
+    assert_eq!(
+        (icmp.msg_type(), icmp.msg_code()),
+        (Icmpv4Message::DstUnreachable, 4)
+    );
+    assert_eq!(&ip.payload()[6..8], &MTU.to_be_bytes());
+    // IPv6: packet too big with the network's MTU.
+    let bytes = reply(&mut p, &v6(1500, v6_target()));
+    let eth = EthernetFrame::new_checked(&bytes[..]).unwrap();
+    assert_eq!(eth.src_addr().0, TARGET.0);
+    let ip = Ipv6Packet::new_checked(eth.payload()).unwrap();
+    let icmp = Icmpv6Packet::new_checked(ip.payload()).unwrap();
+    assert!(icmp.verify_checksum(&ip.src_addr(), &ip.dst_addr()));
+    assert_eq!(icmp.pkt_too_big_mtu(), u32::from(MTU));
+    // Without DF only the drop; at the MTU the packet is routed as before (here to no route).
+    only_dropped(&mut p, &v4(1500, false, [10, 0, 0, 2]));
+    assert_eq!(
+        at_the_mtu(&mut p),
+        [Action::Drop(DropReason::NoDestination)]
+    );
+    assert_eq!(p.counters().drops.get(DropReason::TooBig), 3);
 }

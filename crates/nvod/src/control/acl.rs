@@ -138,7 +138,7 @@ impl Control {
         within: Within<'_>,
         profile: Option<&str>,
     ) -> Result<(), Failure> {
-        let target = self.attach_target(port, within, "an acl")?;
+        let target = self.attach_target(port, within, "an acl")?.name;
         let Some(&id) = self.port_ids.get(&target) else {
             return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
         };

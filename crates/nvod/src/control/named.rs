@@ -29,6 +29,24 @@ pub enum Within<'a> {
     Vlan(u16),
 }
 
+/// An attachment point resolved against the stored port ([`Control::attach_target`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Target {
+    /// Its name, its key in `port_ids`: `eth1`, `hv0/02:00:00:00:01:01`, `trunk0.10`.
+    pub name: String,
+    /// Where on the port it is.
+    pub at: At,
+}
+
+/// Where on a port a resolved attachment point is: [`Within`], checked to exist, with a
+/// virtual port's MAC in the form the state keys it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum At {
+    Port,
+    Vport(String),
+    Vlan(u16),
+}
+
 /// A kind of named profile, as its messages name it.
 pub(super) struct ProfileKind {
     /// What a profile is called in messages: `acl`, `qos profile`.
@@ -66,14 +84,15 @@ impl ProfileKind {
 }
 
 impl Control {
-    /// The name of attachment point `within` of port `port` (its key in `port_ids`), checked
-    /// against the stored port; `what` names the profile kind in errors (`an acl`).
+    /// Attachment point `within` of port `port`, resolved (checked against the stored port,
+    /// its name made) once for the whole attach; `what` names the profile kind in errors
+    /// (`an acl`).
     pub(super) fn attach_target(
         &self,
         port: &str,
         within: Within<'_>,
         what: &str,
-    ) -> Result<String, Failure> {
+    ) -> Result<Target, Failure> {
         let Some(stored) = self.state.ports.get(port) else {
             return Err(Failure::new(
                 Kind::NotFound,
@@ -88,7 +107,10 @@ impl Control {
                      ports (PORT MAC) or its vlans (PORT VID)"
                 )))
             }
-            Within::Port => Ok(port.to_owned()),
+            Within::Port => Ok(Target {
+                name: port.to_owned(),
+                at: At::Port,
+            }),
             Within::Vport(mac) => {
                 let key = convert::parse_mac(mac)?.to_string();
                 if stored
@@ -96,7 +118,10 @@ impl Control {
                     .as_ref()
                     .is_some_and(|s| s.vports.contains_key(&key))
                 {
-                    return Ok(vport_name(port, &key));
+                    return Ok(Target {
+                        name: vport_name(port, &key),
+                        at: At::Vport(key),
+                    });
                 }
                 Err(Failure::new(
                     Kind::NotFound,
@@ -104,7 +129,10 @@ impl Control {
                 ))
             }
             Within::Vlan(vid) => match trunk {
-                Some(v) if v.vlans.contains_key(&vid) => Ok(circuit_name(port, vid)),
+                Some(v) if v.vlans.contains_key(&vid) => Ok(Target {
+                    name: circuit_name(port, vid),
+                    at: At::Vlan(vid),
+                }),
                 Some(v) => Err(Failure::new(
                     Kind::NotFound,
                     format!(

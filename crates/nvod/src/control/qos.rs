@@ -11,11 +11,10 @@ use nvo_datapath::{Command, Reply};
 use nvo_pipeline::qos::{QosProfile, MAX_POLICED};
 use nvo_pipeline::PortId;
 
-use super::named::{ProfileKind, Within};
+use super::named::{At, ProfileKind, Target, Within};
 use super::vlan::circuit_name;
 use super::vport::vport_name;
 use super::{unexpected, Control, Failure, Kind};
-use crate::convert;
 use crate::state::{QosState, State};
 
 const QOS: ProfileKind = ProfileKind {
@@ -128,7 +127,7 @@ impl Control {
         within: Within<'_>,
         profile: Option<&str>,
     ) -> Result<(), Failure> {
-        let target = self.attach_target(port, within, "qos")?;
+        let Target { name: target, at } = self.attach_target(port, within, "qos")?;
         let q = match profile {
             Some(name) => Some(
                 *self
@@ -152,7 +151,7 @@ impl Control {
             )));
         }
         let mut new = self.state.clone();
-        let Some(slot) = qos_slot(&mut new, port, within) else {
+        let Some(slot) = qos_slot(&mut new, port, &at) else {
             return Err(Failure::new(Kind::NotFound, format!("no port {target:?}")));
         };
         if profile.is_none() && slot.get().is_none() {
@@ -273,16 +272,16 @@ impl QosSlot<'_> {
     }
 }
 
-/// The slot of attachment point `within` of `port` in `state` (checked by attach_target).
-fn qos_slot<'a>(state: &'a mut State, port: &str, within: Within<'_>) -> Option<QosSlot<'a>> {
+/// The slot of attachment point `at` of `port` in `state`, a copy of the state
+/// attach_target resolved it in (`None` only if the copy lost it).
+fn qos_slot<'a>(state: &'a mut State, port: &str, at: &At) -> Option<QosSlot<'a>> {
     let p = state.ports.get_mut(port)?;
-    match within {
-        Within::Port => Some(QosSlot::One(&mut p.qos)),
-        Within::Vport(mac) => {
-            let key = convert::parse_mac(mac).ok()?.to_string();
-            let v = p.shared.as_mut()?.vports.get_mut(&key)?;
+    match at {
+        At::Port => Some(QosSlot::One(&mut p.qos)),
+        At::Vport(key) => {
+            let v = p.shared.as_mut()?.vports.get_mut(key)?;
             Some(QosSlot::One(&mut v.qos))
         }
-        Within::Vlan(vid) => Some(QosSlot::Vlan(&mut p.vlan.as_mut()?.qos, vid)),
+        At::Vlan(vid) => Some(QosSlot::Vlan(&mut p.vlan.as_mut()?.qos, *vid)),
     }
 }

@@ -4,6 +4,9 @@
 //!
 //! ```text
 //!  from a port (an L3 network's containers route through the gateway nvod plays):
+//!   over the network's MTU → too_big, with "fragmentation needed" / "packet too big" back
+//!                             from the gateway MAC when one may be sent (icmp.rs; checked
+//!                             in Pipeline::port_frame before this module, as on L2)
 //!   ARP request for any address but the sender's own → ARP reply from the gateway MAC
 //!                                                        (proxy ARP), sender learned
 //!   NS for any address but the sender's own, not DAD → NA from the gateway MAC (router,
@@ -14,7 +17,9 @@
 //!       → destination in the neighbour table (a local container) → Reply: frame rewritten
 //!       → longest-prefix route of its family → EncapL3 { remote }: the IP packet, Ethernet
 //!         header off (an ILA network: SendIla { locator }, no tunnel — see `ila`)
-//!   anything else → dropped (no_destination)
+//!   anything else → dropped (no_destination): also a container's router solicitations and
+//!                    MLD reports, multicast no gateway here answers (no drop reason fits
+//!                    them better)
 //!  from the underlay (an IP packet; the tunnel said which family: ip protocol 4 / 41, the
 //!  GPE Next Protocol):
 //!   destination in the neighbour table → Reply: Ethernet header (container MAC ← gateway) +
