@@ -18,6 +18,7 @@
 //!     neither                                  → no_destination (counted)
 //!     bits 64..96 of the destination not zero  → profile_mismatch (no identifier for it)
 //!  kernel ── IPv6 to this host's locator /64 ──► Pipeline::from_ila
+//!     an identifier of the IPv4 type (2) → an IPv4 tenant's packet: `super::ila4`
 //!     not IPv6, or cut short → malformed_tunnel; another destination, an identifier that is
 //!     not type 3 with C, a VNI that is no ILA network here → no_destination (counted)
 //!     each SIR prefix of the network's mappings: ILA → SIR names a neighbour → Reply (gateway

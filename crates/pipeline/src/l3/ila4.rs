@@ -15,8 +15,9 @@
 //!       → this host's locator: ARP probe on every port, no_destination
 //!     none → no_destination
 //!  kernel ── IPv6 to this host's locator, identifier type 2 ──► Pipeline::from_ila
-//!     source not a type-2 identifier of the same VNI, no ILA network with the VNI, nobody
-//!     owns the IPv4 destination → no_destination (an ARP probe when it is mapped here);
+//!     source not a type-2 identifier of the same VNI (an underlay router's ICMPv6 error),
+//!     no ILA network with the VNI, nobody owns the IPv4 destination → no_destination (an
+//!     ARP probe when it is mapped here);
 //!     cut short or malformed → malformed_tunnel; an extension header, ICMPv6 other than
 //!     echo → profile_mismatch; else IPv4 behind an Ethernet header from the gateway MAC
 //! ```
@@ -24,8 +25,8 @@
 //! Why the source is this host's locator and not a SIR prefix: the receiver must recover the
 //! sender's IPv4 address and the VNI from the source, so the source carries the same kind of
 //! identifier; with the sender's locator in front it is a routable address of the sending host
-//! (an ICMPv6 error from the underlay comes back to its nvod), and nvo has no SIR prefix for
-//! an IPv4 network to put there. The C bit is clear: the transport checksums are adjusted by
+//! (an ICMPv6 error from the underlay comes back to its nvod, which counts it: ICMP errors are
+//! not translated), and nvo has no SIR prefix for an IPv4 network to put there. The C bit is clear: the transport checksums are adjusted by
 //! the translation anyway (the pseudo-header changes family), so nothing needs to be neutral.
 //!
 //! The tenant MTU for IPv4 is the underlay's minus 20 (the IPv6 header is 20 bytes longer;
