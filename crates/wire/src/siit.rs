@@ -100,7 +100,8 @@ fn pseudo6(src: &[u8; 16], dst: &[u8; 16], len: usize, next: u8) -> u16 {
 }
 
 /// The IPv4 header of `v4` checked: (header length, total length). A fragment, a source route,
-/// ICMPv4 other than echo are `Untranslated`.
+/// ICMPv4 other than echo, a protocol IPv6 would read as an extension header (or ICMPv6) are
+/// `Untranslated`.
 pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
     if v4.len() < IPV4_HEADER_LEN {
         return Err(Error::truncated("ipv4 header", IPV4_HEADER_LEN, v4.len()).into());
@@ -124,6 +125,11 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(untranslated("fragment", u32::from(fragment)));
     }
     source_route(&v4[IPV4_HEADER_LEN..ihl])?;
+    // A protocol number IPv6 reads as an extension header, or ICMPv6 inside IPv4: the
+    // translated packet would not mean what the IPv4 one did.
+    if EXTENSIONS.contains(&v4[9]) || v4[9] == ICMPV6 {
+        return Err(untranslated("ipv4 protocol", u32::from(v4[9])));
+    }
     let l4 = &v4[ihl..total];
     let need = match v4[9] {
         TCP => 18,
