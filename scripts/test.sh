@@ -28,6 +28,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 tests/vectors/gen_scapy.py "$tmp/vectors" "$tmp/tunnels.pcap" || fail "tests/vectors/gen_scapy.py crashed"
 /usr/bin/python3 tests/vectors/gen_ila_scapy.py "$tmp/vectors" || fail "tests/vectors/gen_ila_scapy.py crashed"
+/usr/bin/python3 tests/vectors/gen_siit_scapy.py "$tmp/vectors" || fail "tests/vectors/gen_siit_scapy.py crashed"
 for f in "$tmp"/vectors/*.json; do
     cmp -s "$f" "tests/vectors/$(basename "$f")" ||
         fail "tests/vectors/$(basename "$f") differs from what gen_scapy.py writes now; regenerate with tests/vectors/gen_scapy.py or gen_ila_scapy.py (see their headers)"

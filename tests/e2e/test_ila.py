@@ -15,6 +15,7 @@ the SIR address fd10::1, next header TCP or ICMPv6 right after the IPv6 header, 
 checksums valid; in c2 the packets arrive addressed to fd10::2, checksums valid again.
 """
 
+import ipaddress
 import signal
 import subprocess
 
@@ -35,10 +36,10 @@ containers:
 DATA = "ip6 and (tcp or (icmp6 and (ip6[40] == 128 or ip6[40] == 129)))"
 
 
-def tcpdump(lab, node, pcap, count):
+def tcpdump(lab, node, pcap, count, filt=DATA):
     """tcpdump on NODE's eth0, whole packets, stopping after COUNT of them."""
     cmd = ["ip", "netns", "exec", lab.ns(node), "tcpdump", "-i", "eth0", "--immediate-mode", "-U", "-n", "-s", "0",
-           "-c", str(count), "-w", str(pcap), DATA]
+           "-c", str(count), "-w", str(pcap), filt]
     cap = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     line = cap.stderr.readline()
     assert "listening on" in line, line
@@ -167,3 +168,74 @@ def test_ila_tenants_with_the_same_addresses(lab_factory, tmp_path):
         echoes = [r for r in got if r[1] == "128"]
         assert echoes and all(r[0] == "fd10::2" for r in echoes), (c, got)
         assert all(mine in r[2] and theirs not in r[2] for r in echoes), (c, echoes)
+
+
+def ila4(addr):
+    """(locator /64 as text, identifier type, VNI, IPv4) of an ILA address of nvo's IPv4 type."""
+    n = int(ipaddress.IPv6Address(addr))
+    locator = str(ipaddress.IPv6Address(n >> 64 << 64))
+    return locator, (n >> 61) & 7, (n >> 32) & 0x0FFFFFFF, str(ipaddress.IPv4Address(n & 0xFFFFFFFF))
+
+
+def test_ila_ipv4_tenants_with_the_same_addresses(lab_factory, tmp_path):
+    """IPv4 tenants (l3::ila4): the same two tenants' containers have the same IPv4 addresses
+    (10.9.0.1 on h1, 10.9.0.2 on h2, in VNI 900 and 901). Their IPv4 packets cross the IPv6
+    underlay translated to IPv6 (RFC 7915), no tunnel header: source and destination are ILA
+    addresses, locator + identifier type 2 (VNI, IPv4 address); each comes back as IPv4 to its
+    own tenant's container only, checksums valid on the wire and inside."""
+    lab = lab_factory(TENANTS)
+    assert_datapath(lab)
+    routes = api(lab, "h1", "GET", "/v1/networks/901/routes")
+    assert {"prefix": "10.9.0.2/32", "remote": "fd00:1a:0:2::1"} in routes, routes
+    # The IPv4 route inside is 20 bytes under the underlay's MTU: the IPv6 header is longer.
+    assert "mtu 1480" in lab.exec("a1", "ip", "-4", "route", "show", "10.9.0.0/24").stdout
+    wire = tmp_path / "h1.pcap"
+    inside = {c: tmp_path / f"{c}.pcap" for c in ("a2", "b2")}
+    caps = [tcpdump(lab, "h1", wire, 300)] + [tcpdump(lab, c, p, 300, "icmp or tcp") for c, p in inside.items()]
+    try:
+        for one, two, pattern in (("a1", "a2", "aaaa"), ("b1", "b2", "bbbb")):
+            wait_for(lambda: lab.ping(one, "10.9.0.2", count=1, check=False,
+                                      extra=("-p", pattern)).returncode == 0,
+                     timeout=15, what=f"{one} → 10.9.0.2 over ila (ipv4)")
+            lab.ping(one, "10.9.0.2", count=2, extra=("-p", pattern))
+            lab.ping(two, "10.9.0.1", count=2, extra=("-p", pattern))
+        # TCP, 2 s, in tenant 900 only.
+        assert iperf3(lab, "a2", "a1", "10.9.0.2") > 1e6
+    finally:
+        for cap in caps:
+            stop(cap)
+
+    rows = fields(wire, "ipv6.src", "ipv6.dst", "ipv6.nxt", "tcp.checksum.status",
+                  "icmpv6.checksum.status", "udp.port", "ip.src",
+                  extra=["-o", "tcp.check_checksum:TRUE"])
+    v4 = [r for r in rows if ila4(r[1])[1] == 2]
+    assert v4, rows
+    vnis = set()
+    for src, dst, nxt, tcp_ok, icmp_ok, udp, inner in v4:
+        (sloc, stype, svni, sip), (dloc, _, dvni, dip) = ila4(src), ila4(dst)
+        # Both addresses are ILA addresses of one tenant: h1's or h2's locator, type 2.
+        assert stype == 2 and svni == dvni and svni in (900, 901), (src, dst)
+        assert {(sloc, sip), (dloc, dip)} == {("fd00:1a:0:1::", "10.9.0.1"), ("fd00:1a:0:2::", "10.9.0.2")}, (src, dst)
+        # No encapsulation: TCP or ICMPv6 right behind the one IPv6 header, no IPv4 inside.
+        assert nxt in ("6", "58") and not udp and not inner, (nxt, udp, inner)
+        assert (tcp_ok or icmp_ok) == "1", ("checksum not valid on the wire", src, dst, tcp_ok, icmp_ok)
+        vnis.add(svni)
+    assert vnis == {900, 901}, vnis
+    assert any(r[2] == "6" for r in v4) and any(r[2] == "58" for r in v4), v4
+
+    # Inside: IPv4 again, each tenant's 10.9.0.2 got its own tenant's pings only, and the TCP
+    # of tenant 900 only, checksums valid.
+    for c, mine, theirs in (("a2", "aaaa", "bbbb"), ("b2", "bbbb", "aaaa")):
+        got = fields(inside[c], "ip.src", "ip.dst", "icmp.type", "data.data", "tcp.checksum.status",
+                     "icmp.checksum.status", extra=["-o", "tcp.check_checksum:TRUE"])
+        echoes = [r for r in got if r[2] == "8" and r[1] == "10.9.0.2"]
+        assert echoes and all(r[0] == "10.9.0.1" for r in echoes), (c, got)
+        assert all(mine in r[3] and theirs not in r[3] for r in echoes), (c, echoes)
+        assert all(r[5] == "1" for r in got if r[5]), (c, got)
+        tcp_in = [r for r in got if r[4] and r[1] == "10.9.0.2"]
+        if c == "a2":
+            assert tcp_in and all(r[4] == "1" for r in tcp_in), ("tcp checksum inside", tcp_in[:5])
+        else:
+            assert not tcp_in, ("tenant 900's tcp leaked into 901", tcp_in[:5])
+    for h in ("h1", "h2"):
+        assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h

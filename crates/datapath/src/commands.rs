@@ -430,11 +430,12 @@ fn l3_families(engine: &nvo_encap::engine::Engine, profile: ProfileId) -> IpFami
     }
 }
 
-/// Adds an ILA network (`nvo_pipeline::l3::ila`): an IPv6 L3 network with no profile, no
-/// socket and no engine binding — its packets go through the ILA TUN (ila.rs).
+/// Adds an ILA network (`nvo_pipeline::l3::ila`): an L3 network with no profile, no socket
+/// and no engine binding — its packets go through the ILA TUN (ila.rs); IPv4 ones translated
+/// to IPv6 (`nvo_pipeline::l3::ila4`).
 fn add_ila_network(core: &mut Core, mut spec: NetworkSpec) -> Result<(), DatapathError> {
     spec.l3_families = IpFamilies {
-        ipv4: false,
+        ipv4: true,
         ipv6: true,
     };
     let vni = spec.vni;

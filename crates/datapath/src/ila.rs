@@ -3,8 +3,9 @@
 //!
 //! ```text
 //!  Action::SendIla { locator, offset } → each packet (a GSO frame finished in software
-//!      first) copied, destination translated SIR → ILA (l3::ila::translate_egress), written
-//!      to the TUN: the kernel routes it on the underlay, no tunnel header
+//!      first) copied, destination translated SIR → ILA (l3::ila::translate_egress; an IPv4
+//!      packet translated to IPv6, l3::ila4::translate_egress), written to the TUN: the
+//!      kernel routes it on the underlay, no tunnel header
 //!  TUN readable → read up to ROUNDS packets → Pipeline::from_ila → actions (a Reply
 //!      delivers the translated-back packet to its container)
 //! ```
@@ -15,7 +16,7 @@ use std::io;
 use std::net::{IpAddr, Ipv6Addr};
 
 use nvo_io::{FrameMeta, IlaTun};
-use nvo_pipeline::l3::ila::translate_egress;
+use nvo_pipeline::l3::{ila::translate_egress, ila4};
 use nvo_pipeline::{Pipeline, TxOutcome, TxTarget};
 
 /// Most packets read from the TUN per wake-up, so that the ports and sockets get their turn.
@@ -49,14 +50,24 @@ impl Ila {
         (locator, vni, offset): (u64, nvo_pipeline::Vni, usize),
     ) {
         let Ila { tun, buf } = self;
+        let here = pipeline.ila_locator();
         let mut send = |packet: &[u8]| -> io::Result<()> {
             let packet = packet.get(offset..).unwrap_or_default();
-            let copy = buf
-                .get_mut(..packet.len())
-                .ok_or_else(|| io::Error::other("packet longer than the ila buffer"))?;
-            copy.copy_from_slice(packet);
-            translate_egress(copy, locator, vni)
-                .ok_or_else(|| io::Error::other("not an ipv6 sir destination"))?;
+            let len = match (packet.first().map(|b| b >> 4), here) {
+                // An IPv4 tenant's packet: translated to IPv6 (l3::ila4), 20 bytes longer.
+                (Some(4), Some(here)) => ila4::translate_egress(packet, (here, locator), vni, buf)
+                    .map_err(io::Error::other)?,
+                _ => {
+                    let copy = buf
+                        .get_mut(..packet.len())
+                        .ok_or_else(|| io::Error::other("packet longer than the ila buffer"))?;
+                    copy.copy_from_slice(packet);
+                    translate_egress(copy, locator, vni)
+                        .ok_or_else(|| io::Error::other("not an ipv6 sir destination"))?;
+                    packet.len()
+                }
+            };
+            let copy = buf.get(..len).unwrap_or_default();
             let sent = match tun {
                 Some(tun) => tun.write(copy),
                 None => Err(io::Error::other("no ila locator configured")),

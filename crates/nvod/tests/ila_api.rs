@@ -123,9 +123,14 @@ fn ila_mappings_are_routes_bounded_checked_and_kept() {
         );
         assert_eq!(r.prefix, sir);
     }
-    // IPv4 either side: refused, nothing changes.
-    let v4 = r#"{"prefix": "10.9.0.0/24", "remote": "fd00:1a:0:2::1"}"#;
-    nvod.expect_error("POST", "/v1/networks/70/routes", Some(v4), 400);
+    // An IPv4 prefix with an IPv6 remote maps IPv4 tenants (l3::ila4); an IPv4 remote is
+    // refused, nothing changes.
+    let r: RouteSpec = nvod.post(
+        "/v1/networks/70/routes",
+        &json!({"prefix": "10.9.0.2/32", "remote": "fd00:1a:0:2::1"}),
+    );
+    assert_eq!(r.prefix, "10.9.0.2/32");
+    nvod.delete("/v1/networks/70/routes/10.9.0.2/32");
     let v4_remote = r#"{"prefix": "fd10::3/128", "remote": "10.204.0.2"}"#;
     nvod.expect_error("POST", "/v1/networks/70/routes", Some(v4_remote), 400);
     // Bounded: the third fits, a fourth is refused (409), replacing one is not a new one.

@@ -222,10 +222,8 @@ impl Pipeline {
         if !is_unicast_ip(remote) {
             return Err(TableError::InvalidRemote(remote));
         }
-        // An ILA network's routes are identifier → locator mappings: IPv6 both sides.
-        if net.l3.ila && !prefix.is_ipv6() {
-            return Err(TableError::InvalidPrefix { prefix, len });
-        }
+        // An ILA network's routes are identifier → locator mappings: an IPv6 or IPv4 (l3::ila4)
+        // prefix, an IPv6 remote.
         if net.l3.ila && !remote.is_ipv6() {
             return Err(TableError::InvalidRemote(remote));
         }

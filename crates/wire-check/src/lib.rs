@@ -13,6 +13,7 @@ pub mod gre;
 pub mod ila;
 pub mod nsh;
 pub mod overlay;
+pub mod siit;
 pub mod stt;
 pub mod vxlan;
 pub mod vxlan_gpe;
@@ -27,6 +28,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("ila", ila::check),
     ("nsh", nsh::check),
     ("overlay", overlay::check),
+    ("siit", siit::check),
     ("stt", stt::check),
     ("vxlan", vxlan::check),
     ("vxlan_gpe", vxlan_gpe::check),

@@ -32,6 +32,7 @@ pub mod gre;
 pub mod ila;
 pub mod nsh;
 pub mod overlay;
+pub mod siit;
 pub mod stt;
 pub mod vxlan;
 pub mod vxlan_gpe;

@@ -1,20 +1,26 @@
 //! ILA in a lab (`encap: ila` networks over `underlay: {family: ipv6}`): each nvo host gets a
 //! locator /64 and every host routes the others' locators through their underlay addresses;
 //! every host is told where each container's SIR address lives (a static control plane: one
-//! mapping route per IPv6 container, on every host, its own containers included).
+//! mapping route per IPv6 container, on every host, its own containers included), and where
+//! each container's IPv4 address lives (IPv4 tenants, `nvo_pipeline::l3::ila4`: one /32
+//! mapping per container, the IPv4 route in the container 20 bytes under the network's MTU,
+//! the IPv6 header being 20 bytes longer than IPv4's).
 //!
 //! ```text
 //!  host i (node ID i): ila_locator = fd00:1a:0:i::/64 (nvod routes it to its nvoila0)
 //!    ip -6 route add fd00:1a:0:j::/64 via <host j's underlay address>     for every j ≠ i
 //!    POST /v1/networks/VNI/routes {prefix: SIR/128, remote: fd00:1a:0:k::1}  for every
 //!      IPv6 container of an ILA network VNI, k its host
+//!    POST /v1/networks/VNI/routes {prefix: IPv4/32, remote: fd00:1a:0:k::1}  for every
+//!      container of an ILA network (its `ip:`)
+//!  in each container of an ILA network: ip route replace SUBNET dev eth0 … mtu MTU−20
 //! ```
 
 use std::net::{IpAddr, Ipv6Addr};
 
 use nvo_api::{Client, RouteSpec};
 
-use super::plan::{HostPlan, Plan};
+use super::plan::{ContainerPlan, HostPlan, Plan};
 use super::sys::{exec_in, ip};
 use super::topology::HostKind;
 use super::LabError;
@@ -79,23 +85,48 @@ pub fn mappings(plan: &Plan) -> Result<(), LabError> {
     for h in plan.hosts.iter().filter(|h| h.kind == HostKind::Nvo) {
         let client = Client::new(&h.socket);
         for c in plan.containers.iter().filter(|c| ila_vnis.contains(&c.vni)) {
-            let (Some(sir), Some(at)) = (c.ipv6, plan.host(&c.host)) else {
+            let Some(at) = plan.host(&c.host) else {
                 continue;
             };
             let remote = Ipv6Addr::from(u128::from(locator(at)) | 1);
-            let spec = RouteSpec {
-                prefix: format!("{}/128", sir.addr),
-                remote: IpAddr::V6(remote),
-            };
-            client
-                .post::<_, serde_json::Value>(&format!("/v1/networks/{}/routes", c.vni), &spec)
-                .map_err(|source| LabError::Api {
-                    host: h.name.clone(),
-                    source,
-                })?;
+            let v6 = c.ipv6.map(|sir| format!("{}/128", sir.addr));
+            let v4 = c.ip.addr.is_ipv4().then(|| format!("{}/32", c.ip.addr));
+            for prefix in v6.into_iter().chain(v4) {
+                let spec = RouteSpec {
+                    prefix,
+                    remote: IpAddr::V6(remote),
+                };
+                client
+                    .post::<_, serde_json::Value>(&format!("/v1/networks/{}/routes", c.vni), &spec)
+                    .map_err(|source| LabError::Api {
+                        host: h.name.clone(),
+                        source,
+                    })?;
+            }
         }
     }
     Ok(())
+}
+
+/// In container `c` of an ILA network (MTU `mtu`): its IPv4 subnet's route with an MTU 20
+/// bytes lower, so that its IPv4 packets still fit the underlay once translated to IPv6
+/// (`nvo_wire::siit::GROWTH`). Nothing for other networks.
+pub fn container(plan: &Plan, c: &ContainerPlan, mtu: u16) -> Result<(), LabError> {
+    let ila = plan
+        .networks
+        .iter()
+        .any(|n| n.vni == c.vni && n.encap == nvo_encap::builtin::names::ILA);
+    if !ila || !c.ip.addr.is_ipv4() {
+        return Ok(());
+    }
+    let (subnet, len, addr) = (c.ip.network(), c.ip.prefix, c.ip.addr);
+    let mtu = mtu.saturating_sub(nvo_wire::siit::GROWTH as u16);
+    ip(
+        &c.ns,
+        &format!(
+            "route replace {subnet}/{len} dev eth0 proto kernel scope link src {addr} mtu {mtu}"
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -492,6 +492,7 @@ fn container(plan: &Plan, c: &ContainerPlan, rec: &mut Recorder, mtu: u16) -> Re
         HostKind::Kernel => ip(host_ns, &format!("link set {port} master br{} up", c.vni)),
         HostKind::Nvo => {
             ip(host_ns, &format!("link set {port} up"))?;
+            super::ila::container(plan, c, mtu)?;
             let spec = PortSpec {
                 name: port.clone(),
                 vni: c.vni,

@@ -18,6 +18,7 @@
 //!     neither                                  → no_destination (counted)
 //!     bits 64..96 of the destination not zero  → profile_mismatch (no identifier for it)
 //!  kernel ── IPv6 to this host's locator /64 ──► Pipeline::from_ila
+//!     an identifier of the IPv4 type (2) → an IPv4 tenant's packet: `super::ila4`
 //!     not IPv6, or cut short → malformed_tunnel; another destination, an identifier that is
 //!     not type 3 with C, a VNI that is no ILA network here → no_destination (counted)
 //!     each SIR prefix of the network's mappings: ILA → SIR names a neighbour → Reply (gateway
@@ -166,7 +167,7 @@ pub(crate) fn sir_prefixes(net: &Network) -> impl Iterator<Item = u64> + '_ {
 
 /// Where EVPN says `dst` lives: the VTEP of the MAC its MAC+IP route names (the route's next
 /// hop), as the EVPN control plane installed them (`EvpnChange::NeighSet`, `FdbSet`).
-fn evpn_remote(net: &Network, dst: IpAddr) -> Option<IpAddr> {
+pub(super) fn evpn_remote(net: &Network, dst: IpAddr) -> Option<IpAddr> {
     let mac = net.neigh.lookup(dst)?.mac;
     match net.fdb.lookup(mac)? {
         crate::FdbDest::Remote(remote) => Some(remote),
@@ -251,6 +252,9 @@ impl Pipeline {
             // What the kernel itself sends on the device (multicast listener reports as it
             // comes up) and anything else not for this host's locator.
             return reject(drops, None, DropReason::NoDestination, actions);
+        }
+        if let Some(v4) = super::ila4::identifier(dst) {
+            return self.receive_ila4(v4, packet, actions);
         }
         let found = vni_of(dst)
             .and_then(|vni| networks.get_mut(&vni))

@@ -46,6 +46,7 @@ use crate::{DropReason, Mac, PortId};
 use nvo_wire::EtherType;
 
 pub mod ila;
+pub mod ila4;
 pub(crate) mod tables;
 mod v6;
 
@@ -141,7 +142,14 @@ fn route(
         };
     }
     if net.l3.ila {
-        return match ila::egress(net, gw, dst, scratch, actions) {
+        let decided = match dst {
+            IpAddr::V4(dst4) => {
+                let evpn = |net: &Network| ila::evpn_remote(net, dst);
+                ila4::egress(net, gw, (dst4, packet), evpn, (scratch, actions))
+            }
+            IpAddr::V6(_) => ila::egress(net, gw, dst, scratch, actions),
+        };
+        return match decided {
             Ok(locator) => {
                 actions.push(Action::SendIla {
                     locator,
