@@ -120,7 +120,8 @@ impl Ila {
     /// TUN). A packet whose virtio-net header does not fit it is dropped here, counted.
     pub fn recv(&mut self) -> Option<(Vec<u8>, usize, FrameMeta)> {
         let tun = self.tun.as_ref()?;
-        loop {
+        // Refused packets are skipped, at most a wake-up's worth of them.
+        for _ in 0..ROUNDS {
             match tun.read_packet(&mut self.buf) {
                 Ok((len, meta)) => {
                     if meta.gso.is_some() {
@@ -133,6 +134,7 @@ impl Ila {
                 Err(_) => return None,
             }
         }
+        None
     }
 
     /// Takes the buffer [`Ila::recv`] lent back.
