@@ -13,10 +13,10 @@
 //!      software GSO (Ports::send_meta) segments it if it must
 //! ```
 //!
-//! The translation touches only the destination address and is checksum-neutral
-//! (draft-herbert-intarea-ila-01 §5.3), so a GSO frame translated once and segments translated
-//! one by one are the same bytes (tested below), and the partial checksum a GSO frame carries
-//! (the pseudo-header sum) is the same before and after. A TUN has no multi-packet read, so a
+//! The translation touches only the destination address and is checksum-neutral (the
+//! draft's C-bit mapping, extended in l3::ila), so a GSO frame translated once and its
+//! segments translated one by one are the same bytes (tested below), and the partial checksum
+//! a GSO frame carries (the pseudo-header sum) is the same before and after. A TUN has no multi-packet read, so a
 //! wake-up drains up to [`ROUNDS`] reads into one buffer, handing each on before the next.
 
 use std::io;
