@@ -4,6 +4,7 @@
     bench/run.py [--quick | --full] [--reps N] [--scenarios LIST] [--no-build]
     bench/run.py --offloads [--quick | --full] [--reps N] [--no-build]
     bench/run.py --relay [--quick | --full] [--reps N] [--sizes LIST] [--no-build]
+    bench/run.py --ila [--quick | --full] [--reps N] [--no-build]
     bench/run.py --render RESULTS.json
     bench/run.py --compare A.json B.json
 
@@ -34,11 +35,15 @@ re-encapsulation, with the two-host direct scenarios beside them (bench/nvobench
 UDP at 8 payload sizes, TCP 1 stream, RTT, and checks that each B relays as it says; it
 writes bench/results/<stamp>-relay.{json,md,png} and never latest.*.
 
+`--ila` is a fourth: ILA against VXLAN over an IPv6 underlay on the same two nvods (one lab,
+both networks; bench/nvobench/ila.py): single-stream TCP, CPU per Gbit, bytes of overhead per
+packet, as ILA ÷ VXLAN; it writes bench/results/<stamp>-ila.{json,md} and never latest.*.
+
 `--compare` measures nothing: it says whether two runs agree on every ratio within the noise
 each states (bench/nvobench/compare.py defines it) and exits 0 when they do, 1 when not.
 
 Quick mode takes about 5 minutes on 2 cores (after the build) for the default scenarios,
-about 9 for `encaps`, 4 for `--offloads`, 12 for `--relay`; full mode about 35 for the
+about 9 for `encaps`, 4 for `--offloads`, 12 for `--relay`, 2 for `--ila`; full mode about 35 for the
 default scenarios.
 """
 
@@ -59,7 +64,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from nvobench import compare, encaps, measure, offloads, offloads_report, plots, report, stats  # noqa: E402,E501
-from nvobench import relay, relay_report  # noqa: E402
+from nvobench import ila, relay, relay_report  # noqa: E402
 from nvobench import scenarios as base  # noqa: E402
 from nvobench.scenarios import SetupFailed  # noqa: E402
 from nvobench.sh import CommandFailed, Interrupted, Inventory, log, namespaces, run  # noqa: E402
@@ -97,6 +102,8 @@ def parse_args():
                    help="the relay study instead: nvo relaying on a middle host against the "
                         "kernel's VXLAN → bridge → VXLAN, UDP at 8 sizes, TCP, RTT (writes "
                         "<stamp>-relay.*)")
+    p.add_argument("--ila", action="store_true",
+                   help="ILA against VXLAN over an IPv6 underlay on the same hosts (make bench-ila)")
     p.add_argument("--sizes", help="comma-separated UDP payload sizes instead of the mode's")
     p.add_argument("--no-build", action="store_true", help="use target/release as it is")
     p.add_argument("--bin-dir", metavar="DIR",
@@ -264,6 +271,13 @@ def measure_relay(cfg, inv, env, scenarios, doc):
                           if sc.key.startswith("nvo")}
 
 
+def measure_ila(cfg, inv, env, scenarios, doc):
+    for sc in scenarios:
+        build_scenario(sc, inv, env)
+    live = [sc for sc in scenarios if sc.status == "ok"]
+    ila.study(live, cfg, doc, log)
+
+
 def write_results(doc, results, latest=True):
     results.mkdir(parents=True, exist_ok=True)
     stamp = doc["stamp"]
@@ -330,6 +344,16 @@ def write_relay(doc, results):
     return results / f"{name}.md"
 
 
+def write_ila(doc, results):
+    """<stamp>-ila.{json,md}; never latest.*."""
+    results.mkdir(parents=True, exist_ok=True)
+    name = f"{doc['stamp']}-ila"
+    doc["figures"], doc["ratios"] = ila.figures(doc)
+    (results / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (results / f"{name}.md").write_text(ila.render(doc, name))
+    return results / f"{name}.md"
+
+
 def summary_lines(doc):
     mlist = [m for m in stats.metrics(doc["config"]["udp_sizes"]) if m.ratio]
     cell = lambda r: f"{r['ratio']:.2f}" if r else "—"
@@ -366,6 +390,8 @@ def render_again(path):
         return write_offloads(doc, path.parent)
     if doc.get("kind") == "relay":
         return write_relay(doc, path.parent)
+    if doc.get("kind") == "ila":
+        return write_ila(doc, path.parent)
     return write_results(doc, path.parent, latest=False)
 
 
@@ -445,7 +471,8 @@ def main():
         RELEASE = pathlib.Path(os.environ["CARGO_TARGET_DIR"]) / "release"
     if not args.no_build:
         build()
-    for binary in ("nvo", "nvod", "nvo-blast"):
+    # The ILA study sends no UDP: it needs no nvo-blast.
+    for binary in ("nvo", "nvod") if args.ila else ("nvo", "nvod", "nvo-blast"):
         if not (RELEASE / binary).is_file():
             sys.exit(f"bench: {RELEASE / binary} is missing: run cargo build --release --bins")
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -456,6 +483,8 @@ def main():
         return main_offloads(args, cfg, doc)
     if args.relay:
         return main_relay(args, cfg, doc)
+    if args.ila:
+        return main_ila(args, cfg, doc)
     scenarios = [SCENARIOS[k](doc["run_id"]) for k in args.only]
     session(cfg, scenarios, measure_all, doc)
     for key, cls in SCENARIOS.items():
@@ -494,6 +523,16 @@ def main_relay(args, cfg, doc):
     for key, sc in doc["scenarios"].items():
         if sc["status"] != "ok":
             print(f"  {key}: {sc['status']}: {sc['reason']}")
+    return 1 if any(sc.status != "ok" for sc in scenarios) else 0
+
+
+def main_ila(args, cfg, doc):
+    doc["kind"] = "ila"
+    scenarios = [cls(doc["run_id"]) for cls in ila.SCENARIOS]
+    session(cfg, scenarios, measure_ila, doc)
+    path = write_ila(doc, pathlib.Path(args.results))
+    print(f"\nnvo ILA against VXLAN, {args.mode} (details in {path})")
+    print(path.read_text())
     return 1 if any(sc.status != "ok" for sc in scenarios) else 0
 
 

@@ -770,7 +770,7 @@ fn flow_hash(packet: &[u8]) -> u16 {
 }
 
 /// How a port send went, in the pipeline's terms.
-fn outcome(result: io::Result<()>) -> TxOutcome {
+pub(super) fn outcome(result: io::Result<()>) -> TxOutcome {
     match result {
         Ok(()) => TxOutcome::Sent,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => TxOutcome::QueueFull,

@@ -11,7 +11,7 @@
 //!    underlay or group socket readable → recv_batch → decap + pipeline per packet → actions
 //!                                        → flush
 //!    port readable     → recv_batch → from_port per frame       → actions → flush
-//!    ILA TUN readable  → read packets → Pipeline::from_ila per packet → actions (ila.rs)
+//!    ILA TUN readable  → read packets (GSO ones whole) → Pipeline::from_ila → actions (ila.rs)
 //!    eventfd readable  → run every queued command, reply on its oneshot
 //!    every wake-up     → while `nvo monitor` listens: the pipeline's FDB events to its ring
 //!    every second      → age learned entries and STT reassemblies, retry ports that are down
@@ -47,6 +47,7 @@ mod handle;
 mod handoff;
 mod identity;
 mod ila;
+mod ila_rx;
 mod kernel;
 mod metering;
 pub mod monitor;
@@ -718,17 +719,10 @@ impl Loop {
     fn ila(&mut self) -> bool {
         let core = &mut self.fwd.core;
         for round in 0..ila::ROUNDS {
-            let Some((buf, n)) = core.ila.recv() else {
+            let Some((buf, len, meta)) = core.ila.recv() else {
                 return round > 0;
             };
-            let packet = buf.get(..n).unwrap_or_default();
-            core.seen = forward::Seen::Underlay {
-                src: ila::source(packet),
-                port: 0,
-            };
-            core.seen_vni = None;
-            core.pipeline.from_ila(packet, &mut core.actions);
-            core.perform(packet, &FrameMeta::COMPLETE);
+            ila_rx::receive(core, buf.get(..len).unwrap_or_default(), &meta);
             core.ila.give_back(buf);
         }
         true

@@ -67,7 +67,7 @@ pub use batch::{RecvBatch, RecvIter, SendBatch, MAX_DATAGRAM};
 pub use capture::{CaptureSocket, Captured};
 pub use coalesce::{Coalesced, Coalescer, Pushed, MAX_COALESCED};
 pub use frame::{FrameBatch, FrameBatchStats, FramePort, Frames, MAX_FRAME};
-pub use ila_tun::{IlaTun, ILA_TUN};
+pub use ila_tun::{IlaTun, IlaWritten, ILA_PACKET_AT, ILA_TUN};
 pub use meta::{FrameMeta, Gso, GsoKind};
 pub use outer::OuterValues;
 pub use packet::PacketPort;
