@@ -219,7 +219,13 @@ impl Pipeline {
             return reject(drops, Some(pc), DropReason::InvalidSourceMac, actions);
         }
         if let Some(gw) = net.spec.l3_gateway {
-            return match l3::from_port(net, gw, port, frame, &eth, scratch, actions) {
+            let before = net.l3.changes;
+            let verdict = l3::from_port(net, gw, port, frame, &eth, scratch, actions);
+            if net.l3.ila && net.l3.changes != before {
+                // An ILA network's neighbours are local hosts (`Pipeline::local_hosts`).
+                *hosts_generation += 1;
+            }
+            return match verdict {
                 l3::PortVerdict::Done => {}
                 l3::PortVerdict::Drop(reason) => reject(drops, Some(pc), reason, actions),
             };
