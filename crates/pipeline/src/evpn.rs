@@ -263,8 +263,14 @@ impl Pipeline {
         if !is_unicast_ip(remote) {
             return Err(TableError::InvalidRemote(remote));
         }
-        match net.fdb.set_evpn(mac, remote, limit) {
+        let set = net.fdb.set_evpn(mac, remote, limit);
+        // On an ILA network the MAC's local neighbours go as a learned FDB entry would: the
+        // container moved to the route's host (a higher sequence won), so this host stops
+        // advertising it and reaches it by ILA like any remote one.
+        let moved_away = set.is_ok() && net.l3.ila && net.l3.forget_mac(mac);
+        match set {
             Ok(Some(FdbDest::Port(_))) => self.hosts_generation += 1,
+            Ok(_) if moved_away => self.hosts_generation += 1,
             Ok(_) => {}
             Err(EvpnRefused::Static) => return Err(TableError::StaticHolds { vni, mac }),
             Err(EvpnRefused::Full) => return Err(full("evpn fdb", limit)),
@@ -291,7 +297,6 @@ impl Pipeline {
     }
 }
 
-/// Whether a snooped address goes into the local hosts: not an IPv6 link-local one.
 /// An ILA network's local hosts: the neighbours its containers announced (an L3 network
 /// learns no MACs in its FDB), one per MAC with the addresses it announced. A MAC with no
 /// advertised address (only link-local ones) is left out: a MAC-only route maps no SIR
@@ -322,6 +327,7 @@ fn ila_hosts(
         .collect()
 }
 
+/// Whether a snooped address goes into the local hosts: not an IPv6 link-local one.
 fn advertised(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(_) => true,

@@ -110,6 +110,17 @@ impl L3Tables {
         }
     }
 
+    /// Forgets the addresses `mac` announced (it moved elsewhere); whether there were any.
+    pub(crate) fn forget_mac(&mut self, mac: Mac) -> bool {
+        let before = self.neighbours.len();
+        self.neighbours.retain(|_, (_, m)| *m != mac);
+        let gone = self.neighbours.len() != before;
+        if gone {
+            self.changes += 1;
+        }
+        gone
+    }
+
     /// Forgets what a port's containers announced (the port is going).
     pub(crate) fn forget_port(&mut self, port: PortId) {
         let before = self.neighbours.len();
