@@ -331,10 +331,13 @@ class GobgpRouteReflector:
     """gobgpd in NS as an l2vpn-evpn route reflector for CLIENTS, BGP on ADDR:179, its gRPC API
     on 127.0.0.1:50051 inside the namespace (lo must be up, `underlay_address` does it).
     PASSWORD: TCP-MD5 with every client (`auth-password`); TTL_SECURITY: GTSM (`ttl-security`,
-    ttl-min 255)."""
+    ttl-min 255). ROUTER_ID: its router and cluster ID (default ADDR; an IPv4 one when ADDR is
+    IPv6)."""
 
-    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, password=None, ttl_security=False):
+    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, password=None, ttl_security=False,
+                 router_id=None):
         self.ns, self.addr, self.asn, self.clients = ns, addr, asn, list(clients)
+        self.router_id = router_id or addr
         self.keepalive, self.hold = keepalive, hold
         self.password, self.ttl_security = password, ttl_security
         self.dir = private_dir(f"nvo-gobgp-{os.getpid()}-")
@@ -346,7 +349,7 @@ class GobgpRouteReflector:
             raise
 
     def config(self):
-        c = (f'[global.config]\n  as = {self.asn}\n  router-id = "{self.addr}"\n'
+        c = (f'[global.config]\n  as = {self.asn}\n  router-id = "{self.router_id}"\n'
              f'  local-address-list = ["{self.addr}"]\n')
         for a in self.clients:
             c += (f'\n[[neighbors]]\n  [neighbors.config]\n    neighbor-address = "{a}"\n    peer-as = {self.asn}\n'
@@ -356,7 +359,7 @@ class GobgpRouteReflector:
                   + f'  [neighbors.timers.config]\n    connect-retry = 1\n    hold-time = {self.hold}\n'
                   f'    keepalive-interval = {self.keepalive}\n'
                   f'  [neighbors.route-reflector.config]\n    route-reflector-client = true\n'
-                  f'    route-reflector-cluster-id = "{self.addr}"\n'
+                  f'    route-reflector-cluster-id = "{self.router_id}"\n'
                   f'  [neighbors.graceful-restart.config]\n    enabled = true\n'
                   f'  [[neighbors.afi-safis]]\n    [neighbors.afi-safis.config]\n'
                   f'      afi-safi-name = "l2vpn-evpn"\n'

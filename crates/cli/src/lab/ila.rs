@@ -1,7 +1,9 @@
 //! ILA in a lab (`encap: ila` networks over `underlay: {family: ipv6}`): each nvo host gets a
 //! locator /64 and every host routes the others' locators through their underlay addresses;
 //! every host is told where each container's SIR address lives (a static control plane: one
-//! mapping route per IPv6 container, on every host, its own containers included).
+//! mapping route per IPv6 container, on every host, its own containers included), unless the
+//! network says `ila_mappings: evpn`: then the lab installs none and the nvods' EVPN speakers
+//! advertise their containers (docs/ila.md, "Mappings"; BGP is configured after `up`).
 //!
 //! ```text
 //!  host i (node ID i): ila_locator = fd00:1a:0:i::/64 (nvod routes it to its nvoila0)
@@ -73,7 +75,7 @@ pub fn mappings(plan: &Plan) -> Result<(), LabError> {
     let ila_vnis: Vec<u32> = plan
         .networks
         .iter()
-        .filter(|n| n.encap == nvo_encap::builtin::names::ILA)
+        .filter(|n| n.encap == nvo_encap::builtin::names::ILA && !n.ila_evpn)
         .map(|n| n.vni)
         .collect();
     for h in plan.hosts.iter().filter(|h| h.kind == HostKind::Nvo) {
@@ -128,5 +130,21 @@ mod tests {
         let p = plan("networks: [{vni: 900}]\n");
         assert!(!used(&p));
         assert_eq!(config_line(&p, &p.hosts[0]), "");
+    }
+
+    #[test]
+    fn evpn_mappings_are_an_ila_networks_choice() {
+        let p = plan(
+            "networks: [{vni: 900, encap: ila, ila_mappings: evpn}, {vni: 901, encap: ila}]\n",
+        );
+        assert!(used(&p));
+        assert!(p.networks[0].ila_evpn && !p.networks[1].ila_evpn);
+        let yaml = "name: t\nunderlay: {family: ipv6}\nhosts: [{name: h1}]\n\
+                    networks: [{vni: 100, ila_mappings: evpn}]\n";
+        let err = Topology::parse("t.yaml", yaml).unwrap_err().to_string();
+        assert!(
+            err.contains("ila_mappings is for encap: ila networks only"),
+            "{err}"
+        );
     }
 }
