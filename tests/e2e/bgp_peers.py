@@ -235,12 +235,13 @@ class FrrRouteReflector(_Frr):
     EBGP maps more neighbours to their AS (FRR relaxes RFC 7606 error handling for eBGP peers
     only: an iBGP peer's malformed attribute resets the session). PASSWORD: TCP-MD5 with every
     client (`neighbor CLIENTS password`); TTL_SECURITY: GTSM with every client (`ttl-security
-    hops 1`)."""
+    hops 1`). ROUTER_ID: its router and cluster ID (default ADDR; an IPv4 one when ADDR is IPv6)."""
 
     def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, debug=False, ebgp=None, password=None,
-                 ttl_security=False):
+                 ttl_security=False, router_id=None):
         super().__init__(ns, f"rr-{addr}")
         self.addr, self.asn, self.clients, self.ebgp = addr, asn, list(clients), dict(ebgp or {})
+        self.router_id = router_id or addr
         self.keepalive, self.hold, self.debug = keepalive, hold, debug
         self.password, self.ttl_security = password, ttl_security
         self._start_or_close()
@@ -249,8 +250,8 @@ class FrrRouteReflector(_Frr):
         c = _frr_header("rr", self.dir / "frr.log")
         if self.debug:
             c += "debug bgp neighbor-events\ndebug bgp updates\n!\n"
-        c += (f"router bgp {self.asn}\n bgp router-id {self.addr}\n no bgp default ipv4-unicast\n"
-              f" bgp cluster-id {self.addr}\n coalesce-time 100\n bgp graceful-restart\n"
+        c += (f"router bgp {self.asn}\n bgp router-id {self.router_id}\n no bgp default ipv4-unicast\n"
+              f" bgp cluster-id {self.router_id}\n coalesce-time 100\n bgp graceful-restart\n"
               f" timers bgp {self.keepalive} {self.hold}\n"
               f" neighbor CLIENTS peer-group\n neighbor CLIENTS remote-as {self.asn}\n"
               f" neighbor CLIENTS timers connect 1\n")
