@@ -235,12 +235,13 @@ class FrrRouteReflector(_Frr):
     EBGP maps more neighbours to their AS (FRR relaxes RFC 7606 error handling for eBGP peers
     only: an iBGP peer's malformed attribute resets the session). PASSWORD: TCP-MD5 with every
     client (`neighbor CLIENTS password`); TTL_SECURITY: GTSM with every client (`ttl-security
-    hops 1`)."""
+    hops 1`). ROUTER_ID: its router and cluster ID (default ADDR; an IPv4 one when ADDR is IPv6)."""
 
     def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, debug=False, ebgp=None, password=None,
-                 ttl_security=False):
+                 ttl_security=False, router_id=None):
         super().__init__(ns, f"rr-{addr}")
         self.addr, self.asn, self.clients, self.ebgp = addr, asn, list(clients), dict(ebgp or {})
+        self.router_id = router_id or addr
         self.keepalive, self.hold, self.debug = keepalive, hold, debug
         self.password, self.ttl_security = password, ttl_security
         self._start_or_close()
@@ -249,8 +250,8 @@ class FrrRouteReflector(_Frr):
         c = _frr_header("rr", self.dir / "frr.log")
         if self.debug:
             c += "debug bgp neighbor-events\ndebug bgp updates\n!\n"
-        c += (f"router bgp {self.asn}\n bgp router-id {self.addr}\n no bgp default ipv4-unicast\n"
-              f" bgp cluster-id {self.addr}\n coalesce-time 100\n bgp graceful-restart\n"
+        c += (f"router bgp {self.asn}\n bgp router-id {self.router_id}\n no bgp default ipv4-unicast\n"
+              f" bgp cluster-id {self.router_id}\n coalesce-time 100\n bgp graceful-restart\n"
               f" timers bgp {self.keepalive} {self.hold}\n"
               f" neighbor CLIENTS peer-group\n neighbor CLIENTS remote-as {self.asn}\n"
               f" neighbor CLIENTS timers connect 1\n")
@@ -331,10 +332,13 @@ class GobgpRouteReflector:
     """gobgpd in NS as an l2vpn-evpn route reflector for CLIENTS, BGP on ADDR:179, its gRPC API
     on 127.0.0.1:50051 inside the namespace (lo must be up, `underlay_address` does it).
     PASSWORD: TCP-MD5 with every client (`auth-password`); TTL_SECURITY: GTSM (`ttl-security`,
-    ttl-min 255)."""
+    ttl-min 255). ROUTER_ID: its router and cluster ID (default ADDR; an IPv4 one when ADDR is
+    IPv6)."""
 
-    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, password=None, ttl_security=False):
+    def __init__(self, ns, addr, asn, clients, keepalive=3, hold=9, password=None, ttl_security=False,
+                 router_id=None):
         self.ns, self.addr, self.asn, self.clients = ns, addr, asn, list(clients)
+        self.router_id = router_id or addr
         self.keepalive, self.hold = keepalive, hold
         self.password, self.ttl_security = password, ttl_security
         self.dir = private_dir(f"nvo-gobgp-{os.getpid()}-")
@@ -346,7 +350,7 @@ class GobgpRouteReflector:
             raise
 
     def config(self):
-        c = (f'[global.config]\n  as = {self.asn}\n  router-id = "{self.addr}"\n'
+        c = (f'[global.config]\n  as = {self.asn}\n  router-id = "{self.router_id}"\n'
              f'  local-address-list = ["{self.addr}"]\n')
         for a in self.clients:
             c += (f'\n[[neighbors]]\n  [neighbors.config]\n    neighbor-address = "{a}"\n    peer-as = {self.asn}\n'
@@ -356,7 +360,7 @@ class GobgpRouteReflector:
                   + f'  [neighbors.timers.config]\n    connect-retry = 1\n    hold-time = {self.hold}\n'
                   f'    keepalive-interval = {self.keepalive}\n'
                   f'  [neighbors.route-reflector.config]\n    route-reflector-client = true\n'
-                  f'    route-reflector-cluster-id = "{self.addr}"\n'
+                  f'    route-reflector-cluster-id = "{self.router_id}"\n'
                   f'  [neighbors.graceful-restart.config]\n    enabled = true\n'
                   f'  [[neighbors.afi-safis]]\n    [neighbors.afi-safis.config]\n'
                   f'      afi-safi-name = "l2vpn-evpn"\n'

@@ -42,19 +42,25 @@ pub fn updates(settings: &Settings, peer: PeerKind, changes: &[Advert]) -> Vec<U
         Err(e) => log::error!("evpn: cannot encode withdrawals ({e}); left out"),
     }
     // Routes with the same attributes share messages.
-    let mut batches: BTreeMap<(u32, u32, u16, bool), Vec<EvpnRoute>> = BTreeMap::new();
+    let mut batches: BTreeMap<(u32, u32, u16, bool, IpAddr), Vec<EvpnRoute>> = BTreeMap::new();
     for c in changes {
         if let Advert::Announce(route, attrs) = c {
             let imet = matches!(route, EvpnRoute::InclusiveMulticast(_));
             batches
-                .entry((attrs.vni, attrs.seq, attrs.group, imet))
+                .entry((attrs.vni, attrs.seq, attrs.group, imet, attrs.next_hop))
                 .or_default()
                 .push(route.clone());
         }
     }
-    for ((vni, seq, group, imet), routes) in batches {
-        let shared = attributes(settings, peer, OutAttrs { vni, seq, group }, imet);
-        match pack::announcements(settings.next_hop, &shared, &routes) {
+    for ((vni, seq, group, imet, next_hop), routes) in batches {
+        let attrs = OutAttrs {
+            vni,
+            seq,
+            group,
+            next_hop,
+        };
+        let shared = attributes(settings, peer, attrs, imet);
+        match pack::announcements(next_hop, &shared, &routes) {
             Ok(updates) => out.extend(updates),
             Err(e) => log::error!(
                 "evpn: cannot encode {} route(s) of vni {vni} ({e}); left out",
@@ -152,6 +158,7 @@ mod tests {
                     vni: 100,
                     seq: 3,
                     group: 10,
+                    next_hop: settings.next_hop,
                 },
             ),
             Advert::Announce(
@@ -160,6 +167,7 @@ mod tests {
                     vni: 100,
                     seq: 0,
                     group: 0,
+                    next_hop: settings.next_hop,
                 },
             ),
             Advert::Withdraw(mac_route(rd, 100, Mac([2, 0, 0, 0, 0, 2]), None)),

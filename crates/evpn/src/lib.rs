@@ -77,12 +77,21 @@ pub fn check(config: &api::BgpConfig, locator: IpAddr) -> Result<(), ConfigError
     settings::Settings::resolve(config, locator).map(|_| ())
 }
 
-/// The VXLAN networks that exist, each with the flood list the operator set (EVPN leaves those
-/// entries alone).
-pub type Networks = std::collections::BTreeMap<u32, BTreeSet<IpAddr>>;
+/// The networks the speaker serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Networks {
+    /// Every network it serves (VXLAN and ILA ones), each with the flood list the operator set
+    /// (EVPN leaves those entries alone).
+    pub flood: std::collections::BTreeMap<u32, BTreeSet<IpAddr>>,
+    /// The ILA networks among them, each with this host's ILA locator (a /64, host bits
+    /// zero): their type 2 routes' next hop is an address of that /64 (so a receiver takes
+    /// the locator from its upper 64 bits; docs/ila.md, "Mappings"), and they have no type 3
+    /// routes (ILA floods nothing).
+    pub ila: std::collections::BTreeMap<u32, std::net::Ipv6Addr>,
+}
 
-/// Starts the speaker with the configuration it had (`initial`); `networks` carries the VXLAN
-/// networks that exist.
+/// Starts the speaker with the configuration it had (`initial`); `networks` carries the
+/// networks it serves.
 pub fn spawn(
     datapath: impl DataPlane,
     state_dir: &Path,

@@ -29,8 +29,16 @@ fn rib() -> Rib {
     };
     let settings = Settings::resolve(&config, ip("192.0.2.1")).unwrap();
     let mut rib = Rib::new(settings, 8);
-    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::new())]));
+    rib.set_networks(&networks(BTreeMap::from([(VNI, BTreeSet::new())])));
     rib
+}
+
+/// The speaker's networks: `flood` (VXLAN ones), none ILA.
+fn networks(flood: BTreeMap<u32, BTreeSet<IpAddr>>) -> crate::Networks {
+    crate::Networks {
+        flood,
+        ila: BTreeMap::new(),
+    }
 }
 
 fn got(vtep: &str, seq: u32) -> Received {
@@ -420,7 +428,7 @@ fn listing_marks_best_and_source() {
 fn flood_entries_the_operator_set_are_left_alone() {
     let mut rib = rib();
     let manual = ip("192.0.2.2");
-    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::from([manual]))]));
+    rib.set_networks(&networks(BTreeMap::from([(VNI, BTreeSet::from([manual]))])));
     rib.receive(0, &imet("192.0.2.2"), got("192.0.2.2", 0));
     rib.receive(0, &imet("192.0.2.3"), got("192.0.2.3", 0));
     let c = rib.take_changes(Instant::now());
@@ -429,9 +437,92 @@ fn flood_entries_the_operator_set_are_left_alone() {
     assert!(rib.take_changes(Instant::now()).install.is_empty());
     // The operator takes over an entry EVPN added: EVPN forgets it without removing it; the
     // operator drops one EVPN still wants: EVPN adds it back.
-    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::from([ip("192.0.2.3")]))]));
+    rib.set_networks(&networks(BTreeMap::from([(
+        VNI,
+        BTreeSet::from([ip("192.0.2.3")]),
+    )])));
     assert!(rib.take_changes(Instant::now()).install.is_empty());
-    rib.set_networks(BTreeMap::from([(VNI, BTreeSet::new())]));
+    rib.set_networks(&networks(BTreeMap::from([(VNI, BTreeSet::new())])));
     let c = rib.take_changes(Instant::now());
     assert_eq!(c.install, vec![Install::FloodAdd(VNI, ip("192.0.2.3"))]);
+}
+
+/// An ILA network (docs/ila.md, "Mappings"): its routes' next hop is the locator's ::1 (the
+/// VTEP is not in the locator), or the configured next hop when it lies in the locator; no
+/// type 3 route goes out nor is a flood list installed; this node's routes coming back carry
+/// the locator next hop and are not taken; a container that moves to another host goes there
+/// by the higher sequence number, and the remote locator next hop is what is installed.
+#[test]
+fn ila_networks_advertise_the_locator_as_next_hop_and_move_by_sequence() {
+    let mut rib = rib();
+    let now = Instant::now();
+    let locator: std::net::Ipv6Addr = "fd00:1a:0:1::".parse().unwrap();
+    rib.set_networks(&crate::Networks {
+        flood: BTreeMap::from([(VNI, BTreeSet::new())]),
+        ila: BTreeMap::from([(VNI, locator)]),
+    });
+    let mine = ip("fd00:1a:0:1::1");
+    assert_eq!(rib.next_hop(VNI), mine);
+    assert_eq!(
+        rib.next_hop(VNI + 1),
+        ip("192.0.2.1"),
+        "other networks keep the VTEP"
+    );
+    rib.set_local(&[host(A, &["fd10::1"])], false);
+    rib.receive(0, &imet("192.0.2.2"), got("192.0.2.2", 0));
+    let c = rib.take_changes(now);
+    let announced: Vec<_> = c
+        .advert
+        .iter()
+        .filter_map(|a| match a {
+            Advert::Announce(r, attrs) => Some((r.clone(), *attrs)),
+            Advert::Withdraw(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        announced.len(),
+        2,
+        "MAC and MAC+IP, no type 3: {announced:?}"
+    );
+    assert!(announced
+        .iter()
+        .all(|(r, a)| matches!(r, EvpnRoute::MacIp(_)) && a.next_hop == mine && a.seq == 0));
+    assert!(!c.install.iter().any(|i| matches!(i, Install::FloodAdd(..))));
+    // Our own route reflected back.
+    let own = Received {
+        vtep: mine,
+        ..got("192.0.2.2", 0)
+    };
+    assert_eq!(
+        rib.receive(1, &remote_mac("192.0.2.1", A, Some("fd10::1")), own),
+        Taken::Unused
+    );
+    // The container shows up at host 2 (locator fd00:1a:0:2::/64) with sequence 1.
+    let there = Received {
+        vtep: ip("fd00:1a:0:2::1"),
+        ..got("192.0.2.2", 1)
+    };
+    rib.receive(
+        0,
+        &remote_mac("192.0.2.2", A, Some("fd10::1")),
+        there.clone(),
+    );
+    rib.receive(0, &remote_mac("192.0.2.2", A, None), there);
+    let c = rib.take_changes(now);
+    assert!(withdrew(&c.advert, A));
+    assert!(c
+        .install
+        .contains(&Install::FdbSet(VNI, A, ip("fd00:1a:0:2::1"))));
+    assert!(c
+        .install
+        .contains(&Install::NeighSet(VNI, ip("fd10::1"), A)));
+    // A next hop configured inside the locator is kept.
+    let config = api::BgpConfig {
+        router_id: Ipv4Addr::new(192, 0, 2, 1),
+        next_hop: Some(ip("fd00:1a:0:1::77")),
+        neighbors: vec![],
+        ..super::settings::tests::base()
+    };
+    rib.set_settings(Settings::resolve(&config, ip("fd00:100::1")).unwrap());
+    assert_eq!(rib.next_hop(VNI), ip("fd00:1a:0:1::77"));
 }

@@ -210,6 +210,9 @@ impl Pipeline {
                 }
             }
             these.iter_mut().for_each(|h| h.ips.sort_unstable());
+            if net.l3.ila {
+                hosts.extend(ila_hosts(vni, net, |port| policy.port_group(vni, port)));
+            }
         }
         hosts.sort_unstable_by_key(|h| (h.vni, h.mac));
         LocalHosts {
@@ -260,8 +263,14 @@ impl Pipeline {
         if !is_unicast_ip(remote) {
             return Err(TableError::InvalidRemote(remote));
         }
-        match net.fdb.set_evpn(mac, remote, limit) {
+        let set = net.fdb.set_evpn(mac, remote, limit);
+        // On an ILA network the MAC's local neighbours go as a learned FDB entry would: the
+        // container moved to the route's host (a higher sequence won), so this host stops
+        // advertising it and reaches it by ILA like any remote one.
+        let moved_away = set.is_ok() && net.l3.ila && net.l3.forget_mac(mac);
+        match set {
             Ok(Some(FdbDest::Port(_))) => self.hosts_generation += 1,
+            Ok(_) if moved_away => self.hosts_generation += 1,
             Ok(_) => {}
             Err(EvpnRefused::Static) => return Err(TableError::StaticHolds { vni, mac }),
             Err(EvpnRefused::Full) => return Err(full("evpn fdb", limit)),
@@ -286,6 +295,36 @@ impl Pipeline {
         }
         Ok(())
     }
+}
+
+/// An ILA network's local hosts: the neighbours its containers announced (an L3 network
+/// learns no MACs in its FDB), one per MAC with the addresses it announced. A MAC with no
+/// advertised address (only link-local ones) is left out: a MAC-only route maps no SIR
+/// address. ILA needs no tunnel learning, so these are what EVPN maps identifiers with
+/// (docs/ila.md, "Mappings").
+fn ila_hosts(
+    vni: Vni,
+    net: &crate::network::Network,
+    group: impl Fn(PortId) -> u16,
+) -> Vec<LocalHost> {
+    let mut by_mac: std::collections::BTreeMap<Mac, LocalHost> = std::collections::BTreeMap::new();
+    for (&ip, &(port, mac)) in net.l3.neighbours.iter().filter(|(&ip, _)| advertised(ip)) {
+        let host = by_mac.entry(mac).or_insert_with(|| LocalHost {
+            vni,
+            mac,
+            port,
+            group: group(port),
+            ips: Vec::new(),
+        });
+        host.ips.push(ip);
+    }
+    by_mac
+        .into_values()
+        .map(|mut h| {
+            h.ips.sort_unstable();
+            h
+        })
+        .collect()
 }
 
 /// Whether a snooped address goes into the local hosts: not an IPv6 link-local one.

@@ -96,7 +96,11 @@ impl Pipeline {
     pub fn import_l3_neighbour(&mut self, vni: Vni, ip: IpAddr, port: PortId, mac: Mac) {
         if let Some(net) = self.networks.get_mut(&vni) {
             let max = usize::try_from(net.spec.max_learned).unwrap_or(usize::MAX);
+            let before = net.l3.changes;
             net.l3.learn(ip, port, mac, max);
+            if net.l3.ila && net.l3.changes != before {
+                self.hosts_generation += 1;
+            }
         }
     }
 }

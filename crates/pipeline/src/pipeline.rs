@@ -226,7 +226,13 @@ impl Pipeline {
             if too_big(port, frame, &eth, segment_len, mtu, scratch, actions) {
                 return reject(drops, Some(pc), DropReason::TooBig, actions);
             }
-            return match l3::from_port(net, gw, port, frame, &eth, scratch, actions) {
+            let before = net.l3.changes;
+            let verdict = l3::from_port(net, gw, port, frame, &eth, scratch, actions);
+            if net.l3.ila && net.l3.changes != before {
+                // An ILA network's neighbours are local hosts (`Pipeline::local_hosts`).
+                *hosts_generation += 1;
+            }
+            return match verdict {
                 l3::PortVerdict::Done => {}
                 l3::PortVerdict::Drop(reason) => reject(drops, Some(pc), reason, actions),
             };

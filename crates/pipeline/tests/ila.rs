@@ -472,3 +472,47 @@ fn evpn_routes_map_identifiers_and_moves_remap_them() {
         [Action::Drop(DropReason::NoDestination)]
     );
 }
+
+/// What the EVPN speaker advertises of an ILA network (docs/ila.md, "Mappings"): the
+/// neighbours its containers announced, one host per MAC with its addresses (link-local ones
+/// left out); every change of that set moves the generation the speaker polls; a MAC whose
+/// EVPN route from another host won (it moved) and a removed port's hosts are no longer local
+/// (their routes are withdrawn).
+#[test]
+fn ila_neighbours_are_local_hosts_for_evpn() {
+    let mut p = host("fd00:a::");
+    let g0 = p.hosts_generation();
+    assert!(p.local_hosts().hosts.is_empty());
+    send(&mut p, P2, C2, &udp("fd10::2", "fd10::1"));
+    let g1 = p.hosts_generation();
+    assert!(g1 > g0);
+    // The same packet again changes nothing: the poller is not woken for it.
+    send(&mut p, P2, C2, &udp("fd10::2", "fd10::1"));
+    assert_eq!(p.hosts_generation(), g1);
+    assert_eq!(p.local_hosts_since(g1), None);
+    send(&mut p, P2, C2, &udp("fe80::2", "fd10::1"));
+    send(&mut p, P2, C2, &udp("fd10::22", "fd10::1"));
+    let hosts = p.local_hosts().hosts;
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!((hosts[0].vni, hosts[0].mac, hosts[0].port), (VNI, C2, P2));
+    assert_eq!(hosts[0].ips, [ip("fd10::2"), ip("fd10::22")]);
+    // A host that spoke from its link-local address only maps no SIR address: not a host.
+    send(&mut p, P1, C3, &udp("fe80::3", "fd10::1"));
+    assert_eq!(p.local_hosts().hosts.len(), 1);
+    // C2's route from another host won (it moved there): its addresses are no longer local.
+    send(&mut p, P1, C1, &udp("fd10::1", "fd10::2"));
+    let g = p.hosts_generation();
+    p.evpn_apply(&[nvo_pipeline::EvpnChange::FdbSet {
+        vni: VNI,
+        mac: C2,
+        remote: ip("fd00:b::1"),
+    }]);
+    assert!(p.hosts_generation() > g);
+    let hosts = p.local_hosts().hosts;
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(hosts[0].mac, C1);
+    let g2 = p.hosts_generation();
+    p.remove_port(P1).unwrap();
+    assert!(p.hosts_generation() > g2);
+    assert!(p.local_hosts().hosts.is_empty());
+}

@@ -4,7 +4,9 @@
 //! mapping route per IPv6 container, on every host, its own containers included), and where
 //! each container's IPv4 address lives (IPv4 tenants, `nvo_pipeline::l3::ila4`: one /32
 //! mapping per container, the IPv4 route in the container 20 bytes under the network's MTU,
-//! the IPv6 header being 20 bytes longer than IPv4's).
+//! the IPv6 header being 20 bytes longer than IPv4's), unless the network says
+//! `ila_mappings: evpn`: then the lab installs none and the nvods' EVPN speakers advertise
+//! their containers (docs/ila.md, "Mappings"; BGP is configured after `up`).
 //!
 //! ```text
 //!  host i (node ID i): ila_locator = fd00:1a:0:i::/64 (nvod routes it to its nvoila0)
@@ -79,7 +81,7 @@ pub fn mappings(plan: &Plan) -> Result<(), LabError> {
     let ila_vnis: Vec<u32> = plan
         .networks
         .iter()
-        .filter(|n| n.encap == nvo_encap::builtin::names::ILA)
+        .filter(|n| n.encap == nvo_encap::builtin::names::ILA && !n.ila_evpn)
         .map(|n| n.vni)
         .collect();
     for h in plan.hosts.iter().filter(|h| h.kind == HostKind::Nvo) {
@@ -159,5 +161,21 @@ mod tests {
         let p = plan("networks: [{vni: 900}]\n");
         assert!(!used(&p));
         assert_eq!(config_line(&p, &p.hosts[0]), "");
+    }
+
+    #[test]
+    fn evpn_mappings_are_an_ila_networks_choice() {
+        let p = plan(
+            "networks: [{vni: 900, encap: ila, ila_mappings: evpn}, {vni: 901, encap: ila}]\n",
+        );
+        assert!(used(&p));
+        assert!(p.networks[0].ila_evpn && !p.networks[1].ila_evpn);
+        let yaml = "name: t\nunderlay: {family: ipv6}\nhosts: [{name: h1}]\n\
+                    networks: [{vni: 100, ila_mappings: evpn}]\n";
+        let err = Topology::parse("t.yaml", yaml).unwrap_err().to_string();
+        assert!(
+            err.contains("ila_mappings is for encap: ila networks only"),
+            "{err}"
+        );
     }
 }

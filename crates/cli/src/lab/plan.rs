@@ -89,6 +89,8 @@ pub struct NetworkPlan {
     pub multicast: Option<IpAddr>,
     /// Per host name: the locators it floods to (none with a multicast group).
     pub flood: BTreeMap<String, Vec<IpAddr>>,
+    /// An ILA network's mappings come from EVPN (`ila_mappings: evpn`): the lab installs none.
+    pub ila_evpn: bool,
 }
 
 impl NetworkPlan {
@@ -233,6 +235,7 @@ impl Plan {
                     accept_remotes: n.accept_remotes,
                     multicast: n.multicast,
                     flood,
+                    ila_evpn: n.ila_mappings == Some(super::topology::IlaMappings::Evpn),
                 }
             })
             .collect::<Vec<_>>();

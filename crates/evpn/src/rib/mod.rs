@@ -26,7 +26,7 @@
 //! the mobility history at most [`MAX_TRACKED`] MACs (the oldest quiet ones are forgotten).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::time::Instant;
 
 use nvo_bgp::{EvpnRoute, InclusiveMulticastRoute, RouteTarget};
@@ -35,6 +35,7 @@ use nvo_pipeline::Mac;
 use super::settings::Settings;
 
 mod identity;
+mod ila;
 mod mobility;
 mod nlri;
 mod view;
@@ -147,6 +148,9 @@ pub struct OutAttrs {
     pub seq: u32,
     /// The host's group (0: no Group Policy ID community).
     pub group: u16,
+    /// The next hop: the settings' (the VTEP), or on an ILA network an address of this
+    /// host's locator (see [`Rib::next_hop`]).
+    pub next_hop: IpAddr,
 }
 
 /// What [`Rib::take_changes`] returns.
@@ -194,6 +198,8 @@ pub struct Rib {
     /// Networks that exist here and run EVPN (VXLAN networks), with the flood-list entries the
     /// operator set: those are not EVPN's to add or remove.
     networks: BTreeMap<u32, BTreeSet<IpAddr>>,
+    /// The ILA networks among them, with this host's locator /64 (`crate::Networks::ila`).
+    ila: BTreeMap<u32, Ipv6Addr>,
     max_routes: usize,
     adj_in: HashMap<PeerId, HashMap<NlriKey, Path>>,
     received: usize,
@@ -219,6 +225,7 @@ impl Rib {
         Rib {
             settings,
             networks: BTreeMap::new(),
+            ila: BTreeMap::new(),
             max_routes,
             adj_in: HashMap::new(),
             received: 0,
@@ -248,9 +255,10 @@ impl Rib {
     }
 
     /// The EVPN networks here.
-    pub fn set_networks(&mut self, networks: BTreeMap<u32, BTreeSet<IpAddr>>) {
-        if networks != self.networks {
-            self.networks = networks;
+    pub fn set_networks(&mut self, networks: &crate::Networks) {
+        if networks.flood != self.networks || networks.ila != self.ila {
+            self.networks = networks.flood.clone();
+            self.ila = networks.ila.clone();
             self.touch_all();
         }
     }
@@ -279,7 +287,7 @@ impl Rib {
         let Some(key) = key_of(route) else {
             return Taken::Unused;
         };
-        if got.vtep == self.settings.next_hop {
+        if self.ours(got.vni, got.vtep) {
             return Taken::Unused;
         }
         let table = self.adj_in.entry(peer).or_default();
@@ -533,7 +541,7 @@ impl Rib {
     fn decide_mac(&mut self, key: (u32, Mac), now: Instant, out: &mut Changes) {
         let (vni, mac) = key;
         let remote = self.remote_best(key);
-        let ours = self.settings.next_hop;
+        let ours = self.next_hop(vni);
         let local = self.local.get(&key).map(|l| l.seq);
         let duplicate = self.is_duplicate(key, now);
         let before = self.current_winner(key).or_else(|| {
@@ -633,6 +641,7 @@ impl Rib {
                 vni,
                 seq: l.seq,
                 group: l.group,
+                next_hop: self.next_hop(vni),
             };
             for ip in std::iter::once(None).chain(l.ips.iter().copied().map(Some)) {
                 let route = mac_route(rd, vni, mac, ip);
@@ -686,7 +695,9 @@ impl Rib {
 
     fn decide_vni(&mut self, vni: u32, out: &mut Changes) {
         let settings = self.settings.vni(vni);
-        let active = self.networks.contains_key(&vni) && settings.advertise;
+        // ILA floods nothing: an ILA network has no type 3 route and installs no flood list.
+        let active =
+            self.networks.contains_key(&vni) && settings.advertise && !self.ila.contains_key(&vni);
         let want: BTreeSet<IpAddr> = if active {
             self.imet_index
                 .get(&vni)
@@ -731,6 +742,7 @@ impl Rib {
                         vni,
                         seq: 0,
                         group: 0,
+                        next_hop: self.settings.next_hop,
                     },
                 ));
             }

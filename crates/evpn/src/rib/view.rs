@@ -31,7 +31,7 @@ impl Rib {
             let mut shown = show(
                 route,
                 attrs.vni,
-                self.settings.next_hop,
+                attrs.next_hop,
                 "local".into(),
                 attrs.seq,
                 false,

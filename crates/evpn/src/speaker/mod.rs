@@ -221,7 +221,7 @@ impl<D: DataPlane> Speaker<D> {
             Some(rib) => rib.set_settings(settings.clone()),
             None => {
                 let mut rib = Rib::new(settings.clone(), MAX_ROUTES);
-                rib.set_networks(self.networks.borrow().clone());
+                rib.set_networks(&self.networks.borrow());
                 self.rib = Some(rib);
             }
         }
@@ -479,11 +479,17 @@ impl<D: DataPlane> Speaker<D> {
         let now = Instant::now();
         let networks = self.networks.borrow_and_update().clone();
         if let Some(rib) = self.rib.as_mut() {
-            rib.set_networks(networks.clone());
+            rib.set_networks(&networks);
         }
         if self.rib.is_some() {
-            self.set_suppression(&networks.keys().copied().collect())
-                .await;
+            // ILA networks answer ND as every L3 network does: no suppression to switch.
+            let suppressing = networks
+                .flood
+                .keys()
+                .filter(|v| !networks.ila.contains_key(v))
+                .copied()
+                .collect();
+            self.set_suppression(&suppressing).await;
             self.poll_local(now).await;
         }
         let expired: Vec<PeerId> = self
@@ -612,7 +618,7 @@ impl<D: DataPlane> Speaker<D> {
         // entry the operator just took over must not be removed by a withdrawal that arrives
         // before the tick.
         if self.networks.has_changed().unwrap_or(false) {
-            rib.set_networks(self.networks.borrow_and_update().clone());
+            rib.set_networks(&self.networks.borrow_and_update());
         }
         let changes = rib.take_changes(Instant::now());
         if !changes.advert.is_empty() {

@@ -25,16 +25,31 @@ impl Control {
         self.evpn = Some(handle);
     }
 
-    /// Tells the speaker which VXLAN networks exist and their operator-set flood lists (after
-    /// every committed change).
+    /// Tells the speaker which networks it serves — the VXLAN ones and the ILA ones, with this
+    /// host's ILA locator (whose address is their routes' next hop: docs/ila.md, "Mappings")
+    /// — and their operator-set flood lists (after every committed change).
     pub(super) fn publish_networks(&self) {
-        let networks: evpn::Networks = self
-            .state
-            .networks
-            .iter()
-            .filter(|(_, n)| evpn_serves(&n.encap, n.l3))
-            .map(|(&vni, n)| (vni, n.flood.iter().copied().collect()))
-            .collect();
+        let ila: std::collections::BTreeMap<u32, std::net::Ipv6Addr> = match self.config.ila_locator
+        {
+            Some(locator) => self
+                .state
+                .networks
+                .iter()
+                .filter(|(_, n)| n.encap == nvo_encap::builtin::names::ILA)
+                .map(|(&vni, _)| (vni, locator))
+                .collect(),
+            None => Default::default(),
+        };
+        let networks = evpn::Networks {
+            flood: self
+                .state
+                .networks
+                .iter()
+                .filter(|(vni, n)| evpn_serves(&n.encap, n.l3) || ila.contains_key(vni))
+                .map(|(&vni, n)| (vni, n.flood.iter().copied().collect()))
+                .collect(),
+            ila,
+        };
         self.evpn_networks.send_if_modified(|current| {
             if *current == networks {
                 false

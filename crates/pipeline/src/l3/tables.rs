@@ -70,6 +70,9 @@ pub(crate) struct L3Tables {
     /// The upper 64 bits of the IPv6 routes (/64 or longer) and neighbours seen, without
     /// repeats, at most [`MAX_SIR_PREFIXES`]; never shrinks (a stale one costs one lookup).
     pub(crate) sir_prefixes: Vec<u64>,
+    /// Bumped whenever a neighbour is added, moves (port or MAC) or goes: an ILA network's
+    /// neighbours are local hosts the EVPN speaker advertises (`Pipeline::local_hosts`).
+    pub(crate) changes: u64,
 }
 
 impl L3Tables {
@@ -90,7 +93,9 @@ impl L3Tables {
             IpAddr::V6(v6) => !(v6.is_unspecified() || v6.is_multicast()),
         };
         if owned && (self.neighbours.len() < max || self.neighbours.contains_key(&ip)) {
-            self.neighbours.insert(ip, (port, mac));
+            if self.neighbours.insert(ip, (port, mac)) != Some((port, mac)) {
+                self.changes += 1;
+            }
             if let IpAddr::V6(v6) = ip {
                 self.note_sir_prefix(v6);
             }
@@ -105,9 +110,24 @@ impl L3Tables {
         }
     }
 
+    /// Forgets the addresses `mac` announced (it moved elsewhere); whether there were any.
+    pub(crate) fn forget_mac(&mut self, mac: Mac) -> bool {
+        let before = self.neighbours.len();
+        self.neighbours.retain(|_, (_, m)| *m != mac);
+        let gone = self.neighbours.len() != before;
+        if gone {
+            self.changes += 1;
+        }
+        gone
+    }
+
     /// Forgets what a port's containers announced (the port is going).
     pub(crate) fn forget_port(&mut self, port: PortId) {
+        let before = self.neighbours.len();
         self.neighbours.retain(|_, (p, _)| *p != port);
+        if self.neighbours.len() != before {
+            self.changes += 1;
+        }
     }
 }
 

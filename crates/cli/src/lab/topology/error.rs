@@ -203,6 +203,9 @@ pub enum ValidationError {
     /// Two networks with one VNI.
     #[error("network vni {0} is defined twice")]
     VniTwice(u32),
+    /// `ila_mappings` on a network that is not an ILA one.
+    #[error("network {0}: ila_mappings is for encap: ila networks only")]
+    IlaMappingsNotIla(u32),
     /// A VXLAN network's MTU that does not fit the underlay's minus the VXLAN overhead.
     #[error(
         "network {vni}: mtu {mtu} is outside 68..={max} (underlay mtu minus {overhead} bytes of VXLAN)"

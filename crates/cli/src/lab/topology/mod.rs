@@ -214,6 +214,23 @@ pub struct NetworkDef {
     /// only (proxy ARP). Default: true for ipip and ip6ip6, false otherwise.
     #[serde(default)]
     pub l3: Option<bool>,
+    /// An ILA network's identifier → locator mappings (docs/ila.md, "Mappings"): `static`
+    /// (default), one mapping route per IPv6 container on every host; `evpn`, none: each
+    /// nvod advertises its own containers as EVPN MAC+IP routes, so the test or operator
+    /// configures BGP (`PUT /v1/bgp`, a route reflector) after `up`.
+    #[serde(default)]
+    pub ila_mappings: Option<IlaMappings>,
+}
+
+/// Where an ILA network's mappings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IlaMappings {
+    /// The lab installs them as routes.
+    #[default]
+    Static,
+    /// EVPN: the lab installs none.
+    Evpn,
 }
 
 impl NetworkDef {
@@ -398,6 +415,9 @@ impl Topology {
             }
             if !vnis.insert(n.vni) {
                 return Err(ValidationError::VniTwice(n.vni));
+            }
+            if n.ila_mappings.is_some() && n.encap() != nvo_encap::builtin::names::ILA {
+                return Err(ValidationError::IlaMappingsNotIla(n.vni));
             }
             // The VXLAN overhead is known here; other profiles' is nvod's to check.
             let vxlan = encap::on_vxlan_port(n.encap());
