@@ -137,6 +137,10 @@ def test_ila_between_two_nvods(lab_factory, tmp_path):
     for n in ("h2", "c2"):
         packets, octets = (a - b for a, b in zip(rx(lab, n), before[n]))
         assert octets > 1_000_000 and octets / packets > 3000, (n, packets, octets)
+    # nvod counts it too: GSO frames written whole at h1, read whole at h2, none refused.
+    sent, got = lab.counters("h1")["underlay"], lab.counters("h2")["underlay"]
+    assert sent["ila_tx_gso_whole"] > 0 and got["ila_rx_gso_whole"] > 0, (sent, got)
+    assert sent["ila_rx_refused"] == 0 and got["ila_rx_refused"] == 0, (sent, got)
 
     # An identifier nobody mapped: a counted drop at the sender.
     before = lab.counters("h1")["drops"]["no_destination"]

@@ -292,13 +292,14 @@ pub enum Reply {
             nvo_pipeline::qos::PolicerCounters,
         )>,
     ),
-    /// The pipeline's counters, the underlay sockets' own, STT reassembly's and STT
-    /// transmit's.
+    /// The pipeline's counters, the underlay sockets' own, STT reassembly's, STT transmit's
+    /// and the ILA TUN's.
     Counters(
         Box<Counters>,
         UnderlayStats,
         ReassemblyCounters,
         crate::SttTxCounters,
+        crate::IlaStats,
     ),
     /// What an EVPN batch did.
     EvpnApplied(EvpnApplied),

@@ -373,6 +373,7 @@ fn counters(fwd: &Forwarder) -> Reply {
         core.underlays.stats(),
         fwd.reassembler.counters(),
         core.stt_tx.counters(),
+        core.ila.stats,
     )
 }
 

@@ -86,6 +86,7 @@ use workers::{Share, WorkerStats};
 
 pub use command::{Command, DatapathError, FlowDump, PortKind, Reply, QUEUE};
 pub use handle::Datapath;
+pub use ila::IlaStats;
 pub use kernel::{Choice, Refused};
 pub use probes::{RunResult, MAX_COUNT as MAX_PROBES};
 pub use settings::{DatapathChoice, Settings, SttOffload, XdpChoice};

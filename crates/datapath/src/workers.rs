@@ -364,14 +364,21 @@ fn add_policer(
 /// Merges another worker's answer to a [`Scope::Merged`] read into worker 0's.
 pub fn merge(into: Reply, other: Reply) -> Reply {
     match (into, other) {
-        (Reply::Counters(mut c, mut u, mut r, mut t), Reply::Counters(c2, u2, r2, t2)) => {
+        (
+            Reply::Counters(mut c, mut u, mut r, mut t, mut i),
+            Reply::Counters(c2, u2, r2, t2, i2),
+        ) => {
             merge_counters(&mut c, &c2);
             merge_underlay_stats(&mut u, &u2);
             merge_reassembly(&mut r, &r2);
             t.frames_kernel += t2.frames_kernel;
             t.frames_software += t2.frames_software;
             t.kernel_errors += t2.kernel_errors;
-            Reply::Counters(c, u, r, t)
+            i.tx_gso_whole += i2.tx_gso_whole;
+            i.tx_finished += i2.tx_finished;
+            i.rx_gso_whole += i2.rx_gso_whole;
+            i.rx_refused += i2.rx_refused;
+            Reply::Counters(c, u, r, t, i)
         }
         (Reply::Entries(mut a), Reply::Entries(b)) => {
             merge_entries(&mut a, b);

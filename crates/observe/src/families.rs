@@ -158,6 +158,22 @@ const UNDERLAY_HELP: &[(&str, &str)] = &[
     ),
     ("multicast_joins", "Underlay multicast groups joined."),
     ("multicast_leaves", "Underlay multicast groups left."),
+    (
+        "ila_tx_gso_whole",
+        "GSO frames written to the ILA TUN whole, for the kernel to segment.",
+    ),
+    (
+        "ila_tx_finished",
+        "Frames for the ILA TUN cut into segments by nvod first (UDP GSO, IPv4 tenants).",
+    ),
+    (
+        "ila_rx_gso_whole",
+        "GSO packets read from the ILA TUN and translated back whole.",
+    ),
+    (
+        "ila_rx_refused",
+        "Packets read from the ILA TUN dropped: a virtio-net header that did not fit them.",
+    ),
 ];
 
 const STT_HELP: &[(&str, &str)] = &[

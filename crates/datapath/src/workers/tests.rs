@@ -74,13 +74,21 @@ fn merged_reply_adds_socket_counts() {
         frames_software: 1,
         kernel_errors: 0,
     };
-    let a = Reply::Counters(c.clone(), u, r, t);
-    let b = Reply::Counters(c, u, r, t);
-    let Reply::Counters(_, u, r, t) = merge(a, b) else {
+    let i = crate::IlaStats {
+        tx_gso_whole: 3,
+        tx_finished: 1,
+        rx_gso_whole: 4,
+        rx_refused: 2,
+    };
+    let a = Reply::Counters(c.clone(), u, r, t, i);
+    let b = Reply::Counters(c, u, r, t, i);
+    let Reply::Counters(_, u, r, t, i) = merge(a, b) else {
         panic!("not counters");
     };
     assert_eq!((u.gso_sends, u.multicast_joins, r.segments), (6, 2, 10));
     assert_eq!((t.frames_kernel, t.frames_software), (14, 2));
+    let ila = (i.tx_gso_whole, i.tx_finished, i.rx_gso_whole, i.rx_refused);
+    assert_eq!(ila, (6, 2, 8, 4));
 }
 
 /// FDB views: the union by MAC, sorted; a MAC both hold shows its younger age; a static

@@ -574,8 +574,8 @@ impl Control {
 
     /// `GET /v1/counters`.
     pub async fn counters(&self) -> Result<api::Counters, Failure> {
-        let (counters, sockets, stt, stt_tx) = match self.query(Command::Counters).await? {
-            Reply::Counters(c, s, t, x) => (c, s, t, x),
+        let (counters, sockets, stt, stt_tx, ila) = match self.query(Command::Counters).await? {
+            Reply::Counters(c, s, t, x, i) => (c, s, t, x, i),
             other => return Err(unexpected(other)),
         };
         let overlay = match self.query(Command::OverlayCounters).await? {
@@ -590,6 +590,10 @@ impl Control {
             ("gso_fallbacks".to_owned(), sockets.gso_fallbacks),
             ("multicast_joins".to_owned(), sockets.multicast_joins),
             ("multicast_leaves".to_owned(), sockets.multicast_leaves),
+            ("ila_tx_gso_whole".to_owned(), ila.tx_gso_whole),
+            ("ila_tx_finished".to_owned(), ila.tx_finished),
+            ("ila_rx_gso_whole".to_owned(), ila.rx_gso_whole),
+            ("ila_rx_refused".to_owned(), ila.rx_refused),
         ]);
         Ok(api::Counters {
             drops: convert::counter_map(&counters.drops),
