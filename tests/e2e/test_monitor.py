@@ -210,10 +210,15 @@ def test_a_flood_of_malformed_packets_is_reported_or_counted_lost(lab_factory):
         assert seen + lost >= dropped, (dropped, seen, lost)
         assert lost > 0 or seen == dropped, (dropped, seen, lost)
         # The datapath hands on at most RATE events a second after a burst of as many
-        # (nvo_datapath::monitor::RATE); the rest are counted at stage "rate".
+        # (nvo_datapath::monitor::RATE); the rest are counted at stage "rate". The bucket is
+        # refilled from the clock the loop reads once per wake-up, the events are stamped
+        # when recorded: on a loaded host a thread stalled between the two earns tokens the
+        # events' span does not show (seen 1707 for a span of 0.58 s once, 23 over a 100-event
+        # margin), so the margin is a quarter second's worth. No bucket, or one per worker,
+        # would still be far beyond it (~10^5, or 2 x RATE x (1 + span)).
         times = [e["time_ns"] for e in m.events if e["type"] == "drop"]
         span = (max(times) - min(times)) / 1e9 if times else 0
-        assert seen <= RATE * (1 + span) + 100, (seen, span)
+        assert seen <= RATE * (1.25 + span) + 100, (seen, span)
         by_stage = {}
         for e in m.events:
             if e["type"] == "lost":
