@@ -77,6 +77,91 @@ struct decap {
 	int dont_learn;
 };
 
+/* What one profile makes of a header (decap_profile's return value). */
+#define PROFILE_FAILS 0     /* invalid, or a match fails: the next profile */
+#define PROFILE_SHORT 1     /* a match reaches past the packet: the next profile */
+#define PROFILE_NO_KEY 2    /* matched, but no network has its key: the next profile */
+#define PROFILE_PASS 3      /* matched, and its packets of this kind are nvod's */
+#define PROFILE_FOUND 4     /* matched, with a key: `d` filled in */
+#define PROFILE_ERROR 8     /* + DECAP_*: matched, and the packet fails at once */
+
+/* One profile of the transport's order: Engine::decap's loop body.
+ *
+ * Global (NVO_FUNC, not static) for the verifier's sake: it checks this function once, on its
+ * own, with every argument unknown. Inlined into the bpf_loop callback, its unrolled matches
+ * were re-verified for every iteration the verifier explores and for every combination of the
+ * caller's flags (matched, shorted, ...), which made nvo_underlay the slowest program to load
+ * by far (docs/design/ebpf.md, "Load time"). Its arguments are what a global function may take:
+ * pointers to sized memory (checked for NULL, as the verifier requires) and scalars. */
+NVO_FUNC int decap_profile(const struct hdr_buf *h, __u32 id, struct decap *d)
+{
+	if (!h || !d)
+		return PROFILE_FAILS;
+	struct nvo_profile *p = bpf_map_lookup_elem(&profiles, &id);
+	if (!p || !(p->flags & NVO_PROF_VALID))
+		return PROFILE_FAILS;
+	int res = MATCH_HOLDS;
+	__u32 n = p->match_count;
+#pragma unroll
+	for (int m = 0; m < NVO_MAX_MATCHES; m++) {
+		if (m < (int)n && res == MATCH_HOLDS)
+			res = match_test(&p->matches[m], h);
+	}
+	if (res == MATCH_FAILS)
+		return PROFILE_FAILS;
+	if (res == MATCH_SHORT)
+		return PROFILE_SHORT;
+	if ((p->flags & NVO_PROF_KERNEL_MATCH) && match_test(&p->kernel, h) != MATCH_HOLDS) {
+		/* The profile's packets of this kind are nvod's whatever their key (the overlay's
+		 * node-routed packets: nvod relays or delivers them). */
+		return PROFILE_PASS;
+	}
+	__u32 hl = p->min_len;
+	if (p->flags & NVO_PROF_LEN_FIELD) {
+		__u32 off = p->len_offset;
+		if (off >= h->avail || off >= NVO_MAX_TMPL)
+			return PROFILE_ERROR + DECAP_TRUNCATED;
+		hl = p->len_base + (h->b[off & (NVO_MAX_TMPL - 1)] & p->len_mask) * p->len_scale;
+	}
+	if (hl < p->min_len || h->avail < hl)
+		return PROFILE_ERROR + DECAP_TRUNCATED;
+	int ethernet = 1;
+	if (p->flags & NVO_PROF_PAYLOAD_FIELD) {
+		__u64 v;
+		if (field_read(h, p->payload_offset, p->payload_len, &v))
+			return PROFILE_ERROR + DECAP_UNKNOWN_PAYLOAD;
+		ethernet = v == p->payload_ethernet;
+		int known = ethernet || ((p->payload_known_mask & 1) && v == p->payload_known[0]) ||
+			    ((p->payload_known_mask & 2) && v == p->payload_known[1]) ||
+			    ((p->payload_known_mask & 4) && v == p->payload_known[2]);
+		if (!known)
+			return PROFILE_ERROR + DECAP_UNKNOWN_PAYLOAD;
+	} else {
+		ethernet = p->payload_ethernet != 0;
+	}
+	struct nvo_key key = { .profile = id };
+	if (p->flags & NVO_PROF_KEY) {
+		__u32 off = p->key_offset, len = p->key_len;
+		if (len == 0 || len > NVO_KEY_LEN || off + len > h->avail || off + len > NVO_MAX_TMPL)
+			return PROFILE_ERROR + DECAP_TRUNCATED;
+		key.len = len;
+#pragma unroll
+		for (int k = 0; k < NVO_KEY_LEN; k++)
+			if (k < (int)len)
+				key.bytes[k] = h->b[(off + k) & (NVO_MAX_TMPL - 1)];
+	}
+	struct nvo_key_target *t = bpf_map_lookup_elem(&keys, &key);
+	if (!t)
+		return PROFILE_NO_KEY;
+	d->profile = id;
+	d->header_len = hl;
+	d->target = t->kind;
+	d->vni = t->vni;
+	d->ethernet = ethernet;
+	d->dont_learn = (p->flags & NVO_PROF_DONT_LEARN) && match_test(&p->dont_learn, h) == MATCH_HOLDS;
+	return PROFILE_FOUND;
+}
+
 struct decap_ctx {
 	const struct hdr_buf *h;
 	const struct nvo_transport *tr;
@@ -88,91 +173,34 @@ struct decap_ctx {
 	int pass;         /* a matching profile leaves this packet to nvod */
 };
 
-/* One profile of the transport's order: Engine::decap's loop body. */
+/* The transport's profiles in receive order, until one decides (bpf_loop's callback). */
 static long decap_profile_cb(__u32 i, void *data)
 {
 	struct decap_ctx *c = data;
-	const struct hdr_buf *h = c->h;
-	__u32 at = i & (NVO_MAX_ORDER - 1);
-	__u32 id = c->tr->profiles[at];
-	struct nvo_profile *p = bpf_map_lookup_elem(&profiles, &id);
-	if (!p || !(p->flags & NVO_PROF_VALID))
+	__u32 id = c->tr->profiles[i & (NVO_MAX_ORDER - 1)];
+	int r = decap_profile(c->h, id, c->d);
+	switch (r) {
+	case PROFILE_FAILS:
 		return 0;
-	int res = MATCH_HOLDS;
-	__u32 n = p->match_count;
-#pragma unroll
-	for (int m = 0; m < NVO_MAX_MATCHES; m++) {
-		if (m < (int)n && res == MATCH_HOLDS)
-			res = match_test(&p->matches[m], h);
-	}
-	if (res == MATCH_FAILS)
-		return 0;
-	if (res == MATCH_SHORT) {
+	case PROFILE_SHORT:
 		c->shorted = 1;
 		return 0;
-	}
-	c->matched = 1;
-	if ((p->flags & NVO_PROF_KERNEL_MATCH) && match_test(&p->kernel, h) != MATCH_HOLDS) {
-		/* The profile's packets of this kind are nvod's whatever their key (the overlay's
-		 * node-routed packets: nvod relays or delivers them). */
+	case PROFILE_NO_KEY:
+		c->matched = 1;
+		return 0;
+	case PROFILE_PASS:
+		c->matched = 1;
 		c->pass = 1;
 		return 1;
-	}
-	__u32 hl = p->min_len;
-	if (p->flags & NVO_PROF_LEN_FIELD) {
-		__u32 off = p->len_offset;
-		if (off >= h->avail || off >= NVO_MAX_TMPL) {
-			c->error = DECAP_TRUNCATED;
-			return 1;
-		}
-		hl = p->len_base + (h->b[off & (NVO_MAX_TMPL - 1)] & p->len_mask) * p->len_scale;
-	}
-	if (hl < p->min_len || h->avail < hl) {
-		c->error = DECAP_TRUNCATED;
+	case PROFILE_FOUND:
+		c->matched = 1;
+		c->found = 1;
+		return 1;
+	default:
+		c->matched = 1;
+		c->error = r - PROFILE_ERROR;
 		return 1;
 	}
-	int ethernet = 1;
-	if (p->flags & NVO_PROF_PAYLOAD_FIELD) {
-		__u64 v;
-		if (field_read(h, p->payload_offset, p->payload_len, &v)) {
-			c->error = DECAP_UNKNOWN_PAYLOAD;
-			return 1;
-		}
-		ethernet = v == p->payload_ethernet;
-		int known = ethernet || ((p->payload_known_mask & 1) && v == p->payload_known[0]) ||
-			    ((p->payload_known_mask & 2) && v == p->payload_known[1]) ||
-			    ((p->payload_known_mask & 4) && v == p->payload_known[2]);
-		if (!known) {
-			c->error = DECAP_UNKNOWN_PAYLOAD;
-			return 1;
-		}
-	} else {
-		ethernet = p->payload_ethernet != 0;
-	}
-	struct nvo_key key = { .profile = id };
-	if (p->flags & NVO_PROF_KEY) {
-		__u32 off = p->key_offset, len = p->key_len;
-		if (len == 0 || len > NVO_KEY_LEN || off + len > h->avail || off + len > NVO_MAX_TMPL) {
-			c->error = DECAP_TRUNCATED;
-			return 1;
-		}
-		key.len = len;
-#pragma unroll
-		for (int k = 0; k < NVO_KEY_LEN; k++)
-			if (k < (int)len)
-				key.bytes[k] = h->b[(off + k) & (NVO_MAX_TMPL - 1)];
-	}
-	struct nvo_key_target *t = bpf_map_lookup_elem(&keys, &key);
-	if (!t)
-		return 0;
-	c->found = 1;
-	c->d->profile = id;
-	c->d->header_len = hl;
-	c->d->target = t->kind;
-	c->d->vni = t->vni;
-	c->d->ethernet = ethernet;
-	c->d->dont_learn = (p->flags & NVO_PROF_DONT_LEARN) && match_test(&p->dont_learn, h) == MATCH_HOLDS;
-	return 1;
 }
 
 /* The drop reason of a header no profile took (nvod's decap_drop: VXLAN keeps its own). */
