@@ -266,7 +266,8 @@ fn tagged_port(
 type PortIo = Option<Box<dyn nvo_io::FramePort + Send>>;
 
 /// Attaches or detaches a port's QoS profile, and hands the interface it is read on to worker
-/// 0 alone while any port read there is policed (qos.rs).
+/// 0 alone while any port read there is policed (qos.rs; the one decision is handoff.rs's), now,
+/// so that a reopen that fails is the command's error and the profile is taken back.
 fn set_qos(
     core: &mut Core,
     port: PortId,
@@ -274,9 +275,7 @@ fn set_qos(
 ) -> Result<(), DatapathError> {
     core.pipeline.set_qos(port, profile)?;
     let reader = core.ports.reader(port);
-    let policed = super::metering::pinned_readers(core).contains(&reader);
-    let (worker, workers) = (core.worker, core.workers);
-    if let Err(source) = core.ports.set_policed(reader, policed, worker, workers) {
+    if let Err(source) = super::handoff::pin_now(core, reader) {
         let name = core
             .ports
             .get(reader)

@@ -104,19 +104,32 @@ pub(super) fn rehome(core: &mut Core) {
 }
 
 /// Pins interface `id` to worker 0 (`on`) or gives it back to every worker, or the kernel,
-/// as it was.
+/// as it was; a failed reopen is logged and the interface stays as it was.
 fn pin(core: &mut Core, id: PortId, on: bool) {
-    if on == core.ports.is_policed(id) {
-        return;
-    }
-    let (worker, workers) = (core.worker, core.workers);
-    if let Err(e) = core.ports.set_policed(id, on, worker, workers) {
+    if let Err(e) = set_pin(core, id, on) {
         let name = core.ports.get(id).map_or("", |p| p.name.as_str());
         log::warn!(
             "port {name}: {e}; it is read as before (a meter may count its frames on several \
              workers) until it is reopened"
         );
     }
+}
+
+/// Pins interface `id` now, as [`reading`] says, for a command that must report a failed
+/// reopen to its caller (a QoS change); the loop's [`rehome`] then finds it settled.
+pub(super) fn pin_now(core: &mut Core, id: PortId) -> std::io::Result<()> {
+    let pinned = pinned_readers(core);
+    let cover = core.pipeline.flow_cover();
+    let on = matches!(reading(core, id, &pinned, &cover), Reading::Worker0);
+    set_pin(core, id, on)
+}
+
+fn set_pin(core: &mut Core, id: PortId, on: bool) -> std::io::Result<()> {
+    if on == core.ports.is_policed(id) {
+        return Ok(());
+    }
+    let (worker, workers) = (core.worker, core.workers);
+    core.ports.set_policed(id, on, worker, workers)
 }
 
 /// Reopens veth `id` for the kernel or for nvod on every worker, as `reading` says.
