@@ -467,6 +467,9 @@ def frr_evpn_routes(j):
                 for p in (path if isinstance(path, list) else [path]):
                     r = {"rd": rd, **_frr_prefix(prefix)}
                     nh = (p.get("nexthops") or [{}])[0].get("ip")
+                    # FRR 8.4 shows every EVPN next hop as IPv4 (attr->nexthop): an IPv6 one,
+                    # which it keeps and reflects unchanged, reads "0.0.0.0". Not a next hop.
+                    nh = None if nh == "0.0.0.0" else nh
                     comm = p.get("extendedCommunity", {}).get("string", "")
                     seq = 0
                     for tok in comm.split():

@@ -1,7 +1,9 @@
 """ILA mappings from EVPN (docs/ila.md, "Mappings"; issue 18 item 5): no static mapping anywhere;
 each nvod advertises the containers of its ILA network as type 2 MAC+IP routes whose next hop is
 an address of its ILA locator /64 (fd00:1a:0:i::1), a GoBGP route reflector reflects them (IPv6
-next hop in MP_REACH_NLRI), and the receivers take the locator from the next hop. Then c2 MOVES
+next hop in MP_REACH_NLRI), and the receivers take the locator from the next hop; the same with
+FRR's bgpd as the reflector (it keeps and reflects the IPv6 next hop, though FRR 8.4 displays every
+EVPN next hop as IPv4). Then c2 MOVES
 from h2 to h3 with its MAC and IPv6 address (a live migration: the new port comes up while the
 old one is still there, and the container announces itself with an unsolicited NA, RFC 4861
 §7.2.6): h3 advertises it with a higher MAC mobility sequence (RFC 7432 §15) and c1 reaches it
@@ -19,7 +21,9 @@ import json
 import subprocess
 import time
 
-from bgp_peers import (GobgpRouteReflector, best, configure_bgp, in_ns, nvod_routes, underlay_ns,
+import pytest
+
+from bgp_peers import (FrrRouteReflector, GobgpRouteReflector, best, configure_bgp, in_ns, nvod_routes, underlay_ns,
                        wait_nvod_established, wait_until)
 from conftest import api
 from rate_lab import assert_datapath
@@ -105,7 +109,11 @@ def move(lab, name, to_host, eth0, announcer):
     announcer.fire()
 
 
-def test_ila_mappings_from_evpn_and_a_moved_container(lab_factory):
+REFLECTORS = {"gobgp": GobgpRouteReflector, "frr": FrrRouteReflector}
+
+
+@pytest.mark.parametrize("reflector", sorted(REFLECTORS))
+def test_ila_mappings_from_evpn_and_a_moved_container(lab_factory, reflector):
     lab = lab_factory(TOPOLOGY)
     assert_datapath(lab)
     # The lab installed no mapping: whatever maps an identifier comes from EVPN.
@@ -114,7 +122,7 @@ def test_ila_mappings_from_evpn_and_a_moved_container(lab_factory):
     ns = underlay_ns(lab)
     in_ns(ns, "ip", "addr", "replace", f"{RR}/64", "dev", "br0", "nodad")
     in_ns(ns, "ip", "link", "set", "lo", "up")
-    with GobgpRouteReflector(ns, RR, 65000, [UL[h] for h in HOSTS], router_id="10.255.0.250") as rr:
+    with REFLECTORS[reflector](ns, RR, 65000, [UL[h] for h in HOSTS], router_id="10.255.0.250") as rr:
         for i, h in enumerate(HOSTS, 1):
             configure_bgp(lab, h, f"10.255.0.{i}", [RR])
         wait_nvod_established(lab, HOSTS, RR, timeout=30)
@@ -132,8 +140,10 @@ def test_ila_mappings_from_evpn_and_a_moved_container(lab_factory):
         assert r and r["vtep"] == NEXT_HOP["h2"] and r["source"] != "local", nvod_routes(lab, "h1", vni=VNI)
         local = best(nvod_routes(lab, "h2", vni=VNI, rtype=2), 2, mac=c2, ip="fd10::2", source="local")
         assert local and local["vtep"] == NEXT_HOP["h2"], nvod_routes(lab, "h2", vni=VNI)
-        # The reflector holds it with the IPv6 next hop (it decoded and kept MP_REACH's 16 bytes).
-        assert any(x["type"] == 2 and x["mac"] == c2 and x["ip"] == "fd10::2" and x["nexthop"] == NEXT_HOP["h2"]
+        # The reflector holds it with the IPv6 next hop (it decoded and kept MP_REACH's 16 bytes;
+        # FRR 8.4 does not display an IPv6 EVPN next hop, but h1's route above came through it).
+        shown = NEXT_HOP["h2"] if reflector == "gobgp" else None
+        assert any(x["type"] == 2 and x["mac"] == c2 and x["ip"] == "fd10::2" and x["nexthop"] == shown
                    for x in rr.routes()), rr.routes()
         # No type 3 route for an ILA network (nothing floods), and still no static mapping.
         for h in HOSTS:
