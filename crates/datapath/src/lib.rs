@@ -18,9 +18,10 @@
 //! ```
 //!
 //! With `busy_poll` (nvod's `busy_poll_us`) the poll after a round that handled packets does
-//! not sleep: it checks every socket and returns at once, for as long as the last packet is
-//! less than `busy_poll` ago; then the loop sleeps again. A request's reply, or the next
-//! packets of a burst, find the thread awake instead of paying a wake-up each. Between two
+//! not sleep: it checks every socket and returns at once, for as long as the last packet any
+//! worker of the node handled is less than `busy_poll` ago (busy.rs: the reply seldom comes
+//! to the worker that sent the request); then the loop sleeps again. A request's reply, or
+//! the next packets of a burst, find the thread awake instead of paying a wake-up each. Between two
 //! such polls the thread yields its CPU, so that on a host with fewer CPUs than busy
 //! threads the application the packets are for is not kept waiting by the spinning.
 //!
@@ -35,6 +36,7 @@
 //! sent through it (see `command` for the channel), answered by a [`Reply`] or a
 //! [`DatapathError`].
 
+mod busy;
 mod command;
 mod commands;
 mod csum;
@@ -79,6 +81,7 @@ use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
 use nvo_pipeline::overlay::{NodeId, OverlayTables};
 use nvo_pipeline::Pipeline;
 
+use busy::BusyPoll;
 use command::{Lane, Request};
 use forward::Forwarder;
 use underlays::Underlays;
@@ -198,6 +201,9 @@ pub fn start_monitored(
     let (chosen, choice) = std::sync::mpsc::sync_channel(1);
     let config0 = config.clone();
     let (wake, loop_stats) = (wakes[0].clone(), stats.clone());
+    // One busy-poll window for the node: see busy.rs for why not one per worker.
+    let busy = BusyPoll::new(config.busy_poll, wakes.clone());
+    let busy0 = busy.clone();
     let thread = std::thread::Builder::new()
         .name("nvod-datapath".to_owned())
         .spawn(move || {
@@ -216,8 +222,7 @@ pub fn start_monitored(
             }
             fwd.core.workers = if alone { 1 } else { n };
             let _ = chosen.send(Ok((made, alone)));
-            let busy = config0.busy_poll;
-            Loop::new(fwd, commands, wake, busy, (0, share, loop_stats)).run()
+            Loop::new(fwd, commands, wake, busy0, (0, share, loop_stats)).run()
         })
         .map_err(StartError::Thread)?;
     let (choice, alone) = match choice.recv() {
@@ -246,7 +251,7 @@ pub fn start_monitored(
             let spawned = forwarder(config, worker, true).and_then(|mut fwd| {
                 fwd.core.monitor = monitor.clone();
                 fwd.core.workers = n;
-                let (busy, stats) = (config.busy_poll, stats.clone());
+                let (busy, stats) = (busy.clone(), stats.clone());
                 std::thread::Builder::new()
                     .name(format!("nvod-datapath{worker}"))
                     .spawn(move || {
@@ -355,11 +360,8 @@ struct Loop {
     frames: FrameBatch,
     next_tick: Instant,
     last_error_log: Option<Instant>,
-    /// How long to poll without sleeping after a packet (zero: never).
-    busy_poll: Duration,
-    /// Until when the loop polls without sleeping: `busy_poll` after the last round that
-    /// handled packets began (in the past when there was none, or `busy_poll` is zero).
-    busy_until: Instant,
+    /// The node's busy-poll window (busy.rs): polls without sleeping while it is open.
+    busy: BusyPoll,
     /// Whether the monitor was on at the last wake-up (the pipeline's FDB events and the
     /// kernel's flag follow it).
     monitoring: bool,
@@ -382,7 +384,7 @@ impl Loop {
         fwd: Forwarder,
         commands: Receiver<Request>,
         wake: Arc<EventFd>,
-        busy_poll: Duration,
+        busy: BusyPoll,
         (index, share, stats): (usize, Share, WorkerStats),
     ) -> Loop {
         // The VXLAN socket's batch fits every socket: GRO-sized buffers when GRO is on, a
@@ -407,8 +409,7 @@ impl Loop {
             frames: FrameBatch::default(),
             next_tick: Instant::now() + TICK,
             last_error_log: None,
-            busy_poll,
-            busy_until: Instant::now(),
+            busy,
             monitoring: false,
             tracing: false,
             fdb_events: Vec::new(),
@@ -429,7 +430,7 @@ impl Loop {
                 self.rebuild_poll_set();
             }
             let before = Instant::now();
-            let timeout = if before < self.busy_until {
+            let timeout = if self.busy.spinning(before) {
                 // Spinning, but not hogging: a process on this CPU the packet is for (the
                 // container's application, the other nvod on a small host) runs first.
                 std::thread::yield_now();
@@ -445,6 +446,7 @@ impl Loop {
             // What the other workers learned, before the packets that may be for it.
             self.share.import(&mut self.fwd.core.pipeline);
             let mut handled = false;
+            let mut opened = false;
             for at in 0..self.polled_underlays {
                 if self.poller.is_ready(1 + at) {
                     handled |= self.underlay(now, at, None);
@@ -463,16 +465,20 @@ impl Loop {
                 }
             }
             if handled {
-                self.busy_until = now + self.busy_poll;
+                opened |= self.busy.handled(now);
             }
             let first_ring = first_port + self.polled_ports.len();
             if self.polled_kernel && (first_ring..first_ring + 3).any(|i| self.poller.is_ready(i)) {
                 kernel::drain(&mut self.fwd, now);
             }
             if self.polled_ila.is_some_and(|i| self.poller.is_ready(i)) && self.ila() {
-                self.busy_until = now + self.busy_poll;
+                opened |= self.busy.handled(now);
             }
             self.fwd.flush();
+            if opened && self.fwd.core.workers > 1 {
+                // After the flush: the request goes out first, the others wake meanwhile.
+                self.busy.wake_others(self.index);
+            }
             if self.poller.is_ready(0) && !self.commands(now) {
                 return;
             }
@@ -659,6 +665,10 @@ impl Loop {
                 }
             }
             let batch = if raw { &self.raw_recv } else { &self.recv };
+            // A short batch emptied the queue (recvmmsg with MSG_DONTWAIT stops at the first
+            // datagram it would wait for): no second call only to hear EAGAIN, one syscall
+            // less per wake-up (a ping's datagram comes alone).
+            let drained = batch.len() < batch.capacity();
             for (src, buffer, segment) in batch.buffers() {
                 if segment > 0 && buffer.len() > segment {
                     if self.fwd.underlay_gso(at, src.ip(), buffer, segment, now) {
@@ -672,6 +682,9 @@ impl Loop {
                 }
             }
             self.fwd.flush();
+            if drained {
+                return got;
+            }
         }
         got
     }
