@@ -9,16 +9,13 @@
 mod common;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::time::Instant;
 
-use common::{ip, P1, P2};
+use common::ila_bed::{ila_host, ila_network, send, C1, C2, GW};
+use common::{P1, P2};
 use nvo_pipeline::l3::ila::{sir_to_ila, upper64, vni_of};
 use nvo_pipeline::l3::ila4::{identifier, ila_address, translate_egress};
-use nvo_pipeline::{Action, Actions, DropReason, Limits, Mac, NetworkSpec, Pipeline, Vni};
+use nvo_pipeline::{Action, Actions, DropReason, Pipeline, Vni};
 
-const GW: Mac = Mac([0x02, 0x6e, 0x76, 0, 0, 100]);
-const C1: Mac = Mac([0x02, 0, 0, 0, 0, 1]);
-const C2: Mac = Mac([0x02, 0, 0, 0, 0, 2]);
 const RED: Vni = Vni(900);
 const BLUE: Vni = Vni(901);
 const H1: &str = "fd00:1a:0:1::";
@@ -42,36 +39,15 @@ fn unhex(s: &str) -> Vec<u8> {
 /// A host at `locator`: networks RED on P1 and BLUE on P2, and the lab's mappings: 10.9.0.1
 /// at h1, 10.9.0.2 at h2, in both.
 fn host(locator: &str) -> Pipeline {
-    let mut p = Pipeline::new(Limits::default());
-    p.set_ila_locator(Some(locator.parse().unwrap()));
+    let mut p = ila_host(locator);
+    let mappings = [
+        ("10.9.0.1", 32, "fd00:1a:0:1::1"),
+        ("10.9.0.2", 32, "fd00:1a:0:2::1"),
+    ];
     for (vni, port) in [(RED, P1), (BLUE, P2)] {
-        p.add_network(NetworkSpec {
-            l3_gateway: Some(GW),
-            ..NetworkSpec::new(vni)
-        })
-        .unwrap();
-        p.set_ila(vni).unwrap();
-        p.add_port(port, vni).unwrap();
-        p.route_add(vni, ip("10.9.0.1"), 32, ip("fd00:1a:0:1::1"))
-            .unwrap();
-        p.route_add(vni, ip("10.9.0.2"), 32, ip("fd00:1a:0:2::1"))
-            .unwrap();
+        ila_network(&mut p, (vni, None), &[port], &mappings);
     }
     p
-}
-
-fn framed(dst: Mac, src: Mac, packet: &[u8]) -> Vec<u8> {
-    let mut f = dst.0.to_vec();
-    f.extend_from_slice(&src.0);
-    f.extend_from_slice(&[0x08, 0x00]);
-    f.extend_from_slice(packet);
-    f
-}
-
-fn send(p: &mut Pipeline, port: nvo_pipeline::PortId, mac: Mac, packet: &[u8]) -> Vec<Action> {
-    let mut a = Actions::new();
-    p.from_port(port, &framed(GW, mac, packet), Instant::now(), &mut a);
-    a.as_slice().to_vec()
 }
 
 fn loc(s: &str) -> u64 {

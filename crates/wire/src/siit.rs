@@ -131,12 +131,7 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(untranslated("ipv4 protocol", u32::from(v4[9])));
     }
     let l4 = &v4[ihl..total];
-    let need = match v4[9] {
-        TCP => 18,
-        UDP => 8,
-        ICMP => 4,
-        _ => 0,
-    };
+    let need = transport_min(v4[9]);
     if l4.len() < need {
         return Err(Error::truncated("transport header", need, l4.len()).into());
     }
@@ -144,6 +139,18 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(untranslated("icmpv4 type", u32::from(l4[0])));
     }
     Ok((ihl, total))
+}
+
+/// The bytes of transport header the translation reads or rewrites: TCP up to its checksum
+/// (offset 16, RFC 9293 §3.1), UDP's 8-byte header (RFC 768), ICMP's type, code and checksum
+/// (RFC 792, RFC 4443 §2.1); nothing of any other protocol.
+fn transport_min(protocol: u8) -> usize {
+    match protocol {
+        TCP => 18,
+        UDP => 8,
+        ICMP | ICMPV6 => 4,
+        _ => 0,
+    }
 }
 
 /// RFC 7915 §4.1: a packet with an unexpired LSRR or SSRR option is not translated.
@@ -250,12 +257,7 @@ pub fn check_v6(v6: &[u8]) -> Result<usize, SiitError> {
         return Err(untranslated("ipv6 extension header", u32::from(next)));
     }
     let l4 = &v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload];
-    let need = match next {
-        TCP => 18,
-        UDP => 8,
-        ICMPV6 => 4,
-        _ => 0,
-    };
+    let need = transport_min(next);
     if l4.len() < need {
         return Err(Error::truncated("transport header", need, l4.len()).into());
     }
