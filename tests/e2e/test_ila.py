@@ -268,5 +268,15 @@ def test_ila_ipv4_tenants_with_the_same_addresses(lab_factory, tmp_path):
             assert tcp_in and all(r[4] == "1" for r in tcp_in), ("tcp checksum inside", tcp_in[:5])
         else:
             assert not tcp_in, ("tenant 900's tcp leaked into 901", tcp_in[:5])
+
+    # Path MTU discovery across the translation (RFC 7915 §5.2): with a 1500-byte route, a1's
+    # 1500-byte DF packet becomes 1520 bytes of IPv6; h1's kernel answers with a Packet Too Big
+    # (MTU 1500) to a1's ILA address, which nvod translates into "fragmentation needed" with
+    # MTU 1480 (from RFC 7600's dummy 192.0.0.8); a1's kernel then keeps MTU 1480 for 10.9.0.2.
+    lab.exec("a1", "ip", "-4", "route", "add", "10.9.0.2/32", "dev", "eth0", "mtu", "1500")
+    big = lab.exec("a1", "ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1472", "10.9.0.2", check=False)
+    assert "mtu = 1480" in big.stdout, (big.stdout, big.stderr)
+    assert "mtu 1480" in lab.exec("a1", "ip", "-4", "route", "get", "10.9.0.2").stdout
+    lab.ping("a1", "10.9.0.2", count=1, extra=("-M", "do", "-s", "1452"))
     for h in ("h1", "h2"):
         assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h

@@ -124,7 +124,56 @@ fn ipv4_crosses_as_scapys_ipv6_and_comes_back_to_its_tenant_only() {
         }
         checked += 1;
     }
-    assert!(checked >= 5);
+    assert!(checked >= 10, "{checked}: the ICMP errors too");
+}
+
+/// Path MTU discovery across the translation: the underlay's ICMPv6 Packet Too Big (from a
+/// router address, no identifier) to c1's ILA address about c1's packet reaches c1 as scapy's
+/// ICMPv4 "fragmentation needed", MTU 1480, from RFC 7600's 192.0.0.8.
+#[test]
+fn an_underlay_packet_too_big_reaches_the_sender_as_fragmentation_needed() {
+    let (mut h1, _) = hosts();
+    let any = vectors()
+        .into_iter()
+        .find(|v| v["name"] == "tcp syn")
+        .unwrap();
+    send(&mut h1, P1, C1, &unhex(any["v4"].as_str().unwrap())); // c1 speaks
+    let v = vectors()
+        .into_iter()
+        .find(|v| v["name"] == "underlay packet too big")
+        .unwrap();
+    let (v4, v6) = (
+        unhex(v["v4"].as_str().unwrap()),
+        unhex(v["v6"].as_str().unwrap()),
+    );
+    let mut got = Actions::new();
+    h1.from_ila(&v6, &mut got);
+    let [Action::Reply { port: P1, len }] = got.as_slice() else {
+        panic!("{:?}", got.as_slice())
+    };
+    let frame = &h1.scratch()[..*len];
+    assert_eq!(frame[..6], C1.0);
+    assert_eq!(&frame[14..], &v4[..], "scapy's fragmentation needed");
+    assert_eq!(frame[14 + 12..14 + 16], [192, 0, 0, 8]);
+    assert_eq!(u16::from_be_bytes([frame[14 + 26], frame[14 + 27]]), 1480);
+    // The same error about another tenant's packet is not this tenant's to see.
+    let mut other = v6.clone();
+    let blue = ila_address(loc(H1), BLUE, Ipv4Addr::new(10, 9, 0, 1)).octets();
+    other[48 + 8..48 + 24].copy_from_slice(&blue);
+    // The ICMPv6 checksum made right again (RFC 4443 §2.3), so that only the tenant differs.
+    use nvo_wire::std_wire::checksum;
+    other[42..44].copy_from_slice(&[0, 0]);
+    let len = (other.len() - 40) as u32;
+    let sum = checksum::combine(&[
+        checksum::data(&other[8..40]),
+        (len >> 16) as u16,
+        len as u16,
+        58,
+        checksum::data(&other[40..]),
+    ]);
+    other[42..44].copy_from_slice(&(!sum).to_be_bytes());
+    h1.from_ila(&other, &mut got);
+    assert_eq!(got.as_slice(), [Action::Drop(DropReason::ProfileMismatch)]);
 }
 
 #[test]
