@@ -34,8 +34,9 @@ import sys
 
 from scapy import __version__ as scapy_version
 from scapy.config import conf
-from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
 from scapy.layers.inet6 import (IPv6, ICMPv6DestUnreach, ICMPv6EchoReply, ICMPv6EchoRequest,
+                                IPv6ExtHdrFragment,
                                 ICMPv6PacketTooBig, ICMPv6ParamProblem, ICMPv6TimeExceeded)
 from scapy.packet import Raw
 
@@ -142,6 +143,27 @@ def router_ptb(name, router6, dst4, peer4, offending, mtu6):
             "inner": {dst4: src6, peer4: peer6}}
 
 
+def fragment_vectors(name, datagram, size, src4, dst4):
+    """scapy's IPv4 fragments of `datagram` (ID kept, DF clear), and the IPv6 fragments
+    §4.1 makes of them: a Fragment Header with the same offset, M and ID (low 16 bits), the same
+    data, the first fragment's transport checksum the whole IPv6 datagram's (scapy's)."""
+    datagram = IP(bytes(datagram))
+    src6, dst6 = ila4(LOC_H1, VNI, src4), ila4(LOC_H2, VNI, dst4)
+    whole6 = bytes(to_v6(datagram, src6, dst6))[40:]  # the transport bytes, over IPv6
+    out = []
+    for k, frag in enumerate(fragment(datagram, fragsize=size)):
+        frag = IP(bytes(frag))
+        start, data = frag.frag * 8, bytes(frag.payload)
+        v6 = IPv6(bytes(IPv6(src=src6, dst=dst6, tc=frag.tos, fl=0, hlim=frag.ttl) /
+                        IPv6ExtHdrFragment(nh=frag.proto, offset=frag.frag, m=int(frag.flags.MF),
+                                           id=frag.id) /
+                        Raw(whole6[start:start + len(data)])))
+        out.append({"name": f"{name} {k}", "v4": bytes(frag).hex(), "v6": bytes(v6).hex(),
+                    "src6": src6, "dst6": dst6, "vni": VNI, "both": True,
+                    "inner": {src4: src6, dst4: dst6}})
+    return out
+
+
 def main():
     out = sys.argv[1]
     a, b = "10.9.0.1", "10.9.0.2"
@@ -186,6 +208,14 @@ def main():
         # Path MTU discovery across the translation: the underlay's Packet Too Big.
         router_ptb("underlay packet too big", "fd00:100::1", a, b, big_ab, 1500),
     ]
+    # Fragments (§4.1/§5.1): a UDP datagram in three, a TCP segment whose first fragment holds
+    # just its header.
+    vectors += fragment_vectors("udp fragment", IP(src=a, dst=b, id=0xbeef, ttl=64) /
+                                UDP(sport=33000, dport=9000) / Raw(bytes(range(256)) * 12),
+                                1400, a, b)
+    vectors += fragment_vectors("tcp fragment", IP(src=b, dst=a, id=0x1234, tos=0x10, ttl=63) /
+                                TCP(sport=80, dport=40000, flags="PA", seq=1, ack=1) /
+                                Raw(b"x" * 40), 24, b, a)
     with open(os.path.join(out, "siit.json"), "w") as f:
         json.dump({"source": SOURCE, "vectors": vectors}, f, indent=1, sort_keys=True)
         f.write("\n")

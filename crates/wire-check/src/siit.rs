@@ -1,7 +1,8 @@
 //! SIIT (RFC 7915, `nvo_wire::siit`) on arbitrary bytes, read both as an IPv4 and as an IPv6
 //! packet: nothing panics, and an IPv4 packet that translates to IPv6 translates back to IPv4
 //! of the same length (minus its options), protocol, TOS and TTL. An ICMP error also carries
-//! the start of another packet, translated too (RFC 7915 §4.3): 20 more bytes each way.
+//! the start of another packet, translated too (RFC 7915 §4.3): 20 more bytes each way; a
+//! fragment gets an IPv6 Fragment Header (§4.1): 8 more.
 
 use nvo_wire::siit::{check_v6, v4_to_v6, v6_to_v4, IPV4_HEADER_LEN, IPV6_HEADER_LEN};
 
@@ -39,11 +40,13 @@ pub fn check(data: &[u8]) {
     let mut back = [0u8; 65_536 + 64];
     let m = v6_to_v4(v6, (&[10, 9, 0, 1], &[10, 9, 0, 2]), &inner4, &mut back)
         .unwrap_or_else(|e| panic!("translated packet does not translate back: {e}"));
-    // An ICMPv6 error (type below 128) has two headers translated, the outer and the embedded.
+    // An ICMPv6 error (type below 128) has two headers translated, the outer and the embedded;
+    // a fragment has its Fragment Header (8 bytes) besides.
     let error = v6[6] == 58 && v6[IPV6_HEADER_LEN] < 128;
     let headers = if error { 2 } else { 1 };
+    let fragment_header = if v6[6] == 44 { 8 } else { 0 };
     assert_eq!(
-        m + headers * IPV6_HEADER_LEN,
+        m + headers * IPV6_HEADER_LEN + fragment_header,
         n + headers * IPV4_HEADER_LEN,
         "length changed"
     );

@@ -1,6 +1,6 @@
 //! Stateless IP/ICMP translation, IPv4 ⇄ IPv6 (SIIT, RFC 7915), as far as nvo's ILA IPv4
-//! tenants need it (`nvo_pipeline::l3::ila4`): the header of an unfragmented IPv4 packet
-//! becomes an IPv6 header and back, the caller chooses the addresses on the other side, and
+//! tenants need it (`nvo_pipeline::l3::ila4`): the header of an IPv4 packet becomes an IPv6
+//! header (with a Fragment Header for a fragment) and back, the caller chooses the addresses on the other side, and
 //! the transport checksums follow the pseudo-header.
 //!
 //! ```text
@@ -16,8 +16,9 @@
 //! IPv4 → IPv6 (RFC 7915 §4.1): traffic class = TOS, flow label 0, payload length = total
 //! length − IHL·4, next header = protocol (ICMP 1 → ICMPv6 58), hop limit = TTL (nvo's gateway
 //! is no router hop: not decremented, as for every L3 network). Options are ignored, but an
-//! unexpired source route (LSRR 131, SSRR 137) is refused (§4.1). Fragments (MF or an offset)
-//! are refused: nvo does not translate them (§4.1's Fragment Header is not written). ICMPv4
+//! unexpired source route (LSRR 131, SSRR 137) is refused (§4.1). A fragment (MF or an offset)
+//! gets a Fragment Header with its offset, M and Identification (`fragment`; an unfragmented
+//! packet gets none, and its Identification is lost, as §4.1 says). ICMPv4
 //! echo and the errors §4.2 maps are translated (errors in `icmp`, with their embedded
 //! packet, §4.3); other ICMPv4 messages are refused.
 //!
@@ -38,6 +39,7 @@
 use crate::std_wire::checksum;
 use crate::Error;
 
+mod fragment;
 mod icmp;
 
 /// The fixed IPv4 header (RFC 791 §3.1), without options.
@@ -46,6 +48,9 @@ pub const IPV4_HEADER_LEN: usize = 20;
 pub const IPV6_HEADER_LEN: usize = 40;
 /// What translating an option-less IPv4 packet adds: IPv6's header is 20 bytes longer.
 pub const GROWTH: usize = IPV6_HEADER_LEN - IPV4_HEADER_LEN;
+/// What translating an IPv4 fragment adds: the longer header and the Fragment Header (RFC 8200
+/// §4.5), 28 bytes.
+pub const FRAGMENT_GROWTH: usize = GROWTH + 8;
 /// RFC 7915 §5.1: an IPv4 packet translated from IPv6 gets DF only when longer than this.
 pub const DF_ABOVE: usize = 1260;
 
@@ -125,9 +130,6 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(Error::invalid("header checksum", u64::from(word(v4, 10))).into());
     }
     let fragment = word(v4, 6) & 0x3fff; // MF and the offset (RFC 791 §3.1)
-    if fragment != 0 {
-        return Err(untranslated("fragment", u32::from(fragment)));
-    }
     source_route(&v4[IPV4_HEADER_LEN..ihl])?;
     // A protocol number IPv6 reads as an extension header, or ICMPv6 inside IPv4: the
     // translated packet would not mean what the IPv4 one did.
@@ -135,6 +137,10 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(untranslated("ipv4 protocol", u32::from(v4[9])));
     }
     let l4 = &v4[ihl..total];
+    if fragment != 0 {
+        fragment::check_v4(v4[9], fragment, l4)?;
+        return Ok((ihl, total));
+    }
     let need = transport_min(v4[9]);
     if l4.len() < need {
         return Err(Error::truncated("transport header", need, l4.len()).into());
@@ -191,6 +197,9 @@ pub fn v4_to_v6(
     out: &mut [u8],
 ) -> Result<usize, SiitError> {
     let (ihl, total) = check_v4(v4)?;
+    if word(v4, 6) & 0x3fff != 0 {
+        return fragment::v4_to_v6(v4, (ihl, total), (src, dst), out);
+    }
     let payload = &v4[ihl..total];
     if v4[9] == ICMP && !matches!(payload[0], 0 | 8) {
         let body = out.get_mut(IPV6_HEADER_LEN..).unwrap_or_default();
@@ -299,6 +308,10 @@ pub fn check_v6(v6: &[u8]) -> Result<usize, SiitError> {
         return Err(untranslated("ipv6 payload length", payload as u32));
     }
     let next = v6[6];
+    if next == fragment::FRAGMENT {
+        fragment::check_v6(&v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload])?;
+        return Ok(payload);
+    }
     if EXTENSIONS.contains(&next) {
         return Err(untranslated("ipv6 extension header", u32::from(next)));
     }
@@ -328,6 +341,9 @@ pub fn v6_to_v4(
 ) -> Result<usize, SiitError> {
     let payload = check_v6(v6)?;
     let next = v6[6];
+    if next == fragment::FRAGMENT {
+        return fragment::v6_to_v4(v6, payload, (src, dst), out);
+    }
     let l4 = &v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload];
     if next == ICMPV6 && !matches!(l4[0], 128 | 129) {
         let (mut s6, mut d6) = ([0u8; 16], [0u8; 16]);
@@ -377,7 +393,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fragments_and_icmp_errors_are_refused_not_translated() {
+    fn icmp_fragments_and_icmp_errors_without_a_packet_are_refused() {
         let mut v4 = [0u8; 28];
         v4[..12].copy_from_slice(&[0x45, 0, 0, 28, 0, 1, 0x20, 0, 64, ICMP, 0, 0]);
         let sum = !checksum::data(&v4[..20]);
@@ -386,7 +402,7 @@ mod tests {
         let addrs = (&[0u8; 16], &[0u8; 16]);
         assert_eq!(
             v4_to_v6(&v4, addrs, &|_| None, &mut out),
-            Err(untranslated("fragment", 0x2000))
+            Err(untranslated("icmp fragment", 1))
         );
         v4[6] = 0x40; // DF only: not a fragment
         put(&mut v4, 10, 0);

@@ -9,8 +9,9 @@
 //!
 //!  container ── IPv4 to the gateway MAC (proxy ARP) ──► l3::route
 //!     a local neighbour → delivered untranslated (as on every L3 network)
-//!     a fragment, an unexpired source route, ICMP other than echo and the errors RFC 7915
-//!       §4.2 translates → profile_mismatch
+//!     an ICMP fragment or a UDP one without checksum, an unexpired source route, ICMP other
+//!       than echo and the errors RFC 7915 §4.2 translates → profile_mismatch (a fragment
+//!       crosses as one, with a Fragment Header: nvo_wire::siit)
 //!     mapping (route 10.0.0.2/32 → an address of the locator /64), or an EVPN MAC+IP route
 //!       → SendIla { locator }: the datapath translates ([`translate_egress`]) each segment
 //!       → this host's locator: ARP probe on every port, no_destination
@@ -32,8 +33,8 @@
 //! container: path MTU discovery works), and nvo has no SIR prefix for an IPv4 network to put there. The C bit is clear: the transport checksums are adjusted by
 //! the translation anyway (the pseudo-header changes family), so nothing needs to be neutral.
 //!
-//! The tenant MTU for IPv4 is the underlay's minus 20 (the IPv6 header is 20 bytes longer;
-//! `nvo lab` sets it on the containers' IPv4 route): a longer packet is translated, the kernel
+//! The tenant MTU for IPv4 is the underlay's minus 28 (the IPv6 header is 20 bytes longer, a
+//! Fragment Header 8 more; `nvo lab` sets it on the containers' IPv4 route): a longer packet is translated, the kernel
 //! refuses it on the underlay with an ICMPv6 Packet Too Big to the sender's ILA address, and
 //! nvod hands that to the container as "fragmentation needed" with the MTU minus 20.
 
