@@ -208,6 +208,21 @@ def ila4(addr):
     return locator, (n >> 61) & 7, (n >> 32) & 0x0FFFFFFF, str(ipaddress.IPv4Address(n & 0xFFFFFFFF))
 
 
+# b2 waits for one UDP datagram on port 9000 and prints its length and sender; b1 sends five,
+# 0.2 s apart, of 3000 bytes each (more than the route's MTU: the kernel fragments them).
+UDP_RECV = """import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 9000))
+s.settimeout(8)
+data, peer = s.recvfrom(65535)
+print(len(data), peer[0])"""
+UDP_SEND = """import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(5):
+    s.sendto(bytes(range(250)) * 12, ("10.9.0.2", 9000))
+    time.sleep(0.2)"""
+
+
 def test_ila_ipv4_tenants_with_the_same_addresses(lab_factory, tmp_path):
     """IPv4 tenants (l3::ila4): the same two tenants' containers have the same IPv4 addresses
     (10.9.0.1 on h1, 10.9.0.2 on h2, in VNI 900 and 901). Their IPv4 packets cross the IPv6
@@ -218,8 +233,9 @@ def test_ila_ipv4_tenants_with_the_same_addresses(lab_factory, tmp_path):
     assert_datapath(lab)
     routes = api(lab, "h1", "GET", "/v1/networks/901/routes")
     assert {"prefix": "10.9.0.2/32", "remote": "fd00:1a:0:2::1"} in routes, routes
-    # The IPv4 route inside is 20 bytes under the underlay's MTU: the IPv6 header is longer.
-    assert "mtu 1480" in lab.exec("a1", "ip", "-4", "route", "show", "10.9.0.0/24").stdout
+    # The IPv4 route inside is 28 bytes under the underlay's MTU: the IPv6 header is longer,
+    # and a fragment gets a Fragment Header.
+    assert "mtu 1472" in lab.exec("a1", "ip", "-4", "route", "show", "10.9.0.0/24").stdout
     wire = tmp_path / "h1.pcap"
     inside = {c: tmp_path / f"{c}.pcap" for c in ("a2", "b2")}
     caps = [tcpdump(lab, "h1", wire, 300)] + [tcpdump(lab, c, p, 300, "icmp or tcp") for c, p in inside.items()]
@@ -268,5 +284,28 @@ def test_ila_ipv4_tenants_with_the_same_addresses(lab_factory, tmp_path):
             assert tcp_in and all(r[4] == "1" for r in tcp_in), ("tcp checksum inside", tcp_in[:5])
         else:
             assert not tcp_in, ("tenant 900's tcp leaked into 901", tcp_in[:5])
+
+    # Path MTU discovery across the translation (RFC 7915 §5.2): with a 1500-byte route, a1's
+    # 1500-byte DF packet becomes 1520 bytes of IPv6; h1's kernel answers with a Packet Too Big
+    # (MTU 1500) to a1's ILA address, which nvod translates into "fragmentation needed" with
+    # MTU 1480 (from RFC 7600's dummy 192.0.0.8); a1's kernel then keeps MTU 1480 for 10.9.0.2.
+    lab.exec("a1", "ip", "-4", "route", "add", "10.9.0.2/32", "dev", "eth0", "mtu", "1500")
+    big = lab.exec("a1", "ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1472", "10.9.0.2", check=False)
+    assert "mtu = 1480" in big.stdout, (big.stdout, big.stderr)
+    assert "mtu 1480" in lab.exec("a1", "ip", "-4", "route", "get", "10.9.0.2").stdout
+    lab.ping("a1", "10.9.0.2", count=1, extra=("-M", "do", "-s", "1444"))  # a2 replies within 1472
+
+    # Fragments (RFC 7915 §4.1/§5.1): a 3000-byte UDP datagram leaves b1 as three IPv4 fragments
+    # (route MTU 1472), crosses as IPv6 fragments with a Fragment Header (ID kept), and b2's
+    # kernel puts it together again.
+    recv = subprocess.Popen(["ip", "netns", "exec", lab.ns("b2"), "python3", "-c", UDP_RECV],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: ":9000" in lab.exec("b2", "ss", "-uln").stdout, timeout=5, what="b2 listens")
+        lab.exec("b1", "python3", "-c", UDP_SEND)
+        out, err = recv.communicate(timeout=10)
+    finally:
+        recv.kill()
+    assert out.split() == ["3000", "10.9.0.1"], (out, err)
     for h in ("h1", "h2"):
         assert lab.counters(h)["drops"]["malformed_tunnel"] == 0, h

@@ -37,7 +37,9 @@ pub const ROUNDS: usize = 256;
 pub struct IlaStats {
     /// GSO frames from ports written to the TUN whole (one write; the kernel segments).
     pub tx_gso_whole: u64,
-    /// Frames from ports the TUN could not take whole, finished in software first.
+    /// GSO frames from ports the TUN could not take whole, cut into segments in software
+    /// first (UDP GSO, an IPv4 tenant's TCP, a TUN without offloads); a complete packet is
+    /// not counted here, translated or not.
     pub tx_finished: u64,
     /// GSO packets read from the TUN (GRO'd or never segmented) and handed on whole.
     pub rx_gso_whole: u64,
@@ -120,7 +122,11 @@ impl Ila {
             }
             return;
         }
-        stats.tx_finished += 1;
+        // Counted only when something is cut: an IPv4 tenant's complete packet goes through
+        // `finish` as it is (translated, not cut).
+        if meta.gso.is_some() {
+            stats.tx_finished += 1;
+        }
         let mut each = |seg: &[u8]| -> io::Result<()> {
             let outcome = match write(seg, &FrameMeta::COMPLETE) {
                 Ok(_) => TxOutcome::Sent,

@@ -164,7 +164,7 @@ const UNDERLAY_HELP: &[(&str, &str)] = &[
     ),
     (
         "ila_tx_finished",
-        "Frames for the ILA TUN cut into segments by nvod first (UDP GSO, IPv4 tenants).",
+        "GSO frames for the ILA TUN cut into segments by nvod first (UDP GSO, IPv4 tenants' TCP).",
     ),
     (
         "ila_rx_gso_whole",

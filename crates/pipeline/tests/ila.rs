@@ -12,16 +12,12 @@ mod common;
 use std::net::Ipv6Addr;
 use std::time::Instant;
 
+use common::ila_bed::*;
 use common::*;
 use nvo_pipeline::l3::ila::{sir_to_ila, translate_egress, translate_ingress, upper64, vni_of};
 use nvo_pipeline::{
-    Action, Actions, DropReason, IpFamilies, Limits, Mac, NetworkSpec, Pipeline, TableError,
+    Action, Actions, DropReason, IpFamilies, Mac, NetworkSpec, Pipeline, TableError,
 };
-
-const GW: Mac = Mac([0x02, 0x6e, 0x76, 0, 0, 100]);
-const C1: Mac = Mac([0x02, 0, 0, 0, 0, 1]);
-const C2: Mac = Mac([0x02, 0, 0, 0, 0, 2]);
-const C3: Mac = Mac([0x02, 0, 0, 0, 0, 3]);
 
 fn v6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
@@ -30,27 +26,17 @@ fn v6(s: &str) -> Ipv6Addr {
 /// A host with locator `locator`, ILA network VNI (ports P1, P2) and the lab's mappings:
 /// fd10::1 and fd10::3 at fd00:a::1, fd10::2 at fd00:b::1.
 fn host(locator: &str) -> Pipeline {
-    let mut p = Pipeline::new(Limits::default());
-    p.add_network(NetworkSpec {
-        l3_gateway: Some(GW),
-        l3_families: IpFamilies {
-            ipv4: false,
-            ipv6: true,
-        },
-        ..NetworkSpec::new(VNI)
-    })
-    .unwrap();
-    p.set_ila(VNI).unwrap();
-    p.set_ila_locator(Some(v6(locator)));
-    p.add_port(P1, VNI).unwrap();
-    p.add_port(P2, VNI).unwrap();
-    for (sir, loc) in [
-        ("fd10::1", "fd00:a::1"),
-        ("fd10::3", "fd00:a::1"),
-        ("fd10::2", "fd00:b::1"),
-    ] {
-        p.route_add(VNI, ip(sir), 128, ip(loc)).unwrap();
-    }
+    let mut p = ila_host(locator);
+    let v6_only = IpFamilies {
+        ipv4: false,
+        ipv6: true,
+    };
+    let mappings = [
+        ("fd10::1", 128, "fd00:a::1"),
+        ("fd10::3", 128, "fd00:a::1"),
+        ("fd10::2", 128, "fd00:b::1"),
+    ];
+    ila_network(&mut p, (VNI, Some(v6_only)), &[P1, P2], &mappings);
     p
 }
 
@@ -114,21 +100,6 @@ fn echo(from: &str, to: &str) -> Vec<u8> {
     let mut l4 = vec![128, 0, 0, 0, 0x12, 0x34, 0, 1];
     l4.extend_from_slice(&[0xab; 21]);
     packet(from, to, 58, l4, 2)
-}
-
-fn framed(dst: Mac, src: Mac, packet: &[u8]) -> Vec<u8> {
-    let mut f = dst.0.to_vec();
-    f.extend_from_slice(&src.0);
-    f.extend_from_slice(&[0x86, 0xdd]);
-    f.extend_from_slice(packet);
-    f
-}
-
-/// The frame of `packet` from `port` (sender `mac`): its actions.
-fn send(p: &mut Pipeline, port: nvo_pipeline::PortId, mac: Mac, packet: &[u8]) -> Vec<Action> {
-    let mut a = Actions::new();
-    p.from_port(port, &framed(GW, mac, packet), Instant::now(), &mut a);
-    a.as_slice().to_vec()
 }
 
 #[test]
@@ -256,16 +227,8 @@ fn super_sum(b: &[u8]) -> u32 {
 fn tenants_with_the_same_addresses_stay_apart() {
     const VNI2: nvo_pipeline::Vni = nvo_pipeline::Vni(200);
     let tenant2 = |p: &mut Pipeline| {
-        p.add_network(NetworkSpec {
-            l3_gateway: Some(GW),
-            ..NetworkSpec::new(VNI2)
-        })
-        .unwrap();
-        p.set_ila(VNI2).unwrap();
-        p.add_port(P3, VNI2).unwrap();
-        for (sir, loc) in [("fd10::1", "fd00:a::1"), ("fd10::2", "fd00:b::1")] {
-            p.route_add(VNI2, ip(sir), 128, ip(loc)).unwrap();
-        }
+        let mappings = [("fd10::1", 128, "fd00:a::1"), ("fd10::2", 128, "fd00:b::1")];
+        ila_network(p, (VNI2, None), &[P3], &mappings);
     };
     let (mut a, mut b) = (host("fd00:a::"), host("fd00:b::"));
     tenant2(&mut a);

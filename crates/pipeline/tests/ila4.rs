@@ -9,16 +9,13 @@
 mod common;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::time::Instant;
 
-use common::{ip, P1, P2};
+use common::ila_bed::{ila_host, ila_network, send, C1, C2, GW};
+use common::{P1, P2};
 use nvo_pipeline::l3::ila::{sir_to_ila, upper64, vni_of};
 use nvo_pipeline::l3::ila4::{identifier, ila_address, translate_egress};
-use nvo_pipeline::{Action, Actions, DropReason, Limits, Mac, NetworkSpec, Pipeline, Vni};
+use nvo_pipeline::{Action, Actions, DropReason, Pipeline, Vni};
 
-const GW: Mac = Mac([0x02, 0x6e, 0x76, 0, 0, 100]);
-const C1: Mac = Mac([0x02, 0, 0, 0, 0, 1]);
-const C2: Mac = Mac([0x02, 0, 0, 0, 0, 2]);
 const RED: Vni = Vni(900);
 const BLUE: Vni = Vni(901);
 const H1: &str = "fd00:1a:0:1::";
@@ -42,36 +39,15 @@ fn unhex(s: &str) -> Vec<u8> {
 /// A host at `locator`: networks RED on P1 and BLUE on P2, and the lab's mappings: 10.9.0.1
 /// at h1, 10.9.0.2 at h2, in both.
 fn host(locator: &str) -> Pipeline {
-    let mut p = Pipeline::new(Limits::default());
-    p.set_ila_locator(Some(locator.parse().unwrap()));
+    let mut p = ila_host(locator);
+    let mappings = [
+        ("10.9.0.1", 32, "fd00:1a:0:1::1"),
+        ("10.9.0.2", 32, "fd00:1a:0:2::1"),
+    ];
     for (vni, port) in [(RED, P1), (BLUE, P2)] {
-        p.add_network(NetworkSpec {
-            l3_gateway: Some(GW),
-            ..NetworkSpec::new(vni)
-        })
-        .unwrap();
-        p.set_ila(vni).unwrap();
-        p.add_port(port, vni).unwrap();
-        p.route_add(vni, ip("10.9.0.1"), 32, ip("fd00:1a:0:1::1"))
-            .unwrap();
-        p.route_add(vni, ip("10.9.0.2"), 32, ip("fd00:1a:0:2::1"))
-            .unwrap();
+        ila_network(&mut p, (vni, None), &[port], &mappings);
     }
     p
-}
-
-fn framed(dst: Mac, src: Mac, packet: &[u8]) -> Vec<u8> {
-    let mut f = dst.0.to_vec();
-    f.extend_from_slice(&src.0);
-    f.extend_from_slice(&[0x08, 0x00]);
-    f.extend_from_slice(packet);
-    f
-}
-
-fn send(p: &mut Pipeline, port: nvo_pipeline::PortId, mac: Mac, packet: &[u8]) -> Vec<Action> {
-    let mut a = Actions::new();
-    p.from_port(port, &framed(GW, mac, packet), Instant::now(), &mut a);
-    a.as_slice().to_vec()
 }
 
 fn loc(s: &str) -> u64 {
@@ -148,7 +124,56 @@ fn ipv4_crosses_as_scapys_ipv6_and_comes_back_to_its_tenant_only() {
         }
         checked += 1;
     }
-    assert!(checked >= 5);
+    assert!(checked >= 10, "{checked}: the ICMP errors too");
+}
+
+/// Path MTU discovery across the translation: the underlay's ICMPv6 Packet Too Big (from a
+/// router address, no identifier) to c1's ILA address about c1's packet reaches c1 as scapy's
+/// ICMPv4 "fragmentation needed", MTU 1480, from RFC 7600's 192.0.0.8.
+#[test]
+fn an_underlay_packet_too_big_reaches_the_sender_as_fragmentation_needed() {
+    let (mut h1, _) = hosts();
+    let any = vectors()
+        .into_iter()
+        .find(|v| v["name"] == "tcp syn")
+        .unwrap();
+    send(&mut h1, P1, C1, &unhex(any["v4"].as_str().unwrap())); // c1 speaks
+    let v = vectors()
+        .into_iter()
+        .find(|v| v["name"] == "underlay packet too big")
+        .unwrap();
+    let (v4, v6) = (
+        unhex(v["v4"].as_str().unwrap()),
+        unhex(v["v6"].as_str().unwrap()),
+    );
+    let mut got = Actions::new();
+    h1.from_ila(&v6, &mut got);
+    let [Action::Reply { port: P1, len }] = got.as_slice() else {
+        panic!("{:?}", got.as_slice())
+    };
+    let frame = &h1.scratch()[..*len];
+    assert_eq!(frame[..6], C1.0);
+    assert_eq!(&frame[14..], &v4[..], "scapy's fragmentation needed");
+    assert_eq!(frame[14 + 12..14 + 16], [192, 0, 0, 8]);
+    assert_eq!(u16::from_be_bytes([frame[14 + 26], frame[14 + 27]]), 1480);
+    // The same error about another tenant's packet is not this tenant's to see.
+    let mut other = v6.clone();
+    let blue = ila_address(loc(H1), BLUE, Ipv4Addr::new(10, 9, 0, 1)).octets();
+    other[48 + 8..48 + 24].copy_from_slice(&blue);
+    // The ICMPv6 checksum made right again (RFC 4443 §2.3), so that only the tenant differs.
+    use nvo_wire::std_wire::checksum;
+    other[42..44].copy_from_slice(&[0, 0]);
+    let len = (other.len() - 40) as u32;
+    let sum = checksum::combine(&[
+        checksum::data(&other[8..40]),
+        (len >> 16) as u16,
+        len as u16,
+        58,
+        checksum::data(&other[40..]),
+    ]);
+    other[42..44].copy_from_slice(&(!sum).to_be_bytes());
+    h1.from_ila(&other, &mut got);
+    assert_eq!(got.as_slice(), [Action::Drop(DropReason::ProfileMismatch)]);
 }
 
 #[test]
@@ -179,8 +204,13 @@ fn the_same_ipv4_address_in_the_other_tenant_reaches_the_other_container() {
 fn untranslatable_and_unknown_packets_are_counted_drops() {
     let (mut h1, mut h2) = hosts();
     let v4 = unhex(vectors()[0]["v4"].as_str().unwrap());
-    // A fragment (MF set, header checksum fixed up): not translated.
-    let mut frag = v4.clone();
+    // An ICMP fragment (MF set, header checksum fixed up): not translated (ICMPv6's checksum
+    // covers the whole datagram's length, which a fragment does not know).
+    let echo = vectors()
+        .into_iter()
+        .find(|v| v["name"] == "icmp echo request")
+        .unwrap();
+    let mut frag = unhex(echo["v4"].as_str().unwrap());
     frag[6] |= 0x20;
     frag[10] = frag[10].wrapping_sub(0x20);
     let a = send(&mut h1, P1, C1, &frag);

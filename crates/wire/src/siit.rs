@@ -1,6 +1,6 @@
 //! Stateless IP/ICMP translation, IPv4 ⇄ IPv6 (SIIT, RFC 7915), as far as nvo's ILA IPv4
-//! tenants need it (`nvo_pipeline::l3::ila4`): the header of an unfragmented IPv4 packet
-//! becomes an IPv6 header and back, the caller chooses the addresses on the other side, and
+//! tenants need it (`nvo_pipeline::l3::ila4`): the header of an IPv4 packet becomes an IPv6
+//! header (with a Fragment Header for a fragment) and back, the caller chooses the addresses on the other side, and
 //! the transport checksums follow the pseudo-header.
 //!
 //! ```text
@@ -16,14 +16,17 @@
 //! IPv4 → IPv6 (RFC 7915 §4.1): traffic class = TOS, flow label 0, payload length = total
 //! length − IHL·4, next header = protocol (ICMP 1 → ICMPv6 58), hop limit = TTL (nvo's gateway
 //! is no router hop: not decremented, as for every L3 network). Options are ignored, but an
-//! unexpired source route (LSRR 131, SSRR 137) is refused (§4.1). Fragments (MF or an offset)
-//! are refused: nvo does not translate them (§4.1's Fragment Header is not written), nor
-//! ICMPv4 other than echo (§4.2's error translation is not done).
+//! unexpired source route (LSRR 131, SSRR 137) is refused (§4.1). A fragment (MF or an offset)
+//! gets a Fragment Header with its offset, M and Identification (`fragment`; an unfragmented
+//! packet gets none, and its Identification is lost, as §4.1 says). ICMPv4
+//! echo and the errors §4.2 maps are translated (errors in `icmp`, with their embedded
+//! packet, §4.3); other ICMPv4 messages are refused.
 //!
 //! IPv6 → IPv4 (RFC 7915 §5.1): TOS = traffic class, total length = payload length + 20,
 //! Identification 0, DF set only above 1260 bytes (§5.1), MF 0, TTL = hop limit, protocol =
 //! next header (58 → 1), header checksum computed, no options. Extension headers (hop-by-hop,
-//! routing, fragment, destination options) and ICMPv6 other than echo are refused.
+//! routing, fragment, destination options) and ICMPv6 other than echo and the errors §5.2
+//! maps are refused.
 //!
 //! Checksums: TCP and UDP cover a pseudo-header whose length and protocol words sum the same
 //! in both families, so only the addresses change the sum: the checksum is adjusted
@@ -36,12 +39,18 @@
 use crate::std_wire::checksum;
 use crate::Error;
 
+mod fragment;
+mod icmp;
+
 /// The fixed IPv4 header (RFC 791 §3.1), without options.
 pub const IPV4_HEADER_LEN: usize = 20;
 /// The fixed IPv6 header (RFC 8200 §3).
 pub const IPV6_HEADER_LEN: usize = 40;
 /// What translating an option-less IPv4 packet adds: IPv6's header is 20 bytes longer.
 pub const GROWTH: usize = IPV6_HEADER_LEN - IPV4_HEADER_LEN;
+/// What translating an IPv4 fragment adds: the longer header and the Fragment Header (RFC 8200
+/// §4.5), 28 bytes.
+pub const FRAGMENT_GROWTH: usize = GROWTH + 8;
 /// RFC 7915 §5.1: an IPv4 packet translated from IPv6 gets DF only when longer than this.
 pub const DF_ABOVE: usize = 1260;
 
@@ -100,8 +109,8 @@ fn pseudo6(src: &[u8; 16], dst: &[u8; 16], len: usize, next: u8) -> u16 {
 }
 
 /// The IPv4 header of `v4` checked: (header length, total length). A fragment, a source route,
-/// ICMPv4 other than echo, a protocol IPv6 would read as an extension header (or ICMPv6) are
-/// `Untranslated`.
+/// ICMPv4 other than echo and §4.2's errors, a protocol IPv6 would read as an extension header
+/// (or ICMPv6) are `Untranslated`.
 pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
     if v4.len() < IPV4_HEADER_LEN {
         return Err(Error::truncated("ipv4 header", IPV4_HEADER_LEN, v4.len()).into());
@@ -121,9 +130,6 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(Error::invalid("header checksum", u64::from(word(v4, 10))).into());
     }
     let fragment = word(v4, 6) & 0x3fff; // MF and the offset (RFC 791 §3.1)
-    if fragment != 0 {
-        return Err(untranslated("fragment", u32::from(fragment)));
-    }
     source_route(&v4[IPV4_HEADER_LEN..ihl])?;
     // A protocol number IPv6 reads as an extension header, or ICMPv6 inside IPv4: the
     // translated packet would not mean what the IPv4 one did.
@@ -131,19 +137,30 @@ pub fn check_v4(v4: &[u8]) -> Result<(usize, usize), SiitError> {
         return Err(untranslated("ipv4 protocol", u32::from(v4[9])));
     }
     let l4 = &v4[ihl..total];
-    let need = match v4[9] {
-        TCP => 18,
-        UDP => 8,
-        ICMP => 4,
-        _ => 0,
-    };
+    if fragment != 0 {
+        fragment::check_v4(v4[9], fragment, l4)?;
+        return Ok((ihl, total));
+    }
+    let need = transport_min(v4[9]);
     if l4.len() < need {
         return Err(Error::truncated("transport header", need, l4.len()).into());
     }
-    if v4[9] == ICMP && !matches!((l4[0], l4[1]), (0 | 8, 0)) {
+    if v4[9] == ICMP && !matches!((l4[0], l4[1]), (0 | 8, 0)) && !icmp::v4_error(l4[0], l4[1]) {
         return Err(untranslated("icmpv4 type", u32::from(l4[0])));
     }
     Ok((ihl, total))
+}
+
+/// The bytes of transport header the translation reads or rewrites: TCP up to its checksum
+/// (offset 16, RFC 9293 §3.1), UDP's 8-byte header (RFC 768), ICMP's type, code and checksum
+/// (RFC 792, RFC 4443 §2.1); nothing of any other protocol.
+fn transport_min(protocol: u8) -> usize {
+    match protocol {
+        TCP => 18,
+        UDP => 8,
+        ICMP | ICMPV6 => 4,
+        _ => 0,
+    }
 }
 
 /// RFC 7915 §4.1: a packet with an unexpired LSRR or SSRR option is not translated.
@@ -170,14 +187,26 @@ fn source_route(mut options: &[u8]) -> Result<(), SiitError> {
 }
 
 /// Translates the IPv4 packet `v4` (trailing bytes past its total length ignored) into `out`
-/// as an IPv6 packet from `src` to `dst` (RFC 7915 §4); returns its length.
+/// as an IPv6 packet from `src` to `dst` (RFC 7915 §4); returns its length. An ICMPv4 error
+/// carries the start of another packet (§4.3): `inner` gives the IPv6 address of each of its
+/// IPv4 addresses (None: not translated).
 pub fn v4_to_v6(
     v4: &[u8],
     (src, dst): (&[u8; 16], &[u8; 16]),
+    inner: &dyn Fn([u8; 4]) -> Option<[u8; 16]>,
     out: &mut [u8],
 ) -> Result<usize, SiitError> {
     let (ihl, total) = check_v4(v4)?;
+    if word(v4, 6) & 0x3fff != 0 {
+        return fragment::v4_to_v6(v4, (ihl, total), (src, dst), out);
+    }
     let payload = &v4[ihl..total];
+    if v4[9] == ICMP && !matches!(payload[0], 0 | 8) {
+        let body = out.get_mut(IPV6_HEADER_LEN..).unwrap_or_default();
+        let n = icmp::v4_to_v6(payload, (src, dst), inner, body)?;
+        header_v6(v4, (n, ICMPV6), (src, dst), out);
+        return Ok(IPV6_HEADER_LEN + n);
+    }
     let len = IPV6_HEADER_LEN + payload.len();
     if out.len() < len {
         return Err(Error::truncated("ipv6 output buffer", len, out.len()).into());
@@ -186,13 +215,7 @@ pub fn v4_to_v6(
         ICMP => ICMPV6,
         p => p,
     };
-    let tos = v4[1];
-    out[..4].copy_from_slice(&[0x60 | tos >> 4, tos << 4, 0, 0]);
-    put(out, 4, payload.len() as u16);
-    out[6] = next;
-    out[7] = v4[8];
-    out[8..24].copy_from_slice(src);
-    out[24..40].copy_from_slice(dst);
+    header_v6(v4, (payload.len(), next), (src, dst), out);
     let l4 = &mut out[IPV6_HEADER_LEN..len];
     l4.copy_from_slice(payload);
     let old_addresses = checksum::data(&v4[12..20]);
@@ -220,6 +243,45 @@ pub fn v4_to_v6(
     Ok(len)
 }
 
+/// The IPv6 header (§4.1) of IPv4 packet `v4` at `out` (40 bytes or more), with `payload` bytes
+/// of next header `next`.
+fn header_v6(
+    v4: &[u8],
+    (payload, next): (usize, u8),
+    (src, dst): (&[u8; 16], &[u8; 16]),
+    out: &mut [u8],
+) {
+    let tos = v4[1];
+    out[..4].copy_from_slice(&[0x60 | tos >> 4, tos << 4, 0, 0]);
+    put(out, 4, payload as u16);
+    out[6] = next;
+    out[7] = v4[8];
+    out[8..24].copy_from_slice(src);
+    out[24..40].copy_from_slice(dst);
+}
+
+/// The IPv4 header (§5.1) of IPv6 packet `v6` at `out` (20 bytes or more), for a packet of
+/// `len` bytes of protocol `protocol`.
+fn header_v4(
+    v6: &[u8],
+    (len, protocol): (usize, u8),
+    (src, dst): (&[u8; 4], &[u8; 4]),
+    out: &mut [u8],
+) {
+    let tos = v6[0] << 4 | v6[1] >> 4;
+    let flags: u16 = if len > DF_ABOVE { 0x4000 } else { 0 };
+    out[..2].copy_from_slice(&[0x45, tos]);
+    put(out, 2, len as u16);
+    put(out, 4, 0);
+    put(out, 6, flags);
+    out[8] = v6[7];
+    out[9] = protocol;
+    put(out, 10, 0);
+    out[12..16].copy_from_slice(src);
+    out[16..20].copy_from_slice(dst);
+    put(out, 10, !checksum::data(&out[..IPV4_HEADER_LEN]));
+}
+
 /// UDP sends a computed zero as all ones (RFC 768; RFC 8200 §8.1).
 fn nonzero(sum: u16) -> u16 {
     if sum == 0 {
@@ -230,7 +292,7 @@ fn nonzero(sum: u16) -> u16 {
 }
 
 /// The IPv6 header of `v6` checked: its payload length. Extension headers, ICMPv6 other than
-/// echo, a jumbogram are `Untranslated`.
+/// echo and §5.2's errors, a jumbogram are `Untranslated`.
 pub fn check_v6(v6: &[u8]) -> Result<usize, SiitError> {
     if v6.len() < IPV6_HEADER_LEN {
         return Err(Error::truncated("ipv6 header", IPV6_HEADER_LEN, v6.len()).into());
@@ -246,57 +308,61 @@ pub fn check_v6(v6: &[u8]) -> Result<usize, SiitError> {
         return Err(untranslated("ipv6 payload length", payload as u32));
     }
     let next = v6[6];
+    if next == fragment::FRAGMENT {
+        fragment::check_v6(&v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload])?;
+        return Ok(payload);
+    }
     if EXTENSIONS.contains(&next) {
         return Err(untranslated("ipv6 extension header", u32::from(next)));
     }
     let l4 = &v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload];
-    let need = match next {
-        TCP => 18,
-        UDP => 8,
-        ICMPV6 => 4,
-        _ => 0,
-    };
+    let need = transport_min(next);
     if l4.len() < need {
         return Err(Error::truncated("transport header", need, l4.len()).into());
     }
     if next == UDP && word(l4, 6) == 0 {
         return Err(Error::invalid("udp checksum", 0).into());
     }
-    if next == ICMPV6 && !matches!((l4[0], l4[1]), (128 | 129, 0)) {
+    if next == ICMPV6 && !matches!((l4[0], l4[1]), (128 | 129, 0)) && !icmp::v6_error(l4[0], l4[1])
+    {
         return Err(untranslated("icmpv6 type", u32::from(l4[0])));
     }
     Ok(payload)
 }
 
 /// Translates the IPv6 packet `v6` into `out` as an IPv4 packet from `src` to `dst` (RFC 7915
-/// §5); returns its length.
+/// §5); returns its length. An ICMPv6 error carries the start of another packet (§5.3):
+/// `inner` gives the IPv4 address of each of its IPv6 addresses (None: not translated).
 pub fn v6_to_v4(
     v6: &[u8],
     (src, dst): (&[u8; 4], &[u8; 4]),
+    inner: &dyn Fn(&[u8; 16]) -> Option<[u8; 4]>,
     out: &mut [u8],
 ) -> Result<usize, SiitError> {
     let payload = check_v6(v6)?;
+    let next = v6[6];
+    if next == fragment::FRAGMENT {
+        return fragment::v6_to_v4(v6, payload, (src, dst), out);
+    }
+    let l4 = &v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload];
+    if next == ICMPV6 && !matches!(l4[0], 128 | 129) {
+        let (mut s6, mut d6) = ([0u8; 16], [0u8; 16]);
+        s6.copy_from_slice(&v6[8..24]);
+        d6.copy_from_slice(&v6[24..40]);
+        let body = out.get_mut(IPV4_HEADER_LEN..).unwrap_or_default();
+        let n = icmp::v6_to_v4(l4, (&s6, &d6), inner, body)?;
+        header_v4(v6, (IPV4_HEADER_LEN + n, ICMP), (src, dst), out);
+        return Ok(IPV4_HEADER_LEN + n);
+    }
     let len = IPV4_HEADER_LEN + payload;
     if out.len() < len {
         return Err(Error::truncated("ipv4 output buffer", len, out.len()).into());
     }
-    let next = v6[6];
     let protocol = match next {
         ICMPV6 => ICMP,
         p => p,
     };
-    let tos = v6[0] << 4 | v6[1] >> 4;
-    let flags: u16 = if len > DF_ABOVE { 0x4000 } else { 0 };
-    out[..2].copy_from_slice(&[0x45, tos]);
-    put(out, 2, len as u16);
-    put(out, 4, 0);
-    put(out, 6, flags);
-    out[8] = v6[7];
-    out[9] = protocol;
-    put(out, 10, 0);
-    out[12..16].copy_from_slice(src);
-    out[16..20].copy_from_slice(dst);
-    put(out, 10, !checksum::data(&out[..IPV4_HEADER_LEN]));
+    header_v4(v6, (len, protocol), (src, dst), out);
     let l4 = &mut out[IPV4_HEADER_LEN..len];
     l4.copy_from_slice(&v6[IPV6_HEADER_LEN..IPV6_HEADER_LEN + payload]);
     let old_addresses = checksum::data(&v6[8..40]);
@@ -327,7 +393,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fragments_and_icmp_errors_are_refused_not_translated() {
+    fn icmp_fragments_and_icmp_errors_without_a_packet_are_refused() {
         let mut v4 = [0u8; 28];
         v4[..12].copy_from_slice(&[0x45, 0, 0, 28, 0, 1, 0x20, 0, 64, ICMP, 0, 0]);
         let sum = !checksum::data(&v4[..20]);
@@ -335,24 +401,30 @@ mod tests {
         let mut out = [0u8; 64];
         let addrs = (&[0u8; 16], &[0u8; 16]);
         assert_eq!(
-            v4_to_v6(&v4, addrs, &mut out),
-            Err(untranslated("fragment", 0x2000))
+            v4_to_v6(&v4, addrs, &|_| None, &mut out),
+            Err(untranslated("icmp fragment", 1))
         );
         v4[6] = 0x40; // DF only: not a fragment
         put(&mut v4, 10, 0);
         let sum = !checksum::data(&v4[..20]);
         put(&mut v4, 10, sum);
-        v4[20] = 3; // destination unreachable
+        let none = |_| None;
+        v4[20] = 5; // redirect: §4.2 drops it
         assert_eq!(
-            v4_to_v6(&v4, addrs, &mut out),
-            Err(untranslated("icmpv4 type", 3))
+            v4_to_v6(&v4, addrs, &none, &mut out),
+            Err(untranslated("icmpv4 type", 5))
         );
+        v4[20] = 3; // destination unreachable: an error, but with no packet in it
+        assert!(matches!(
+            v4_to_v6(&v4, addrs, &none, &mut out),
+            Err(SiitError::Malformed(_))
+        ));
         v4[20] = 8;
-        assert_eq!(v4_to_v6(&v4, addrs, &mut out), Ok(48));
+        assert_eq!(v4_to_v6(&v4, addrs, &none, &mut out), Ok(48));
         assert_eq!(out[6], ICMPV6);
         assert_eq!(out[40], 128);
-        assert!(v4_to_v6(&v4[..27], addrs, &mut out).is_err());
-        assert!(v4_to_v6(&v4, addrs, &mut out[..47]).is_err());
+        assert!(v4_to_v6(&v4[..27], addrs, &none, &mut out).is_err());
+        assert!(v4_to_v6(&v4, addrs, &none, &mut out[..47]).is_err());
     }
 
     #[test]

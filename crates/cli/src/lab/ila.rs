@@ -15,7 +15,7 @@
 //!      IPv6 container of an ILA network VNI, k its host
 //!    POST /v1/networks/VNI/routes {prefix: IPv4/32, remote: fd00:1a:0:k::1}  for every
 //!      container of an ILA network (its `ip:`)
-//!  in each container of an ILA network: ip route replace SUBNET dev eth0 … mtu MTU−20
+//!  in each container of an ILA network: ip route replace SUBNET dev eth0 … mtu MTU−28
 //! ```
 
 use std::net::{IpAddr, Ipv6Addr};
@@ -110,9 +110,10 @@ pub fn mappings(plan: &Plan) -> Result<(), LabError> {
     Ok(())
 }
 
-/// In container `c` of an ILA network (MTU `mtu`): its IPv4 subnet's route with an MTU 20
-/// bytes lower, so that its IPv4 packets still fit the underlay once translated to IPv6
-/// (`nvo_wire::siit::GROWTH`). Nothing for other networks.
+/// In container `c` of an ILA network (MTU `mtu`): its IPv4 subnet's route with an MTU 28
+/// bytes lower, so that its IPv4 packets still fit the underlay once translated to IPv6, a
+/// fragment with its Fragment Header too (`nvo_wire::siit::FRAGMENT_GROWTH`). Nothing for
+/// other networks.
 pub fn container(plan: &Plan, c: &ContainerPlan, mtu: u16) -> Result<(), LabError> {
     let ila = plan
         .networks
@@ -122,7 +123,7 @@ pub fn container(plan: &Plan, c: &ContainerPlan, mtu: u16) -> Result<(), LabErro
         return Ok(());
     }
     let (subnet, len, addr) = (c.ip.network(), c.ip.prefix, c.ip.addr);
-    let mtu = mtu.saturating_sub(nvo_wire::siit::GROWTH as u16);
+    let mtu = mtu.saturating_sub(nvo_wire::siit::FRAGMENT_GROWTH as u16);
     ip(
         &c.ns,
         &format!(

@@ -9,29 +9,34 @@
 //!
 //!  container ── IPv4 to the gateway MAC (proxy ARP) ──► l3::route
 //!     a local neighbour → delivered untranslated (as on every L3 network)
-//!     a fragment, an unexpired source route, ICMP other than echo → profile_mismatch
+//!     an ICMP fragment or a UDP one without checksum, an unexpired source route, ICMP other
+//!       than echo and the errors RFC 7915 §4.2 translates → profile_mismatch (a fragment
+//!       crosses as one, with a Fragment Header: nvo_wire::siit)
 //!     mapping (route 10.0.0.2/32 → an address of the locator /64), or an EVPN MAC+IP route
 //!       → SendIla { locator }: the datapath translates ([`translate_egress`]) each segment
 //!       → this host's locator: ARP probe on every port, no_destination
 //!     none → no_destination
 //!  kernel ── IPv6 to this host's locator, identifier type 2 ──► Pipeline::from_ila
-//!     source not a type-2 identifier of the same VNI (an underlay router's ICMPv6 error),
-//!     no ILA network with the VNI, nobody owns the IPv4 destination → no_destination (an
-//!     ARP probe when it is mapped here);
+//!     source not a type-2 identifier of the same VNI and not an ICMPv6 error, no ILA network
+//!     with the VNI, nobody owns the IPv4 destination → no_destination (an ARP probe when it
+//!     is mapped here); an ICMPv6 error from elsewhere (an underlay router's or this host's
+//!     kernel's Packet Too Big) comes from 192.0.0.8 (RFC 7600 §4.8);
 //!     cut short or malformed → malformed_tunnel; an extension header, ICMPv6 other than
-//!     echo → profile_mismatch; else IPv4 behind an Ethernet header from the gateway MAC
+//!     echo and the errors §5.2 translates, an error about another tenant's packet →
+//!     profile_mismatch; else IPv4 behind an Ethernet header from the gateway MAC
 //! ```
 //!
 //! Why the source is this host's locator and not a SIR prefix: the receiver must recover the
 //! sender's IPv4 address and the VNI from the source, so the source carries the same kind of
 //! identifier; with the sender's locator in front it is a routable address of the sending host
-//! (an ICMPv6 error from the underlay comes back to its nvod, which counts it: ICMP errors are
-//! not translated), and nvo has no SIR prefix for an IPv4 network to put there. The C bit is clear: the transport checksums are adjusted by
+//! (an ICMPv6 error from the underlay comes back to its nvod, which translates it for the
+//! container: path MTU discovery works), and nvo has no SIR prefix for an IPv4 network to put there. The C bit is clear: the transport checksums are adjusted by
 //! the translation anyway (the pseudo-header changes family), so nothing needs to be neutral.
 //!
-//! The tenant MTU for IPv4 is the underlay's minus 20 (the IPv6 header is 20 bytes longer;
-//! `nvo lab` sets it on the containers' IPv4 route): a longer packet is translated, and the
-//! kernel, not nvo, refuses it on the underlay.
+//! The tenant MTU for IPv4 is the underlay's minus 28 (the IPv6 header is 20 bytes longer, a
+//! Fragment Header 8 more; `nvo lab` sets it on the containers' IPv4 route): a longer packet is translated, the kernel
+//! refuses it on the underlay with an ICMPv6 Packet Too Big to the sender's ILA address, and
+//! nvod hands that to the container as "fragmentation needed" with the MTU minus 20.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -77,7 +82,14 @@ pub fn translate_egress(
     })?;
     let src6 = ila_address(here, vni, src).octets();
     let dst6 = ila_address(there, vni, dst).octets();
-    siit::v4_to_v6(v4, (&src6, &dst6), out)
+    // An ICMPv4 error's embedded packet went between the same two containers, the other way
+    // (RFC 7915 §4.3): its addresses are the outer ones swapped; any other is not translated.
+    let inner = |a: [u8; 4]| match Ipv4Addr::from(a) {
+        a if a == src => Some(src6),
+        a if a == dst => Some(dst6),
+        _ => None,
+    };
+    siit::v4_to_v6(v4, (&src6, &dst6), &inner, out)
 }
 
 fn addresses(v4: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr)> {
@@ -138,8 +150,13 @@ fn receive(
         .get(8..24)
         .and_then(|s| s.try_into().ok())
         .ok_or(DropReason::MalformedTunnel)?;
+    let vni = net.spec.vni;
     let src = match identifier(Ipv6Addr::from(src6)) {
-        Some((vni, src)) if vni == net.spec.vni => src,
+        Some((v, src)) if v == vni => src,
+        // An ICMPv6 error from the underlay (a router's, or this host's kernel's Packet Too
+        // Big) about a packet this tenant sent: from RFC 7600 §4.8's IPv4 dummy address, as
+        // RFC 7915 §5.2 lets a translator do for a source with no IPv4 form.
+        _ if icmpv6_error(packet) => DUMMY_V4,
         _ => return Err(DropReason::NoDestination),
     };
     let Some(&(port, mac)) = net.l3.neighbours.get(&IpAddr::V4(dst)) else {
@@ -151,12 +168,27 @@ fn receive(
     let l2 = frame::write_header(scratch, mac, gw, None, nvo_wire::EtherType::Ipv4)
         .ok_or(DropReason::NoDestination)?;
     let out = scratch.get_mut(l2..).ok_or(DropReason::NoDestination)?;
-    let n = siit::v6_to_v4(packet, (&src.octets(), &dst.octets()), out)
+    // The embedded packet's addresses are this tenant's ILA addresses (§5.3).
+    let inner = |a: &[u8; 16]| match identifier(Ipv6Addr::from(*a)) {
+        Some((v, a4)) if v == vni => Some(a4.octets()),
+        _ => None,
+    };
+    let n = siit::v6_to_v4(packet, (&src.octets(), &dst.octets()), &inner, out)
         .map_err(|e| reason(e, DropReason::MalformedTunnel))?;
     net.counters.rx_underlay_frames += 1;
     net.counters.delivered += 1;
     actions.push(Action::Reply { port, len: l2 + n });
     Ok(())
+}
+
+/// RFC 7600 §4.8: the IPv4 source of an ICMP error translated from an IPv6 address with no
+/// IPv4 form (192.0.0.8).
+pub const DUMMY_V4: Ipv4Addr = Ipv4Addr::new(192, 0, 0, 8);
+
+/// Whether IPv6 `packet` (no extension headers) is an ICMPv6 error message (RFC 4443 §2.1:
+/// types below 128).
+fn icmpv6_error(packet: &[u8]) -> bool {
+    packet.get(6) == Some(&58) && packet.get(40).is_some_and(|&t| t < 128)
 }
 
 impl Pipeline {

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use nvo_pipeline::{Action, Actions, Limits, Mac, NetworkSpec, Pipeline, PortId, Vni};
 use nvo_wire::vxlan::{Gbp, VxlanPacket, VxlanRepr};
 
+pub mod ila_bed;
 pub mod scapy;
 mod vxlan_rx;
 #[allow(unused_imports)] // not every test binary receives VXLAN
