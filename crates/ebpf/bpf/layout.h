@@ -311,6 +311,8 @@ struct nvo_vtep {
 
 /* Learn reports (ring `events`). */
 #define NVO_EVENT_LEARN 1      /* a new or moved source MAC, or one still active */
+#define NVO_EVENT_IDENTITY 2   /* a group learned from a GBP header (policy.h): port_id = the
+                                * group, dest = the family (4, 6), remote = the address */
 
 struct nvo_event {
 	__u32 kind;
