@@ -188,6 +188,9 @@ pub struct PolicyCounters {
     pub exempt: u64,
     /// Allowed flows the full connection table could not track.
     pub conntrack_full: u64,
+    /// The kernel's programs enforce the policy too (the eBPF datapath): the counts are
+    /// theirs and nvod's together.
+    pub in_kernel: bool,
 }
 
 impl PolicyCounters {
@@ -210,6 +213,7 @@ impl PolicyCounters {
             unknown_destination,
             exempt,
             conntrack_full,
+            in_kernel,
         } = other;
         self.allowed += allowed;
         self.denied += denied;
@@ -220,6 +224,7 @@ impl PolicyCounters {
         self.unknown_destination += unknown_destination;
         self.exempt += exempt;
         self.conntrack_full += conntrack_full;
+        self.in_kernel |= in_kernel;
     }
 }
 

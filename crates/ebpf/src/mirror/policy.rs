@@ -342,6 +342,7 @@ impl Mirror {
         let Some(&slot) = self.net_slots.by_key.get(&vni) else {
             return;
         };
+        counters.in_kernel = true;
         let maps = &self.kernel.maps;
         let zero = layout::PolCounters::default();
         if let Ok(k) = sum_per_cpu(&maps.pol_counters, slot, layout::PolCounters::add, zero) {
