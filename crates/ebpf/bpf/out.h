@@ -129,7 +129,8 @@ NVO_FUNC int nvo_remote_send(struct __sk_buff *skb, __u32 vni, __u32 remote, __u
 			set_verdict(skb, NVO_VERDICT_REMOTE, remote, 0);
 			return bpf_redirect_neigh(nh.ifindex, 0, 0, 0);
 		}
-		punt(skb, NVO_PUNT_ENCAP, 0, vni, inner, remote, entropy);
+		/* port_id: the identity policy's tag (policy.h), for the header nvod writes. */
+		punt(skb, NVO_PUNT_ENCAP, tag, vni, inner, remote, entropy);
 		set_verdict(skb, NVO_VERDICT_PUNT, remote, 0);
 		return copy ? TC_ACT_OK : TC_ACT_SHOT;
 	}

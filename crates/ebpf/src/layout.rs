@@ -619,6 +619,9 @@ pub const SIDE_TO: u8 = 1;
 pub const SIDE_SELECTED: u8 = 2;
 pub const IDENT_LABEL: u32 = 1;
 pub const IDENT_EVPN: u32 = 2;
+/// A policy tag (a punted encapsulation's `port_id`): set, the A bit, the group below.
+pub const TAG_ON: u32 = 1 << 31;
+pub const TAG_APPLIED: u32 = 1 << 16;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
