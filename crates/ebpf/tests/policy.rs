@@ -76,8 +76,21 @@ impl L4 {
     }
 }
 
-fn ip_frame(dst_mac: [u8; 6], src: &Host, dst: &Host, l4: L4) -> Vec<u8> {
-    let b = etherparse::PacketBuilder::ethernet2(src.mac, dst_mac).ipv4(src.ip, dst.ip, 64);
+/// A host's IPv6 address: fd00::N.
+fn v6(ip: [u8; 4]) -> [u8; 16] {
+    let mut a = [0u8; 16];
+    a[0] = 0xfd;
+    a[15] = ip[3];
+    a
+}
+
+fn ip_frame(dst_mac: [u8; 6], src: &Host, dst: &Host, l4: L4, ipv6: bool) -> Vec<u8> {
+    let eth = etherparse::PacketBuilder::ethernet2(src.mac, dst_mac);
+    let b = if ipv6 {
+        eth.ipv6(v6(src.ip), v6(dst.ip), 64)
+    } else {
+        eth.ipv4(src.ip, dst.ip, 64)
+    };
     let mut v = Vec::new();
     let payload = [0x5au8; 24];
     match l4 {
@@ -87,6 +100,15 @@ fn ip_frame(dst_mac: [u8; 6], src: &Host, dst: &Host, l4: L4) -> Vec<u8> {
             t.write(&mut v, &payload).unwrap();
         }
         L4::Udp { sport, dport } => b.udp(sport, dport).write(&mut v, &payload).unwrap(),
+        L4::Echo { id, reply } if ipv6 => {
+            let b = if reply {
+                b.icmpv6_echo_reply(id, 1)
+            } else {
+                b.icmpv6_echo_request(id, 1)
+            };
+            b.write(&mut v, &payload).unwrap()
+        }
+        L4::Unreachable if ipv6 => b.icmpv6_raw(1, 0, [0; 4]).write(&mut v, &payload).unwrap(),
         L4::Echo { id, reply: false } => b
             .icmpv4_echo_request(id, 1)
             .write(&mut v, &payload)
@@ -149,10 +171,10 @@ fn label_port(fx: &mut Fixture, port: u32, app: &str) {
     });
 }
 
-fn label_addr(fx: &mut Fixture, ip: [u8; 4], app: &str) {
-    let l = labels(app);
+fn label_addr(fx: &mut Fixture, ip: impl Into<IpAddr>, app: &str) {
+    let (l, ip) = (labels(app), ip.into());
     fx.both(move |p, _| {
-        let cmd = PolicyCommand::LabelAddr(Vni(VNI), IpAddr::from(ip), l.clone());
+        let cmd = PolicyCommand::LabelAddr(Vni(VNI), ip, l.clone());
         p.policy_command(cmd).unwrap();
     });
 }
@@ -194,9 +216,19 @@ fn send(
     l4: L4,
     tag: Option<(u16, bool)>,
 ) -> (Result, Result) {
+    send_ip(fx, (src, dst, bcast, false), l4, tag)
+}
+
+/// [`send`] with the family chosen: (source, destination, broadcast, IPv6).
+fn send_ip(
+    fx: &mut Fixture,
+    (src, dst, bcast, ipv6): (usize, usize, bool, bool),
+    l4: L4,
+    tag: Option<(u16, bool)>,
+) -> (Result, Result) {
     let (s, d) = (HOSTS[src], HOSTS[dst]);
     let dst_mac = if bcast { [0xff; 6] } else { d.mac };
-    let f = ip_frame(dst_mac, &s, &d, l4);
+    let f = ip_frame(dst_mac, &s, &d, l4, ipv6);
     match s.port {
         Some(port) => fx.port_frame(port, &f),
         None => {
@@ -453,8 +485,8 @@ fn tunnel_tags_decide_at_ingress() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
-    /// Random policies, labels, tags and traffic (with replies): every packet the same in the
-    /// kernel and in the pipeline, and the same counters at the end.
+    /// Random policies, labels, tags and traffic (with replies, IPv4 and IPv6): every packet
+    /// the same in the kernel and in the pipeline, and the same counters at the end.
     #[test]
     fn random_policies_agree(
         rules in prop::collection::vec((0usize..4, 0usize..4, any::<bool>(), 0usize..4, 0usize..3), 0..5),
@@ -462,7 +494,7 @@ proptest! {
         addr_app in 0usize..4,
         gbp in any::<bool>(),
         packets in prop::collection::vec(
-            (0usize..6, 0usize..6, 0usize..5, any::<u16>(), 0usize..6, any::<bool>(), any::<bool>(), 0usize..8),
+            (0usize..6, 0usize..6, 0usize..5, any::<u16>(), 0usize..6, any::<bool>(), any::<bool>(), 0usize..8, any::<bool>()),
             1..24),
     ) {
         let profile = if gbp { "vxlan-gbp" } else { "vxlan" };
@@ -487,8 +519,9 @@ proptest! {
             label_port(&mut fx, i as u32 + 1, apps[a]);
         }
         label_addr(&mut fx, HOSTS[5].ip, apps[addr_app]);
-        let mut last: Option<(usize, usize, L4)> = None;
-        for (src, dst, kind, port, tag, applied, bcast, reply) in packets {
+        label_addr(&mut fx, v6(HOSTS[5].ip), apps[addr_app]);
+        let mut last: Option<(usize, usize, L4, bool)> = None;
+        for (src, dst, kind, port, tag, applied, bcast, reply, ipv6) in packets {
             let l4 = match kind {
                 0 => L4::Tcp { sport: 40000 + port % 4, dport: [5432, 22, 8080, 53][usize::from(port % 4)], fin: port % 7 == 0 },
                 1 => L4::Udp { sport: 1000 + port % 3, dport: [53, 8000, 9][usize::from(port % 3)] },
@@ -497,17 +530,17 @@ proptest! {
                 _ => L4::Tcp { sport: port, dport: 5432, fin: false },
             };
             // Now and then the reply of the packet before.
-            let (src, dst, l4) = match last {
-                Some((s, d, l)) if reply == 0 => (d, s, l.reversed()),
-                _ => (src, dst, l4),
+            let (src, dst, l4, ipv6) = match last {
+                Some((s, d, l, six)) if reply == 0 => (d, s, l.reversed(), six),
+                _ => (src, dst, l4, ipv6),
             };
-            last = Some((src, dst, l4));
+            last = Some((src, dst, l4, ipv6));
             if src == dst {
                 continue;
             }
             let groups = [0u16, 10, 20, 30, 99, 0];
             let tag = gbp.then_some((groups[tag], applied));
-            let r = send(&mut fx, src, dst, bcast && reply == 1, l4, tag);
+            let r = send_ip(&mut fx, (src, dst, bcast && reply == 1, ipv6), l4, tag);
             same("random", &r);
         }
         agree(&mut fx);
