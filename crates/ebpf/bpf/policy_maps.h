@@ -8,7 +8,7 @@
 #ifndef NVO_POLICY_MAPS_H
 #define NVO_POLICY_MAPS_H
 
-#define NVO_MAX_RULES 256      /* rules of one network the kernel scans; more: userspace */
+#define NVO_MAX_RULES 4096     /* rules of one network the kernel scans (the pipeline's bound) */
 #define NVO_RULE_PORTS 8       /* port ranges of one rule; more: userspace */
 #define NVO_NET_POLICY 256     /* network flag: an identity policy filters it */
 #define NVO_NET_GBP 512        /* network flag: its frames carry the group (VXLAN-GBP) */

@@ -596,12 +596,13 @@ pod!(Event, Punt, Trace, MonitorRecord);
 
 // Identity policy (bpf/policy_maps.h).
 
-/// Rules of one network the kernel scans; a network with more is enforced by nvod.
-pub const MAX_RULES: usize = 256;
+/// Rules of one network the kernel scans: the pipeline's bound (nvo_policy::rules::MAX_RULES),
+/// scanned by bpf_loop, whose verification does not grow with it.
+pub const MAX_RULES: usize = 4096;
 /// Port ranges of one rule the kernel tests; a rule with more leaves its network to nvod.
 pub const RULE_PORTS: usize = 8;
 /// Group memberships (rule sides naming a group, selected groups) of one network.
-pub const MAX_MEMBERS: usize = 4096;
+pub const MAX_MEMBERS: usize = 16_384;
 /// Rule entries over all networks (`pol_rules`, `pol_rule_hits`).
 pub const RULE_SLOTS: u32 = 65536;
 /// Membership entries over all networks (`pol_members`).

@@ -482,6 +482,53 @@ fn tunnel_tags_decide_at_ingress() {
     agree(&mut fx);
 }
 
+/// A thousand rules (bench/policy_cost.py's largest case) are scanned in the kernel: the last
+/// one decides, in the kernel, as in the pipeline.
+#[test]
+fn a_thousand_rules_are_scanned_in_the_kernel() {
+    let mut fx = setup("pk3", "vxlan-gbp");
+    let mut rules: Vec<String> = (0..999)
+        .map(|i| {
+            format!(
+                r#"{{"name": "r{i}", "from": ["web"], "to": ["db"], "action": "allow",
+                    "protocol": "tcp", "ports": ["{}"]}}"#,
+                10000 + i
+            )
+        })
+        .collect();
+    rules.push(
+        r#"{"name": "last", "from": ["web"], "to": ["db"], "action": "allow",
+            "protocol": "tcp", "ports": ["5201"]}"#
+            .to_owned(),
+    );
+    set_policy(&mut fx, &policy(&rules.join(", ")));
+    label_port(&mut fx, 1, "web");
+    label_port(&mut fx, 2, "db");
+    for (what, dport, want) in [
+        ("the last rule", 5201, None),
+        ("rule 500", 10500, None),
+        ("no rule", 22, Some(PolicyDenied.code())),
+    ] {
+        let l4 = L4::Tcp {
+            sport: 33000 + dport % 100,
+            dport,
+            fin: false,
+        };
+        let r = send(&mut fx, 0, 1, false, l4, None);
+        assert!(!r.0.punted, "{what}: decided in the kernel");
+        assert_eq!(r.0.drop, want, "{what}");
+        same(what, &r);
+    }
+    let (m, _) = policy_counters(&mut fx);
+    assert_eq!(
+        (m.rules[999], m.rules[500]),
+        (1, 1),
+        "{:?}",
+        &m.rules[495..]
+    );
+    agree(&mut fx);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
