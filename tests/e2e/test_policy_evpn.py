@@ -83,7 +83,11 @@ def test_the_group_in_an_evpn_route_is_the_source_identity_at_the_receiver(lab_f
         # identity from the wire or an EVPN route (Policy::trace finds none: "unknown"), unlike
         # a known address without a group ("unlabelled").
         assert trace(lab, "10.0.0.9")["from_group"] == "unknown"
-        assert rule(lab.nvo("h2", "policy", "show", str(VNI)), "web-db")["packets"] >= 1
+        shown = lab.nvo("h2", "policy", "show", str(VNI))
+        assert rule(shown, "web-db")["packets"] >= 1
+        # On the eBPF datapath the programs decided, with the route's group from pol_ids.
+        want = "kernel" if lab.nvo("h2", "node")["datapath"] == "ebpf" else "nvod"
+        assert shown["datapath"] == want, shown
 
         # web1 relabelled batch on h1: its routes carry group 30, and h2 decides new flows by it.
         (port,) = [p for p, l in lab.nvo("h1", "endpoint", "list")["ports"].items() if l.get("app") == "web"]

@@ -97,6 +97,9 @@ table inet g {
     assert not connects(lab, "k1", "10.0.0.2", 5432)
 
     view = lab.nvo("h1", "policy", "show", "100")
+    # On the eBPF datapath the programs decided (the GBP header read in nvo_underlay).
+    want = "kernel" if lab.nvo("h1", "node")["datapath"] == "ebpf" else "nvod"
+    assert view["datapath"] == want, view
     assert next(r for r in view["rules"] if r["name"] == "ok-db")["packets"] >= 1, view
     assert view["verdicts"]["default_denied"] >= 2, view
     # The kernel saw db's group (20) in the mark of what nvod sent it.

@@ -119,7 +119,8 @@ def test_the_receiver_decides_by_the_group_the_geneve_option_carries(lab_factory
     if lab.nvo("h2", "node")["datapath"] == "ebpf":
         log = (RUN / lab.name / "h2.log").read_text()
         assert "network 100 does not run in the kernel" in log, log[-2000:]
-        assert "an identity policy filters it" in log, log[-2000:]
+        assert "an identity policy filters it and its profile is Geneve" in log, log[-2000:]
+        assert lab.nvo("h2", "policy", "show", "100")["datapath"] == "nvod"
 
     pcap = tmp_path / "geneve.pcap"
     cap = lab.capture("h2", pcap, "udp port 6081")

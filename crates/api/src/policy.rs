@@ -123,6 +123,10 @@ pub struct PolicyView {
     pub rules: Vec<RuleView>,
     /// Packets per verdict.
     pub verdicts: Verdicts,
+    /// Who enforces it: `kernel` (the eBPF programs, with nvod for what they hand over; the
+    /// counts are both's) or `nvod` (its userspace pipeline alone).
+    #[serde(default)]
+    pub datapath: String,
 }
 
 /// A group as shown.

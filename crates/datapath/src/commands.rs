@@ -156,7 +156,21 @@ pub fn run(fwd: &mut Forwarder, command: Command, now: Instant) -> Result<Reply,
             actions,
             frame,
         } => super::flows::packet_out(core, in_port, &actions, &frame, now),
-        Command::Policy(c) => Ok(Reply::Policy(pipeline.policy_command(c)?)),
+        Command::Policy(c) => {
+            let shown = match &c {
+                nvo_pipeline::policy::PolicyCommand::Show(vni) => Some(*vni),
+                _ => None,
+            };
+            let mut reply = pipeline.policy_command(c)?;
+            // The programs count what they decide (bpf/policy.h): their share is added to
+            // worker 0's, which the other workers' are then merged into.
+            if let (Some(vni), nvo_pipeline::policy::PolicyReply::Counters(counters), Some(k)) =
+                (shown, &mut reply, &core.kernel)
+            {
+                k.add_policy_counters(vni, counters);
+            }
+            Ok(Reply::Policy(reply))
+        }
         // The loop stops before asking; answering keeps the match total.
         Command::Stop => Ok(Reply::Done),
     }

@@ -7,10 +7,11 @@
 //!   covers it, so one policer or meter copy must see all its frames (metering.rs, qos.rs);
 //!   on either datapath.
 //! - **the kernel** ([`Reading::Kernel`]), on the kernel path only, for a veth port whose
-//!   network runs in the kernel — not a network with an identity policy (issue 18;
-//!   compile::network_supported refuses it as Unsupported::Policy, so its VNI also leaves the
-//!   kernel's network map and its tunnel packets reach nvod's underlay socket; nor, the same
-//!   way, a network whose tunnel frames a flow rule may match: Unsupported::TunnelFlows,
+//!   network runs in the kernel — an identity policy (issue 18) is enforced there too
+//!   (bpf/policy.h), but for a Geneve network or a policy larger than the programs scan
+//!   (compile::network_supported: Unsupported::PolicyGeneve, PolicyTooLarge, so its VNI
+//!   leaves the kernel's network map and its tunnel packets reach nvod's underlay socket; the
+//!   same way a network whose tunnel frames a flow rule may match: Unsupported::TunnelFlows,
 //!   tunnel_flows.rs) — and that no flow rule covers (flows.rs).
 //! - **nvod on every worker** otherwise: a flow rule covers it ([`Reading::Covered`]), its
 //!   network does not run in the kernel ([`Reading::NotInKernel`]), or it is nvod's anyway
@@ -25,9 +26,9 @@
 //!    next Mirror::sync (same tick)    the port's tc program comes off (or back on)
 //! ```
 //!
-//! A policy applied to a network whose ports the kernel already runs thus takes effect within
-//! the tick; removing the policy hands the network back to the kernel the same way (but for
-//! ports a flow rule still covers). Commands that change none of this (reads, traces,
+//! A policy the kernel cannot enforce, applied to a network whose ports the kernel already
+//! runs, thus takes effect within the tick; removing it hands the network back to the kernel
+//! the same way (but for ports a flow rule still covers). Commands that change none of this (reads, traces,
 //! PACKET_OUT: `Command::keeps_tables`) skip the decision.
 
 use std::collections::HashSet;

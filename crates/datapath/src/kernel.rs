@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use nvo_ebpf::{layout, AttachError, Kernel, Mirror, NodeSettings, Sizes, XdpAttach};
 use nvo_encap::profile::ProfileId;
+use nvo_pipeline::policy::GroupTag;
 use nvo_pipeline::{DropReason, PortId, TxTarget, Vni};
 
 use super::forward::{Core, Forwarder};
@@ -303,6 +304,13 @@ impl Forwarder {
                     return;
                 };
                 let to = (remote, Vni(hdr.vni), hdr.entropy, ProfileId(view.profile.0));
+                // The identity the program decided (bpf/policy.h) goes into the header nvod
+                // writes, as the program would have written it.
+                let tag = (hdr.port_id & layout::TAG_ON != 0).then_some(GroupTag {
+                    group: (hdr.port_id & 0xffff) as u16,
+                    applied: hdr.port_id & layout::TAG_APPLIED != 0,
+                });
+                self.core.actions.set_group(tag);
                 if meta.is_complete() {
                     self.core.encap(to, frame, false, &meta);
                 } else {

@@ -43,7 +43,7 @@
 #define NVO_DROP_QOS_POLICED 29
 /* Flow tables run in userspace only (a port a rule covers is handed to nvod). */
 #define NVO_DROP_FLOW_DROP 30
-/* Identity policy runs in userspace only: networks with a policy are handed to nvod. */
+/* Identity policy: in the kernel (policy.h) and in the pipeline. */
 #define NVO_DROP_POLICY_DENIED 31
 
 #endif

@@ -311,6 +311,8 @@ struct nvo_vtep {
 
 /* Learn reports (ring `events`). */
 #define NVO_EVENT_LEARN 1      /* a new or moved source MAC, or one still active */
+#define NVO_EVENT_IDENTITY 2   /* a group learned from a GBP header (policy.h): port_id = the
+                                * group, dest = the family (4, 6), remote = the address */
 
 struct nvo_event {
 	__u32 kind;
@@ -325,7 +327,8 @@ struct nvo_event {
 /* Frames for nvod (ring `punts`): a header, then `len` bytes of the frame. */
 #define NVO_PUNT_PORT 1        /* a frame from port `port_id`: nvod runs the pipeline on it */
 #define NVO_PUNT_DELIVER 2     /* deliver this frame to userspace port `port_id` */
-#define NVO_PUNT_ENCAP 3       /* encapsulate this frame of `vni` to `remote` (unresolved next hop) */
+#define NVO_PUNT_ENCAP 3       /* encapsulate this frame of `vni` to `remote` (unresolved next hop);
+				* port_id: its policy tag (bit 31 set: bit 16 the A bit, bits 0-15 the group) */
 #define NVO_PUNT_ANSWERED 4    /* an ARP request from port `port_id` the kernel answered: snoop it */
 
 struct nvo_punt {

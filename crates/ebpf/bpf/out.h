@@ -99,6 +99,15 @@ NVO_FUNC int nvo_remote_send(struct __sk_buff *skb, __u32 vni, __u32 remote, __u
 	int rc = next_hop(skb, cfg, remote, &nh);
 	if (rc == 0)
 		rc = outer_write(skb, cfg, t, remote, &nh, entropy, tos, ttl) ? 2 : 0;
+	__u32 tag = skb->cb[3];
+	if (rc == 0 && (tag & TAG_ON) && (net->flags & NVO_NET_GBP) && l4 == 8) {
+		/* The source's group and the A bit (draft-smith-vxlan-group-policy-05 §2.1): the
+		 * template's flags byte with A set or cleared, then the Group Policy ID. */
+		__u8 g[3] = { (t->bytes[1] & ~0x08) | ((tag & TAG_APPLIED) ? 0x08 : 0),
+			      (tag >> 8) & 0xff, tag & 0xff };
+		if (bpf_skb_store_bytes(skb, ETH_HLEN + 20 + 8 + 1, g, 3, 0))
+			rc = 2;
+	}
 	if (rc) {
 		tx_failed(skb, 1);
 		/* The argument says which step failed: the FIB (1) or writing the headers (2). */
@@ -120,7 +129,8 @@ NVO_FUNC int nvo_remote_send(struct __sk_buff *skb, __u32 vni, __u32 remote, __u
 			set_verdict(skb, NVO_VERDICT_REMOTE, remote, 0);
 			return bpf_redirect_neigh(nh.ifindex, 0, 0, 0);
 		}
-		punt(skb, NVO_PUNT_ENCAP, 0, vni, inner, remote, entropy);
+		/* port_id: the identity policy's tag (policy.h), for the header nvod writes. */
+		punt(skb, NVO_PUNT_ENCAP, tag, vni, inner, remote, entropy);
 		set_verdict(skb, NVO_VERDICT_PUNT, remote, 0);
 		return copy ? TC_ACT_OK : TC_ACT_SHOT;
 	}

@@ -11,6 +11,7 @@
  *     replicate) → punted whole, before anything is counted or learned
  *   ethernet header? ─ no → malformed_frame       source unicast? ─ no → invalid_source_mac
  *   learn src → port
+ *   identity policy (policy.h): deny → policy_denied; the group tag for the tunnel header
  *   dst in fdb: this port → hairpin · other port → that port's peer · remote → encapsulated
  *   else flood: a copy to every other port, then one per flood remote (or one to the group)
  *   nothing to do → no_destination
@@ -231,6 +232,7 @@ static __always_inline int port_in(struct __sk_buff *skb)
 
 	if (!cfg)
 		return TC_ACT_SHOT;
+	skb->cb[3] = 0; /* no group tag (policy.h) until the policy gives one */
 	struct nvo_port *port = bpf_map_lookup_elem(&ports, &ifindex);
 	if (!port)
 		return drop(skb, NVO_DROP_UNKNOWN_PORT, 0);
@@ -258,7 +260,9 @@ static __always_inline int port_in(struct __sk_buff *skb)
 			  (dst && dst->dest == NVO_DEST_NODE) ||
 			  (!dst && ((net->flags & NVO_NET_BUM_USER) ||
 				    net->port_count > NVO_MAX_NET_PORTS ||
-				    net->flood_count > NVO_MAX_FLOOD));
+				    net->flood_count > NVO_MAX_FLOOD)) ||
+			  ((net->flags & NVO_NET_POLICY) &&
+			   pol_egress_punts(skb, vni, ethertype, dst || mac_eq(eth, eth + 6)));
 	}
 	if (to_nvod && net && parsed && ethertype == ETH_P_ARP && (net->flags & NVO_NET_SUPPRESS)) {
 		int verdict = arp_answer(skb, cfg, vni, port, eth, pc);
@@ -291,6 +295,15 @@ static __always_inline int port_in(struct __sk_buff *skb)
 		struct nvo_fdb_key k = { .vni = vni };
 		__builtin_memcpy(k.mac, eth, 6);
 		dst = bpf_map_lookup_elem(&fdb, &k);
+	}
+	if (net->flags & NVO_NET_POLICY) {
+		/* Identity policy (policy.h), where the pipeline applies it: after learning, before
+		 * the destination is looked at. The tag goes into the tunnel header (out.h). */
+		int tag = pol_egress(skb, vni, net->slot, port->flags >> NVO_PORT_GROUP_SHIFT,
+				     ethertype);
+		if (tag == POL_DENY)
+			return drop(skb, NVO_DROP_POLICY_DENIED, pc);
+		skb->cb[3] = tag;
 	}
 
 	if (dst && dst->dest == NVO_DEST_PORT) {

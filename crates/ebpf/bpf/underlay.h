@@ -13,6 +13,8 @@
  *   remote known (NVO_NET_KNOWN_ONLY: a `vteps` entry marked known)? ─ no → unknown_remote
  *   inner ethernet? ─ no → malformed_frame   source unicast? ─ no → invalid_source_mac
  *   learn src → the outer source address (unless the header says not to: GBP's D bit)
+ *   identity policy (policy.h; the GBP group and A bit when the profile carries them):
+ *     deny → policy_denied
  *   dst in fdb: port → decapsulated into it · remote or node → remote_to_remote
  *   else a decapsulated copy to every port; none → no_destination
  */
@@ -351,6 +353,8 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 	    (!vtep && !(net->flags & NVO_NET_KNOWN_ONLY) && (net->flags & NVO_NET_LEARN_TUNNELS) &&
 	     !d.dont_learn) ||
 	    (inner_ok && skb->len - inner_off - ETH_HLEN < 20) ||
+	    ((net->flags & NVO_NET_POLICY) &&
+	     (inner_type == ETH_P_8021Q || inner_type == ETH_P_8021AD)) ||
 	    (inner_ok && !dst && net->port_count > NVO_MAX_NET_PORTS)) {
 		if (nc)
 			nc->passed += 1;
@@ -380,6 +384,17 @@ static __always_inline int underlay_in(struct __sk_buff *skb)
 		struct nvo_fdb_key k = { .vni = vni };
 		__builtin_memcpy(k.mac, inner, 6);
 		dst = bpf_map_lookup_elem(&fdb, &k);
+	}
+	if (net->flags & NVO_NET_POLICY) {
+		/* Identity policy (policy.h), where the pipeline applies it: after learning. */
+		__u32 tag = 0;
+		if (net->flags & NVO_NET_GBP)
+			tag = TAG_ON | ((h.b[1] & 0x08) ? TAG_APPLIED : 0) | ((__u32)h.b[2] << 8) |
+			      h.b[3];
+		__u64 ids = pol_ingress(skb, inner_off, vni, net->slot, tag);
+		if ((ids & POL_DECIDE) &&
+		    pol_verdict(vni, net->slot, (ids >> 16) & 0xffff, ids & 0xffff) == POL_DENY)
+			return drop(skb, NVO_DROP_POLICY_DENIED, 0);
 	}
 	if (dst && dst->dest != NVO_DEST_PORT)
 		return drop(skb, NVO_DROP_REMOTE_TO_REMOTE, 0);

@@ -40,8 +40,13 @@ pub enum Unsupported {
     FieldBeyond(&'static str),
     /// A multicast group of another family than the underlay's.
     Group(IpAddr),
-    /// An identity policy filters the network (issue 18): the userspace pipeline enforces it.
-    Policy,
+    /// An identity policy filters a Geneve network (issue 18): nvo's identity option is
+    /// appended and read by nvod (datapath identity.rs), not by the programs.
+    PolicyGeneve,
+    /// Its identity policy exceeds what the programs scan: more rules than
+    /// [`layout::MAX_RULES`], more port ranges in a rule than [`layout::RULE_PORTS`], or more
+    /// group memberships than [`layout::MAX_MEMBERS`].
+    PolicyTooLarge(nvo_policy::Shape),
     /// A flow rule may match the frames it receives from the tunnel (issue 17): the
     /// userspace pipeline runs the flow table.
     TunnelFlows,
@@ -80,7 +85,20 @@ impl fmt::Display for Unsupported {
                 layout::MAX_TMPL
             ),
             Unsupported::Group(g) => write!(f, "its multicast group {g} is not IPv4"),
-            Unsupported::Policy => f.write_str("an identity policy filters it (nvod enforces it)"),
+            Unsupported::PolicyGeneve => f.write_str(
+                "an identity policy filters it and its profile is Geneve (nvod adds and reads the identity option)",
+            ),
+            Unsupported::PolicyTooLarge(s) => write!(
+                f,
+                "its identity policy is larger than the kernel scans ({} rules, up to {} port \
+                 ranges in one, {} group memberships; the kernel takes {}, {}, {}): nvod enforces it",
+                s.rules,
+                s.port_ranges,
+                s.members,
+                layout::MAX_RULES,
+                layout::RULE_PORTS,
+                layout::MAX_MEMBERS
+            ),
             Unsupported::TunnelFlows => f.write_str(
                 "flow rules match its tunnel frames (in_port unset or tunnel, its tun_id): nvod runs the flow table",
             ),
@@ -268,7 +286,7 @@ pub fn network_supported(
         return Err(Unsupported::L3Network);
     }
     if view.policy {
-        return Err(Unsupported::Policy);
+        policy_supported(view)?;
     }
     if view.tunnel_flows {
         return Err(Unsupported::TunnelFlows);
@@ -286,6 +304,23 @@ pub fn network_supported(
         if !group.is_ipv4() {
             return Err(Unsupported::Group(group));
         }
+    }
+    Ok(())
+}
+
+/// Whether the programs enforce network `view`'s identity policy exactly as the pipeline
+/// does (bpf/policy.h): within their bounds, on a profile whose identity field (if any) they
+/// write and read — VXLAN-GBP's Group Policy ID, or none.
+fn policy_supported(view: &NetworkView) -> Result<(), Unsupported> {
+    if ProfileId(view.profile.0) == builtin::ids::GENEVE {
+        return Err(Unsupported::PolicyGeneve);
+    }
+    let s = view.policy_shape;
+    if s.rules > layout::MAX_RULES
+        || s.port_ranges > layout::RULE_PORTS
+        || s.members > layout::MAX_MEMBERS
+    {
+        return Err(Unsupported::PolicyTooLarge(s));
     }
     Ok(())
 }
@@ -324,6 +359,12 @@ pub fn network(
     }
     if view.accept_remotes == nvo_pipeline::AcceptRemotes::Known {
         flags |= layout::NET_KNOWN_ONLY;
+    }
+    if view.policy {
+        flags |= layout::NET_POLICY;
+        if id == builtin::ids::VXLAN_GBP {
+            flags |= layout::NET_GBP;
+        }
     }
     Some(layout::Network {
         slot,

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::io;
 
-use aya::maps::{Array, HashMap as BpfHash, MapData, PerCpuArray, RingBuf};
+use aya::maps::{Array, HashMap as BpfHash, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::xdp::XdpLinkId;
 use aya::programs::{tc, SchedClassifier, TcAttachType, Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
@@ -128,6 +128,14 @@ pub struct Maps {
     pub(crate) monitor_on: Array<MapData, u32>,
     pub(crate) monitor: RingBuf<MapData>,
     pub(crate) monitor_lost: PerCpuArray<MapData, u64>,
+    pub(crate) pol_nets: BpfHash<MapData, u32, layout::PolNet>,
+    pub(crate) pol_rules: BpfHash<MapData, layout::RuleKey, layout::Rule>,
+    pub(crate) pol_rule_hits: PerCpuHashMap<MapData, layout::RuleKey, u64>,
+    pub(crate) pol_members: BpfHash<MapData, layout::MemberKey, u8>,
+    pub(crate) pol_ids: BpfHash<MapData, layout::IdentKey, layout::Ident>,
+    pub(crate) pol_learned: BpfHash<MapData, layout::IdentKey, u32>,
+    pub(crate) pol_flows: BpfHash<MapData, layout::FlowKey, layout::Flow>,
+    pub(crate) pol_counters: PerCpuArray<MapData, layout::PolCounters>,
 }
 
 impl std::fmt::Debug for Maps {
@@ -261,6 +269,14 @@ impl Kernel {
             monitor_on: take(&mut ebpf, "monitor_on")?,
             monitor: take(&mut ebpf, "monitor")?,
             monitor_lost: take(&mut ebpf, "monitor_lost")?,
+            pol_nets: take(&mut ebpf, "pol_nets")?,
+            pol_rules: take(&mut ebpf, "pol_rules")?,
+            pol_rule_hits: take(&mut ebpf, "pol_rule_hits")?,
+            pol_members: take(&mut ebpf, "pol_members")?,
+            pol_ids: take(&mut ebpf, "pol_ids")?,
+            pol_learned: take(&mut ebpf, "pol_learned")?,
+            pol_flows: take(&mut ebpf, "pol_flows")?,
+            pol_counters: take(&mut ebpf, "pol_counters")?,
         };
         Ok(Kernel {
             ebpf,

@@ -78,6 +78,7 @@ pub const PROF_KERNEL_MATCH: u32 = 16;
 pub const PROF_KEY: u32 = 32;
 
 pub const EVENT_LEARN: u32 = 1;
+pub const EVENT_IDENTITY: u32 = 2;
 
 pub const PUNT_PORT: u32 = 1;
 pub const PUNT_DELIVER: u32 = 2;
@@ -592,6 +593,180 @@ pub(crate) fn read_record<T: aya::Pod + Default>(bytes: &[u8]) -> Option<T> {
 }
 
 pod!(Event, Punt, Trace, MonitorRecord);
+
+// Identity policy (bpf/policy_maps.h).
+
+/// Rules of one network the kernel scans: the pipeline's bound (nvo_policy::rules::MAX_RULES),
+/// scanned by bpf_loop, whose verification does not grow with it.
+pub const MAX_RULES: usize = 4096;
+/// Port ranges of one rule the kernel tests; a rule with more leaves its network to nvod.
+pub const RULE_PORTS: usize = 8;
+/// Group memberships (rule sides naming a group, selected groups) of one network.
+pub const MAX_MEMBERS: usize = 16_384;
+/// Rule entries over all networks (`pol_rules`, `pol_rule_hits`).
+pub const RULE_SLOTS: u32 = 65536;
+/// Membership entries over all networks (`pol_members`).
+pub const MEMBER_SLOTS: u32 = 262_144;
+pub const NET_POLICY: u32 = 256;
+pub const NET_GBP: u32 = 512;
+pub const PORT_GROUP_SHIFT: u32 = 16;
+pub const POL_SELECT_ALL: u32 = 1;
+pub const RULE_ALLOW: u8 = 1;
+pub const RULE_ANY_FROM: u8 = 2;
+pub const RULE_ANY_TO: u8 = 4;
+pub const RULE_ANY_PROTO: u8 = 8;
+pub const SIDE_FROM: u8 = 0;
+pub const SIDE_TO: u8 = 1;
+pub const SIDE_SELECTED: u8 = 2;
+pub const IDENT_LABEL: u32 = 1;
+pub const IDENT_EVPN: u32 = 2;
+/// A policy tag (a punted encapsulation's `port_id`): set, the A bit, the group below.
+pub const TAG_ON: u32 = 1 << 31;
+pub const TAG_APPLIED: u32 = 1 << 16;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PolNet {
+    pub rules: u32,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RuleKey {
+    pub vni: u32,
+    pub index: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rule {
+    pub flags: u8,
+    pub proto: u8,
+    pub nports: u8,
+    pub pad: u8,
+    pub ports: [u16; RULE_PORTS * 2],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct MemberKey {
+    pub vni: u32,
+    pub rule: u16,
+    pub side: u8,
+    pub pad: u8,
+    pub group: u16,
+    pub pad2: u16,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct IdentKey {
+    pub vni: u32,
+    pub family: u32,
+    pub ip: [u8; 16],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ident {
+    pub label: u16,
+    pub evpn: u16,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    pub vni: u32,
+    pub proto: u8,
+    pub family: u8,
+    pub sport: u16,
+    pub dport: u16,
+    pub pad: u16,
+    pub src: [u8; 16],
+    pub dst: [u8; 16],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flow {
+    pub last_ns: u64,
+    pub idle_ns: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PolCounters {
+    pub allowed: u64,
+    pub denied: u64,
+    pub default_allowed: u64,
+    pub default_denied: u64,
+    pub tracked: u64,
+    pub sender_applied: u64,
+    pub unknown_destination: u64,
+    pub exempt: u64,
+    pub conntrack_full: u64,
+}
+
+impl PolCounters {
+    /// Adds one CPU's counts.
+    pub fn add(&mut self, o: &PolCounters) {
+        self.allowed += o.allowed;
+        self.denied += o.denied;
+        self.default_allowed += o.default_allowed;
+        self.default_denied += o.default_denied;
+        self.tracked += o.tracked;
+        self.sender_applied += o.sender_applied;
+        self.unknown_destination += o.unknown_destination;
+        self.exempt += o.exempt;
+        self.conntrack_full += o.conntrack_full;
+    }
+}
+
+/// An address as the policy maps key it: IPv4 in the first four bytes, family 4 or 6.
+pub fn ident_key(vni: u32, ip: std::net::IpAddr) -> IdentKey {
+    let mut k = IdentKey {
+        vni,
+        ..IdentKey::default()
+    };
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            k.family = 4;
+            k.ip[..4].copy_from_slice(&v4.octets());
+        }
+        std::net::IpAddr::V6(v6) => {
+            k.family = 6;
+            k.ip = v6.octets();
+        }
+    }
+    k
+}
+
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<PolNet>() == 8);
+    assert!(size_of::<RuleKey>() == 8);
+    assert!(size_of::<Rule>() == 36);
+    assert!(size_of::<MemberKey>() == 12);
+    assert!(size_of::<IdentKey>() == 24);
+    assert!(size_of::<Ident>() == 8);
+    assert!(size_of::<FlowKey>() == 44);
+    assert!(size_of::<Flow>() == 16);
+    assert!(size_of::<PolCounters>() == 72);
+};
+
+pod!(
+    PolNet,
+    RuleKey,
+    Rule,
+    MemberKey,
+    IdentKey,
+    Ident,
+    FlowKey,
+    Flow,
+    PolCounters
+);
 
 #[cfg(test)]
 mod tests {

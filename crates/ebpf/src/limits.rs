@@ -10,6 +10,7 @@
 
 use nvo_encap::engine::Limits as EngineLimits;
 use nvo_pipeline::overlay::{App, OverlayLimits};
+use nvo_pipeline::policy;
 use nvo_pipeline::Limits;
 
 use crate::layout;
@@ -88,6 +89,18 @@ impl Sizes {
             ("relays", self.relays),
             // ARP suppression's neighbours, node-wide like the FDB (one per host address).
             ("neighbors", self.fdb),
+            // Identity policy (bpf/policy_maps.h): the pipeline's bounds.
+            ("pol_nets", self.networks),
+            ("pol_counters", self.networks),
+            ("pol_rules", layout::RULE_SLOTS),
+            ("pol_rule_hits", layout::RULE_SLOTS),
+            ("pol_members", layout::MEMBER_SLOTS),
+            (
+                "pol_ids",
+                clamp(policy::MAX_LABELLED_ADDRS + policy::MAX_LEARNED_IDS),
+            ),
+            ("pol_learned", clamp(policy::MAX_LEARNED_IDS)),
+            ("pol_flows", clamp(policy::MAX_FLOWS)),
         ]
     }
 }

@@ -41,6 +41,7 @@ mod counters;
 mod fdb;
 mod monitor;
 mod neighbors;
+mod policy;
 mod relay;
 mod vteps;
 
@@ -223,6 +224,8 @@ pub struct Mirror {
     /// The `vteps` and `port_budget` keys as written (vteps.rs).
     vteps: HashSet<layout::VtepKey>,
     port_budgets: HashSet<u32>,
+    /// Identity policy's entries as written (policy.rs).
+    policy: policy::PolicyShadow,
 }
 
 impl Mirror {
@@ -319,6 +322,7 @@ impl Mirror {
             neigh_generations: HashMap::new(),
             vteps: HashSet::new(),
             port_budgets: HashSet::new(),
+            policy: Default::default(),
         })
     }
 
@@ -386,6 +390,7 @@ impl Mirror {
         self.modes
             .retain(|vni, _| views.iter().any(|v| v.vni == *vni));
         self.sync_profiles(engine);
+        self.sync_policy(pipeline, &kernel_nets);
         self.sync_networks(engine, &kernel_nets);
         self.sync_keys(engine, &kernel_nets);
         self.sync_ports(ports, &kernel_nets);
@@ -602,6 +607,7 @@ impl Mirror {
                 let _ = self.kernel.maps.net_counters.set(slot, zeros, 0);
             }
         }
+        self.zero_policy_slot(slot);
     }
 
     fn zero_port_counters(&mut self, slot: u32) {
@@ -670,6 +676,8 @@ impl Mirror {
             if fresh {
                 self.zero_port_counters(slot);
             }
+            // Its identity policy group (bpf/policy.h reads it from the entry).
+            let group = u32::from(self.policy.port_groups.get(&p.id).copied().unwrap_or(0));
             let entry = layout::Port {
                 port_id: p.id.0,
                 vni: p.vni.0,
@@ -681,7 +689,7 @@ impl Mirror {
                     layout::PORT_VETH
                 } else {
                     layout::PORT_USERSPACE
-                },
+                } | group << layout::PORT_GROUP_SHIFT,
             };
             ports_out.insert(p.id.0, entry);
             if p.veth {

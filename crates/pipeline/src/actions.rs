@@ -172,7 +172,10 @@ impl Actions {
         self.group
     }
 
-    pub(crate) fn set_group(&mut self, tag: Option<GroupTag>) {
+    /// Sets that identity: the pipeline's egress policy does, and a datapath that took a
+    /// frame's decision elsewhere (the kernel path's, for a frame it hands over to be
+    /// encapsulated) sets what was decided there.
+    pub fn set_group(&mut self, tag: Option<GroupTag>) {
         self.group = tag;
     }
 

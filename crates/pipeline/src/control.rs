@@ -453,6 +453,7 @@ impl Pipeline {
     pub fn network(&self, vni: Vni) -> Result<NetworkView, TableError> {
         let mut view = self.network_ref(vni)?.view();
         view.policy = self.policy.enforced(vni);
+        view.policy_shape = self.policy.shape(vni);
         view.tunnel_flows = self.tunnel_covers(vni);
         Ok(view)
     }
@@ -466,6 +467,7 @@ impl Pipeline {
             .map(|n| {
                 let mut view = n.view();
                 view.policy = self.policy.enforced(view.vni);
+                view.policy_shape = self.policy.shape(view.vni);
                 view.tunnel_flows = cover.as_ref().is_some_and(|c| c.covers(view.vni));
                 view
             })

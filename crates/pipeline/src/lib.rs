@@ -71,6 +71,7 @@ pub mod overlay;
 mod pipeline;
 mod policing;
 pub mod policy;
+mod policy_export;
 pub mod qos;
 mod shared_port;
 mod suppress;
@@ -94,6 +95,7 @@ pub use hash::flow_hash16;
 pub use network::NetworkView;
 pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
+pub use policy_export::PolicyExport;
 pub use tunnel_flows::TunnelCover;
 pub use types::{
     AcceptRemotes, BumMode, FdbDest, FlushScope, IpFamilies, Limits, Mac, MacParseError,

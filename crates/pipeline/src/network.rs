@@ -70,6 +70,7 @@ impl Network {
             max_learned_per_port: s.max_learned_per_port,
             max_learned_per_remote: s.max_learned_per_remote,
             policy: false,
+            policy_shape: Default::default(),
             tunnel_flows: false,
         }
     }
@@ -139,6 +140,9 @@ pub struct NetworkView {
     /// through this pipeline (the kernel path leaves such networks to it).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub policy: bool,
+    /// How large that policy is (the kernel path enforces one within its bounds).
+    #[serde(skip)]
+    pub policy_shape: nvo_policy::Shape,
     /// Whether a flow rule may match the frames it receives from the tunnel (issue 17;
     /// tunnel_flows.rs): they must go through this pipeline (the kernel path leaves such
     /// networks to it).

@@ -63,11 +63,14 @@ const SWEEP_EVERY: Duration = Duration::from_millis(500);
 /// the identities learned from the wire and from local ports.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    ct: Conntrack,
+    pub(crate) ct: Conntrack,
     /// (network, address) → group, from VXLAN-GBP headers and Geneve options (the ipcache).
-    learned: HashMap<(Vni, IpAddr), u16>,
+    pub(crate) learned: HashMap<(Vni, IpAddr), u16>,
     /// (network, address) → port, from local ports' frames (for traces).
     local: HashMap<(Vni, IpAddr), PortId>,
+    /// Identities learned from the wire since the kernel path last copied them
+    /// (policy_export.rs), once it asked; bounded by MAX_LEARNED_IDS.
+    pub(crate) learned_journal: Option<Vec<(Vni, IpAddr, u16)>>,
     /// When `ct` was last swept of idle flows.
     swept: Option<Instant>,
 }
@@ -83,13 +86,14 @@ impl Default for SharedConntrack {
             ct: Conntrack::new(MAX_FLOWS),
             learned: HashMap::new(),
             local: HashMap::new(),
+            learned_journal: None,
             swept: None,
         })))
     }
 }
 
 impl SharedConntrack {
-    fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Shared) -> R) -> R {
         // A worker that panicked while holding the lock left tables that are still valid
         // maps: keep using them rather than stop enforcing.
         let mut guard = self
@@ -184,6 +188,9 @@ pub struct PolicyCounters {
     pub exempt: u64,
     /// Allowed flows the full connection table could not track.
     pub conntrack_full: u64,
+    /// The kernel's programs enforce the policy too (the eBPF datapath): the counts are
+    /// theirs and nvod's together.
+    pub in_kernel: bool,
 }
 
 impl PolicyCounters {
@@ -206,6 +213,7 @@ impl PolicyCounters {
             unknown_destination,
             exempt,
             conntrack_full,
+            in_kernel,
         } = other;
         self.allowed += allowed;
         self.denied += denied;
@@ -216,29 +224,32 @@ impl PolicyCounters {
         self.unknown_destination += unknown_destination;
         self.exempt += exempt;
         self.conntrack_full += conntrack_full;
+        self.in_kernel |= in_kernel;
     }
 }
 
 #[derive(Debug)]
-struct NetPolicy {
-    policy: Arc<Policy>,
+pub(crate) struct NetPolicy {
+    pub(crate) policy: Arc<Policy>,
     counters: PolicyCounters,
     /// Identities of the network's labelled ports and addresses, resolved.
-    port_ids: HashMap<PortId, u16>,
-    addr_ids: HashMap<IpAddr, u16>,
+    pub(crate) port_ids: HashMap<PortId, u16>,
+    pub(crate) addr_ids: HashMap<IpAddr, u16>,
 }
 
 /// The policy tables of a pipeline.
 #[derive(Debug, Default)]
 pub(crate) struct Policies {
-    nets: HashMap<Vni, NetPolicy>,
+    pub(crate) nets: HashMap<Vni, NetPolicy>,
     port_labels: HashMap<PortId, (Vni, Labels)>,
     addr_labels: HashMap<(Vni, IpAddr), Labels>,
     /// (network, address) → group, as EVPN routes advertise it (their Group Policy ID
     /// community): every worker's pipeline gets the same changes, and they outlive policies
     /// being set and removed (a route is not sent again).
-    evpn_ids: HashMap<(Vni, IpAddr), u16>,
-    shared: SharedConntrack,
+    pub(crate) evpn_ids: HashMap<(Vni, IpAddr), u16>,
+    /// Moves at every change of the above (policy_export.rs: the kernel path recompiles).
+    pub(crate) generation: u64,
+    pub(crate) shared: SharedConntrack,
     /// The flows this worker passed a moment ago (crate::ct_cache).
     cache: CtCache,
 }
@@ -371,6 +382,7 @@ impl Policies {
         }
         // A flow passed a moment ago is decided again with the new identity.
         self.cache.clear();
+        self.generation += 1;
         Ok(())
     }
 
@@ -384,6 +396,7 @@ impl Policies {
         if !command.is_read() {
             // Every worker runs a change: none passes a flushed flow from its cache.
             self.cache.clear();
+            self.generation += 1;
         }
         match command {
             PolicyCommand::Set(vni, policy, conntrack) => {
@@ -446,6 +459,7 @@ impl Policies {
     /// Forgets a removed network: its policy, flows, labelled and learned addresses.
     pub(crate) fn forget_network(&mut self, vni: Vni) {
         self.cache.clear();
+        self.generation += 1;
         self.nets.remove(&vni);
         self.addr_labels.retain(|(v, _), _| *v != vni);
         self.evpn_ids.retain(|(v, _), _| *v != vni);
@@ -458,6 +472,7 @@ impl Policies {
 
     /// Forgets a removed port.
     pub(crate) fn forget_port(&mut self, port: PortId) {
+        self.generation += 1;
         self.shared.with(|s| s.local.retain(|_, p| *p != port));
         if let Some((vni, _)) = self.port_labels.remove(&port) {
             self.resolve(vni);
@@ -690,6 +705,7 @@ impl Policies {
                     && (s.learned.len() < MAX_LEARNED_IDS || s.learned.contains_key(&key))
                 {
                     s.learned.insert(key, t.group);
+                    s.journal_learned(key, t.group);
                 }
             }
             if s.ct.lookup(&f.key, f.closing, now).is_some() {

@@ -77,6 +77,9 @@ struct Entry {
     idle: Duration,
 }
 
+/// Most flows [`Conntrack::take_inserted`] holds between two calls; later ones are not kept.
+pub const JOURNAL_MAX: usize = 65_536;
+
 /// A bounded connection table.
 #[derive(Debug)]
 pub struct Conntrack {
@@ -84,6 +87,9 @@ pub struct Conntrack {
     max: usize,
     /// Inserts refused because the table was full.
     pub full_drops: u64,
+    /// Flows inserted since the last [`Conntrack::take_inserted`], once it was first called:
+    /// another datapath tracking the same flows copies them (the kernel path's table).
+    journal: Option<Vec<FlowKey>>,
 }
 
 impl Conntrack {
@@ -93,7 +99,13 @@ impl Conntrack {
             flows: HashMap::new(),
             max,
             full_drops: 0,
+            journal: None,
         }
+    }
+
+    /// The flows inserted since the last call (none at the first, which starts the journal).
+    pub fn take_inserted(&mut self) -> Vec<FlowKey> {
+        std::mem::take(self.journal.get_or_insert_with(Vec::new))
     }
 
     /// Flows tracked.
@@ -139,6 +151,9 @@ impl Conntrack {
                 idle: timeout(key.proto, false),
             },
         );
+        if let Some(j) = self.journal.as_mut().filter(|j| j.len() < JOURNAL_MAX) {
+            j.push(key);
+        }
         Ok(())
     }
 

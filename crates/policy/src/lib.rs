@@ -17,4 +17,6 @@ pub mod rules;
 
 pub use conntrack::{Conntrack, Direction, FlowKey, Full};
 pub use labels::{LabelError, Labels, Selector};
-pub use rules::{Action, Decision, GroupSpec, Policy, PolicyError, PolicySpec, Reason, RuleSpec};
+pub use rules::{
+    Action, Decision, GroupSpec, Policy, PolicyError, PolicySpec, Reason, RuleSpec, RuleView, Shape,
+};

@@ -169,6 +169,33 @@ struct Rule {
     ports: Vec<(u16, u16)>,
 }
 
+/// A rule as resolved (group IDs, not names), for a datapath that compiles rules into tables
+/// of its own (the kernel path): `None` is `any`.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleView<'a> {
+    /// Source groups.
+    pub from: Option<&'a BTreeSet<u16>>,
+    /// Destination groups.
+    pub to: Option<&'a BTreeSet<u16>>,
+    /// Allow (or deny).
+    pub allow: bool,
+    /// IP protocol.
+    pub proto: Option<u8>,
+    /// Destination port ranges (empty: any).
+    pub ports: &'a [(u16, u16)],
+}
+
+/// How large a policy is, for a datapath with bounds of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Rules.
+    pub rules: usize,
+    /// The most port ranges of one rule.
+    pub port_ranges: usize,
+    /// Groups named by rules (each side of each rule) and selected groups, counted each time.
+    pub members: usize,
+}
+
 /// One network's policy, resolved.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -296,6 +323,37 @@ impl Policy {
             selected,
             spec,
         })
+    }
+
+    /// The rules, resolved, in order.
+    pub fn rule_views(&self) -> impl Iterator<Item = RuleView<'_>> {
+        self.rules.iter().map(|r| RuleView {
+            from: r.from.as_ref(),
+            to: r.to.as_ref(),
+            allow: r.allow,
+            proto: r.proto,
+            ports: &r.ports,
+        })
+    }
+
+    /// The groups selected as destinations (default deny), and whether every group is.
+    pub fn selected(&self) -> (bool, impl Iterator<Item = u16> + '_) {
+        (self.selected_all, self.selected.iter().copied())
+    }
+
+    /// How large it is.
+    pub fn shape(&self) -> Shape {
+        let side = |s: &Option<BTreeSet<u16>>| s.as_ref().map_or(0, BTreeSet::len);
+        Shape {
+            rules: self.rules.len(),
+            port_ranges: self.rules.iter().map(|r| r.ports.len()).max().unwrap_or(0),
+            members: self.selected.len()
+                + self
+                    .rules
+                    .iter()
+                    .map(|r| side(&r.from) + side(&r.to))
+                    .sum::<usize>(),
+        }
     }
 
     /// The policy as written.

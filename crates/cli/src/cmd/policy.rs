@@ -191,6 +191,9 @@ fn render(p: &PolicyView) -> String {
         v.exempt,
         v.conntrack_full
     );
+    if !p.datapath.is_empty() {
+        let _ = writeln!(s, "  enforced by: {}", p.datapath);
+    }
     s
 }
 

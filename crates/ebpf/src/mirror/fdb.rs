@@ -174,6 +174,10 @@ impl Mirror {
         }
         let now_ns = nvo_io::iface::monotonic_ns();
         for ev in &events {
+            if ev.kind == layout::EVENT_IDENTITY {
+                self.learned_identity(pipeline, ev);
+                continue;
+            }
             let vni = Vni(ev.vni);
             let mac = Mac(ev.mac);
             let dest = match ev.dest {

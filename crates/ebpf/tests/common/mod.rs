@@ -364,7 +364,14 @@ impl Fixture {
                         src_node: None,
                     };
                     let inner = &payload[d.header_len..];
-                    pipeline.from_decapsulated(dec, payload.len(), inner, now, actions);
+                    // What nvod's gbp::read takes from a VXLAN-GBP header for the policy.
+                    let tag = (d.profile == nvo_encap::builtin::ids::VXLAN_GBP).then(|| {
+                        nvo_pipeline::policy::GroupTag {
+                            group: u16::from_be_bytes([payload[2], payload[3]]),
+                            applied: payload[1] & 0x08 != 0,
+                        }
+                    });
+                    pipeline.from_decapsulated_tagged(dec, tag, payload.len(), inner, now, actions);
                     inner.to_vec()
                 }
                 _ => {
@@ -431,7 +438,7 @@ impl Fixture {
                     let IpAddr::V4(r) = remote else {
                         panic!("v4 only")
                     };
-                    outs.push(Out::Underlay(outer(
+                    let mut bytes = outer(
                         engine,
                         &self.ul_mac,
                         r,
@@ -439,7 +446,20 @@ impl Fixture {
                         entropy,
                         ProfileId(profile.0),
                         frame,
-                    )));
+                    );
+                    // The identity policy's tag, as nvod's gbp::tagged writes it.
+                    if let Some(t) = actions.group() {
+                        if ProfileId(profile.0) == nvo_encap::builtin::ids::VXLAN_GBP {
+                            let at = 14 + 20 + 8;
+                            bytes[at + 1] = if t.applied {
+                                bytes[at + 1] | 0x08
+                            } else {
+                                bytes[at + 1] & !0x08
+                            };
+                            bytes[at + 2..at + 4].copy_from_slice(&t.group.to_be_bytes());
+                        }
+                    }
+                    outs.push(Out::Underlay(bytes));
                 }
                 Action::Drop(reason) => drop = Some(reason.code()),
                 // An answer the pipeline builds (ARP/ND suppression, ICMP too-big): the kernel

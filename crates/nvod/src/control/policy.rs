@@ -165,6 +165,7 @@ fn view(vni: u32, spec: &PolicySpec, c: &PolicyCounters) -> api::PolicyView {
             exempt: c.exempt,
             conntrack_full: c.conntrack_full,
         },
+        datapath: if c.in_kernel { "kernel" } else { "nvod" }.to_owned(),
     }
 }
 
