@@ -216,6 +216,11 @@ pub fn start_monitored(
                 }
             };
             let alone = mirror.is_some();
+            if let Some(m) = &mirror {
+                // A packet of a flow the programs track that they leave to nvod (a UDP-GSO
+                // batch, an inner 802.1Q frame) passes here as tracked too (policy_external).
+                fwd.core.pipeline.set_external_flows(Some(m.kernel_flows()));
+            }
             fwd.core.kernel = mirror;
             if alone {
                 share.isolate();

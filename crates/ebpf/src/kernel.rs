@@ -16,12 +16,14 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 
 use aya::maps::{Array, HashMap as BpfHash, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::xdp::XdpLinkId;
 use aya::programs::{tc, SchedClassifier, TcAttachType, Xdp, XdpMode};
 use aya::{Ebpf, EbpfLoader};
 
+use crate::flows::KernelFlows;
 use crate::layout::{self, NodeCounters};
 use crate::limits::Sizes;
 
@@ -150,6 +152,8 @@ pub struct Kernel {
     ebpf: Ebpf,
     /// The maps.
     pub maps: Maps,
+    /// `pol_flows` again, as nvod's pipeline asks it on a miss.
+    pub(crate) flows: Arc<KernelFlows>,
     /// Attachments by ifindex: (program, link).
     links: HashMap<u32, (&'static str, tc::SchedClassifierLinkId)>,
     /// The XDP relay's attachment: (ifindex, link).
@@ -237,6 +241,14 @@ impl Kernel {
             program: RELAY_PROGRAM,
             reason: verifier_reason(&e),
         })?;
+        // A second handle on the connection table, for nvod's pipeline to ask (flows.rs).
+        let flows = match ebpf.map("pol_flows") {
+            Some(aya::maps::Map::LruHashMap(data) | aya::maps::Map::HashMap(data)) => {
+                KernelFlows::new(data)
+                    .map_err(|e| LoadError::Object(format!("map pol_flows: {e}")))?
+            }
+            _ => return Err(LoadError::MissingMap("pol_flows")),
+        };
         let maps = Maps {
             config: take(&mut ebpf, "config")?,
             entropy_ports: take(&mut ebpf, "entropy_ports")?,
@@ -281,6 +293,7 @@ impl Kernel {
         Ok(Kernel {
             ebpf,
             maps,
+            flows: Arc::new(flows),
             links: HashMap::new(),
             xdp_link: None,
         })

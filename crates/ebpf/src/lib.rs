@@ -6,6 +6,7 @@
 //!   allows), over maps whose layout is `bpf/layout.h` = [`layout`].
 //! - [`Kernel`]: loads them (every map sized by [`Sizes`] from the pipeline's limits),
 //!   attaches them, runs them with `BPF_PROG_RUN` ([`testrun`]).
+//! - [`KernelFlows`]: the programs' connection table, as nvod's pipeline asks it on a miss.
 //! - [`compile`]: profiles and networks as map entries — the programs know no protocol.
 //! - [`Mirror`]: keeps the maps equal to the userspace pipeline's tables, applies the
 //!   kernel's learn reports to the pipeline and hands over the frames it punts.
@@ -19,6 +20,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod compile;
+pub mod flows;
 pub mod kernel;
 pub mod layout;
 pub mod limits;
@@ -27,6 +29,7 @@ pub mod nexthop;
 pub mod testrun;
 
 pub use compile::Unsupported;
+pub use flows::{KernelFlowStats, KernelFlows};
 pub use kernel::{AttachError, Kernel, LoadError, XdpAttach};
 pub use limits::Sizes;
 pub use mirror::{Mirror, MirrorStats, NodeSettings, PortInfo};

@@ -482,6 +482,60 @@ fn tunnel_tags_decide_at_ingress() {
     agree(&mut fx);
 }
 
+/// A flow the kernel allowed and tracked (web → remote db), whose replies reach nvod's socket
+/// instead (what the program leaves to the stack: a UDP-GSO batch from a userspace-datapath
+/// peer, an inner 802.1Q frame): nvod's pipeline misses, asks the programs' `pol_flows`, and
+/// the reply passes as tracked — as in the pipeline alone — where the rules would deny it (web
+/// is selected, db → web TCP allowed by none). The second reply hits nvod's own table.
+#[test]
+fn replies_nvod_meets_pass_as_the_kernel_tracked_them() {
+    let mut fx = setup("pk4", "vxlan");
+    let db_web = r#"{"name": "db-web", "from": ["db"], "to": ["web"], "action": "allow",
+        "protocol": "udp", "ports": ["9"]}"#;
+    set_policy(&mut fx, &policy(&format!("{WEB_TO_DB}, {db_web}")));
+    label_port(&mut fx, 1, "web");
+    label_addr(&mut fx, HOSTS[4].ip, "db");
+    let syn = L4::Tcp {
+        sport: 40000,
+        dport: 5432,
+        fin: false,
+    };
+    let r = send(&mut fx, 0, 4, false, syn, None);
+    assert!(!r.0.punted, "web → remote db: decided in the kernel");
+    assert_eq!(r.0.drop, None, "web → remote db: allowed");
+    same("web → remote db", &r);
+    let asked = fx.mirror.kernel_flows().stats();
+    let reply = |fx: &mut Fixture, l4: L4| {
+        let f = ip_frame(HOSTS[0].mac, &HOSTS[4], &HOSTS[0], l4, false);
+        let p = tunnel_packet(&mut fx.ref_engine, R2, "vxlan", VNI, &f);
+        fx.socket_packet_in(&p)
+    };
+    for what in ["its reply, at nvod's socket", "the next reply"] {
+        let r = reply(&mut fx, syn.reversed());
+        assert_eq!(
+            r.0.drop, None,
+            "{what}: passes as the kernel tracked the flow"
+        );
+        same(what, &r);
+    }
+    let found = fx.mirror.kernel_flows().stats();
+    assert_eq!(
+        (found.asked - asked.asked, found.found - asked.found),
+        (1, 1),
+        "asked the kernel once; the next reply hit nvod's own table"
+    );
+    // A "reply" of a flow nobody tracked is decided by the rules: denied (web is selected).
+    let stray = L4::Tcp {
+        sport: 5432,
+        dport: 40009,
+        fin: false,
+    };
+    let r = reply(&mut fx, stray);
+    assert_eq!(r.0.drop, Some(PolicyDenied.code()), "untracked: denied");
+    same("untracked", &r);
+    agree(&mut fx);
+}
+
 /// A thousand rules (bench/policy_cost.py's largest case) are scanned in the kernel: the last
 /// one decides, in the kernel, as in the pipeline.
 #[test]

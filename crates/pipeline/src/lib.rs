@@ -72,6 +72,7 @@ mod pipeline;
 mod policing;
 pub mod policy;
 mod policy_export;
+pub mod policy_external;
 pub mod qos;
 mod shared_port;
 mod suppress;
@@ -96,6 +97,7 @@ pub use network::NetworkView;
 pub use overlay::NodeId;
 pub use pipeline::{Decapsulated, Pipeline};
 pub use policy_export::PolicyExport;
+pub use policy_external::{ExternalFlows, ExternalHook};
 pub use tunnel_flows::TunnelCover;
 pub use types::{
     AcceptRemotes, BumMode, FdbDest, FlushScope, IpFamilies, Limits, Mac, MacParseError,

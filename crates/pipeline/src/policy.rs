@@ -28,7 +28,8 @@
 //! packet and its reply may reach different workers): a [`SharedConntrack`], locked once per
 //! packet of a network with a policy — networks without one never touch it — but for the
 //! packets of a flow the worker passed a moment ago (crate::ct_cache: a busy flow's packets
-//! take the lock about four times a second, not once each).
+//! take the lock about four times a second, not once each). On the kernel path, a miss asks
+//! the programs' table too (policy_external.rs), so a flow they tracked passes here as well.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -45,6 +46,7 @@ use crate::actions::{Action, Actions};
 use crate::ct_cache::CtCache;
 use crate::frame::Eth;
 use crate::network::Network;
+use crate::policy_external::ExternalHook;
 use crate::{FdbDest, PortId, TableError, Vni};
 
 /// Most labelled addresses over all networks.
@@ -252,6 +254,8 @@ pub(crate) struct Policies {
     pub(crate) shared: SharedConntrack,
     /// The flows this worker passed a moment ago (crate::ct_cache).
     cache: CtCache,
+    /// Another datapath's connection table, asked on a miss (policy_external.rs).
+    pub(crate) external: ExternalHook,
 }
 
 /// The facts policy reads from an IP packet.
@@ -584,8 +588,11 @@ impl Policies {
             return Ok(Some(tracked));
         }
         let cache = &mut self.cache;
+        let external = &self.external;
         self.shared.with(|s| {
-            if s.ct.lookup(&f.key, f.closing, now).is_some() {
+            if s.ct.lookup(&f.key, f.closing, now).is_some()
+                || external.consult(&mut s.ct, &f.key, f.closing, now)
+            {
                 p.counters.tracked += 1;
                 cache.confirm(f.key, 0, now);
                 return Ok(Some(tracked));
@@ -696,6 +703,7 @@ impl Policies {
         }
         let cache = &mut self.cache;
         let evpn_ids = &self.evpn_ids;
+        let external = &self.external;
         self.shared.with(|s| {
             if let Some(t) = tagged {
                 // The ipcache: where this address's identity came from the wire, remember it
@@ -708,7 +716,9 @@ impl Policies {
                     s.journal_learned(key, t.group);
                 }
             }
-            if s.ct.lookup(&f.key, f.closing, now).is_some() {
+            if s.ct.lookup(&f.key, f.closing, now).is_some()
+                || external.consult(&mut s.ct, &f.key, f.closing, now)
+            {
                 p.counters.tracked += 1;
                 cache.confirm(f.key, carried, now);
                 return Ok(());

@@ -82,6 +82,12 @@ impl Pipeline {
         });
     }
 
+    /// Installs (or, with `None`, takes out) the connection table of another datapath this
+    /// pipeline asks when its own misses a packet of a policy network (policy_external.rs).
+    pub fn set_external_flows(&mut self, flows: Option<Arc<dyn crate::ExternalFlows>>) {
+        self.policy.external = crate::ExternalHook(flows);
+    }
+
     /// Network `vni`'s policy state; `None` without a policy.
     pub fn policy_export(&self, vni: Vni) -> Option<PolicyExport> {
         let p = &self.policy;

@@ -157,6 +157,18 @@ impl Conntrack {
         Ok(())
     }
 
+    /// Tracks a flow another datapath already tracks (the kernel's table, which nvod asks on
+    /// a miss): `key` as it is keyed there, `idle` the time it has left there. Not journaled
+    /// (that table has it); refused when full, as [`Conntrack::insert`].
+    pub fn adopt(&mut self, key: FlowKey, idle: Duration, now: Instant) -> Result<(), Full> {
+        if !self.flows.contains_key(&key) && self.flows.len() >= self.max {
+            self.full_drops += 1;
+            return Err(Full(self.max));
+        }
+        self.flows.insert(key, Entry { last: now, idle });
+        Ok(())
+    }
+
     /// Forgets flows idle past their timeout; how many.
     pub fn expire(&mut self, now: Instant) -> usize {
         let before = self.flows.len();
@@ -209,5 +221,23 @@ mod tests {
         );
         assert_eq!(ct.expire(t0 + Duration::from_secs(3700)), 1);
         assert!(ct.is_empty());
+    }
+
+    #[test]
+    fn adopted_flows_keep_their_time_left_and_are_not_journaled() {
+        let t0 = Instant::now();
+        let mut ct = Conntrack::new(1);
+        assert!(ct.take_inserted().is_empty());
+        ct.adopt(key(1), Duration::from_secs(5), t0).unwrap();
+        assert!(ct.take_inserted().is_empty(), "the other table has it");
+        assert_eq!(
+            ct.lookup(&key(1).reversed(), false, t0 + Duration::from_secs(4)),
+            Some(Direction::Reply)
+        );
+        assert_eq!(ct.adopt(key(2), Duration::from_secs(5), t0), Err(Full(1)));
+        assert_eq!(
+            ct.lookup(&key(1), false, t0 + Duration::from_secs(10)),
+            None
+        );
     }
 }

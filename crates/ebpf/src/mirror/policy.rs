@@ -28,6 +28,7 @@ use nvo_pipeline::{NetworkView, Pipeline, PortId, Vni};
 use nvo_policy::Policy;
 
 use super::{reconcile, Mirror};
+use crate::flows::{flow_key, KernelFlows};
 use crate::kernel::sum_per_cpu;
 use crate::layout;
 
@@ -180,6 +181,7 @@ impl Mirror {
         reconcile(&mut maps.pol_members, &mut shadow.members, members, errors);
         reconcile(&mut maps.pol_ids, &mut shadow.ids, ids, errors);
         reconcile(&mut maps.pol_nets, &mut shadow.nets, nets, errors);
+        self.kernel.flows.set_enforced(policies.keys().map(|v| v.0));
         shadow.policies = policies;
         shadow.port_groups = port_groups;
     }
@@ -229,17 +231,7 @@ impl Mirror {
             if !self.policy.policies.contains_key(&Vni(f.network)) {
                 continue;
             }
-            let mut key = layout::FlowKey {
-                vni: f.network,
-                proto: f.proto,
-                sport: f.sport,
-                dport: f.dport,
-                ..Default::default()
-            };
-            let (src, dst) = (layout::ident_key(0, f.src), layout::ident_key(0, f.dst));
-            key.family = src.family as u8;
-            key.src = src.ip;
-            key.dst = dst.ip;
+            let key = flow_key(&f);
             let idle = nvo_policy::conntrack::timeout(f.proto, false);
             let entry = layout::Flow {
                 last_ns: now,
@@ -365,6 +357,12 @@ impl Mirror {
                 *n += values.iter().sum::<u64>();
             }
         }
+    }
+
+    /// The programs' connection table, for nvod's pipeline to ask when its own misses
+    /// (`Pipeline::set_external_flows`): a flow the kernel tracks passes there too.
+    pub fn kernel_flows(&self) -> Arc<KernelFlows> {
+        self.kernel.flows.clone()
     }
 
     /// Whether the programs enforce network `vni`'s policy (`nvo policy show` says where).

@@ -155,13 +155,17 @@ impl Fixture {
             trace: true,
         };
         let mirror = Mirror::new(kernel, settings).unwrap_or_else(|e| panic!("{e}"));
+        // As nvod does (nvo_datapath): the pipeline asks the programs' connection table on a
+        // miss.
+        let mut mirrored = Pipeline::new(Limits::default());
+        mirrored.set_external_flows(Some(mirror.kernel_flows()));
         Fixture {
             _guard: guard,
             _ns: ns,
             mirror,
             reference: Pipeline::new(Limits::default()),
             ref_engine: Engine::new(Default::default()),
-            mirrored: Pipeline::new(Limits::default()),
+            mirrored,
             engine: Engine::new(Default::default()),
             ports,
             ul_mac,
@@ -394,6 +398,14 @@ impl Fixture {
         let r = self.expected(&frame, &actions);
         self.actions = actions;
         r
+    }
+
+    /// A tunnel packet the programs leave to the host stack (a UDP-GSO batch, an inner
+    /// 802.1Q frame) reaching nvod's socket: the mirrored pipeline takes it without the kernel
+    /// seeing it. (The pipeline's, the reference's.)
+    pub fn socket_packet_in(&mut self, packet: &[u8]) -> (Result, Result) {
+        let expected = self.reference_underlay(packet);
+        (self.mirrored_underlay(packet), expected)
     }
 
     fn mirrored_underlay(&mut self, packet: &[u8]) -> Result {

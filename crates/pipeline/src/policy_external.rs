@@ -1,0 +1,106 @@
+//! Another datapath's connection table, asked when this pipeline's misses (the kernel path:
+//! nvo-ebpf's `KernelFlows` over the programs' `pol_flows`).
+//!
+//! ```text
+//!  a packet of a policy network, not in the shared table either way
+//!    → ExternalFlows::lookup (the key, else its reverse; the hook answers only for networks
+//!      whose policy that datapath enforces, and only for flows not idle past its timeout)
+//!    → found: adopted into the shared table with the time it has left there (not journaled:
+//!      that table has it), the packet passes as tracked; its next packets hit here
+//! ```
+//!
+//! Why: a flow the kernel allowed and tracked has packets the kernel leaves to nvod (a UDP-GSO
+//! batch, an inner 802.1Q frame, a remote nothing is learned behind yet). Decided by the
+//! rules again here, a reply of an allowed flow whose destination is selected would be
+//! denied. The pipeline stays sans-IO: the hook is a trait object the datapath installs; its
+//! syscall happens in the datapath's crate, once per miss (a new flow, or a kernel-tracked one
+//! met for the first time).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nvo_policy::{Conntrack, FlowKey};
+
+/// A connection table another datapath keeps.
+pub trait ExternalFlows: Send + Sync {
+    /// The flow `key` belongs to, either way, if that table tracks it and it is not idle past
+    /// its timeout there: its key as that table holds it (`key` or `key.reversed()`) and the
+    /// time it has left. `None` for networks whose policy that datapath does not enforce.
+    fn lookup(&self, key: &FlowKey) -> Option<(FlowKey, Duration)>;
+}
+
+/// The hook a pipeline asks on a miss (none: the userspace datapath alone).
+#[derive(Clone, Default)]
+pub struct ExternalHook(pub Option<Arc<dyn ExternalFlows>>);
+
+impl std::fmt::Debug for ExternalHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ExternalHook(installed)"
+        } else {
+            "ExternalHook(none)"
+        })
+    }
+}
+
+impl ExternalHook {
+    /// After `ct` missed `key`: whether the other table tracks its flow; if so, `ct` adopts it
+    /// and `key` is looked up again (refreshing it, a FIN or RST shortening it). A full `ct`
+    /// refuses it (counted there) but the packet still passes: the flow is tracked.
+    pub(crate) fn consult(
+        &self,
+        ct: &mut Conntrack,
+        key: &FlowKey,
+        closing: bool,
+        now: Instant,
+    ) -> bool {
+        let Some(hook) = &self.0 else {
+            return false;
+        };
+        let Some((tracked, left)) = hook.lookup(key) else {
+            return false;
+        };
+        if ct.adopt(tracked, left, now).is_ok() {
+            ct.lookup(key, closing, now);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct One(FlowKey);
+
+    impl ExternalFlows for One {
+        fn lookup(&self, key: &FlowKey) -> Option<(FlowKey, Duration)> {
+            (*key == self.0 || key.reversed() == self.0).then_some((self.0, Duration::from_secs(3)))
+        }
+    }
+
+    #[test]
+    fn a_flow_found_there_is_adopted_with_its_time_left() {
+        let k = FlowKey {
+            network: 7,
+            proto: 17,
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            sport: 1,
+            dport: 2,
+        };
+        let t0 = Instant::now();
+        let mut ct = Conntrack::new(8);
+        assert!(!ExternalHook::default().consult(&mut ct, &k.reversed(), false, t0));
+        let hook = ExternalHook(Some(Arc::new(One(k))));
+        let other = FlowKey { dport: 3, ..k };
+        assert!(!hook.consult(&mut ct, &other, false, t0));
+        assert!(hook.consult(&mut ct, &k.reversed(), false, t0));
+        assert_eq!(
+            ct.lookup(&k.reversed(), false, t0 + Duration::from_secs(2)),
+            Some(nvo_policy::Direction::Reply),
+            "the reply is now in this table, keyed as the other holds it"
+        );
+        assert_eq!(ct.lookup(&k, false, t0 + Duration::from_secs(6)), None);
+    }
+}
