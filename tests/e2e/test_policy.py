@@ -1,5 +1,5 @@
-"""Identity policy per tenant (issue 18): two tenants with the same addresses and the same label
-names on three hosts; web -> db TCP 5432 allowed, everything else to db denied; checked with
+"""Identity policy per tenant (issue 18): three tenants with the same addresses and the same label
+names on three hosts (the third also with tenant 100's group IDs); web -> db TCP 5432 allowed, everything else to db denied; checked with
 real TCP connections, per-rule counters, `nvo policy trace`, the group ID on the wire, and a
 policy change that takes effect at once while an established connection survives it.
 
@@ -13,7 +13,9 @@ policy change that takes effect at once while an established connection survives
            +------------ ul: bridge ---------------+
 
 The address 10.0.0.3 is `batch` in tenant 100 and `web` in tenant 200: the same address and the
-same label names in two tenants do not leak across. Runs on the datapath NVO_LAB_DATAPATH
+same label names in two tenants do not leak across. Tenant 300 (vxlan-gbp, webC3 on h3 and dbC1 on
+h1, the other way round) uses tenant 100's group IDs 10 and 20: a group ID means something only
+within its network. Runs on the datapath NVO_LAB_DATAPATH
 selects (ebpf or userspace); on the eBPF one the kernel's programs enforce the policy.
 """
 
@@ -32,6 +34,7 @@ hosts: [{name: h1}, {name: h2}, {name: h3}]
 networks:
   - {vni: 100, encap: vxlan-gbp, params: {group: 1}}
   - {vni: 200}
+  - {vni: 300, encap: vxlan-gbp, params: {group: 1}}
 containers:
   - {name: web1, host: h1, vni: 100, ip: 10.0.0.1/24, labels: {app: web}}
   - {name: db1, host: h2, vni: 100, ip: 10.0.0.2/24, labels: {app: db}}
@@ -39,6 +42,8 @@ containers:
   - {name: webB1, host: h1, vni: 200, ip: 10.0.0.1/24, labels: {app: web}}
   - {name: dbB2, host: h2, vni: 200, ip: 10.0.0.2/24, labels: {app: db}}
   - {name: webB3, host: h3, vni: 200, ip: 10.0.0.3/24, labels: {app: web}}
+  - {name: webC3, host: h3, vni: 300, ip: 10.0.0.1/24, labels: {app: web}}
+  - {name: dbC1, host: h1, vni: 300, ip: 10.0.0.2/24, labels: {app: db}}
 """
 
 POLICY = """
@@ -54,6 +59,13 @@ network: 200
 groups:
   - {name: web, id: 110, match: {app: web}}
   - {name: db, id: 120, selector: "app in (db)"}
+rules:
+  - {name: web-db, from: web, to: db, proto: tcp, ports: [5432], action: allow}
+---
+network: 300
+groups:
+  - {name: web, id: 10, match: {app: web}}
+  - {name: db, id: 20, match: {app: db}}
 rules:
   - {name: web-db, from: web, to: db, proto: tcp, ports: [5432], action: allow}
 """
@@ -139,17 +151,18 @@ def lab_with_db1(lab_factory):
 
 def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
     lab = lab_factory(TOPOLOGY)
-    for db in ("db1", "dbB2"):
+    for db in ("db1", "dbB2", "dbC1"):
         start_server(lab, db)
     # Before any policy everything is open (and the servers are up).
     wait_for(lambda: connects(lab, "web1", "10.0.0.2", 5433), timeout=10, what="db1's server")
     wait_for(lambda: connects(lab, "webB1", "10.0.0.2", 5433), timeout=10, what="dbB2's server")
+    wait_for(lambda: connects(lab, "webC3", "10.0.0.2", 5433), timeout=10, what="dbC1's server")
 
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY)
     for h in ("h1", "h2", "h3"):
         applied = lab.nvo(h, "policy", "apply", str(policy))
-        assert [v["network"] for v in applied] == [100, 200]
+        assert [v["network"] for v in applied] == [100, 200, 300]
         # The controller's part for the tenant without GBP: the sources' labels by address.
         lab.nvo(h, "endpoint", "label", "10.0.0.1", "--vni", "200", "app=web")
         lab.nvo(h, "endpoint", "label", "10.0.0.3", "--vni", "200", "app=web")
@@ -159,7 +172,7 @@ def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
         # The kernel's programs enforce both tenants' policies (bpf/policy.h): neither network
         # went back to nvod.
         for h in ("h1", "h2", "h3"):
-            for vni in ("100", "200"):
+            for vni in ("100", "200", "300"):
                 assert lab.nvo(h, "policy", "show", vni)["datapath"] == "kernel", (h, vni)
             log = (RUN / lab.name / f"{h}.log").read_text()
             assert "does not run in the kernel" not in log, log[-2000:]
@@ -173,6 +186,9 @@ def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
     assert connects(lab, "webB1", "10.0.0.2", 5432)
     assert connects(lab, "webB3", "10.0.0.2", 5432)
     assert not connects(lab, "webB1", "10.0.0.2", 5433)
+    # Tenant 300: tenant 100's group IDs, its own policy: web -> db 5432 only.
+    assert connects(lab, "webC3", "10.0.0.2", 5432)
+    assert not connects(lab, "webC3", "10.0.0.2", 5433)
 
     # Counted where decided: at the sender once it knows db's identity (learned from db's
     # tagged replies), else at the receiver.
@@ -184,8 +200,11 @@ def test_web_reaches_db_on_5432_only_per_tenant(lab_factory, tmp_path):
     blue = lab.nvo("h2", "policy", "show", "200")
     assert rule(blue, "web-db")["packets"] >= 2, blue
     assert blue["verdicts"]["default_denied"] >= 1, blue  # webB1 -> 5433, decided at h2
+    green = {h: lab.nvo(h, "policy", "show", "300") for h in ("h1", "h3")}
+    assert sum(rule(v, "web-db")["packets"] for v in green.values()) >= 1, green
+    assert sum(v["verdicts"]["default_denied"] for v in green.values()) >= 1, green  # webC3 -> 5433
     drops = sum(lab.counters(h)["drops"].get("policy_denied", 0) for h in hosts)
-    assert drops >= 4, drops
+    assert drops >= 5, drops
 
     # The trace names the rule; h2 learned 10.0.0.1's group (10) from tenant 100's headers
     # and knows tenant 200's by its label.
