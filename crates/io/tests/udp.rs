@@ -146,12 +146,9 @@ fn unspecified_local_receives_on_every_address_and_zero_entropy_ports_send_from_
     );
 }
 
-/// 20 equal datagrams and a short one to one destination from one socket: with GSO they leave
-/// as one message; a GRO receiver gets them coalesced and splits them again, a plain socket
-/// gets them segmented by the kernel. Both see the original boundaries.
-#[test]
-fn gso_coalesced_sends_arrive_as_separate_datagrams() {
-    let net = VethPair::new("ug");
+/// Addresses `net` and binds a GSO-capable sender on its first end (10.77.0.1:4789) and a
+/// receiver on its second (10.77.0.2:4789).
+fn gso_sender_and_receiver(net: &VethPair) -> (UdpUnderlay, UdpUnderlay) {
     net.address("10.77.0", "fd77");
     let sender = run_in(net.a.name(), || {
         UdpUnderlay::bind("10.77.0.1".parse().unwrap(), 4789, 4)
@@ -163,6 +160,16 @@ fn gso_coalesced_sends_arrive_as_separate_datagrams() {
     })
     .unwrap()
     .unwrap();
+    (sender, receiver)
+}
+
+/// 20 equal datagrams and a short one to one destination from one socket: with GSO they leave
+/// as one message; a GRO receiver gets them coalesced and splits them again, a plain socket
+/// gets them segmented by the kernel. Both see the original boundaries.
+#[test]
+fn gso_coalesced_sends_arrive_as_separate_datagrams() {
+    let net = VethPair::new("ug");
+    let (sender, receiver) = gso_sender_and_receiver(&net);
     let plain = run_in(net.b.name(), || UdpSocket::bind("10.77.0.2:4790"))
         .unwrap()
         .unwrap();
@@ -213,17 +220,7 @@ fn gso_coalesced_sends_arrive_as_separate_datagrams() {
 #[test]
 fn a_short_batch_takes_everything_queued() {
     let net = VethPair::new("us");
-    net.address("10.77.0", "fd77");
-    let sender = run_in(net.a.name(), || {
-        UdpUnderlay::bind("10.77.0.1".parse().unwrap(), 4789, 4)
-    })
-    .unwrap()
-    .unwrap();
-    let receiver = run_in(net.b.name(), || {
-        UdpUnderlay::bind("10.77.0.2".parse().unwrap(), 4789, 0)
-    })
-    .unwrap()
-    .unwrap();
+    let (sender, receiver) = gso_sender_and_receiver(&net);
     let dst: SocketAddr = "10.77.0.2:4789".parse().unwrap();
     // Five datagrams from five source ports (five flows: GRO keeps them apart).
     let mut batch = SendBatch::default();

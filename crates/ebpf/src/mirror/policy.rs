@@ -338,15 +338,21 @@ impl Mirror {
         let maps = &self.kernel.maps;
         let zero = layout::PolCounters::default();
         if let Ok(k) = sum_per_cpu(&maps.pol_counters, slot, layout::PolCounters::add, zero) {
-            counters.allowed += k.allowed;
-            counters.denied += k.denied;
-            counters.default_allowed += k.default_allowed;
-            counters.default_denied += k.default_denied;
-            counters.tracked += k.tracked;
-            counters.sender_applied += k.sender_applied;
-            counters.unknown_destination += k.unknown_destination;
-            counters.exempt += k.exempt;
-            counters.conntrack_full += k.conntrack_full;
+            // Added as another worker's counts are (PolicyCounters::merge); the literal names
+            // every field, so a new counter cannot be left out here silently.
+            counters.merge(&PolicyCounters {
+                rules: Vec::new(),
+                allowed: k.allowed,
+                denied: k.denied,
+                default_allowed: k.default_allowed,
+                default_denied: k.default_denied,
+                tracked: k.tracked,
+                sender_applied: k.sender_applied,
+                unknown_destination: k.unknown_destination,
+                exempt: k.exempt,
+                conntrack_full: k.conntrack_full,
+                in_kernel: true,
+            });
         }
         for (i, n) in counters.rules.iter_mut().enumerate() {
             let key = layout::RuleKey {
