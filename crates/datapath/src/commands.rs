@@ -248,8 +248,8 @@ fn open_tagged(
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     must_open: bool,
-) -> Result<(PortIo, Option<u16>), DatapathError> {
-    let fanout = (core.workers > 1).then(|| ports::fanout_group(id));
+) -> Result<(PortIo, Option<(u16, usize)>), DatapathError> {
+    let fanout = (core.workers > 1).then(|| (ports::fanout_group(id), core.workers));
     let io = open_port(name, kind, offloads, (false, true), fanout, must_open)?;
     Ok((io, fanout))
 }
@@ -259,7 +259,7 @@ fn tagged_port(
     (id, name, kind, offloads): (PortId, String, PortKind, nvo_api::PortOffloads),
     vni: Vni,
     io: PortIo,
-    fanout: Option<u16>,
+    fanout: Option<(u16, usize)>,
 ) -> Port {
     Port {
         id,
@@ -558,7 +558,7 @@ fn add_port(
                 .network(vni)
                 .is_ok_and(|view| k.mode(&fwd.engine, &view).is_ok())
         });
-    let fanout = (fwd.workers > 1 && !kernel).then(|| ports::fanout_group(id));
+    let fanout = (fwd.workers > 1 && !kernel).then(|| (ports::fanout_group(id), fwd.workers));
     let io = open_port(&name, kind, &offloads, (kernel, false), fanout, must_open)?;
     fwd.pipeline.add_port(id, vni)?;
     fwd.ports.insert(Port {
@@ -583,7 +583,7 @@ fn open_port(
     kind: PortKind,
     offloads: &nvo_api::PortOffloads,
     (kernel, trunk): (bool, bool),
-    fanout: Option<u16>,
+    fanout: Option<(u16, usize)>,
     must_open: bool,
 ) -> Result<PortIo, DatapathError> {
     match ports::open(name, kind, offloads, kernel, trunk, fanout) {

@@ -77,6 +77,7 @@ use std::time::{Duration, Instant};
 
 use nvo_encap::engine::Engine;
 use nvo_encap::stt::Reassembler;
+use nvo_io::steer::TunnelShape;
 use nvo_io::{EventFd, FrameBatch, FrameMeta, Poller, RecvBatch, UdpUnderlay};
 use nvo_pipeline::overlay::{NodeId, OverlayTables};
 use nvo_pipeline::Pipeline;
@@ -308,6 +309,13 @@ fn forwarder(config: &Settings, worker: usize, shared: bool) -> Result<Forwarder
         shared,
     )
     .map_err(error)?;
+    let members = config.workers.clamp(1, workers::MAX_WORKERS);
+    if shared {
+        // A flow's datagrams go to the worker its port frames go to (nvo_io's `spread`).
+        underlay
+            .steer_by_inner_flow(TunnelShape::Vxlan, members)
+            .map_err(error)?;
+    }
     underlay
         .set_multicast_ttl(config.multicast_ttl)
         .map_err(error)?;
@@ -322,7 +330,7 @@ fn forwarder(config: &Settings, worker: usize, shared: bool) -> Result<Forwarder
         config.entropy_ports,
         config.outer,
     );
-    underlays.set_worker(worker, shared);
+    underlays.set_worker(worker, if shared { members } else { 1 });
     let mut fwd = Forwarder::new(
         Pipeline::new(config.limits),
         underlays,

@@ -36,9 +36,9 @@ pub struct Port {
     pub io: Option<Box<dyn FramePort + Send>>,
     /// Captures tapping its interface now ([`Ports::tap`]).
     pub taps: u32,
-    /// With several workers: the fanout group its packet sockets share (a TAP device gets a
-    /// queue per worker instead).
-    pub fanout: Option<u16>,
+    /// With several workers: the fanout group its packet sockets share and how many they are
+    /// (a TAP device gets a queue per worker instead).
+    pub fanout: Option<(u16, usize)>,
 }
 
 /// The PACKET_FANOUT group of a port's sockets: from the port's id (unique within nvod) and
@@ -88,7 +88,7 @@ pub fn open(
     offloads: &nvo_api::PortOffloads,
     kernel: bool,
     tagged: bool,
-    fanout: Option<u16>,
+    fanout: Option<(u16, usize)>,
 ) -> io::Result<Box<dyn FramePort + Send>> {
     let port: Box<dyn FramePort + Send> = match kind {
         PortKind::Veth if kernel => Box::new(PacketPort::open_send_only(name)?),
@@ -98,8 +98,8 @@ pub fn open(
             } else {
                 PacketPort::open(name)?
             };
-            if let Some(group) = fanout {
-                p.join_fanout(group)?;
+            if let Some((group, members)) = fanout {
+                p.join_fanout(group, members)?;
             }
             Box::new(p)
         }
@@ -197,7 +197,7 @@ impl Ports {
             let (kernel, large) = before;
             (
                 kernel,
-                (workers > 1 && !kernel).then(|| fanout_group(id)),
+                (workers > 1 && !kernel).then(|| (fanout_group(id), workers)),
                 large,
             )
         };

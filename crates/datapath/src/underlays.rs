@@ -18,6 +18,7 @@ use std::net::IpAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use nvo_encap::profile::Transport;
+use nvo_io::steer::TunnelShape;
 use nvo_io::{OuterValues, RawUnderlay, RecvBatch, SendBatch, UdpUnderlay, UnderlayStats};
 use nvo_wire::{ports, EtherType};
 
@@ -138,6 +139,8 @@ pub struct Underlays {
     worker: usize,
     /// Whether other workers bind the same UDP ports (SO_REUSEPORT).
     shared: bool,
+    /// How many workers share them (the reuseport programs' `n`).
+    members: usize,
     /// The outer TOS of the frame being sent, when its port's QoS profile sets it (qos.rs).
     tos_override: Option<u8>,
 }
@@ -164,6 +167,7 @@ impl Underlays {
             stt_guard: None,
             worker: 0,
             shared: false,
+            members: 1,
             tos_override: None,
         }
     }
@@ -174,12 +178,13 @@ impl Underlays {
         self.tos_override = tos;
     }
 
-    /// Says which worker these sockets are, and whether other workers share their UDP ports:
-    /// sockets opened later follow (see nvo_io's `spread`). Worker 0 receives every raw
-    /// protocol and the overlay's UDP port; the others only send on those.
-    pub fn set_worker(&mut self, worker: usize, shared: bool) {
+    /// Says which worker these sockets are, and how many workers share their UDP ports (more
+    /// than one: SO_REUSEPORT): sockets opened later follow (see nvo_io's `spread`). Worker 0
+    /// receives every raw protocol and the overlay's UDP port; the others only send on those.
+    pub fn set_worker(&mut self, worker: usize, members: usize) {
         self.worker = worker;
-        self.shared = shared;
+        self.shared = members > 1;
+        self.members = members.max(1);
     }
 
     /// The VXLAN socket (multicast groups are joined on it). Index 0 is made a UDP socket in
@@ -228,6 +233,9 @@ impl Underlays {
                 if self.worker > 0 && port == ports::OVERLAY {
                     // Probes in flight are worker 0's: their answers go there.
                     u.steer_to_first()?;
+                } else if let Some(shape) = tunnel_shape(port).filter(|_| self.shared) {
+                    // A flow's datagrams go to the worker its port frames go to.
+                    u.steer_by_inner_flow(shape, self.members)?;
                 }
                 u.set_outer(self.outer.ttl, self.outer.tos, self.outer.df)?;
                 apply_offloads(&mut u, &self.outer)?;
@@ -356,6 +364,17 @@ fn ethernet_ip(frame: &[u8]) -> Option<&[u8]> {
     }
     match ethertype {
         EtherType::Ipv4 | EtherType::Ipv6 => frame.get(at + 2..),
+        _ => None,
+    }
+}
+
+/// The tunnel header a UDP port's datagrams start with, for the ones whose reuseport group is
+/// spread by inner flow (VXLAN's port is bound at start, lib.rs; a profile on another port
+/// keeps the kernel's hash of the outer 4-tuple).
+fn tunnel_shape(port: u16) -> Option<TunnelShape> {
+    match port {
+        ports::VXLAN_GPE => Some(TunnelShape::Gpe),
+        ports::GENEVE => Some(TunnelShape::Geneve),
         _ => None,
     }
 }

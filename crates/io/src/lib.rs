@@ -55,6 +55,7 @@ pub mod pcap_filter;
 mod poll;
 mod raw;
 mod spread;
+pub mod steer;
 mod stt_tso;
 mod sys;
 mod tap;

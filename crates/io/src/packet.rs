@@ -150,10 +150,11 @@ fn aux_tag(control: &[u8]) -> Option<[u8; 4]> {
 }
 
 impl PacketPort {
-    /// Joins fanout group `group` (PACKET_FANOUT_HASH): the interface's frames are spread over
-    /// the group's sockets by flow hash, one socket per datapath worker (see `spread`).
-    pub fn join_fanout(&self, group: u16) -> io::Result<()> {
-        crate::spread::join_fanout(self.fd.as_fd(), group).map_err(|e| {
+    /// Joins fanout group `group` of `n` sockets (PACKET_FANOUT_CBPF): the interface's frames
+    /// are spread over the group's sockets by a symmetric hash of their IP flow, one socket per
+    /// datapath worker, in the order they join (see `spread` and `steer`).
+    pub fn join_fanout(&self, group: u16, n: usize) -> io::Result<()> {
+        crate::spread::join_fanout(self.fd.as_fd(), group, n).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("packet port on {}: fanout group {group}: {e}", self.name),

@@ -203,6 +203,17 @@ impl UdpUnderlay {
         crate::spread::steer_to_first(self.recv.as_fd())
     }
 
+    /// Spreads the port's reuseport group over its first `n` sockets by the tunnel's inner flow,
+    /// the hash a port's fanout group uses (see `spread` and `steer`), so that a flow's two
+    /// directions reach the same worker.
+    pub fn steer_by_inner_flow(
+        &self,
+        shape: crate::steer::TunnelShape,
+        n: usize,
+    ) -> io::Result<()> {
+        crate::spread::steer_by_inner_flow(self.recv.as_fd(), shape, n)
+    }
+
     /// The receive socket's address (with the port the kernel picked if bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local
