@@ -1,12 +1,13 @@
 //! Busy polling (nvod's `busy_poll_us`), shared by the node's workers.
 //!
-//! A request and its reply are seldom read by the same worker: the request enters on a
-//! port, whose `PACKET_FANOUT_HASH` picks a worker by the inner flow, and the reply comes
-//! back on the underlay, whose `SO_REUSEPORT` picks one by the outer 4-tuple (the peer's
-//! source port is its own entropy choice). Measured on a two-host lab with two workers per
-//! nvod: the worker that sent a ping's request on h1 was not the one the reply reached, so a
-//! busy window kept per worker spun on the wrong thread and the reply still paid a
-//! wake-up (docs/design/dataplane.md, "Where a ping's round trip goes"). So the window is
+//! A request and its reply were seldom read by the same worker when the port's fanout hashed
+//! the inner flow and the underlay's `SO_REUSEPORT` the outer 4-tuple: measured on a two-host
+//! lab with two workers per nvod, the worker that sent a ping's request on h1 was not the one
+//! the reply reached, so a busy window kept per worker spun on the wrong thread and the reply
+//! still paid a wake-up (docs/design/dataplane.md, "Where a ping's round trip goes"). Since
+//! nvo-io's `steer` the VXLAN, VXLAN-GPE and Geneve replies of an IP flow reach the worker that
+//! read its request; STT and the other raw IP tunnels (worker 0 reads them), TAP ports (the
+//! kernel's queue hash) and user UDP profiles still cross. So the window is
 //! the node's: a round that handled packets on any worker keeps every worker polling
 //! without sleeping until the window ends, and the round that opens a closed window wakes the
 //! other workers (their command eventfd, after the round's packets went out), so that the one

@@ -1,7 +1,8 @@
 //! The datapath threads (workers): each owns a copy of the pipeline, its own underlay sockets
 //! and its own socket on every port, and runs one poll loop; `workers` says how N of them share
-//! the traffic (flows spread by the kernel's hash: PACKET_FANOUT on ports, SO_REUSEPORT on the
-//! underlay) and keep their tables alike. With one worker (`workers = 1`, or the kernel path
+//! the traffic (flows spread by one symmetric hash of the inner flow, nvo-io's `steer`: a
+//! PACKET_FANOUT program on ports, a SO_REUSEPORT program on the tunnels' UDP ports, so a flow's
+//! two directions meet one worker) and keep their tables alike. With one worker (`workers = 1`, or the kernel path
 //! running) this is the single datapath thread of before. Each worker's loop:
 //!
 //! ```text

@@ -93,9 +93,11 @@ Configuration file (TOML, every key optional):
                                    packet before it sleeps again, 0 (off) to 1000: lower
                                    latency for CPU time spent while traffic flows
   workers = <CPUs>                 userspace datapath threads, 1 to 64 (default: one per
-                                   CPU nvod may run on); flows are spread over them by the
-                                   kernel's hash (PACKET_FANOUT on ports, SO_REUSEPORT on
-                                   the underlay), each with its own copy of the tables.
+                                   CPU nvod may run on); flows are spread over them by one
+                                   symmetric hash of the inner flow (BPF programs on the
+                                   ports' PACKET_FANOUT and the tunnels' SO_REUSEPORT
+                                   groups), a flow's two directions on one worker, each
+                                   worker with its own copy of the tables.
                                    1 is a single thread. With datapath \"ebpf\" running, one
                                    handles what reaches userspace
   learn_port_percent = 25          default share of a network's max_learned one local port
