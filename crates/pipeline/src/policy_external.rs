@@ -9,6 +9,10 @@
 //!      that table has it), the packet passes as tracked; its next packets hit here
 //! ```
 //!
+//! The lookup is a syscall: it is made with the shared table's lock released (the pipeline
+//! decides under the lock that it must ask, drops it, asks, and takes it again to adopt or
+//! decide; a flow another worker tracked in between is found by looking up again first).
+//!
 //! Why: a flow the kernel allowed and tracked has packets the kernel leaves to nvod (a UDP-GSO
 //! batch, an inner 802.1Q frame, a remote nothing is learned behind yet). Decided by the
 //! rules again here, a reply of an allowed flow whose destination is selected would be
@@ -44,26 +48,67 @@ impl std::fmt::Debug for ExternalHook {
 }
 
 impl ExternalHook {
-    /// After `ct` missed `key`: whether the other table tracks its flow; if so, `ct` adopts it
-    /// and `key` is looked up again (refreshing it, a FIN or RST shortening it). A full `ct`
-    /// refuses it (counted there) but the packet still passes: the flow is tracked.
-    pub(crate) fn consult(
+    /// Whether there is another table to ask.
+    pub(crate) fn installed(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Asks the other table about `key` (its syscall): called with the shared connection
+    /// table's lock released, so that the other workers do not wait on it.
+    pub(crate) fn ask(&self, key: &FlowKey) -> Option<(FlowKey, Duration)> {
+        self.0.as_ref()?.lookup(key)
+    }
+
+    /// With the lock taken again, after `ct` missed `key` a second time: `ct` adopts the flow
+    /// [`ExternalHook::ask`] found and `key` is looked up again (refreshing it, a FIN or RST
+    /// shortening it). Meanwhile another worker may have tracked or adopted the same flow:
+    /// the caller looked `key` up first, and [`Conntrack::adopt`] keeps a live entry, so
+    /// adopting twice changes nothing. A full `ct` refuses it (counted there) but the packet
+    /// still passes: the flow is tracked.
+    pub(crate) fn adopt(
+        ct: &mut Conntrack,
+        (tracked, left): (FlowKey, Duration),
+        key: &FlowKey,
+        closing: bool,
+        now: Instant,
+    ) {
+        if ct.adopt(tracked, left, now).is_ok() {
+            ct.lookup(key, closing, now);
+        }
+    }
+}
+
+/// Whether the other datapath's table was asked about a packet's flow. Its lookup is a
+/// syscall, so it is made with the shared lock released: a pass under the lock that misses
+/// asks for it (`None`), the answer is fetched, and a second pass looks the flow up again
+/// first (another worker may have tracked it meanwhile), then adopts what was found.
+pub(crate) enum Asked {
+    No,
+    Answer(Option<(FlowKey, Duration)>),
+}
+
+impl Asked {
+    /// Under the lock: whether `key`'s flow is tracked (adopting the other table's answer),
+    /// or `None` when the other table must be asked first.
+    pub(crate) fn tracked(
         &self,
+        external: &ExternalHook,
         ct: &mut Conntrack,
         key: &FlowKey,
         closing: bool,
         now: Instant,
-    ) -> bool {
-        let Some(hook) = &self.0 else {
-            return false;
-        };
-        let Some((tracked, left)) = hook.lookup(key) else {
-            return false;
-        };
-        if ct.adopt(tracked, left, now).is_ok() {
-            ct.lookup(key, closing, now);
+    ) -> Option<bool> {
+        if ct.lookup(key, closing, now).is_some() {
+            return Some(true);
         }
-        true
+        match self {
+            Asked::No if external.installed() => None,
+            Asked::No | Asked::Answer(None) => Some(false),
+            Asked::Answer(Some(found)) => {
+                ExternalHook::adopt(ct, *found, key, closing, now);
+                Some(true)
+            }
+        }
     }
 }
 
@@ -91,11 +136,13 @@ mod tests {
         };
         let t0 = Instant::now();
         let mut ct = Conntrack::new(8);
-        assert!(!ExternalHook::default().consult(&mut ct, &k.reversed(), false, t0));
+        assert!(ExternalHook::default().ask(&k.reversed()).is_none());
         let hook = ExternalHook(Some(Arc::new(One(k))));
         let other = FlowKey { dport: 3, ..k };
-        assert!(!hook.consult(&mut ct, &other, false, t0));
-        assert!(hook.consult(&mut ct, &k.reversed(), false, t0));
+        assert!(hook.ask(&other).is_none());
+        let found = hook.ask(&k.reversed()).expect("tracked there");
+        assert_eq!(found, (k, Duration::from_secs(3)));
+        ExternalHook::adopt(&mut ct, found, &k.reversed(), false, t0);
         assert_eq!(
             ct.lookup(&k.reversed(), false, t0 + Duration::from_secs(2)),
             Some(nvo_policy::Direction::Reply),
