@@ -44,7 +44,7 @@ use crate::actions::{Action, Actions};
 use crate::ct_cache::CtCache;
 use crate::frame::Eth;
 use crate::network::Network;
-use crate::policy_external::{Asked, ExternalHook};
+use crate::policy_external::{Asked, ExternalHook, Negative};
 use crate::policy_flow::{flow, Flow};
 use crate::{FdbDest, PortId, TableError, Vni};
 
@@ -189,6 +189,11 @@ pub struct PolicyCounters {
     pub exempt: u64,
     /// Allowed flows the full connection table could not track.
     pub conntrack_full: u64,
+    /// nvod's misses looked up in the kernel's connection table (nvod's count only).
+    pub kernel_lookups: u64,
+    /// nvod's misses not looked up there: the kernel said "not tracked" less than a second
+    /// ago (policy_external.rs, `Negative`; nvod's count only).
+    pub kernel_lookups_skipped: u64,
     /// The kernel's programs enforce the policy too (the eBPF datapath): the counts are
     /// theirs and nvod's together.
     pub in_kernel: bool,
@@ -214,6 +219,8 @@ impl PolicyCounters {
             unknown_destination,
             exempt,
             conntrack_full,
+            kernel_lookups,
+            kernel_lookups_skipped,
             in_kernel,
         } = other;
         self.allowed += allowed;
@@ -225,6 +232,8 @@ impl PolicyCounters {
         self.unknown_destination += unknown_destination;
         self.exempt += exempt;
         self.conntrack_full += conntrack_full;
+        self.kernel_lookups += kernel_lookups;
+        self.kernel_lookups_skipped += kernel_lookups_skipped;
         self.in_kernel |= in_kernel;
     }
 }
@@ -255,6 +264,26 @@ pub(crate) struct Policies {
     cache: CtCache,
     /// Another datapath's connection table, asked on a miss (policy_external.rs).
     pub(crate) external: ExternalHook,
+    /// Its recent "not tracked" answers (this worker's).
+    pub(crate) negative: Negative,
+}
+
+/// Asks the other table about `key` (the shared lock released), or remembers it said "not
+/// tracked" a moment ago; counted either way.
+fn ask(
+    negative: &mut Negative,
+    external: &ExternalHook,
+    key: &nvo_policy::FlowKey,
+    now: Instant,
+    c: &mut PolicyCounters,
+) -> Asked {
+    let (answer, asked) = negative.ask(external, key, now);
+    if asked {
+        c.kernel_lookups += 1;
+    } else {
+        c.kernel_lookups_skipped += 1;
+    }
+    Asked::Answer(answer)
 }
 
 fn count(c: &mut PolicyCounters, allow: bool, reason: Reason) {
@@ -517,6 +546,7 @@ impl Policies {
         }
         let cache = &mut self.cache;
         let external = &self.external;
+        let negative = &mut self.negative;
         // The other table's answer, once asked (with the lock released: see `Asked`).
         let mut asked = Asked::No;
         loop {
@@ -536,7 +566,7 @@ impl Policies {
             });
             match pass {
                 Some(verdict) => return verdict,
-                None => asked = Asked::Answer(external.ask(&f.key)),
+                None => asked = ask(negative, external, &f.key, now, &mut p.counters),
             }
         }
     }
@@ -661,6 +691,7 @@ impl Policies {
         let cache = &mut self.cache;
         let evpn_ids = &self.evpn_ids;
         let external = &self.external;
+        let negative = &mut self.negative;
         // The other table's answer, once asked (with the lock released: see `Asked`).
         let mut asked = Asked::No;
         loop {
@@ -690,7 +721,7 @@ impl Policies {
             });
             match pass {
                 Some(verdict) => return verdict,
-                None => asked = Asked::Answer(external.ask(&f.key)),
+                None => asked = ask(negative, external, &f.key, now, &mut p.counters),
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The other datapath's connection table as the pipeline asks it on a miss
 //! (policy_external.rs): its lookup runs with the shared table's lock released, and a flow
-//! another worker tracks in the meantime is adopted at most once.
+//! another worker tracks in the meantime is adopted at most once; a "not tracked" answer is
+//! remembered for a second.
 //!
 //! ```text
 //!   worker A ── P1 web 10.0.0.1 (app=web) ─┐                      ┌─ the other table
@@ -165,4 +166,18 @@ fn the_lookup_runs_unlocked_and_a_flow_tracked_meanwhile_is_not_adopted_twice() 
     a_worker.from_port(P2, &tcp(mac(1), mac(2), DB, (5432, 40001)), t, &mut a);
     assert_eq!(plain(&a), [Action::Drop(DropReason::PolicyDenied)]);
     assert_eq!(racing.asked.load(SeqCst), 2);
+    // Its repeats within a second are not asked about again (the "not tracked" answer is
+    // remembered); after that, once more.
+    for ms in [1, 300, 999] {
+        let at = t + Duration::from_millis(ms);
+        a_worker.from_port(P2, &tcp(mac(1), mac(2), DB, (5432, 40001)), at, &mut a);
+        assert_eq!(plain(&a), [Action::Drop(DropReason::PolicyDenied)]);
+    }
+    assert_eq!(racing.asked.load(SeqCst), 2);
+    let at = t + Duration::from_millis(1000);
+    a_worker.from_port(P2, &tcp(mac(1), mac(2), DB, (5432, 40001)), at, &mut a);
+    assert_eq!(racing.asked.load(SeqCst), 3);
+    let c = counters(&mut a_worker);
+    assert_eq!((c.kernel_lookups, c.kernel_lookups_skipped), (3, 3));
+    assert_eq!(a_worker.counters().drops.get(DropReason::PolicyDenied), 5);
 }

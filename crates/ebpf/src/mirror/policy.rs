@@ -351,6 +351,9 @@ impl Mirror {
                 unknown_destination: k.unknown_destination,
                 exempt: k.exempt,
                 conntrack_full: k.conntrack_full,
+                // nvod's own: the programs never ask their table from outside.
+                kernel_lookups: 0,
+                kernel_lookups_skipped: 0,
                 in_kernel: true,
             });
         }
