@@ -28,8 +28,8 @@ pub const MAX_FLOOD: usize = 256;
 pub const MAX_NET_PORTS: usize = 64;
 /// Frame bytes a punt record carries.
 pub const PUNT_MAX: usize = 65536;
-/// Drop counter slots (codes 1..31).
-pub const DROP_SLOTS: usize = 32;
+/// Drop counter slots (codes 1..63; bpf/layout.h `NVO_DROP_SLOTS`).
+pub const DROP_SLOTS: usize = 64;
 /// Entries of the entropy source-port table.
 pub const MAX_ENTROPY: usize = 16384;
 /// Locators of one relay next hop.
@@ -771,5 +771,17 @@ mod tests {
         }
         assert_eq!(seen, DropReason::ALL.to_vec());
         const { assert!(DropReason::COUNT < super::DROP_SLOTS) };
+    }
+
+    /// The drop counter map (bpf/maps.h, sized by bpf/layout.h) has the slots nvod reads.
+    #[test]
+    fn drop_slots_match_the_programs() {
+        let header = include_str!("../bpf/layout.h");
+        let slots = header
+            .lines()
+            .find_map(|l| l.strip_prefix("#define NVO_DROP_SLOTS "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<usize>().ok());
+        assert_eq!(slots, Some(super::DROP_SLOTS));
     }
 }
