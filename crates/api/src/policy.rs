@@ -127,6 +127,19 @@ pub struct PolicyView {
     /// counts are both's) or `nvod` (its userspace pipeline alone).
     #[serde(default)]
     pub datapath: String,
+    /// nvod's misses asked of the kernel's connection table (`kernel` only; zeros otherwise).
+    #[serde(default)]
+    pub kernel_lookups: KernelLookups,
+}
+
+/// How often nvod asked the kernel's connection table (`pol_flows`) about a flow its own
+/// table missed, summed over its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct KernelLookups {
+    /// Looked up there (a map-lookup syscall, the key and else its reverse).
+    pub asked: u64,
+    /// Not looked up: the kernel said "not tracked" less than a second ago.
+    pub skipped: u64,
 }
 
 /// A group as shown.

@@ -45,5 +45,7 @@
 #define NVO_DROP_FLOW_DROP 30
 /* Identity policy: in the kernel (policy.h) and in the pipeline. */
 #define NVO_DROP_POLICY_DENIED 31
+/* L3 networks run in userspace only (compile.rs, Unsupported::L3Network). */
+#define NVO_DROP_LINK_CONTROL 32
 
 #endif

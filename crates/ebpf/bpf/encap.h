@@ -229,4 +229,20 @@ static __always_inline const struct nvo_tmpl *tmpl_for(const struct nvo_network 
 	return &net->tmpl;
 }
 
+/* outer_push for a frame of local network `vni` to `remote` (its own template, if it has
+ * one; `remote` 0: the network's, as a flood uses). Global (NVO_FUNC, not static) for the
+ * verifier's sake: it checks it once, on its own, not on every path of nvo_port that reaches
+ * a push. Its arguments are the context and scalars, so it finds the network and the frame's
+ * first 14 bytes again (unchanged since the caller read them); -1 when it cannot, as when
+ * the push fails. */
+NVO_FUNC int nvo_outer_push(struct __sk_buff *skb, __u32 vni, __u32 remote)
+{
+	const struct nvo_network *net = bpf_map_lookup_elem(&networks, &vni);
+	__u8 eth[ETH_HLEN];
+
+	if (!net || bpf_skb_load_bytes(skb, 0, eth, ETH_HLEN))
+		return -1;
+	return outer_push(skb, remote ? tmpl_for(net, vni, remote) : &net->tmpl, eth);
+}
+
 #endif

@@ -21,7 +21,7 @@
 #define NVO_MAX_FLOOD 256      /* the pipeline's flood-list limit */
 #define NVO_MAX_NET_PORTS 64   /* local ports one flood reaches in the kernel; more: userspace */
 #define NVO_PUNT_MAX 65536     /* frame bytes a punt record carries */
-#define NVO_DROP_SLOTS 32      /* drop counters (codes 1..31) */
+#define NVO_DROP_SLOTS 64      /* drop counters (codes 1..63) */
 #define NVO_MAX_ENTROPY 16384  /* entries of the entropy source-port table */
 #define NVO_RELAY_LOCS 8       /* locators of one relay next hop (the overlay's default limit) */
 

@@ -86,7 +86,9 @@ struct nvo_flow {
 	__u64 idle_ns;         /* its timeout (nvo_policy::conntrack::timeout) */
 };
 
-/* Per network slot, per CPU: nvo_pipeline::policy::PolicyCounters but the rules' own. */
+/* Per network slot, per CPU: nvo_pipeline::policy::PolicyCounters but the rules' own and
+ * nvod's own; src/pol_counters.rs generates the Rust side from one field list and checks it
+ * against this struct, field for field and in order. */
 struct nvo_pol_counters {
 	__u64 allowed;
 	__u64 denied;

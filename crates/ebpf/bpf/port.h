@@ -183,8 +183,8 @@ static __always_inline __u32 flood_ports(struct flood_ctx *c)
 	return c->delivered;
 }
 
-static __always_inline int port_flood(struct flood_ctx *c, const __u8 *eth,
-				      struct nvo_net_counters *ncnt, struct nvo_port_counters *pc)
+static __always_inline int port_flood(struct flood_ctx *c, struct nvo_net_counters *ncnt,
+				      struct nvo_port_counters *pc)
 {
 	struct __sk_buff *skb = c->skb;
 	const struct nvo_network *net = c->net;
@@ -207,7 +207,7 @@ static __always_inline int port_flood(struct flood_ctx *c, const __u8 *eth,
 	}
 	if (ncnt)
 		ncnt->encap_flood += remotes;
-	if (outer_push(skb, &net->tmpl, eth)) {
+	if (nvo_outer_push(skb, c->vni, 0)) {
 		tx_failed(skb, 1);
 		set_verdict(skb, NVO_VERDICT_DROP, 3, NVO_DROP_TX_ERROR);
 		return TC_ACT_SHOT;
@@ -326,15 +326,14 @@ static __always_inline int port_in(struct __sk_buff *skb)
 	if (dst && dst->dest == NVO_DEST_REMOTE) {
 		if (ncnt)
 			ncnt->encap_unicast += 1;
-		const struct nvo_tmpl *t = tmpl_for(net, vni, dst->remote[0]);
-		if (outer_push(skb, t, eth)) {
+		if (nvo_outer_push(skb, vni, dst->remote[0])) {
 			tx_failed(skb, 1);
 			set_verdict(skb, NVO_VERDICT_DROP, 0, NVO_DROP_TX_ERROR);
 			return TC_ACT_SHOT;
 		}
 		return nvo_remote_send(skb, vni, dst->remote[0], send_meta(c.entropy, c.tos, c.ttl), 0);
 	}
-	return port_flood(&c, eth, ncnt, pc);
+	return port_flood(&c, ncnt, pc);
 }
 
 #endif

@@ -28,8 +28,8 @@ pub const MAX_FLOOD: usize = 256;
 pub const MAX_NET_PORTS: usize = 64;
 /// Frame bytes a punt record carries.
 pub const PUNT_MAX: usize = 65536;
-/// Drop counter slots (codes 1..31).
-pub const DROP_SLOTS: usize = 32;
+/// Drop counter slots (codes 1..63; bpf/layout.h `NVO_DROP_SLOTS`).
+pub const DROP_SLOTS: usize = 64;
 /// Entries of the entropy source-port table.
 pub const MAX_ENTROPY: usize = 16384;
 /// Locators of one relay next hop.
@@ -695,34 +695,9 @@ pub struct Flow {
     pub idle_ns: u64,
 }
 
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PolCounters {
-    pub allowed: u64,
-    pub denied: u64,
-    pub default_allowed: u64,
-    pub default_denied: u64,
-    pub tracked: u64,
-    pub sender_applied: u64,
-    pub unknown_destination: u64,
-    pub exempt: u64,
-    pub conntrack_full: u64,
-}
-
-impl PolCounters {
-    /// Adds one CPU's counts.
-    pub fn add(&mut self, o: &PolCounters) {
-        self.allowed += o.allowed;
-        self.denied += o.denied;
-        self.default_allowed += o.default_allowed;
-        self.default_denied += o.default_denied;
-        self.tracked += o.tracked;
-        self.sender_applied += o.sender_applied;
-        self.unknown_destination += o.unknown_destination;
-        self.exempt += o.exempt;
-        self.conntrack_full += o.conntrack_full;
-    }
-}
+/// One network's policy verdicts on one CPU, generated with its conversion to the pipeline's
+/// counters from one list of fields (pol_counters.rs).
+pub use crate::pol_counters::PolCounters;
 
 /// An address as the policy maps key it: IPv4 in the first four bytes, family 4 or 6.
 pub fn ident_key(vni: u32, ip: std::net::IpAddr) -> IdentKey {
@@ -796,5 +771,17 @@ mod tests {
         }
         assert_eq!(seen, DropReason::ALL.to_vec());
         const { assert!(DropReason::COUNT < super::DROP_SLOTS) };
+    }
+
+    /// The drop counter map (bpf/maps.h, sized by bpf/layout.h) has the slots nvod reads.
+    #[test]
+    fn drop_slots_match_the_programs() {
+        let header = include_str!("../bpf/layout.h");
+        let slots = header
+            .lines()
+            .find_map(|l| l.strip_prefix("#define NVO_DROP_SLOTS "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<usize>().ok());
+        assert_eq!(slots, Some(super::DROP_SLOTS));
     }
 }

@@ -26,6 +26,7 @@ pub mod layout;
 pub mod limits;
 pub mod mirror;
 pub mod nexthop;
+mod pol_counters;
 pub mod testrun;
 
 pub use compile::Unsupported;

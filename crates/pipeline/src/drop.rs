@@ -96,11 +96,17 @@ pub enum DropReason {
     /// local port) or at the receiver (ingress from a tunnel); `nvo policy show` says which
     /// rule, or the default deny of a selected destination.
     PolicyDenied = 31,
+    /// An IPv6 link-control message from a port of an L3 network, which the gateway consumes
+    /// without forwarding: router solicitation or advertisement, redirect (RFC 4861 §4.1,
+    /// §4.2, §4.5), an MLD query or report (RFC 2710 §3, RFC 3810 §5), or a neighbour
+    /// advertisement or solicitation it learns from but does not answer (duplicate address
+    /// detection, a solicitation for the sender's own address).
+    LinkControl = 32,
 }
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 31] = [
+    pub const ALL: [DropReason; 32] = [
         DropReason::MalformedFrame,
         DropReason::UnknownPort,
         DropReason::InvalidSourceMac,
@@ -132,6 +138,7 @@ impl DropReason {
         DropReason::QosPoliced,
         DropReason::FlowDrop,
         DropReason::PolicyDenied,
+        DropReason::LinkControl,
     ];
 
     /// How many reasons there are.
@@ -186,6 +193,7 @@ impl DropReason {
             DropReason::QosPoliced => "qos_policed",
             DropReason::FlowDrop => "flow_drop",
             DropReason::PolicyDenied => "policy_denied",
+            DropReason::LinkControl => "link_control",
         }
     }
 }
@@ -214,7 +222,7 @@ mod tests {
             assert_eq!(DropReason::from_code(reason.code()), Some(reason));
         }
         assert_eq!(DropReason::from_code(0), None);
-        assert_eq!(DropReason::from_code(32), None);
+        assert_eq!(DropReason::from_code(33), None);
         // Spot checks that pin published codes: changing one of these breaks the eBPF datapath
         // and every dashboard reading the counters.
         assert_eq!(DropReason::MalformedFrame.code(), 1);
@@ -230,6 +238,7 @@ mod tests {
         assert_eq!(DropReason::QosPoliced.code(), 29);
         assert_eq!(DropReason::FlowDrop.code(), 30);
         assert_eq!(DropReason::PolicyDenied.code(), 31);
+        assert_eq!(DropReason::LinkControl.code(), 32);
     }
 
     #[test]

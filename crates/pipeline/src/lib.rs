@@ -73,6 +73,7 @@ mod policing;
 pub mod policy;
 mod policy_export;
 pub mod policy_external;
+mod policy_flow;
 pub mod qos;
 mod shared_port;
 mod suppress;

@@ -4,9 +4,10 @@
 //! bucket is qos.rs's [`Policer`] — the same RFC 2697 single-rate, colour-blind meter a port's
 //! QoS profile gets.
 //!
-//! A frame over the rate is dropped as `qos_policed` (the drop codes, shared with the eBPF
-//! programs, are all taken: `NVO_DROP_SLOTS` is 32) and counted on the meter; a frame under it
-//! goes on to the rule's next actions.
+//! A frame over the rate is dropped as `qos_policed`, the reason a port's policer gives too
+//! (chosen when the drop slots shared with the eBPF programs were all taken; there are 64 now,
+//! `NVO_DROP_SLOTS`, so a reason of its own would fit) and counted on the meter; a frame under
+//! it goes on to the rule's next actions.
 //!
 //! One bucket across nvod's workers: each worker's pipeline holds a copy of every meter, but a
 //! port a metered rule covers is read by worker 0 alone (the datapath pins it as it does a

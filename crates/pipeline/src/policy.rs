@@ -36,9 +36,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nvo_policy::{Conntrack, FlowKey, Labels, Policy, Reason};
-use nvo_wire::std_wire::{IpProtocol, Ipv4Packet, Ipv6Packet};
-use nvo_wire::EtherType;
+use nvo_policy::{Conntrack, Labels, Policy, Reason};
 use serde::Serialize;
 
 pub use crate::actions::GroupTag;
@@ -46,7 +44,8 @@ use crate::actions::{Action, Actions};
 use crate::ct_cache::CtCache;
 use crate::frame::Eth;
 use crate::network::Network;
-use crate::policy_external::ExternalHook;
+use crate::policy_external::{Asked, ExternalHook, Negative};
+use crate::policy_flow::{flow, Flow};
 use crate::{FdbDest, PortId, TableError, Vni};
 
 /// Most labelled addresses over all networks.
@@ -190,6 +189,11 @@ pub struct PolicyCounters {
     pub exempt: u64,
     /// Allowed flows the full connection table could not track.
     pub conntrack_full: u64,
+    /// nvod's misses looked up in the kernel's connection table (nvod's count only).
+    pub kernel_lookups: u64,
+    /// nvod's misses not looked up there: the kernel said "not tracked" less than a second
+    /// ago (policy_external.rs, `Negative`; nvod's count only).
+    pub kernel_lookups_skipped: u64,
     /// The kernel's programs enforce the policy too (the eBPF datapath): the counts are
     /// theirs and nvod's together.
     pub in_kernel: bool,
@@ -215,6 +219,8 @@ impl PolicyCounters {
             unknown_destination,
             exempt,
             conntrack_full,
+            kernel_lookups,
+            kernel_lookups_skipped,
             in_kernel,
         } = other;
         self.allowed += allowed;
@@ -226,6 +232,8 @@ impl PolicyCounters {
         self.unknown_destination += unknown_destination;
         self.exempt += exempt;
         self.conntrack_full += conntrack_full;
+        self.kernel_lookups += kernel_lookups;
+        self.kernel_lookups_skipped += kernel_lookups_skipped;
         self.in_kernel |= in_kernel;
     }
 }
@@ -256,77 +264,26 @@ pub(crate) struct Policies {
     cache: CtCache,
     /// Another datapath's connection table, asked on a miss (policy_external.rs).
     pub(crate) external: ExternalHook,
+    /// Its recent "not tracked" answers (this worker's).
+    pub(crate) negative: Negative,
 }
 
-/// The facts policy reads from an IP packet.
-#[derive(Debug, Clone, Copy)]
-struct Flow {
-    key: FlowKey,
-    closing: bool,
-}
-
-/// `None`: not subject to policy (not IP, neighbour discovery, ICMP errors).
-fn flow(vni: Vni, frame: &[u8], eth: &Eth) -> Option<Flow> {
-    let l3 = frame.get(eth.l3..)?;
-    let (src, dst, proto, l4, first) = match eth.ethertype {
-        EtherType::Ipv4 => {
-            let ip = Ipv4Packet::new_checked(l3).ok()?;
-            let first = ip.frag_offset() == 0;
-            let (s, d) = (ip.src_addr(), ip.dst_addr());
-            let proto = u8::from(ip.next_header());
-            let header = usize::from(ip.header_len());
-            let total = usize::from(ip.total_len()).min(l3.len());
-            let l4 = l3.get(header..total).unwrap_or_default();
-            (IpAddr::V4(s), IpAddr::V4(d), proto, l4, first)
-        }
-        EtherType::Ipv6 => {
-            let ip = Ipv6Packet::new_checked(l3).ok()?;
-            let proto = u8::from(ip.next_header());
-            let (s, d) = (ip.src_addr(), ip.dst_addr());
-            (IpAddr::V6(s), IpAddr::V6(d), proto, ip.payload(), true)
-        }
-        _ => return None,
-    };
-    let word = |at: usize| {
-        l4.get(at..at + 2)
-            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
-    };
-    let (mut sport, mut dport, mut closing) = (0, 0, false);
-    match IpProtocol::from(proto) {
-        IpProtocol::Tcp | IpProtocol::Udp | IpProtocol::Unknown(132) if first => {
-            (sport, dport) = (word(0), word(2));
-            if proto == 6 {
-                // FIN or RST.
-                closing = l4.get(13).is_some_and(|f| f & 0x05 != 0);
-            }
-        }
-        IpProtocol::Icmp => match l4.first()? {
-            // Echo request and reply: one flow, keyed by the identifier both ways.
-            0 | 8 => (sport, dport) = (word(4), word(4)),
-            // Errors (unreachable, source quench, redirect, time exceeded, parameter problem)
-            // travel back to a sender: never held up.
-            3 | 4 | 5 | 11 | 12 => return None,
-            _ => {}
-        },
-        IpProtocol::Icmpv6 => match l4.first()? {
-            128 | 129 => (sport, dport) = (word(4), word(4)),
-            // Errors, and neighbour/router discovery (RFC 4861 types 133-137): always pass.
-            1..=4 | 133..=137 => return None,
-            _ => {}
-        },
-        _ => {}
+/// Asks the other table about `key` (the shared lock released), or remembers it said "not
+/// tracked" a moment ago; counted either way.
+fn ask(
+    negative: &mut Negative,
+    external: &ExternalHook,
+    key: &nvo_policy::FlowKey,
+    now: Instant,
+    c: &mut PolicyCounters,
+) -> Asked {
+    let (answer, asked) = negative.ask(external, key, now);
+    if asked {
+        c.kernel_lookups += 1;
+    } else {
+        c.kernel_lookups_skipped += 1;
     }
-    Some(Flow {
-        key: FlowKey {
-            network: vni.0,
-            proto,
-            src,
-            dst,
-            sport,
-            dport,
-        },
-        closing,
-    })
+    Asked::Answer(answer)
 }
 
 fn count(c: &mut PolicyCounters, allow: bool, reason: Reason) {
@@ -589,55 +546,85 @@ impl Policies {
         }
         let cache = &mut self.cache;
         let external = &self.external;
-        self.shared.with(|s| {
-            if s.ct.lookup(&f.key, f.closing, now).is_some()
-                || external.consult(&mut s.ct, &f.key, f.closing, now)
-            {
-                p.counters.tracked += 1;
-                cache.confirm(f.key, 0, now);
-                return Ok(Some(tracked));
-            }
-            // A flow's first packet: where its source lives, for traces (not on the
-            // tracked path, which stays one lookup).
-            let seen = (vni, f.key.src);
-            if s.local.get(&seen) != Some(&port)
-                && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
-            {
-                s.local.insert(seen, port);
-            }
-            // Labels and local ports are this host's own knowledge: a decision on them is
-            // final (A bit). An identity learned from the wire only lets the sender drop
-            // early; the receiver decides again.
-            let (dst, authoritative) = match p.addr_ids.get(&f.key.dst) {
-                Some(&id) => (Some(id), true),
-                None => match net.fdb.lookup(eth.dst) {
-                    Some(FdbDest::Port(out)) => {
-                        (Some(p.port_ids.get(&out).copied().unwrap_or(0)), true)
+        let negative = &mut self.negative;
+        // The other table's answer, once asked (with the lock released: see `Asked`).
+        let mut asked = Asked::No;
+        loop {
+            let pass = self.shared.with(|s| {
+                match asked.tracked(external, &mut s.ct, &f.key, f.closing, now) {
+                    Some(true) => {
+                        p.counters.tracked += 1;
+                        cache.confirm(f.key, 0, now);
+                        return Some(Ok(Some(tracked)));
                     }
-                    _ => (s.learned.get(&(vni, f.key.dst)).copied(), false),
-                },
-            };
-            let Some(dst) = dst else {
-                p.counters.unknown_destination += 1;
-                return Ok(Some(GroupTag {
-                    group,
-                    applied: false,
-                }));
-            };
-            let d = p.policy.decide(group, dst, f.key.proto, f.key.dport);
-            count(&mut p.counters, d.allow, d.reason);
-            if !d.allow {
-                return Err(crate::DropReason::PolicyDenied);
+                    Some(false) => {}
+                    None => return None,
+                }
+                Some(Self::egress_first(
+                    s, p, net, port, group, eth, &f, cache, now,
+                ))
+            });
+            match pass {
+                Some(verdict) => return verdict,
+                None => asked = ask(negative, external, &f.key, now, &mut p.counters),
             }
-            match s.ct.insert(f.key, now) {
-                Ok(()) => cache.confirm(f.key, 0, now),
-                Err(_) => p.counters.conntrack_full += 1,
-            }
-            Ok(Some(GroupTag {
+        }
+    }
+
+    /// A flow's first packet at egress (under the shared lock): decided by the rules.
+    #[allow(clippy::too_many_arguments)]
+    fn egress_first(
+        s: &mut Shared,
+        p: &mut NetPolicy,
+        net: &Network,
+        port: PortId,
+        group: u16,
+        eth: &Eth,
+        f: &Flow,
+        cache: &mut CtCache,
+        now: Instant,
+    ) -> Result<Option<GroupTag>, crate::DropReason> {
+        let vni = net.spec.vni;
+        // A flow's first packet: where its source lives, for traces (not on the
+        // tracked path, which stays one lookup).
+        let seen = (vni, f.key.src);
+        if s.local.get(&seen) != Some(&port)
+            && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+        {
+            s.local.insert(seen, port);
+        }
+        // Labels and local ports are this host's own knowledge: a decision on them is
+        // final (A bit). An identity learned from the wire only lets the sender drop
+        // early; the receiver decides again.
+        let (dst, authoritative) = match p.addr_ids.get(&f.key.dst) {
+            Some(&id) => (Some(id), true),
+            None => match net.fdb.lookup(eth.dst) {
+                Some(FdbDest::Port(out)) => {
+                    (Some(p.port_ids.get(&out).copied().unwrap_or(0)), true)
+                }
+                _ => (s.learned.get(&(vni, f.key.dst)).copied(), false),
+            },
+        };
+        let Some(dst) = dst else {
+            p.counters.unknown_destination += 1;
+            return Ok(Some(GroupTag {
                 group,
-                applied: authoritative,
-            }))
-        })
+                applied: false,
+            }));
+        };
+        let d = p.policy.decide(group, dst, f.key.proto, f.key.dport);
+        count(&mut p.counters, d.allow, d.reason);
+        if !d.allow {
+            return Err(crate::DropReason::PolicyDenied);
+        }
+        match s.ct.insert(f.key, now) {
+            Ok(()) => cache.confirm(f.key, 0, now),
+            Err(_) => p.counters.conntrack_full += 1,
+        }
+        Ok(Some(GroupTag {
+            group,
+            applied: authoritative,
+        }))
     }
 
     /// After [`Policies::egress`] left a frame to the receiver (its destination's identity
@@ -704,68 +691,100 @@ impl Policies {
         let cache = &mut self.cache;
         let evpn_ids = &self.evpn_ids;
         let external = &self.external;
-        self.shared.with(|s| {
-            if let Some(t) = tagged {
-                // The ipcache: where this address's identity came from the wire, remember it
-                // (bounded; an address labelled here keeps its label's identity).
-                let key = (vni, f.key.src);
-                if s.learned.get(&key) != Some(&t.group)
-                    && (s.learned.len() < MAX_LEARNED_IDS || s.learned.contains_key(&key))
-                {
-                    s.learned.insert(key, t.group);
-                    s.journal_learned(key, t.group);
+        let negative = &mut self.negative;
+        // The other table's answer, once asked (with the lock released: see `Asked`).
+        let mut asked = Asked::No;
+        loop {
+            let pass = self.shared.with(|s| {
+                if let (Some(t), Asked::No) = (tagged, &asked) {
+                    // The ipcache: where this address's identity came from the wire, remember
+                    // it (bounded; an address labelled here keeps its label's identity).
+                    let key = (vni, f.key.src);
+                    if s.learned.get(&key) != Some(&t.group)
+                        && (s.learned.len() < MAX_LEARNED_IDS || s.learned.contains_key(&key))
+                    {
+                        s.learned.insert(key, t.group);
+                        s.journal_learned(key, t.group);
+                    }
                 }
-            }
-            if s.ct.lookup(&f.key, f.closing, now).is_some()
-                || external.consult(&mut s.ct, &f.key, f.closing, now)
-            {
-                p.counters.tracked += 1;
-                cache.confirm(f.key, carried, now);
-                return Ok(());
-            }
-            // A flow's first packet: the local port its destination lives on, for traces.
-            let out = match net.fdb.lookup(eth.dst) {
-                Some(FdbDest::Port(out)) => Some(out),
-                _ => None,
-            };
-            if let Some(out) = out {
-                let seen = (vni, f.key.dst);
-                if s.local.get(&seen) != Some(&out)
-                    && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
-                {
-                    s.local.insert(seen, out);
+                match asked.tracked(external, &mut s.ct, &f.key, f.closing, now) {
+                    Some(true) => {
+                        p.counters.tracked += 1;
+                        cache.confirm(f.key, carried, now);
+                        return Some(Ok(()));
+                    }
+                    Some(false) => {}
+                    None => return None,
                 }
-            }
-            if tagged.is_some_and(|t| t.applied) {
-                p.counters.sender_applied += 1;
-                match s.ct.insert(f.key, now) {
-                    Ok(()) => cache.confirm(f.key, carried, now),
-                    Err(_) => p.counters.conntrack_full += 1,
-                }
-                return Ok(());
-            }
-            let src = tagged.map(|t| t.group).unwrap_or_else(|| {
-                p.addr_ids
-                    .get(&f.key.src)
-                    .or_else(|| s.learned.get(&(vni, f.key.src)))
-                    .or_else(|| evpn_ids.get(&(vni, f.key.src)))
-                    .copied()
-                    .unwrap_or(0)
+                let first = Self::ingress_first(s, p, net, tagged, eth, &f, evpn_ids, cache, now);
+                Some(first)
             });
-            let dst =
-                p.addr_ids.get(&f.key.dst).copied().unwrap_or_else(|| {
-                    out.map_or(0, |out| p.port_ids.get(&out).copied().unwrap_or(0))
-                });
-            let d = p.policy.decide(src, dst, f.key.proto, f.key.dport);
-            count(&mut p.counters, d.allow, d.reason);
-            if !d.allow {
-                return Err(crate::DropReason::PolicyDenied);
+            match pass {
+                Some(verdict) => return verdict,
+                None => asked = ask(negative, external, &f.key, now, &mut p.counters),
             }
+        }
+    }
+
+    /// A flow's first packet at ingress (under the shared lock): passed on the sender's word
+    /// (A bit) or decided by the rules.
+    #[allow(clippy::too_many_arguments)]
+    fn ingress_first(
+        s: &mut Shared,
+        p: &mut NetPolicy,
+        net: &Network,
+        tagged: Option<GroupTag>,
+        eth: &Eth,
+        f: &Flow,
+        evpn_ids: &HashMap<(Vni, IpAddr), u16>,
+        cache: &mut CtCache,
+        now: Instant,
+    ) -> Result<(), crate::DropReason> {
+        let vni = net.spec.vni;
+        let carried = tagged.map_or(0, |t| t.group);
+        // A flow's first packet: the local port its destination lives on, for traces.
+        let out = match net.fdb.lookup(eth.dst) {
+            Some(FdbDest::Port(out)) => Some(out),
+            _ => None,
+        };
+        if let Some(out) = out {
+            let seen = (vni, f.key.dst);
+            if s.local.get(&seen) != Some(&out)
+                && (s.local.len() < MAX_LEARNED_IDS || s.local.contains_key(&seen))
+            {
+                s.local.insert(seen, out);
+            }
+        }
+        if tagged.is_some_and(|t| t.applied) {
+            p.counters.sender_applied += 1;
             match s.ct.insert(f.key, now) {
                 Ok(()) => cache.confirm(f.key, carried, now),
                 Err(_) => p.counters.conntrack_full += 1,
             }
-            Ok(())
-        })
+            return Ok(());
+        }
+        let src = tagged.map(|t| t.group).unwrap_or_else(|| {
+            p.addr_ids
+                .get(&f.key.src)
+                .or_else(|| s.learned.get(&(vni, f.key.src)))
+                .or_else(|| evpn_ids.get(&(vni, f.key.src)))
+                .copied()
+                .unwrap_or(0)
+        });
+        let dst = p
+            .addr_ids
+            .get(&f.key.dst)
+            .copied()
+            .unwrap_or_else(|| out.map_or(0, |out| p.port_ids.get(&out).copied().unwrap_or(0)));
+        let d = p.policy.decide(src, dst, f.key.proto, f.key.dport);
+        count(&mut p.counters, d.allow, d.reason);
+        if !d.allow {
+            return Err(crate::DropReason::PolicyDenied);
+        }
+        match s.ct.insert(f.key, now) {
+            Ok(()) => cache.confirm(f.key, carried, now),
+            Err(_) => p.counters.conntrack_full += 1,
+        }
+        Ok(())
     }
 }

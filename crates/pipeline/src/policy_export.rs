@@ -86,6 +86,7 @@ impl Pipeline {
     /// pipeline asks when its own misses a packet of a policy network (policy_external.rs).
     pub fn set_external_flows(&mut self, flows: Option<Arc<dyn crate::ExternalFlows>>) {
         self.policy.external = crate::ExternalHook(flows);
+        self.policy.negative = Default::default();
     }
 
     /// Network `vni`'s policy state; `None` without a policy.

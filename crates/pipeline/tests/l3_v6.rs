@@ -2,7 +2,8 @@
 //! builds (tests/vectors/l3_v6.json, written by l3_v6_vectors.py), ignores DAD and
 //! self-solicitations, learns senders, routes IPv6 by longest prefix into the tunnel, delivers
 //! decapsulated IPv6 to the owner of the address (else solicits it with the NS scapy builds and
-//! drops), and refuses the family a profile does not carry.
+//! drops), and refuses the family a profile does not carry. Router solicitations, MLD reports
+//! and the ND it consumes without an answer are dropped as `link_control`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -130,7 +131,7 @@ fn dad_and_self_solicitations_get_no_answer() {
         p.from_port(P1, &ns(src, target), Instant::now(), &mut a);
         assert_eq!(
             a.as_slice(),
-            [Action::Drop(DropReason::NoDestination)],
+            [Action::Drop(DropReason::LinkControl)],
             "{src} → {target}"
         );
     }
@@ -200,10 +201,37 @@ fn the_scapy_advertisement_teaches_the_table() {
     // The gateway's own answer, sent back by a container, announces fd00:1::9 at GW's MAC:
     // what counts is that an NA's target is learned behind the port it came from.
     p.from_port(P2, &vector("na"), Instant::now(), &mut a);
-    assert_eq!(a.as_slice(), [Action::Drop(DropReason::NoDestination)]);
+    assert_eq!(a.as_slice(), [Action::Drop(DropReason::LinkControl)]);
     let packet = ipv6_frame(GW, C2, "fd00:2::1", "fd00:1::9")[14..].to_vec();
     p.from_decapsulated_ip(decap(), 100, (6, &packet), &mut a);
     assert!(matches!(a.as_slice(), [Action::Reply { port: P2, .. }]));
+}
+
+#[test]
+fn router_solicitations_and_mld_reports_are_link_control_not_lost() {
+    let mut p = pipeline();
+    let mut a = Actions::new();
+    // What a Linux container sends when its interface comes up, as scapy builds it: nothing
+    // on an L3 network routes it (no router advertisements, no multicast routing).
+    for name in ["rs", "mld"] {
+        p.from_port(P1, &vector(name), Instant::now(), &mut a);
+        assert_eq!(
+            a.as_slice(),
+            [Action::Drop(DropReason::LinkControl)],
+            "{name}"
+        );
+    }
+    // Other multicast (here UDP to all-nodes) has nowhere to go: no_destination still.
+    let mdns = ipv6_frame(Mac([0x33, 0x33, 0, 0, 0, 1]), C1, "fe80::1", "ff02::1");
+    p.from_port(P1, &mdns, Instant::now(), &mut a);
+    assert_eq!(a.as_slice(), [Action::Drop(DropReason::NoDestination)]);
+    // A truncated MLD report (its Hop-by-Hop header cut short) is no link control.
+    let mld = vector("mld");
+    p.from_port(P1, &mld[..14 + 40 + 1], Instant::now(), &mut a);
+    assert_eq!(a.as_slice(), [Action::Drop(DropReason::NoDestination)]);
+    let drops = &p.counters().drops;
+    assert_eq!(drops.get(DropReason::LinkControl), 2);
+    assert_eq!(drops.get(DropReason::NoDestination), 2);
 }
 
 #[test]

@@ -159,8 +159,17 @@ impl Conntrack {
 
     /// Tracks a flow another datapath already tracks (the kernel's table, which nvod asks on
     /// a miss): `key` as it is keyed there, `idle` the time it has left there. Not journaled
-    /// (that table has it); refused when full, as [`Conntrack::insert`].
+    /// (that table has it); refused when full, as [`Conntrack::insert`]. A live entry for
+    /// `key` is kept as it is (another packet tracked or adopted the flow meanwhile: adopting
+    /// again changes nothing); one idle past its timeout is replaced.
     pub fn adopt(&mut self, key: FlowKey, idle: Duration, now: Instant) -> Result<(), Full> {
+        if self
+            .flows
+            .get(&key)
+            .is_some_and(|e| now.saturating_duration_since(e.last) < e.idle)
+        {
+            return Ok(());
+        }
         if !self.flows.contains_key(&key) && self.flows.len() >= self.max {
             self.full_drops += 1;
             return Err(Full(self.max));
@@ -237,6 +246,32 @@ mod tests {
         assert_eq!(ct.adopt(key(2), Duration::from_secs(5), t0), Err(Full(1)));
         assert_eq!(
             ct.lookup(&key(1), false, t0 + Duration::from_secs(10)),
+            None
+        );
+    }
+
+    #[test]
+    fn adopting_a_live_flow_again_changes_nothing() {
+        let t0 = Instant::now();
+        let mut ct = Conntrack::new(4);
+        ct.insert(key(1), t0).unwrap();
+        // Two workers both asked the other table; the second adopts after the first.
+        ct.adopt(key(1), Duration::from_secs(1), t0).unwrap();
+        assert_eq!(ct.len(), 1);
+        assert_eq!(
+            ct.lookup(&key(1), false, t0 + Duration::from_secs(5)),
+            Some(Direction::Original),
+            "the entry inserted here kept its own timeout"
+        );
+        // Idle past its timeout: replaced by the adopted one.
+        let late = t0 + Duration::from_secs(5) + timeout(6, false);
+        ct.adopt(key(1), Duration::from_secs(2), late).unwrap();
+        assert_eq!(
+            ct.lookup(&key(1), false, late + Duration::from_secs(1)),
+            Some(Direction::Original)
+        );
+        assert_eq!(
+            ct.lookup(&key(1), false, late + Duration::from_secs(4)),
             None
         );
     }

@@ -194,6 +194,15 @@ fn render(p: &PolicyView) -> String {
     if !p.datapath.is_empty() {
         let _ = writeln!(s, "  enforced by: {}", p.datapath);
     }
+    if p.datapath == "kernel" {
+        let k = &p.kernel_lookups;
+        let _ = writeln!(
+            s,
+            "  nvod's misses asked of the kernel's flows: {} (skipped, answered \"not tracked\" \
+             within 1 s: {})",
+            k.asked, k.skipped
+        );
+    }
     s
 }
 

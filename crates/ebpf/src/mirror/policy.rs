@@ -338,21 +338,10 @@ impl Mirror {
         let maps = &self.kernel.maps;
         let zero = layout::PolCounters::default();
         if let Ok(k) = sum_per_cpu(&maps.pol_counters, slot, layout::PolCounters::add, zero) {
-            // Added as another worker's counts are (PolicyCounters::merge); the literal names
-            // every field, so a new counter cannot be left out here silently.
-            counters.merge(&PolicyCounters {
-                rules: Vec::new(),
-                allowed: k.allowed,
-                denied: k.denied,
-                default_allowed: k.default_allowed,
-                default_denied: k.default_denied,
-                tracked: k.tracked,
-                sender_applied: k.sender_applied,
-                unknown_destination: k.unknown_destination,
-                exempt: k.exempt,
-                conntrack_full: k.conntrack_full,
-                in_kernel: true,
-            });
+            // Added as another worker's counts are (PolicyCounters::merge); to_pipeline's
+            // literal names every field (pol_counters.rs: a counter added to one side only
+            // does not build, or fails its test against the C struct).
+            counters.merge(&k.to_pipeline());
         }
         for (i, n) in counters.rules.iter_mut().enumerate() {
             let key = layout::RuleKey {

@@ -166,6 +166,10 @@ fn view(vni: u32, spec: &PolicySpec, c: &PolicyCounters) -> api::PolicyView {
             conntrack_full: c.conntrack_full,
         },
         datapath: if c.in_kernel { "kernel" } else { "nvod" }.to_owned(),
+        kernel_lookups: api::KernelLookups {
+            asked: c.kernel_lookups,
+            skipped: c.kernel_lookups_skipped,
+        },
     }
 }
 

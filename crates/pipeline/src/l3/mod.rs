@@ -102,8 +102,12 @@ pub(crate) fn from_port(
         }
         EtherType::Ipv6 => match v6::from_port(net, (gw, port), frame, eth, scratch, actions) {
             Some(true) => PortVerdict::Done,
-            Some(false) => NO_DESTINATION,
+            // Learned from, nothing to answer: consumed, not lost.
+            Some(false) => PortVerdict::Drop(DropReason::LinkControl),
             None if eth.dst == gw => route(net, (gw, port), frame, eth, scratch, actions),
+            // A container's router solicitations and MLD reports: no router or multicast
+            // routing to give them to on an L3 network.
+            None if v6::link_control(frame, eth) => PortVerdict::Drop(DropReason::LinkControl),
             None => NO_DESTINATION,
         },
         EtherType::Ipv4 if eth.dst == gw => route(net, (gw, port), frame, eth, scratch, actions),

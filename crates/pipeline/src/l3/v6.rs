@@ -20,6 +20,8 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
+use nvo_wire::std_wire::Ipv6Packet;
+
 use crate::actions::{Action, Actions};
 use crate::frame::Eth;
 use crate::nd::{self, Nd};
@@ -56,6 +58,31 @@ pub(super) fn from_port(
             Some(true)
         }
     }
+}
+
+/// Whether `frame` is an ICMPv6 link-control message the gateway does not take part in:
+/// an MLD query or report (types 130-132, 143: RFC 2710 §3, RFC 3810 §5, sent behind a
+/// Hop-by-Hop Router Alert option, RFC 3810 §5), a router solicitation or advertisement or a
+/// redirect (133, 134, 137: RFC 4861 §4). Neighbour solicitations and advertisements are
+/// [`from_port`]'s; one that does not parse (a bad checksum) is none of these.
+pub(super) fn link_control(frame: &[u8], eth: &Eth) -> bool {
+    let Some(ip) = frame
+        .get(eth.l3..)
+        .and_then(|l3| Ipv6Packet::new_checked(l3).ok())
+    else {
+        return false;
+    };
+    let payload = ip.payload();
+    let (mut next, mut at) = (u8::from(ip.next_header()), 0);
+    if next == 0 {
+        // Hop-by-Hop Options (RFC 8200 §4.3): next header, length in 8-octet units beyond
+        // the first 8.
+        let (Some(&n), Some(&len)) = (payload.first(), payload.get(1)) else {
+            return false;
+        };
+        (next, at) = (n, (usize::from(len) + 1) * 8);
+    }
+    next == 58 && matches!(payload.get(at), Some(130..=134 | 137 | 143))
 }
 
 /// Asks every port of `net` who has `dst` (nobody announced it): an NS from the gateway's
