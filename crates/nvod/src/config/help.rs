@@ -90,7 +90,7 @@ Configuration file (TOML, every key optional):
                                    to route; needs net.ipv6.conf.all.forwarding = 1 and
                                    `ip` on PATH. Other hosts route the prefix to this one
   busy_poll_us = 0                 microseconds the userspace datapath polls on after a
-                                   packet before it sleeps again, 0 (off) to 1000: lower
+                                   packet before it sleeps again, 0 (off) to 100000: lower
                                    latency for CPU time spent while traffic flows
   workers = <CPUs>                 userspace datapath threads, 1 to 64 (default: one per
                                    CPU nvod may run on); flows are spread over them by one

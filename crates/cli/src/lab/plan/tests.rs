@@ -348,8 +348,8 @@ fn nvod_extras_go_to_nvo_hosts_only_and_within_nvods_bounds() {
             "nvod.stt_reassembly_timeout_s 0",
         ),
         (
-            "name: t\nhosts: [{name: h1, nvod: {busy_poll_us: 5000}}]\n",
-            "nvod.busy_poll_us 5000 is outside 0..=1000",
+            "name: t\nhosts: [{name: h1, nvod: {busy_poll_us: 200000}}]\n",
+            "nvod.busy_poll_us 200000 is outside 0..=100000",
         ),
         (
             "name: t\nhosts: [{name: h1, nvod: {workers: 0}}]\n",

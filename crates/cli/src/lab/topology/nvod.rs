@@ -118,8 +118,8 @@ impl NvodExtras {
             }
         }
         if let Some(us) = self.busy_poll_us {
-            if us > 1000 {
-                return at("busy_poll_us", us, "0..=1000");
+            if us > 100_000 {
+                return at("busy_poll_us", us, "0..=100000");
             }
         }
         if let Some(n) = self.workers {
