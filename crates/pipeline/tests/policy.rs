@@ -17,28 +17,13 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::policy_bed::*;
 use common::*;
-use nvo_pipeline::policy::{
-    GroupTag, PolicyCommand, PolicyCounters, PolicyReply, SharedConntrack, TraceQuery,
-};
+use nvo_pipeline::policy::{GroupTag, PolicyCommand, PolicyReply, SharedConntrack, TraceQuery};
 use nvo_pipeline::{
     Action, Actions, Decapsulated, DropReason, EvpnChange, Mac, Pipeline, ProfileTag,
 };
 use nvo_policy::{Labels, Policy, PolicySpec, Reason};
-
-fn tcp(dst: Mac, src: Mac, ips: (&str, &str), ports: (u16, u16)) -> Vec<u8> {
-    let (s, d): (IpAddr, IpAddr) = (ip(ips.0), ip(ips.1));
-    let (IpAddr::V4(s), IpAddr::V4(d)) = (s, d) else {
-        panic!("v4 only")
-    };
-    let mut v = Vec::new();
-    etherparse::PacketBuilder::ethernet2(src.0, dst.0)
-        .ipv4(s.octets(), d.octets(), 64)
-        .tcp(ports.0, ports.1, 1, 1000)
-        .write(&mut v, b"hello")
-        .unwrap();
-    v
-}
 
 fn icmp_echo(dst: Mac, src: Mac, ips: (&str, &str), reply: bool) -> Vec<u8> {
     let (IpAddr::V4(s), IpAddr::V4(d)) = (ip(ips.0), ip(ips.1)) else {
@@ -59,15 +44,6 @@ fn spec(json: &str) -> Arc<Policy> {
     let spec: PolicySpec = serde_json::from_str(json).unwrap();
     Arc::new(Policy::new(spec).unwrap())
 }
-
-const WEB_DB: &str = r#"{
-  "groups": [{"id": 10, "name": "web", "selector": "app=web"},
-             {"id": 20, "name": "db", "selector": "app=db"}],
-  "rules": [{"name": "web-db", "from": ["web"], "to": ["db"], "action": "allow",
-             "protocol": "tcp", "ports": ["5432"]},
-            {"name": "dns-back", "from": ["db"], "to": ["web"], "action": "allow",
-             "protocol": "udp", "ports": ["53"]}]
-}"#;
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     Labels::new(pairs.iter().copied()).unwrap()
@@ -91,16 +67,6 @@ fn policed() -> (Pipeline, SharedConntrack) {
         .unwrap();
     (p, ct)
 }
-
-fn counters(p: &mut Pipeline) -> PolicyCounters {
-    match p.policy_command(PolicyCommand::Show(VNI)).unwrap() {
-        PolicyReply::Counters(c) => c,
-        other => panic!("{other:?}"),
-    }
-}
-
-const WEB: (&str, &str) = ("10.0.0.1", "10.0.0.2");
-const DB: (&str, &str) = ("10.0.0.2", "10.0.0.1");
 
 #[test]
 fn egress_allows_the_rule_denies_the_rest_and_replies_pass_by_conntrack() {

@@ -14,37 +14,15 @@
 
 mod common;
 
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::policy_bed::*;
 use common::*;
-use nvo_pipeline::policy::{PolicyCommand, PolicyCounters, PolicyReply, SharedConntrack};
+use nvo_pipeline::policy::{PolicyCommand, SharedConntrack};
 use nvo_pipeline::{Action, Actions, DropReason, ExternalFlows, Mac, Pipeline};
 use nvo_policy::{FlowKey, Labels, Policy, PolicySpec};
-
-const WEB_DB: &str = r#"{
-  "groups": [{"id": 10, "name": "web", "selector": "app=web"},
-             {"id": 20, "name": "db", "selector": "app=db"}],
-  "rules": [{"name": "web-db", "from": ["web"], "to": ["db"], "action": "allow",
-             "protocol": "tcp", "ports": ["5432"]},
-            {"name": "dns-back", "from": ["db"], "to": ["web"], "action": "allow",
-             "protocol": "udp", "ports": ["53"]}]
-}"#;
-
-fn tcp(dst: Mac, src: Mac, ips: (&str, &str), ports: (u16, u16)) -> Vec<u8> {
-    let (IpAddr::V4(s), IpAddr::V4(d)) = (ip(ips.0), ip(ips.1)) else {
-        panic!("v4 only")
-    };
-    let mut v = Vec::new();
-    etherparse::PacketBuilder::ethernet2(src.0, dst.0)
-        .ipv4(s.octets(), d.octets(), 64)
-        .tcp(ports.0, ports.1, 1, 1000)
-        .write(&mut v, b"hello")
-        .unwrap();
-    v
-}
 
 fn key(ips: (&str, &str), ports: (u16, u16)) -> FlowKey {
     FlowKey {
@@ -76,16 +54,6 @@ fn worker(ct: &SharedConntrack) -> Pipeline {
         .unwrap();
     p
 }
-
-fn counters(p: &mut Pipeline) -> PolicyCounters {
-    match p.policy_command(PolicyCommand::Show(VNI)).unwrap() {
-        PolicyReply::Counters(c) => c,
-        other => panic!("{other:?}"),
-    }
-}
-
-const WEB: (&str, &str) = ("10.0.0.1", "10.0.0.2");
-const DB: (&str, &str) = ("10.0.0.2", "10.0.0.1");
 
 /// The kernel's table, tracking one flow; while worker A asks it, worker B (on another
 /// thread) passes the same flow's first packet through the shared table.

@@ -8,6 +8,7 @@ use nvo_pipeline::{Action, Actions, Limits, Mac, NetworkSpec, Pipeline, PortId, 
 use nvo_wire::vxlan::{Gbp, VxlanPacket, VxlanRepr};
 
 pub mod ila_bed;
+pub mod policy_bed;
 pub mod scapy;
 mod vxlan_rx;
 #[allow(unused_imports)] // not every test binary receives VXLAN
