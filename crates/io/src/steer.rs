@@ -342,6 +342,15 @@ fn ethernet_at_x(a: &mut Asm) {
 }
 
 /// With A = EtherType and X = the IP header's offset from `base`: the hash, `% n`, returned.
+/// With the IP protocol in A: to `ported` for a transport with ports ([`PORTED`], as the Rust
+/// function reads them), else to the fold.
+fn to_ported(a: &mut Asm, ported: &'static str) {
+    for protocol in PORTED {
+        a.jeq(u32::from(protocol), ported);
+    }
+    a.ja("fold");
+}
+
 fn common_tail(a: &mut Asm, base: u32, n: u32) {
     let at = |off: u32| base.wrapping_add(off);
     a.label("ip")
@@ -358,11 +367,8 @@ fn common_tail(a: &mut Asm, base: u32, n: u32) {
         .op(op::XOR_X, 0)
         .op(op::ST, M_HASH)
         .op(op::LDX_MEM, M_L3)
-        .op(op::LD_B_IND, at(9))
-        .jeq(6, "v4_ported")
-        .jeq(17, "v4_ported")
-        .jeq(132, "v4_ported")
-        .ja("fold");
+        .op(op::LD_B_IND, at(9));
+    to_ported(a, "v4_ported");
     a.label("v4_ported")
         .op(op::LD_H_IND, at(6))
         .jset(0x3fff, "fold")
@@ -381,12 +387,8 @@ fn common_tail(a: &mut Asm, base: u32, n: u32) {
             .op(op::XOR_X, 0)
             .op(op::ST, M_HASH);
     }
-    a.op(op::LDX_MEM, M_L3)
-        .op(op::LD_B_IND, at(6))
-        .jeq(6, "v6_ported")
-        .jeq(17, "v6_ported")
-        .jeq(132, "v6_ported")
-        .ja("fold");
+    a.op(op::LDX_MEM, M_L3).op(op::LD_B_IND, at(6));
+    to_ported(a, "v6_ported");
     a.label("v6_ported")
         .op(op::TXA, 0)
         .op(op::ADD_K, 40)

@@ -165,8 +165,8 @@ fn the_rust_hash_is_symmetric_and_spreads() {
     assert_eq!(ip_index(0x0800, &[0x45; 10], 2), 0, "truncated: index 0");
 }
 
-/// Sends `what` with `send` until one of `n` receivers (`got(i)` says whether receiver i has
-/// it) has it; that receiver's index.
+/// The index of the first of `n` receivers that has the packet sent (`got(i)` reads receiver
+/// i and says whether it has it), polling for up to 3 s.
 fn landed(mut got: impl FnMut(usize) -> bool, n: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
@@ -176,6 +176,22 @@ fn landed(mut got: impl FnMut(usize) -> bool, n: usize) -> usize {
         std::thread::sleep(Duration::from_millis(1));
     }
     panic!("nothing received");
+}
+
+/// The index of the port socket the frame ending in `tail` reached.
+fn port_landed(ports: &[PacketPort], batch: &mut FrameBatch, tail: &[u8]) -> usize {
+    landed(
+        |i| {
+            ports[i].recv_batch(batch).unwrap();
+            let mut frames = batch.frames();
+            let mut hit = false;
+            while let Some(f) = frames.next_frame() {
+                hit |= f.ends_with(tail);
+            }
+            hit
+        },
+        ports.len(),
+    )
 }
 
 #[test]
@@ -202,18 +218,7 @@ fn the_fanout_program_picks_the_rust_index_for_a_flow_and_its_reverse() {
                 mark += 1;
                 let frame = dir.frame(mark, tagged);
                 sender.send(&frame).unwrap();
-                let at = landed(
-                    |i| {
-                        ports[i].recv_batch(&mut batch).unwrap();
-                        let mut frames = batch.frames();
-                        let mut hit = false;
-                        while let Some(f) = frames.next_frame() {
-                            hit |= f.ends_with(&mark.to_be_bytes());
-                        }
-                        hit
-                    },
-                    n,
-                );
+                let at = port_landed(&ports, &mut batch, &mark.to_be_bytes());
                 let want = frame_index(&frame, n as u32);
                 assert_eq!(at as u32, want, "{dir:?} tagged={tagged} n={n}");
                 seen.insert(at);
@@ -226,18 +231,7 @@ fn the_fanout_program_picks_the_rust_index_for_a_flow_and_its_reverse() {
         arp.extend([0u8; 26]);
         arp.extend([0xa5, 0x5a]);
         sender.send(&arp).unwrap();
-        let at = landed(
-            |i| {
-                ports[i].recv_batch(&mut batch).unwrap();
-                let mut frames = batch.frames();
-                let mut hit = false;
-                while let Some(f) = frames.next_frame() {
-                    hit |= f.ends_with(&[0xa5, 0x5a]);
-                }
-                hit
-            },
-            n,
-        );
+        let at = port_landed(&ports, &mut batch, &[0xa5, 0x5a]);
         assert_eq!(at, 0, "ARP to socket 0");
     }
 }
